@@ -186,6 +186,7 @@ func TestServerEvents(t *testing.T) {
 		}}
 		c := serve(t, rt, rt, cri.DialOptions{})
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		n := 0
 		for ev, err := range c.GetContainerEvents(ctx) {
 			require.NoError(t, err)
