@@ -1,0 +1,199 @@
+package fake_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+)
+
+func TestNormalizeImage(t *testing.T) {
+	digest := "sha256:" + hex64('b')
+	cases := map[string]string{
+		"busybox":                            "docker.io/library/busybox:latest",
+		"busybox:1.36":                       "docker.io/library/busybox:1.36",
+		"library/busybox":                    "docker.io/library/busybox:latest",
+		"docker.io/busybox":                  "docker.io/library/busybox:latest",
+		"index.docker.io/library/busybox":    "docker.io/library/busybox:latest",
+		"bitnami/redis:7":                    "docker.io/bitnami/redis:7",
+		"registry.k8s.io/pause:3.10":         "registry.k8s.io/pause:3.10",
+		"localhost/app":                      "localhost/app:latest",
+		"localhost:5000/app:v1":              "localhost:5000/app:v1",
+		"my.registry:5000/team/app":          "my.registry:5000/team/app:latest",
+		"nginx@" + digest:                    "docker.io/library/nginx@" + digest,
+		"nginx:1.27@" + digest:               "docker.io/library/nginx:1.27@" + digest,
+		"sha256:" + hex64('c'):               "sha256:" + hex64('c'),
+		hex64('d'):                           hex64('d'),
+		"quay.io/prometheus/node-exporter":   "quay.io/prometheus/node-exporter:latest",
+		"ghcr.io/org/repo/sub/image:sha-123": "ghcr.io/org/repo/sub/image:sha-123",
+	}
+	for in, want := range cases {
+		assert.Equal(t, want, fake.NormalizeImage(in), in)
+	}
+}
+
+func TestPullImage(t *testing.T) {
+	e := newEnv(t, fake.Options{Images: []string{}})
+	ctx := t.Context()
+	id, err := e.rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "busybox"}, nil, nil)
+	require.NoError(t, err)
+	sum := sha256.Sum256([]byte("docker.io/library/busybox:latest"))
+	assert.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), id, "sha256 of the normalized reference")
+
+	again, err := e.rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "docker.io/library/busybox:latest"}, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, id, again, "the same image in another spelling")
+
+	resp, err := e.rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: "busybox:latest"}, false)
+	require.NoError(t, err)
+	require.NotNil(t, resp.Image)
+	assert.Equal(t, id, resp.Image.Id)
+	assert.Equal(t, []string{"docker.io/library/busybox:latest"}, resp.Image.RepoTags)
+	assert.Empty(t, resp.Image.RepoDigests)
+	assert.Positive(t, resp.Image.Size)
+
+	digest := "sha256:" + hex64('e')
+	did, err := e.rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "nginx@" + digest}, nil, nil)
+	require.NoError(t, err)
+	resp, err = e.rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: did}, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"docker.io/library/nginx@" + digest}, resp.Image.RepoDigests)
+	assert.Empty(t, resp.Image.RepoTags)
+
+	for _, ref := range []string{id, id[len("sha256:"):], id[:15], "busybox"} {
+		resp, err = e.rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false)
+		require.NoError(t, err)
+		require.NotNil(t, resp.Image, "by %q", ref)
+		assert.Equal(t, id, resp.Image.Id)
+	}
+
+	list, err := e.rt.ListImages(ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, list, 2)
+	list, err = e.rt.ListImages(ctx, &runtimeapi.ImageFilter{Image: &runtimeapi.ImageSpec{Image: "busybox"}})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, id, list[0].Id)
+	list, err = e.rt.ListImages(ctx, &runtimeapi.ImageFilter{Image: &runtimeapi.ImageSpec{Image: "redis"}})
+	require.NoError(t, err)
+	assert.Empty(t, list)
+
+	require.NoError(t, e.rt.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: "busybox"}))
+	resp, err = e.rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: id}, false)
+	require.NoError(t, err)
+	assert.Nil(t, resp.Image, "an absent image is a nil Image, not an error")
+	require.NoError(t, e.rt.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: "busybox"}), "removing an absent image")
+
+	_, err = e.rt.PullImage(ctx, &runtimeapi.ImageSpec{}, nil, nil)
+	require.ErrorIs(t, err, cri.ErrInvalidArgument)
+}
+
+func TestPullImageRegistryAndBehavior(t *testing.T) {
+	errDenied := errors.New("pull access denied")
+	cases := []struct {
+		name     string
+		registry []string
+		behavior fake.PullBehavior
+		ref      string
+		latency  time.Duration
+		want     error
+	}{
+		{"known to the registry", []string{"busybox:1.36"}, fake.PullBehavior{}, "docker.io/library/busybox:1.36", 0, nil},
+		{"unknown to the registry", []string{"busybox:1.36"}, fake.PullBehavior{}, "busybox:1.37", 0, cri.ErrNotFound},
+		{"an ID cannot be pulled", nil, fake.PullBehavior{}, "sha256:" + hex64('f'), 0, cri.ErrNotFound},
+		{"failure", nil, fake.PullBehavior{Err: errDenied}, "private/app", 0, errDenied},
+		{"latency", nil, fake.PullBehavior{Latency: 30 * time.Second}, "private/app", 30 * time.Second, nil},
+		{"latency then failure", nil, fake.PullBehavior{Latency: time.Second, Err: errDenied}, "private/app", time.Second, errDenied},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, fake.Options{Images: []string{}, Registry: tc.registry})
+			e.rt.SetPullBehavior(tc.ref, tc.behavior)
+			done := async(func() error {
+				_, err := e.rt.PullImage(t.Context(), &runtimeapi.ImageSpec{Image: tc.ref}, nil, nil)
+				return err
+			})
+			if tc.latency > 0 {
+				waitUntil(t, "the pull waits on the clock", e.clk.HasWaiters)
+				e.clk.Step(tc.latency - time.Millisecond)
+				pending(t, done)
+				e.clk.Step(time.Millisecond)
+			}
+			err := receive(t, done)
+			resp, serr := e.rt.ImageStatus(t.Context(), &runtimeapi.ImageSpec{Image: tc.ref}, false)
+			require.NoError(t, serr)
+			if tc.want != nil {
+				require.ErrorIs(t, err, tc.want)
+				assert.Nil(t, resp.Image)
+				return
+			}
+			require.NoError(t, err)
+			assert.NotNil(t, resp.Image)
+		})
+	}
+
+	t.Run("a pull whose ctx ends", func(t *testing.T) {
+		e := newEnv(t, fake.Options{})
+		e.rt.SetPullBehavior("nginx", fake.PullBehavior{Latency: time.Hour})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := async(func() error {
+			_, err := e.rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "nginx"}, nil, nil)
+			return err
+		})
+		waitUntil(t, "the pull waits on the clock", e.clk.HasWaiters)
+		cancel()
+		require.ErrorIs(t, receive(t, done), context.Canceled)
+	})
+
+	t.Run("a zero behavior restores the default", func(t *testing.T) {
+		e := newEnv(t, fake.Options{})
+		e.rt.SetPullBehavior("nginx", fake.PullBehavior{Err: errDenied})
+		e.rt.SetPullBehavior("docker.io/library/nginx", fake.PullBehavior{})
+		_, err := e.rt.PullImage(t.Context(), &runtimeapi.ImageSpec{Image: "nginx"}, nil, nil)
+		require.NoError(t, err)
+	})
+}
+
+func TestAddImage(t *testing.T) {
+	e := newEnv(t, fake.Options{Images: []string{"busybox"}})
+	ctx := t.Context()
+	require.ErrorIs(t, e.rt.AddImage(&runtimeapi.Image{}), cri.ErrInvalidArgument)
+	require.NoError(t, e.rt.AddImage(&runtimeapi.Image{Id: "sha256:" + hex64('1'), RepoTags: []string{"busybox", "app:v1"}, Size: 5 << 20}))
+	// busybox:latest moved to the new image, and the old one, left without
+	// a reference, is gone, as in containerd.
+	list, err := e.rt.ListImages(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, []string{"docker.io/library/busybox:latest", "docker.io/library/app:v1"}, list[0].RepoTags)
+	assert.EqualValues(t, 5<<20, list[0].Size)
+
+	info, err := e.rt.ImageFsInfo(ctx)
+	require.NoError(t, err)
+	require.Len(t, info.ImageFilesystems, 1)
+	assert.EqualValues(t, 5<<20, info.ImageFilesystems[0].UsedBytes.Value)
+	assert.Equal(t, nanos(0), info.ImageFilesystems[0].Timestamp)
+	assert.NotEmpty(t, info.ImageFilesystems[0].FsId.Mountpoint)
+}
+
+func TestImageFsInfoSet(t *testing.T) {
+	e := newEnv(t, fake.Options{})
+	e.rt.SetImageFsInfo(&runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{
+		FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: "/images"}, UsedBytes: &runtimeapi.UInt64Value{Value: 42},
+	}}})
+	e.clk.Step(time.Minute)
+	info, err := e.rt.ImageFsInfo(t.Context())
+	require.NoError(t, err)
+	require.Len(t, info.ImageFilesystems, 1)
+	assert.EqualValues(t, 42, info.ImageFilesystems[0].UsedBytes.Value)
+	assert.Equal(t, nanos(time.Minute), info.ImageFilesystems[0].Timestamp)
+	assert.Empty(t, info.ContainerFilesystems)
+}
