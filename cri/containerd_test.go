@@ -44,7 +44,6 @@ func runHostNetworkSandbox(ctx context.Context, t *testing.T, c *cri.Client, nam
 	uid := "kk-" + strings.ReplaceAll(t.Name(), "/", "-")
 	config := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "kubeletkit-test", Uid: uid},
-		Hostname:     name,
 		LogDirectory: logDir,
 		Labels:       map[string]string{"io.kubernetes.pod.uid": uid},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{

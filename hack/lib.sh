@@ -1,0 +1,102 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # variables are used by the scripts that source this file
+# hack/lib.sh: shared settings and helpers for the hack/containerd-*.sh and
+# hack/critest.sh scripts. It is sourced, never executed.
+#
+# Environment variables (all optional):
+#   KK_WORK               work/cache dir (default /tmp/kubeletkit-e2e). Holds the
+#                         built binaries (bin/), OCI image archives (images/),
+#                         containerd config/root/state (containerd/, run/) and
+#                         logs. Must not be on overlayfs/tmpfs for the overlayfs
+#                         snapshotter to work; /tmp on the root ext4 is fine.
+#   KK_CRI_TOOLS_VERSION  cri-tools module version for crictl/critest (v1.34.0).
+#   KK_BUSYBOX_IMAGE      name of the busybox test image (docker.io/local/busybox:1).
+#   KK_PAUSE_IMAGE        name of the pause/sandbox image (docker.io/local/pause:1).
+
+KK_WORK="${KK_WORK:-/tmp/kubeletkit-e2e}"
+KK_CRI_TOOLS_VERSION="${KK_CRI_TOOLS_VERSION:-v1.34.0}"
+KK_BUSYBOX_IMAGE="${KK_BUSYBOX_IMAGE:-docker.io/local/busybox:1}"
+KK_PAUSE_IMAGE="${KK_PAUSE_IMAGE:-docker.io/local/pause:1}"
+# Images only critest needs (built by setup, imported by critest.sh).
+KK_WEBSERVER_IMAGE="docker.io/local/webserver:1"
+KK_HOSTNET_WEBSERVER_IMAGE="docker.io/local/hostnet-webserver:1"
+KK_NONEWPRIVS_IMAGE="docker.io/local/nonewprivs:1"
+KK_PREDEFINED_GROUP_IMAGE="docker.io/local/predefined-group:1"
+
+KK_BIN="${KK_WORK}/bin"
+KK_IMAGES="${KK_WORK}/images"
+KK_BUILD="${KK_WORK}/build"
+KK_CTRD_DIR="${KK_WORK}/containerd"   # config.toml, root/, cni conf
+KK_RUN="${KK_WORK}/run"               # containerd state dir and socket
+KK_SOCK="${KK_RUN}/containerd.sock"
+KK_ENDPOINT="unix://${KK_SOCK}"
+KK_PIDFILE="${KK_WORK}/containerd.pid"
+KK_CNI_BRIDGE="kkcni0"                 # Linux bridge of our CNI network
+KK_LOG="${KK_WORK}/containerd.log"
+
+# The Go toolchain may live outside PATH on a fresh machine.
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  PATH="/usr/local/go/bin:${PATH}"
+fi
+# containerd, runc and iptables live in sbin dirs that a non-login PATH may lack.
+PATH="${PATH}:/usr/local/sbin:/usr/sbin:/sbin"
+export PATH
+
+kk_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+kk_die() { kk_log "ERROR: $*"; exit 1; }
+
+# kk_write_crictl_yaml: crictl reads crictl.yaml next to its binary when
+# /etc/crictl.yaml is absent; point it at our containerd so a bare
+# "$KK_WORK/bin/crictl ps" works. The scripts pass it with --config.
+kk_write_crictl_yaml() {
+  mkdir -p "${KK_BIN}"
+  printf 'runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 30\n' \
+    "${KK_ENDPOINT}" "${KK_ENDPOINT}" >"${KK_BIN}/crictl.yaml"
+}
+
+# kk_crictl_cmd ENDPOINT: set the array KK_CRICTL_CMD to a crictl command
+# line for ENDPOINT (runtime and image service), usable with timeout(1).
+kk_crictl_cmd() {
+  KK_CRICTL_CMD=("${KK_BIN}/crictl" --config "${KK_BIN}/crictl.yaml"
+    --runtime-endpoint "$1" --image-endpoint "$1")
+}
+
+# kk_ctr runs ctr against our containerd in the CRI (k8s.io) namespace.
+kk_ctr() { ctr --address "${KK_SOCK}" --namespace k8s.io "$@"; }
+
+# kk_pid_alive PID: true when PID exists and is not a zombie.
+kk_pid_alive() {
+  local pid="$1" state
+  [[ -n "${pid}" && -r "/proc/${pid}/stat" ]] || return 1
+  state="$(sed -E 's/^[0-9]+ \(.*\) (.).*/\1/' "/proc/${pid}/stat" 2>/dev/null)" || return 1
+  [[ "${state}" != "Z" && "${state}" != "X" ]]
+}
+
+# kk_our_containerd_pid prints the PID from the pid file when that process is
+# alive and really is a containerd using our config; nothing otherwise.
+kk_our_containerd_pid() {
+  local pid=""
+  [[ -f "${KK_PIDFILE}" ]] && pid="$(tr -dc '0-9' <"${KK_PIDFILE}")"
+  if kk_is_our_containerd "${pid}"; then
+    printf '%s\n' "${pid}"
+  fi
+}
+
+# kk_is_our_containerd PID: true when PID is alive and runs containerd with
+# our config file (so it was started by containerd-start.sh for this KK_WORK).
+kk_is_our_containerd() {
+  local pid="$1" cmdline
+  kk_pid_alive "${pid}" || return 1
+  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null || true)"
+  [[ "${cmdline}" == "containerd --config ${KK_CTRD_DIR}/config.toml "* ]]
+}
+
+# kk_find_our_containerd: PIDs of every containerd using our config (used
+# when the pid file is missing or stale).
+kk_find_our_containerd() {
+  local p
+  for p in /proc/[0-9]*; do
+    p="${p#/proc/}"
+    if kk_is_our_containerd "${p}"; then printf '%s\n' "${p}"; fi
+  done
+}
