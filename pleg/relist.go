@@ -1,0 +1,325 @@
+package pleg
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+)
+
+// errRuntimeTimeout is the cause of a runtime call cut short by
+// RuntimeTimeout.
+var errRuntimeTimeout = errors.New("runtime call timed out")
+
+// relister is the relist machinery both PLEGs share: list, diff against the
+// committed records, inspect the pods that changed in parallel, write the
+// cache, queue the events, and track health.
+type relister struct {
+	rt          Runtime
+	cache       *Cache
+	clock       clock.WithDelayedExecution
+	log         *slog.Logger
+	metrics     Metrics
+	out         *outbox
+	parallelism int
+	timeout     time.Duration
+
+	mu sync.Mutex // serialises relists; guards the fields below
+	// tracker holds, per pod, the sandboxes and containers whose events
+	// have been delivered. A pod whose inspection failed is not committed,
+	// so the next relist finds the same changes again and retries.
+	tracker *tracker
+	// reinspect holds the pods whose inspection failed: inspected again on
+	// the next relist even when nothing changed any more.
+	reinspect map[types.UID]struct{}
+	events    []Event // reused between relists
+	prevStart time.Time
+
+	hmu      sync.Mutex // guards the health fields
+	lastSeen time.Time  // start of the last relist that succeeded
+	inflight time.Time  // start of the relist in progress; zero if none
+}
+
+func newRelister(rt Runtime, cache *Cache, clk clock.WithDelayedExecution, log *slog.Logger, m Metrics, out *outbox, parallelism int, timeout time.Duration) *relister {
+	return &relister{
+		rt: rt, cache: cache, clock: clk, log: log, metrics: m, out: out,
+		parallelism: parallelism, timeout: timeout,
+		tracker:   newTracker(),
+		reinspect: make(map[types.UID]struct{}),
+	}
+}
+
+// withTimeout bounds one runtime call (or one pod's inspection) by the
+// configured timeout, measured on the injected clock.
+func (r *relister) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if r.timeout <= 0 {
+		return ctx, func() { cancel(nil) }
+	}
+	t := r.clock.AfterFunc(r.timeout, func() { cancel(errRuntimeTimeout) })
+	return ctx, func() { t.Stop(); cancel(nil) }
+}
+
+// target is one pod a relist inspects.
+type target struct {
+	uid                   types.UID
+	name, namespace       string
+	sandboxes, containers []string // what the relist saw of the pod
+	gone                  bool     // the relist saw nothing of the pod
+	events                []Event  // what the diff found for the pod (may be empty)
+}
+
+// relist runs one relist. It returns an error when listing failed; failed
+// inspections are logged and retried on the next relist.
+func (r *relister) relist(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+
+	start := r.clock.Now()
+	if !r.prevStart.IsZero() {
+		r.metrics.RelistInterval(start.Sub(r.prevStart))
+	}
+	r.prevStart = start
+	r.setInflight(start)
+	defer func() {
+		r.setInflight(time.Time{})
+		r.metrics.RelistDuration(r.clock.Since(start))
+	}()
+
+	lctx, cancel := r.withTimeout(ctx)
+	sandboxes, err := r.rt.ListPodSandbox(lctx, nil)
+	var containers []*runtimeapi.Container
+	if err == nil {
+		containers, err = r.rt.ListContainers(lctx, nil)
+	}
+	if err != nil {
+		err = fmt.Errorf("relist: %w", withCause(lctx, err))
+		cancel()
+		return err
+	}
+	cancel()
+
+	r.tracker.observe(sandboxes, containers)
+	r.events = r.tracker.diff(r.events[:0])
+	targets := r.targets()
+	if len(targets) > 0 {
+		ok := r.inspectAll(ctx, targets, start)
+		for i, t := range targets {
+			if ok[i] {
+				r.tracker.commit(t.uid)
+				delete(r.reinspect, t.uid)
+			} else {
+				r.reinspect[t.uid] = struct{}{}
+			}
+		}
+	}
+	clear(r.events) // drop references to IDs until the next relist
+	if err := ctx.Err(); err != nil {
+		// Inspections were cut short: the cache is not current.
+		return fmt.Errorf("relist: %w", err)
+	}
+
+	// Every pod is now either inspected as of start, unchanged since its
+	// last inspection, or stamped with its inspection error as of start, so
+	// the whole cache is current as of start (upstream's rule).
+	r.cache.UpdateTime(start)
+	r.hmu.Lock()
+	r.lastSeen = start
+	r.hmu.Unlock()
+	r.metrics.LastSeen(start)
+	return nil
+}
+
+// withCause returns err, mentioning the timeout when the call was cut short
+// by RuntimeTimeout.
+func withCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errRuntimeTimeout) && !errors.Is(err, errRuntimeTimeout) {
+		return fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
+}
+
+// targets returns the pods to inspect: those the diff found changes in (in
+// the diff's order) and those whose last inspection failed.
+func (r *relister) targets() []target {
+	var ts []target
+	seen := 0
+	for i := 0; i < len(r.events); {
+		j := i + 1
+		for j < len(r.events) && r.events[j].PodUID == r.events[i].PodUID {
+			j++
+		}
+		uid := r.events[i].PodUID
+		ts = append(ts, r.target(uid, r.events[i:j]))
+		if _, ok := r.reinspect[uid]; ok {
+			seen++
+		}
+		i = j
+	}
+	if seen < len(r.reinspect) {
+		changed := make(map[types.UID]struct{}, len(ts))
+		for _, t := range ts {
+			changed[t.uid] = struct{}{}
+		}
+		n := len(ts)
+		for uid := range r.reinspect {
+			if _, ok := changed[uid]; !ok {
+				ts = append(ts, r.target(uid, nil))
+			}
+		}
+		slices.SortFunc(ts[n:], func(a, b target) int { return cmp.Compare(a.uid, b.uid) })
+	}
+	return ts
+}
+
+func (r *relister) target(uid types.UID, events []Event) target {
+	t := target{uid: uid, events: events}
+	var ok bool
+	t.name, t.namespace, t.sandboxes, t.containers, ok = r.tracker.pod(uid)
+	t.gone = !ok
+	return t
+}
+
+// inspectAll inspects the targets with at most r.parallelism inspections in
+// flight and reports which succeeded.
+func (r *relister) inspectAll(ctx context.Context, targets []target, ts time.Time) []bool {
+	ok := make([]bool, len(targets))
+	parallel(len(targets), r.parallelism, func(i int) { ok[i] = r.inspect(ctx, targets[i], ts) })
+	return ok
+}
+
+// parallel calls fn(0..n-1) with at most par calls in flight and returns when
+// all are done. The calling goroutine takes part, so par 1 runs serially.
+func parallel(n, par int, fn func(i int)) {
+	var next atomic.Int64
+	work := func() {
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			fn(i)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(par, n) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
+
+// inspect brings the cache up to date for one pod and queues its events.
+func (r *relister) inspect(ctx context.Context, t target, ts time.Time) bool {
+	if t.gone {
+		// Nothing left in the runtime: the pod's entry goes.
+		r.cache.Delete(t.uid, ts)
+		r.queue(t.events, nil)
+		return true
+	}
+	status, ok := r.store(ctx, t.uid, ts, func(ctx context.Context) (*cri.PodStatus, error) {
+		return cri.InspectPod(ctx, r.rt, t.uid, t.name, t.namespace, t.sandboxes, t.containers)
+	})
+	if ok {
+		r.queue(t.events, status)
+	}
+	return ok
+}
+
+// store runs one pod's inspection under RuntimeTimeout and writes the result
+// to the cache stamped ts: the status, or the error, so that waiters get the
+// error rather than a status that may be stale (upstream's rule). Nothing is
+// written when ctx ended.
+func (r *relister) store(ctx context.Context, uid types.UID, ts time.Time, inspect func(context.Context) (*cri.PodStatus, error)) (*cri.PodStatus, bool) {
+	ictx, cancel := r.withTimeout(ctx)
+	status, err := inspect(ictx)
+	if err != nil {
+		err = withCause(ictx, err)
+	}
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("pleg: inspect pod failed; retrying", "pod", uid, "err", err)
+			r.cache.Set(uid, nil, err, ts)
+		}
+		return nil, false
+	}
+	status.Timestamp = ts
+	keepIPs(r.cache, status)
+	r.cache.Set(uid, status, nil, ts)
+	return status, true
+}
+
+// queue hands a pod's events to the outbox, leaving out ContainerChanged
+// (as upstream does: it only makes the relist inspect the pod) and logging
+// the exit code of the containers that died.
+func (r *relister) queue(events []Event, status *cri.PodStatus) {
+	var buf [8]Event
+	out := buf[:0]
+	for _, ev := range events {
+		if ev.Type == ContainerChanged {
+			continue
+		}
+		if ev.Type == ContainerDied && !ev.Sandbox && r.log.Enabled(context.Background(), slog.LevelDebug) {
+			if c := status.ContainerByID(ev.ContainerID); c != nil {
+				r.log.Debug("pleg: container finished", "pod", ev.PodUID, "container", ev.ContainerID,
+					"name", cri.ContainerName(c), "exitCode", c.GetExitCode())
+			}
+		}
+		out = append(out, ev)
+	}
+	r.out.push(out...)
+}
+
+func (r *relister) setInflight(t time.Time) {
+	r.hmu.Lock()
+	r.inflight = t
+	r.hmu.Unlock()
+}
+
+// healthy is upstream's health check: unhealthy until a relist has succeeded,
+// and when the last success started more than threshold ago. A relist in
+// progress does not count as a success, however long it takes, and its age is
+// in the message.
+func (r *relister) healthy(threshold time.Duration) (bool, error) {
+	now := r.clock.Now()
+	r.hmu.Lock()
+	last, inflight := r.lastSeen, r.inflight
+	r.hmu.Unlock()
+	if last.IsZero() {
+		return false, errors.New("pleg has yet to be successful")
+	}
+	r.metrics.LastSeen(last)
+	if elapsed := now.Sub(last); elapsed > threshold {
+		if !inflight.IsZero() {
+			return false, fmt.Errorf("pleg was last seen active %v ago; threshold is %v; a relist has been running for %v",
+				elapsed, threshold, now.Sub(inflight))
+		}
+		return false, fmt.Errorf("pleg was last seen active %v ago; threshold is %v", elapsed, threshold)
+	}
+	return true, nil
+}
+
+// keepIPs keeps a pod's last known IPs when the new status has none and no
+// ready sandbox: a pod torn down keeps reporting the IPs it had, as the API
+// expects of a finished pod (upstream's rule).
+func keepIPs(c *Cache, status *cri.PodStatus) {
+	if len(status.IPs) > 0 {
+		return
+	}
+	for _, sb := range status.Sandboxes {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return
+		}
+	}
+	if old, err := c.Get(status.UID); err == nil && old != nil {
+		status.IPs = old.IPs
+	}
+}
