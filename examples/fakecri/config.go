@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+)
+
+// config is the script file: what fake.Options and the runtime's setters
+// take, in a form a person writes.
+type config struct {
+	Images     []string        `json:"images"`
+	Registry   []string        `json:"registry"`
+	Containers []containerRule `json:"containers"`
+	Exec       []execRule      `json:"exec"`
+	Pulls      []pullRule      `json:"pulls"`
+}
+
+type containerRule struct {
+	Image         string   `json:"image"`
+	Name          string   `json:"name"`
+	Command       []string `json:"command"`
+	CommandPrefix []string `json:"commandPrefix"`
+	Outcome       string   `json:"outcome"`
+	RunFor        duration `json:"runFor"`
+	ExitCode      int32    `json:"exitCode"`
+	StartError    string   `json:"startError"`
+	OnSIGTERM     string   `json:"onSIGTERM"`
+	ShutdownTime  duration `json:"shutdownTime"`
+	Stdout        []string `json:"stdout"`
+	Stderr        []string `json:"stderr"`
+}
+
+type execRule struct {
+	Image         string   `json:"image"`
+	Name          string   `json:"name"`
+	Command       []string `json:"command"`
+	CommandPrefix []string `json:"commandPrefix"`
+	Stdout        string   `json:"stdout"`
+	Stderr        string   `json:"stderr"`
+	ExitCode      int32    `json:"exitCode"`
+	Duration      duration `json:"duration"`
+}
+
+type pullRule struct {
+	Image   string   `json:"image"`
+	Latency duration `json:"latency"`
+	Error   string   `json:"error"`
+}
+
+// duration is a time.Duration written as a Go duration string.
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration such as \"10s\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", s)
+	}
+	*d = duration(v)
+	return nil
+}
+
+var (
+	outcomes = map[string]fake.Outcome{
+		"": fake.RunUntilStopped, "run": fake.RunUntilStopped, "exit": fake.Exit,
+		"oomkill": fake.OOMKill, "failstart": fake.FailStart,
+	}
+	sigtermResponses = map[string]fake.SIGTERMResponse{
+		"": fake.DieOnSIGTERM, "die": fake.DieOnSIGTERM, "exit": fake.ExitOnSIGTERM, "ignore": fake.IgnoreSIGTERM,
+	}
+)
+
+// parseConfig reads a script. Unknown fields and unknown values are errors
+// that name the file and the rule.
+func parseConfig(name string, data []byte) (*config, error) {
+	var c config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for i, r := range c.Containers {
+		if _, ok := outcomes[r.Outcome]; !ok {
+			return nil, fmt.Errorf("%s: containers[%d]: unknown outcome %q (want run, exit, oomkill or failstart)", name, i, r.Outcome)
+		}
+		if _, ok := sigtermResponses[r.OnSIGTERM]; !ok {
+			return nil, fmt.Errorf("%s: containers[%d]: unknown onSIGTERM %q (want die, exit or ignore)", name, i, r.OnSIGTERM)
+		}
+	}
+	for i, p := range c.Pulls {
+		if p.Image == "" {
+			return nil, fmt.Errorf("%s: pulls[%d]: image is required", name, i)
+		}
+	}
+	return &c, nil
+}
+
+// loadConfig reads the script at path, or the embedded default when path is
+// empty.
+func loadConfig(path string) (*config, error) {
+	if path == "" {
+		return parseConfig("default.yaml (embedded)", defaultConfig)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read script: %w", err)
+	}
+	return parseConfig(path, data)
+}
+
+// options turns the script into fake.Options.
+func (c *config) options() fake.Options {
+	opts := fake.Options{Images: c.Images, Registry: c.Registry}
+	for _, r := range c.Containers {
+		opts.Rules = append(opts.Rules, fake.Rule{
+			Image: r.Image, Name: r.Name, Command: r.Command, CommandPrefix: r.CommandPrefix,
+			Behavior: fake.Behavior{
+				Outcome:      outcomes[r.Outcome],
+				RunFor:       time.Duration(r.RunFor),
+				ExitCode:     r.ExitCode,
+				StartError:   r.StartError,
+				OnSIGTERM:    sigtermResponses[r.OnSIGTERM],
+				ShutdownTime: time.Duration(r.ShutdownTime),
+				Stdout:       r.Stdout,
+				Stderr:       r.Stderr,
+			},
+		})
+	}
+	for _, r := range c.Exec {
+		opts.ExecRules = append(opts.ExecRules, fake.ExecRule{
+			Image: r.Image, Name: r.Name, Command: r.Command, CommandPrefix: r.CommandPrefix,
+			Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: r.ExitCode, Duration: time.Duration(r.Duration),
+		})
+	}
+	return opts
+}
+
+// apply sets what fake.Options cannot carry: pull behaviour.
+func (c *config) apply(rt *fake.Runtime) {
+	for _, p := range c.Pulls {
+		var err error
+		if p.Error != "" {
+			err = errors.New(p.Error)
+		}
+		rt.SetPullBehavior(p.Image, fake.PullBehavior{Latency: time.Duration(p.Latency), Err: err})
+	}
+}
