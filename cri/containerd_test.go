@@ -116,6 +116,15 @@ func TestContainerdLifecycle(t *testing.T) {
 		Image:    &runtimeapi.ImageSpec{Image: image},
 		Command:  []string{"sh", "-c", "echo hello from busybox; exec sleep 3600"},
 		LogPath:  "main/0.log",
+		// A PID namespace of its own, as a kubelet asks for unless the pod
+		// shares its process namespace: CRI's zero value is POD, where the
+		// sandbox's pause process is PID 1.
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{
+				Network: runtimeapi.NamespaceMode_NODE,
+				Pid:     runtimeapi.NamespaceMode_CONTAINER,
+			},
+		}},
 	}, sandboxConfig)
 	require.NoError(t, err)
 	require.NoError(t, c.StartContainer(ctx, containerID))
@@ -152,7 +161,9 @@ func TestContainerdLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, containerID, stats.GetAttributes().GetId())
 
-	// sleep as PID 1 ignores SIGTERM, so the stop waits for its timeout and kills.
+	// sleep is PID 1 of its namespace, where a signal without a handler is
+	// ignored: SIGTERM does nothing, so the stop waits for its timeout and
+	// kills (137).
 	require.NoError(t, c.StopContainer(ctx, containerID, 1))
 	s, err := c.ContainerStatus(ctx, containerID, false)
 	require.NoError(t, err)
