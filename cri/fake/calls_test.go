@@ -174,13 +174,6 @@ func TestReturnedMessagesAreCopies(t *testing.T) {
 	st := e.status(id)
 	st.Labels["container"] = "changed"
 	st.Metadata.Name = "changed"
-	list, err := e.rt.ListContainers(ctx, nil)
-	require.NoError(t, err)
-	list[0].Image.Image = "changed"
-	list[0].Annotations = map[string]string{"x": "y"}
-	sbs, err := e.rt.ListPodSandbox(ctx, nil)
-	require.NoError(t, err)
-	sbs[0].Labels["app"] = "changed"
 	imgs, err := e.rt.ListImages(ctx, nil)
 	require.NoError(t, err)
 	imgs[0].RepoTags[0] = "changed"
@@ -188,15 +181,41 @@ func TestReturnedMessagesAreCopies(t *testing.T) {
 	st = e.status(id)
 	assert.Equal(t, "app", st.Labels["container"])
 	assert.Equal(t, "app", st.Metadata.Name)
-	list, err = e.rt.ListContainers(ctx, nil)
-	require.NoError(t, err)
-	assert.Equal(t, "busybox", list[0].Image.Image)
-	sbs, err = e.rt.ListPodSandbox(ctx, nil)
-	require.NoError(t, err)
-	assert.Equal(t, "pod-app", sbs[0].Labels["app"])
 	imgs, err = e.rt.ListImages(ctx, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "docker.io/library/busybox:latest", imgs[0].RepoTags[0])
+}
+
+// List entries are shared between lists while their object is unchanged,
+// and the runtime never changes an entry it returned: a change of state
+// makes a new one.
+func TestListEntriesAreSharedAndNeverChanged(t *testing.T) {
+	e := newEnv(t, fake.Options{})
+	ctx := t.Context()
+	id := e.run("app")
+	first, err := e.rt.ListContainers(ctx, nil)
+	require.NoError(t, err)
+	again, err := e.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: id})
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	require.Len(t, again, 1)
+	assert.Same(t, first[0], again[0])
+	sbs, err := e.rt.ListPodSandbox(ctx, nil)
+	require.NoError(t, err)
+	sbsAgain, err := e.rt.ListPodSandbox(ctx, nil)
+	require.NoError(t, err)
+	assert.Same(t, sbs[0], sbsAgain[0])
+
+	require.NoError(t, e.rt.StopContainer(ctx, id, 0))
+	require.NoError(t, e.rt.StopPodSandbox(ctx, sbs[0].Id))
+	after, err := e.rt.ListContainers(ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, first[0].State, "a returned entry never changes")
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, after[0].State)
+	sbsAfter, err := e.rt.ListPodSandbox(ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, sbs[0].State, "a returned entry never changes")
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, sbsAfter[0].State)
 }
 
 // overriding replaces one method of the fake by embedding it.

@@ -28,6 +28,7 @@ const (
 )
 
 type container struct {
+	membership
 	id         string
 	name       string // the reserved name, as containerd builds it
 	sandbox    *sandbox
@@ -44,8 +45,9 @@ type container struct {
 	message    string
 	resources  *runtimeapi.ContainerResources
 	behavior   Behavior
-	timer      clock.Timer   // the scripted exit, while running
-	exited     chan struct{} // closed when it stops running
+	timer      clock.Timer           // the scripted exit, while running
+	exited     chan struct{}         // closed when it stops running
+	listed     *runtimeapi.Container // the list entry, shared; see listEntry
 }
 
 func (c *container) objectID() string { return c.id }
@@ -60,6 +62,17 @@ func containerMetadata(md *runtimeapi.ContainerMetadata) *runtimeapi.ContainerMe
 		return nil
 	}
 	return &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt}
+}
+
+// listEntry returns c as ListContainers lists it. The entry is built once
+// and shared by every list until the container's state changes (the only
+// field of the entry that ever does), so that listing a large node does not
+// copy it on every call; callers treat list results as read-only.
+func (c *container) listEntry() *runtimeapi.Container {
+	if c.listed == nil || c.listed.State != c.state {
+		c.listed = c.toContainer()
+	}
+	return c.listed
 }
 
 func (c *container) toContainer() *runtimeapi.Container {
@@ -426,9 +439,12 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*runtimeapi.Container
+	if filter.GetId() == "" && filter.GetPodSandboxId() == "" {
+		out = make([]*runtimeapi.Container, 0, r.containers.len())
+	}
 	r.eachContainerLocked(filter.GetId(), filter.GetPodSandboxId(), filter.GetLabelSelector(), func(c *container) {
 		if filter.GetState() == nil || filter.GetState().GetState() == c.state {
-			out = append(out, c.toContainer())
+			out = append(out, c.listEntry())
 		}
 	})
 	if out == nil {
@@ -442,9 +458,12 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 // selector, in creation order, without scanning every container when an ID
 // narrows the search.
 func (r *Runtime) eachContainerLocked(id, sandboxID string, selector map[string]string, f func(*container)) {
-	match := func(c *container) {
-		if matchLabels(c.config.GetLabels(), selector) {
-			f(c)
+	match := f
+	if len(selector) > 0 {
+		match = func(c *container) {
+			if matchLabels(c.config.GetLabels(), selector) {
+				f(c)
+			}
 		}
 	}
 	var s *sandbox

@@ -101,8 +101,12 @@
 // one lock, only for in-memory work and the small writes of container logs:
 // never while it waits on the clock or a ctx, never while it calls the clock
 // (so FakeClock.Step may run its callbacks), never while a subscriber reads.
-// Returned messages are copies, and requests are copied before they are
-// kept: neither side can change the other's.
+// Requests are copied before they are kept, and returned messages are
+// never changed by the runtime afterwards. Status, image and stats messages
+// are fresh copies; the entries of ListPodSandbox and ListContainers are
+// built once per object and state and shared between calls (a list of a
+// 10,000-pod node copies nothing), so treat list results as read-only, as
+// kubeletkit treats every runtime message.
 //
 // Sandboxes and containers are listed in creation order, images by ID;
 // containerd promises no order, so do not depend on it against a real

@@ -231,8 +231,12 @@ func (r *Runtime) unlock() {
 // now reads the clock; it must be called without mu held.
 func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
 
-// newIDLocked returns a 64-hex-digit ID, deterministic for a given sequence
-// of calls.
+// idLength is the length of every sandbox and container ID: 64 hex digits,
+// as containerd's.
+const idLength = 64
+
+// newIDLocked returns an ID of idLength hex digits, deterministic for a
+// given sequence of calls.
 func (r *Runtime) newIDLocked(kind, name string) string {
 	r.seq++
 	sum := sha256.Sum256([]byte(kind + "/" + name + "/" + strconv.FormatUint(r.seq, 10)))
@@ -264,16 +268,25 @@ func (r *Runtime) wait(ctx context.Context, d time.Duration, exited <-chan struc
 }
 
 // objects keeps sandboxes or containers by ID and in creation order, so that
-// lists are deterministic. Removal leaves a hole in the order that is
-// compacted once holes are half of it: amortized O(1).
+// lists are deterministic. Removal marks the object and leaves a hole in the
+// order that is compacted once holes are half of it: amortized O(1), and a
+// walk over the order needs no lookup by ID.
 type objects[T interface {
 	comparable
 	objectID() string
+	held() *membership
 }] struct {
 	byID  map[string]T
 	order []T
 	holes int
 }
+
+// membership is what objects keeps in each object it holds.
+type membership struct {
+	removed bool
+}
+
+func (m *membership) held() *membership { return m }
 
 func (o *objects[T]) init() { o.byID = map[string]T{} }
 
@@ -286,11 +299,12 @@ func (o *objects[T]) add(v T) {
 
 func (o *objects[T]) remove(v T) {
 	delete(o.byID, v.objectID())
+	v.held().removed = true
 	o.holes++
 	if o.holes > 16 && o.holes > len(o.order)/2 {
 		kept := o.order[:0]
 		for _, x := range o.order {
-			if cur, ok := o.byID[x.objectID()]; ok && cur == x {
+			if !x.held().removed {
 				kept = append(kept, x)
 			}
 		}
@@ -302,18 +316,14 @@ func (o *objects[T]) remove(v T) {
 // all returns the objects in creation order. The slice is fresh.
 func (o *objects[T]) all() []T {
 	out := make([]T, 0, len(o.byID))
-	for _, x := range o.order {
-		if cur, ok := o.byID[x.objectID()]; ok && cur == x {
-			out = append(out, x)
-		}
-	}
+	o.each(func(x T) { out = append(out, x) })
 	return out
 }
 
 // each calls f for every object in creation order.
 func (o *objects[T]) each(f func(T)) {
 	for _, x := range o.order {
-		if cur, ok := o.byID[x.objectID()]; ok && cur == x {
+		if !x.held().removed {
 			f(x)
 		}
 	}
@@ -331,6 +341,11 @@ func (o *objects[T]) resolve(id, kind string) (T, error) {
 	}
 	if v, ok := o.byID[id]; ok {
 		return v, nil
+	}
+	if len(id) >= idLength {
+		// Every ID has idLength digits, so a missing whole ID cannot be
+		// the prefix of another: no need to scan them all.
+		return zero, fmt.Errorf("%s %q: %w", kind, id, cri.ErrNotFound)
 	}
 	var found T
 	n := 0
@@ -350,6 +365,8 @@ func (o *objects[T]) resolve(id, kind string) (T, error) {
 }
 
 // matchLabels reports whether labels has every key and value of selector.
+// Callers that list many objects test len(selector) first, which spares
+// them reading each object's labels when there is nothing to match.
 func matchLabels(labels, selector map[string]string) bool {
 	for k, v := range selector {
 		if got, ok := labels[k]; !ok || got != v {

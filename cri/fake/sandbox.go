@@ -14,6 +14,7 @@ import (
 )
 
 type sandbox struct {
+	membership
 	id         string
 	name       string // the reserved name, as containerd builds it
 	config     *runtimeapi.PodSandboxConfig
@@ -22,6 +23,7 @@ type sandbox struct {
 	createdAt  int64
 	ip         netip.Addr // invalid: none
 	containers []*container
+	listed     *runtimeapi.PodSandbox // the list entry, shared; see listEntry
 }
 
 func (s *sandbox) objectID() string { return s.id }
@@ -29,6 +31,16 @@ func (s *sandbox) objectID() string { return s.id }
 // podNetwork is where non-host-network sandboxes get their IP, as the
 // bridge network of containerd's default CNI configuration.
 var podNetwork = netip.MustParsePrefix("10.88.0.0/16")
+
+// listEntry returns s as ListPodSandbox lists it, built once and shared
+// until the sandbox's state (the only field of the entry that ever changes)
+// does; callers treat list results as read-only.
+func (s *sandbox) listEntry() *runtimeapi.PodSandbox {
+	if s.listed == nil || s.listed.State != s.state {
+		s.listed = s.toPodSandbox()
+	}
+	return s.listed
+}
 
 func (s *sandbox) toPodSandbox() *runtimeapi.PodSandbox {
 	return &runtimeapi.PodSandbox{
@@ -237,19 +249,19 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	defer r.mu.Unlock()
 	keep := func(s *sandbox) bool {
 		return (filter.GetState() == nil || filter.GetState().GetState() == s.state) &&
-			matchLabels(s.config.GetLabels(), filter.GetLabelSelector())
+			(len(filter.GetLabelSelector()) == 0 || matchLabels(s.config.GetLabels(), filter.GetLabelSelector()))
 	}
 	if id := filter.GetId(); id != "" {
 		s, err := r.sandboxes.resolve(id, "pod sandbox")
 		if err != nil || !keep(s) {
 			return []*runtimeapi.PodSandbox{}, nil
 		}
-		return []*runtimeapi.PodSandbox{s.toPodSandbox()}, nil
+		return []*runtimeapi.PodSandbox{s.listEntry()}, nil
 	}
 	out := make([]*runtimeapi.PodSandbox, 0, r.sandboxes.len())
 	r.sandboxes.each(func(s *sandbox) {
 		if keep(s) {
-			out = append(out, s.toPodSandbox())
+			out = append(out, s.listEntry())
 		}
 	})
 	return out, nil
