@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -46,6 +47,8 @@ type container struct {
 	resources  *runtimeapi.ContainerResources
 	behavior   Behavior
 	timer      clock.Timer           // the scripted exit, while running
+	logTimers  []clock.Timer         // periodic log writes, while running
+	logFile    *os.File              // kept open by a periodic logger
 	exited     chan struct{}         // closed when it stops running
 	listed     *runtimeapi.Container // the list entry, shared; see listEntry
 }
@@ -150,7 +153,9 @@ func containerLogPath(dir, rel string) (string, error) {
 // (ErrAlreadyExists). The log goes to LogDirectory/LogPath when both are
 // set (LogDirectory from sandboxConfig, or from the sandbox's own config
 // when sandboxConfig has none); a LogPath that is absolute or leaves the
-// directory is ErrInvalidArgument. Event: CREATED.
+// directory is ErrInvalidArgument, and so is a Linux security context with
+// RunAsGroup but neither RunAsUser nor RunAsUsername (containerd refuses a
+// group without a user). Event: CREATED.
 func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	if err := r.enter(ctx, CreateContainer, &runtimeapi.CreateContainerRequest{PodSandboxId: podSandboxID, Config: config, SandboxConfig: sandboxConfig}); err != nil {
 		return "", err
@@ -162,6 +167,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	imageRef := config.GetImage().GetImage()
 	if imageRef == "" {
 		return "", fmt.Errorf("create container %q: no image: %w", md.Name, cri.ErrInvalidArgument)
+	}
+	if sc := config.GetLinux().GetSecurityContext(); sc.GetRunAsGroup() != nil && sc.GetRunAsUser() == nil && sc.GetRunAsUsername() == "" {
+		return "", fmt.Errorf("create container %q: user group %d is specified without user: %w", md.Name, sc.GetRunAsGroup().GetValue(), cri.ErrInvalidArgument)
 	}
 	config = proto.CloneOf(config)
 	now := r.now()
@@ -216,7 +224,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 // StartContainer implements cri.ContainerManager. A container that is not
 // CREATED is ErrFailedPrecondition. What the container does then is scripted
 // by the first matching Rule (see Behavior). When it starts, its log file is
-// created and the behaviour's lines are written to it. A start that fails
+// created and the behaviour's lines are written to it (and again every
+// Behavior.LogEvery, if it logs periodically). A start that fails
 // (Behavior FailStart, a sandbox that is not ready, a log that cannot be
 // written) leaves the container EXITED with exit code 128, reason StartError
 // and the error as message, and sends no event, as containerd. Event:
@@ -258,7 +267,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) error 
 		r.unlock()
 		return err
 	}
-	if err := writeLog(c.logPath, time.Unix(0, now), b.Stdout, b.Stderr); err != nil {
+	if err := r.startLogLocked(now, c, b); err != nil {
 		err = fmt.Errorf("start container %q: failed to create container loggers: %w", c.id, err)
 		r.startFailedLocked(now, c, err)
 		r.unlock()
@@ -269,23 +278,102 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) error 
 	r.log.Debug("container started", "id", c.id)
 	var code int32
 	var reason string
+	exits := true
 	switch b.Outcome {
 	case Exit:
 		code, reason = b.ExitCode, ""
 	case OOMKill:
 		code, reason = exitKilled, reasonOOMKilled
 	default:
-		r.unlock()
-		return nil
+		exits = false
 	}
-	if b.RunFor <= 0 {
+	if exits && b.RunFor <= 0 {
 		r.exitLocked(now, c, code, reason, "")
 		r.unlock()
 		return nil
 	}
+	repeats := c.logFile != nil
 	r.unlock()
-	r.scheduleExit(c, now+int64(b.RunFor), code, reason)
+	if repeats {
+		until := int64(0) // the container's scripted exit; 0: none
+		if exits {
+			until = now + int64(b.RunFor)
+		}
+		r.scheduleLogs(c, now, until, b)
+	}
+	if exits {
+		r.scheduleExit(c, now+int64(b.RunFor), code, reason)
+	}
 	return nil
+}
+
+// startLogLocked creates c's log file and writes b's lines to it. A
+// container that logs periodically keeps the file open (see
+// Behavior.LogEvery).
+func (r *Runtime) startLogLocked(now int64, c *container, b Behavior) error {
+	if !b.repeatsLog() || c.logPath == "" {
+		return writeLog(c.logPath, time.Unix(0, now), b.Stdout, b.Stderr)
+	}
+	f, err := openLog(c.logPath)
+	if err != nil {
+		return err
+	}
+	if err := appendLog(f, time.Unix(0, now), b.Stdout, b.Stderr); err != nil {
+		_ = f.Close()
+		return err
+	}
+	c.logFile = f
+	return nil
+}
+
+// scheduleLogs makes c write b's lines again every b.LogEvery after start
+// (nanoseconds), b.LogRepeat times, while it runs: strictly before until,
+// its scripted exit, when that is not 0 (a FakeClock step past both runs
+// the timers in the order they were made, not in time order). It is called
+// without the lock.
+func (r *Runtime) scheduleLogs(c *container, start, until int64, b Behavior) {
+	now := r.now()
+	timers := make([]clock.Timer, 0, b.LogRepeat)
+	for k := 1; k <= b.LogRepeat; k++ {
+		at := start + int64(k)*int64(b.LogEvery)
+		if until != 0 && at >= until {
+			break
+		}
+		timers = append(timers, r.clock.AfterFunc(max(time.Duration(at-now), 0), func() {
+			// Runs inside FakeClock.Step, under the clock's lock: no clock
+			// call (see scheduleExit).
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.logFile == nil {
+				return
+			}
+			if err := appendLog(c.logFile, time.Unix(0, at), b.Stdout, b.Stderr); err != nil {
+				r.log.Debug("container log write failed", "id", c.id, "err", err)
+			}
+		}))
+	}
+	r.mu.Lock()
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING && !r.closed {
+		c.logTimers = timers
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	for _, t := range timers {
+		t.Stop()
+	}
+}
+
+// stopLoggingLocked stops c's periodic log writes and closes its log file.
+func (r *Runtime) stopLoggingLocked(c *container) {
+	r.staleTimers = append(r.staleTimers, c.logTimers...)
+	c.logTimers = nil
+	if c.logFile != nil {
+		if err := c.logFile.Close(); err != nil {
+			r.log.Debug("container log close failed", "id", c.id, "err", err)
+		}
+		c.logFile = nil
+	}
 }
 
 // startFailedLocked records a failed start as containerd does.
@@ -326,6 +414,7 @@ func (r *Runtime) exitLocked(now int64, c *container, code int32, reason, messag
 		r.staleTimers = append(r.staleTimers, c.timer)
 		c.timer = nil
 	}
+	r.stopLoggingLocked(c)
 	if reason == "" {
 		reason = reasonError
 		if code == 0 {
@@ -347,7 +436,9 @@ func (r *Runtime) exitLocked(now int64, c *container, code int32, reason, messag
 // shorter. timeout 0 kills at once (137). The wait ends early when the
 // container exits by itself; when ctx ends first the call fails with ctx's
 // error and the container keeps running. Stopping a container that is not
-// running is not an error; a missing one is ErrNotFound.
+// running, or one that does not exist, is not an error: the CRI asks
+// StopContainer to be idempotent, and containerd 1.7 and later return
+// success for a missing container (1.6 returned NotFound).
 func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout int64) error {
 	if err := r.enter(ctx, StopContainer, &runtimeapi.StopContainerRequest{ContainerId: containerID, Timeout: timeout}); err != nil {
 		return err
@@ -357,7 +448,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	c, err := r.containers.resolve(containerID, "container")
 	if err != nil {
 		r.unlock()
-		return err
+		return ignoreNotFound(err)
 	}
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		r.unlock()
@@ -540,7 +631,9 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, containerID stri
 
 // ReopenContainerLog implements cri.ContainerManager: for a running
 // container it creates the log file anew if it was moved away (log
-// rotation does that); a container that is not running is
+// rotation does that), and a container that logs periodically (see
+// Behavior.LogEvery) writes to the new file from then on instead of the
+// one it had open. A container that is not running is
 // ErrFailedPrecondition, as containerd.
 func (r *Runtime) ReopenContainerLog(ctx context.Context, containerID string) error {
 	if err := r.enter(ctx, ReopenContainerLog, &runtimeapi.ReopenContainerLogRequest{ContainerId: containerID}); err != nil {
@@ -555,8 +648,20 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, containerID string) er
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return fmt.Errorf("reopen log of container %q: container is not running: %w", c.id, cri.ErrFailedPrecondition)
 	}
-	if err := writeLog(c.logPath, time.Time{}, nil, nil); err != nil {
+	if c.logFile == nil {
+		if err := writeLog(c.logPath, time.Time{}, nil, nil); err != nil {
+			return fmt.Errorf("reopen log of container %q: %w", c.id, err)
+		}
+		return nil
+	}
+	f, err := openLog(c.logPath)
+	if err != nil {
 		return fmt.Errorf("reopen log of container %q: %w", c.id, err)
+	}
+	old := c.logFile
+	c.logFile = f
+	if err := old.Close(); err != nil {
+		r.log.Debug("container log close failed", "id", c.id, "err", err)
 	}
 	return nil
 }

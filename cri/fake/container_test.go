@@ -151,6 +151,26 @@ func TestContainerErrors(t *testing.T) {
 			_, err := f.e.rt.CreateContainer(f.e.t.Context(), f.sb, containerConfig("a", "nginx"), f.sbCfg)
 			return err
 		}, cri.ErrNotFound},
+		{"create with a group and no user", func(f *fixture) error {
+			c := containerConfig("a", "busybox")
+			c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: &runtimeapi.Int64Value{Value: 1002}}}
+			_, err := f.e.rt.CreateContainer(f.e.t.Context(), f.sb, c, f.sbCfg)
+			return err
+		}, cri.ErrInvalidArgument},
+		{"create with a group and a user", func(f *fixture) error {
+			c := containerConfig("a", "busybox")
+			c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				RunAsUser: &runtimeapi.Int64Value{Value: 1001}, RunAsGroup: &runtimeapi.Int64Value{Value: 1002}}}
+			_, err := f.e.rt.CreateContainer(f.e.t.Context(), f.sb, c, f.sbCfg)
+			return err
+		}, nil},
+		{"create with a group and a user name", func(f *fixture) error {
+			c := containerConfig("a", "busybox")
+			c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				RunAsUsername: "nobody", RunAsGroup: &runtimeapi.Int64Value{Value: 1002}}}
+			_, err := f.e.rt.CreateContainer(f.e.t.Context(), f.sb, c, f.sbCfg)
+			return err
+		}, nil},
 		{"create with a reserved name", func(f *fixture) error {
 			_, err := f.e.rt.CreateContainer(f.e.t.Context(), f.sb, containerConfig("created", "busybox"), f.sbCfg)
 			return err
@@ -192,7 +212,8 @@ func TestContainerErrors(t *testing.T) {
 			_, err := f.e.rt.ContainerStatus(f.e.t.Context(), uniquePrefix(f.created, f.running, f.exited), false)
 			return err
 		}, nil},
-		{"stop a missing container", func(f *fixture) error { return f.e.rt.StopContainer(f.e.t.Context(), "nope", 10) }, cri.ErrNotFound},
+		{"stop a missing container", func(f *fixture) error { return f.e.rt.StopContainer(f.e.t.Context(), "nope", 10) }, nil},
+		{"stop with an empty ID", func(f *fixture) error { return f.e.rt.StopContainer(f.e.t.Context(), "", 10) }, cri.ErrInvalidArgument},
 		{"stop a created container", func(f *fixture) error { return f.e.rt.StopContainer(f.e.t.Context(), f.created, 10) }, nil},
 		{"remove a missing container", func(f *fixture) error { return f.e.rt.RemoveContainer(f.e.t.Context(), "nope") }, nil},
 		{"remove with an empty ID", func(f *fixture) error { return f.e.rt.RemoveContainer(f.e.t.Context(), "") }, cri.ErrInvalidArgument},

@@ -22,10 +22,7 @@ func writeLog(path string, ts time.Time, stdout, stderr []string) (err error) {
 	if path == "" {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	f, err := openLog(path)
 	if err != nil {
 		return err
 	}
@@ -34,6 +31,20 @@ func writeLog(path string, ts time.Time, stdout, stderr []string) (err error) {
 			err = cerr
 		}
 	}()
+	return appendLog(f, ts, stdout, stderr)
+}
+
+// openLog opens the log file at path for appending, creating it (and its
+// directory) if needed.
+func openLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+}
+
+// appendLog writes the lines to f in the CRI log format.
+func appendLog(f *os.File, ts time.Time, stdout, stderr []string) error {
 	if len(stdout)+len(stderr) == 0 {
 		return nil
 	}
@@ -41,7 +52,7 @@ func writeLog(path string, ts time.Time, stdout, stderr []string) (err error) {
 	stamp := ts.UTC().Format(time.RFC3339Nano)
 	appendLogLines(&b, stamp, "stdout", stdout)
 	appendLogLines(&b, stamp, "stderr", stderr)
-	_, err = f.WriteString(b.String())
+	_, err := f.WriteString(b.String())
 	return err
 }
 

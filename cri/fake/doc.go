@@ -34,13 +34,19 @@
 // error as message); killed by StopContainer or StopPodSandbox without
 // grace, 137; by SIGTERM, 143. Creating one needs a ready sandbox and an
 // image that is present (pulled, preloaded with Options.Images or
-// AddImage). Its log is written at LogDirectory/LogPath in the CRI log
-// format, and ReopenContainerLog recreates it after rotation.
+// AddImage); a security context with RunAsGroup but no user is refused, as
+// containerd refuses it. Stopping a container that does not exist succeeds,
+// as in containerd 1.7 and the current CRI (1.6 said NotFound). Its log is
+// written at LogDirectory/LogPath in the CRI log format, and
+// ReopenContainerLog recreates it after rotation.
 //
 // Images are pulled (any reference, unless Options.Registry lists the known
 // ones), listed, inspected and removed. References are normalized as
 // containerd does (busybox is docker.io/library/busybox:latest, see
-// NormalizeImage); an image's ID is the sha256 of its normalized reference.
+// NormalizeImage); an image's ID is the sha256 of its normalized reference,
+// unless SetPullBehavior says which ID the registry serves for it
+// (references with one ID are one image with several tags) and which USER
+// its config has (ImageStatus's Uid or Username).
 //
 // Stats are zero unless a test sets them (SetContainerStats,
 // SetPodSandboxStats); ImageFsInfo reports the images' total size unless
@@ -59,8 +65,10 @@
 // code after a while, be OOM-killed after a while, fail to start; answer
 // SIGTERM by dying (143, the default), by exiting cleanly after a shutdown
 // time, or by ignoring it until the stop timeout (137); write lines to its
-// log when it starts. ExitContainer ends a running container at any time,
-// as a crash would.
+// log when it starts, and again every LogEvery, LogRepeat times, like a
+// loop that logs (such a container keeps its log file open, so a renamed
+// file keeps growing until ReopenContainerLog, as with a real runtime).
+// ExitContainer ends a running container at any time, as a crash would.
 //
 // ExecSync runs the first matching ExecRule: output, exit code, duration.
 // Without one, built-in defaults give a generic client something plausible:
@@ -70,7 +78,8 @@
 // everything else, "true" included, exits 0 with no output. This is a
 // convenience, not an interpreter: script anything else with an ExecRule.
 //
-// SetPullBehavior gives pulls of an image latency or failure.
+// SetPullBehavior gives pulls of an image latency or failure, and says
+// what the registry serves for it (image ID, USER).
 //
 // InjectFault makes any method (named by a Method constant) fail with an
 // error, wait a latency, or hang until the caller's ctx ends, for every
@@ -85,7 +94,11 @@
 // due. A call that waits on the clock (a StopContainer whose container
 // ignores SIGTERM, an exec with a duration, a latency) parks on a timer;
 // FakeClock.HasWaiters (or Waiters) tells the test it is parked, so it can
-// step without sleeping. Pending scripted exits are waiters too.
+// step without sleeping. Pending scripted exits and periodic log writes are
+// waiters too. A FakeClock step past several due timers runs them in the
+// order they were made, not in time order: the fake writes no periodic log
+// line at or after a scripted exit, but a line due after a StopContainer
+// whose wait ends in the same step may still be written.
 //
 // # Observing and overriding
 //
@@ -116,7 +129,10 @@
 //
 // Nothing runs: there are no processes, no filesystems besides the log
 // files, no networking (an IP is a number handed out, nothing answers on
-// it) and no resource accounting. ExecSync's defaults are not a shell.
+// it), no users, capabilities, seccomp, sysctls, mounts or namespaces (they
+// are echoed back, never enforced) and no resource accounting: a rule's
+// OOMKill does not look at the memory limit. ExecSync's defaults are not a
+// shell. docs/cri.md lists what the critest suite finds out about this.
 // Exec, Attach and PortForward fail with cri.ErrUnimplemented: there is no
 // streaming server, so kubectl exec, attach and port-forward cannot work.
 // A container's argv is its config's Command and Args only: there is no

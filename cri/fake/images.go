@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,17 @@ type PullBehavior struct {
 	Latency time.Duration
 	// Err, when set, makes the pull fail with it (wrapped) after Latency.
 	Err error
+	// ID, when set, is the ID of the image the registry serves for the
+	// reference ("sha256:" and 64 hex digits; the bare hex is accepted).
+	// References pulled with the same ID are one image with several repo
+	// tags, as in containerd, where an image's ID is the digest of its
+	// config. Empty means the sha256 of the normalized reference.
+	ID string
+	// User is the USER of the served image's config ("1002", "www-data",
+	// "1003:1003"). ImageStatus reports it as containerd does: the part
+	// before any colon, as Uid when it is a number and as Username
+	// otherwise. Empty means no user.
+	User string
 }
 
 // SetPullBehavior scripts the pulls of ref (in any spelling that normalizes
@@ -263,8 +275,9 @@ func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, 
 }
 
 // PullImage implements cri.ImageManager. Any reference can be pulled unless
-// Options.Registry limits them; SetPullBehavior adds latency or failure. It
-// returns the image ID, as containerd.
+// Options.Registry limits them; SetPullBehavior adds latency or failure, or
+// says which image (ID, user) the registry serves. It returns the image ID,
+// as containerd.
 func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	if err := r.enter(ctx, PullImage, &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: sandboxConfig}); err != nil {
 		return "", err
@@ -296,9 +309,35 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, au
 	if !known {
 		return "", fmt.Errorf("failed to pull and unpack image %q: failed to resolve reference %q: %s: not found in the fake registry: %w", norm, norm, norm, cri.ErrNotFound)
 	}
-	img := r.addImageLocked(newImage(ref))
+	pulled := newImage(ref)
+	if b.ID != "" {
+		id := b.ID
+		if isHexID(id) {
+			id = "sha256:" + id
+		}
+		if !strings.HasPrefix(id, "sha256:") || !isHexID(id[len("sha256:"):]) {
+			return "", fmt.Errorf("pull image %q: the scripted image ID %q is not sha256 and 64 hex digits: %w", norm, b.ID, cri.ErrInvalidArgument)
+		}
+		pulled.Id, pulled.Spec.Image = id, id
+	}
+	pulled.Uid, pulled.Username = imageUser(b.User)
+	img := r.addImageLocked(pulled)
 	r.log.Debug("image pulled", "ref", norm, "id", img.Id)
 	return img.Id, nil
+}
+
+// imageUser splits an image config's USER as containerd reports it in
+// ImageStatus: the user part only (a group after a colon is dropped), as a
+// UID when it is a number, as a user name otherwise.
+func imageUser(user string) (*runtimeapi.Int64Value, string) {
+	if user == "" {
+		return nil, ""
+	}
+	user, _, _ = strings.Cut(user, ":")
+	if uid, err := strconv.ParseInt(user, 10, 64); err == nil {
+		return &runtimeapi.Int64Value{Value: uid}, ""
+	}
+	return nil, user
 }
 
 // RemoveImage implements cri.ImageManager: it removes the image with all its

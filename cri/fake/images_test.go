@@ -163,6 +163,71 @@ func TestPullImageRegistryAndBehavior(t *testing.T) {
 	})
 }
 
+func TestPullImageServedImage(t *testing.T) {
+	uid := func(v int64) *runtimeapi.Int64Value { return &runtimeapi.Int64Value{Value: v} }
+	cases := []struct {
+		name     string
+		user     string
+		wantUID  *runtimeapi.Int64Value
+		wantName string
+	}{
+		{"no user", "", nil, ""},
+		{"a UID", "1002", uid(1002), ""},
+		{"a user name", "www-data", nil, "www-data"},
+		{"a UID and a group", "1003:1003", uid(1003), ""},
+		{"a user name and a group", "www-data:www-data", nil, "www-data"},
+		{"root", "0", uid(0), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, fake.Options{Images: []string{}})
+			e.rt.SetPullBehavior("example.com/app:1", fake.PullBehavior{User: tc.user})
+			_, err := e.rt.PullImage(t.Context(), &runtimeapi.ImageSpec{Image: "example.com/app:1"}, nil, nil)
+			require.NoError(t, err)
+			resp, err := e.rt.ImageStatus(t.Context(), &runtimeapi.ImageSpec{Image: "example.com/app:1"}, false)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantUID.GetValue(), resp.Image.GetUid().GetValue())
+			assert.Equal(t, tc.wantUID == nil, resp.Image.GetUid() == nil, "uid set")
+			assert.Equal(t, tc.wantName, resp.Image.GetUsername())
+		})
+	}
+
+	t.Run("references served with one ID are one image", func(t *testing.T) {
+		e := newEnv(t, fake.Options{Images: []string{}})
+		refs := []string{"example.com/tags:1", "example.com/tags:2", "example.com/tags:3"}
+		for i, ref := range refs {
+			id := hex64('a')
+			if i == 1 {
+				id = "sha256:" + id // either spelling
+			}
+			e.rt.SetPullBehavior(ref, fake.PullBehavior{ID: id})
+		}
+		for _, ref := range refs {
+			id, err := e.rt.PullImage(t.Context(), &runtimeapi.ImageSpec{Image: ref}, nil, nil)
+			require.NoError(t, err)
+			assert.Equal(t, "sha256:"+hex64('a'), id)
+		}
+		images, err := e.rt.ListImages(t.Context(), nil)
+		require.NoError(t, err)
+		require.Len(t, images, 1)
+		assert.ElementsMatch(t, refs, images[0].RepoTags)
+		assert.Equal(t, "sha256:"+hex64('a'), images[0].Spec.GetImage())
+
+		require.NoError(t, e.rt.RemoveImage(t.Context(), &runtimeapi.ImageSpec{Image: images[0].Id}))
+		images, err = e.rt.ListImages(t.Context(), nil)
+		require.NoError(t, err)
+		assert.Empty(t, images, "removing the ID removes every tag")
+	})
+
+	t.Run("an invalid scripted ID fails the pull", func(t *testing.T) {
+		e := newEnv(t, fake.Options{Images: []string{}})
+		e.rt.SetPullBehavior("example.com/app:1", fake.PullBehavior{ID: "sha256:nothex"})
+		_, err := e.rt.PullImage(t.Context(), &runtimeapi.ImageSpec{Image: "example.com/app:1"}, nil, nil)
+		require.ErrorIs(t, err, cri.ErrInvalidArgument)
+		require.ErrorContains(t, err, "sha256:nothex")
+	})
+}
+
 func TestAddImage(t *testing.T) {
 	e := newEnv(t, fake.Options{Images: []string{"busybox"}})
 	ctx := t.Context()

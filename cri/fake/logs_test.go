@@ -140,3 +140,102 @@ func TestUnwritableLogFailsTheStart(t *testing.T) {
 	assert.EqualValues(t, 128, st.ExitCode)
 	require.NotErrorIs(t, err, cri.ErrNotFound)
 }
+
+func TestPeriodicLogAndReopen(t *testing.T) {
+	e := newEnv(t, fake.Options{Rules: []fake.Rule{
+		{Name: "loop", Behavior: fake.Behavior{Stdout: []string{"tick"}, LogEvery: time.Second, LogRepeat: 3}},
+		{Name: "short", Behavior: fake.Behavior{Stdout: []string{"tick"}, LogEvery: time.Second, LogRepeat: 5, Outcome: fake.Exit, RunFor: 2500 * time.Millisecond}},
+		{Name: "no-repeat", Behavior: fake.Behavior{Stdout: []string{"tick"}, LogEvery: time.Second}},
+	}})
+	ctx := t.Context()
+	sb, cfg := e.runPod("web")
+	cfg.LogDirectory = t.TempDir()
+	start := func(name string) (string, string) {
+		c := containerConfig(name, "busybox")
+		c.LogPath = name + ".log"
+		id := e.create(sb, cfg, c)
+		require.NoError(t, e.rt.StartContainer(ctx, id))
+		return id, filepath.Join(cfg.LogDirectory, c.LogPath)
+	}
+	times := func(entries []logEntry) []time.Time {
+		var out []time.Time
+		for _, l := range entries {
+			assert.Equal(t, "tick", l.content)
+			out = append(out, l.time)
+		}
+		return out
+	}
+
+	t.Run("repeats every interval, a limited number of times", func(t *testing.T) {
+		_, path := start("loop")
+		e.clk.Step(1500 * time.Millisecond)
+		assert.Equal(t, []time.Time{t0, t0.Add(time.Second)}, times(readLog(t, path)))
+		e.clk.Step(10 * time.Second)
+		assert.Len(t, readLog(t, path), 4, "the start's lines and 3 repetitions")
+	})
+
+	t.Run("stops when the container exits", func(t *testing.T) {
+		base := e.clk.Now()
+		id, path := start("short")
+		e.clk.Step(time.Minute)
+		assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, e.status(id).State)
+		assert.Equal(t, []time.Time{base, base.Add(time.Second), base.Add(2 * time.Second)}, times(readLog(t, path)))
+	})
+
+	t.Run("without a repeat count it logs once", func(t *testing.T) {
+		_, path := start("no-repeat")
+		e.clk.Step(time.Minute)
+		assert.Len(t, readLog(t, path), 1)
+	})
+}
+
+func TestPeriodicLogFollowsReopen(t *testing.T) {
+	e := newEnv(t, fake.Options{Rules: []fake.Rule{
+		{Behavior: fake.Behavior{Stdout: []string{"tick"}, LogEvery: time.Second, LogRepeat: 10}},
+	}})
+	ctx := t.Context()
+	sb, cfg := e.runPod("web")
+	cfg.LogDirectory = t.TempDir()
+	c := containerConfig("loop", "busybox")
+	c.LogPath = "loop.log"
+	id := e.create(sb, cfg, c)
+	require.NoError(t, e.rt.StartContainer(ctx, id))
+	path := filepath.Join(cfg.LogDirectory, "loop.log")
+	e.clk.Step(time.Second)
+	require.Len(t, readLog(t, path), 2)
+
+	// Rotation: until the reopen, lines go to the renamed file, as they do
+	// to a runtime's open file descriptor.
+	require.NoError(t, os.Rename(path, path+".1"))
+	e.clk.Step(time.Second)
+	assert.NoFileExists(t, path, "the runtime does not recreate the file by itself")
+	assert.Len(t, readLog(t, path+".1"), 3)
+
+	require.NoError(t, e.rt.ReopenContainerLog(ctx, id))
+	assert.Empty(t, readLog(t, path), "a new, empty file")
+	e.clk.Step(2 * time.Second)
+	assert.Len(t, readLog(t, path), 2, "new lines go to the new file")
+	assert.Len(t, readLog(t, path+".1"), 3, "the old file no longer changes")
+
+	require.NoError(t, e.rt.StopContainer(ctx, id, 0))
+	e.clk.Step(time.Minute)
+	assert.Len(t, readLog(t, path), 2, "a stopped container logs nothing")
+	assert.False(t, e.clk.HasWaiters(), "its timers are stopped")
+}
+
+func TestPeriodicLogTimersEndWithClose(t *testing.T) {
+	clkEnv := newEnv(t, fake.Options{Rules: []fake.Rule{
+		{Behavior: fake.Behavior{Stdout: []string{"tick"}, LogEvery: time.Second, LogRepeat: 3}},
+	}})
+	sb, cfg := clkEnv.runPod("web")
+	cfg.LogDirectory = t.TempDir()
+	c := containerConfig("loop", "busybox")
+	c.LogPath = "loop.log"
+	id := clkEnv.create(sb, cfg, c)
+	require.NoError(t, clkEnv.rt.StartContainer(t.Context(), id))
+	require.True(t, clkEnv.clk.HasWaiters())
+	clkEnv.rt.Close()
+	assert.False(t, clkEnv.clk.HasWaiters(), "Close stops the log timers")
+	clkEnv.clk.Step(time.Minute)
+	assert.Len(t, readLog(t, filepath.Join(cfg.LogDirectory, "loop.log")), 1)
+}

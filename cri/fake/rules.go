@@ -67,6 +67,22 @@ type Behavior struct {
 	// Stdout and Stderr are lines the container writes to its log when it
 	// starts: the stdout lines, then the stderr lines.
 	Stdout, Stderr []string
+	// LogEvery and LogRepeat make the container write its Stdout and
+	// Stderr lines again every LogEvery after it starts, LogRepeat more
+	// times, for as long as it runs (a loop that logs, like
+	// "while true; do echo hi; sleep 1; done" for its first LogRepeat
+	// rounds). Such a container keeps its log file open, as a runtime's
+	// log writer does: after the file is renamed (log rotation), lines keep
+	// going to the renamed file until ReopenContainerLog. Each repetition
+	// is one timer on the runtime's clock, created when the container
+	// starts. Both must be positive to repeat.
+	LogEvery  time.Duration
+	LogRepeat int
+}
+
+// repeatsLog reports whether b writes its lines periodically.
+func (b Behavior) repeatsLog() bool {
+	return b.LogEvery > 0 && b.LogRepeat > 0 && len(b.Stdout)+len(b.Stderr) > 0
 }
 
 // Rule scripts the containers it matches. Every field that is set must

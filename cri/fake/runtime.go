@@ -207,6 +207,7 @@ func (r *Runtime) Close() {
 			r.staleTimers = append(r.staleTimers, c.timer)
 			c.timer = nil
 		}
+		r.stopLoggingLocked(c)
 	}
 	for s := range r.subs {
 		s.fail(ErrClosed)
