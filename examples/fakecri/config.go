@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -35,6 +36,8 @@ type containerRule struct {
 	ShutdownTime  duration `json:"shutdownTime"`
 	Stdout        []string `json:"stdout"`
 	Stderr        []string `json:"stderr"`
+	LogEvery      duration `json:"logEvery"`
+	LogRepeat     int      `json:"logRepeat"`
 }
 
 type execRule struct {
@@ -52,6 +55,8 @@ type pullRule struct {
 	Image   string   `json:"image"`
 	Latency duration `json:"latency"`
 	Error   string   `json:"error"`
+	ID      string   `json:"id"`
+	User    string   `json:"user"`
 }
 
 // duration is a time.Duration written as a Go duration string.
@@ -72,6 +77,9 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	*d = duration(v)
 	return nil
 }
+
+// imageID is an image ID as containerd spells it.
+var imageID = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 var (
 	outcomes = map[string]fake.Outcome{
@@ -97,10 +105,16 @@ func parseConfig(name string, data []byte) (*config, error) {
 		if _, ok := sigtermResponses[r.OnSIGTERM]; !ok {
 			return nil, fmt.Errorf("%s: containers[%d]: unknown onSIGTERM %q (want die, exit or ignore)", name, i, r.OnSIGTERM)
 		}
+		if r.LogRepeat < 0 || (r.LogRepeat > 0) != (r.LogEvery > 0) {
+			return nil, fmt.Errorf("%s: containers[%d]: logEvery and logRepeat go together, both positive", name, i)
+		}
 	}
 	for i, p := range c.Pulls {
 		if p.Image == "" {
 			return nil, fmt.Errorf("%s: pulls[%d]: image is required", name, i)
+		}
+		if p.ID != "" && !imageID.MatchString(p.ID) {
+			return nil, fmt.Errorf("%s: pulls[%d]: id %q is not sha256: and 64 lower-case hex digits", name, i, p.ID)
 		}
 	}
 	return &c, nil
@@ -134,6 +148,8 @@ func (c *config) options() fake.Options {
 				ShutdownTime: time.Duration(r.ShutdownTime),
 				Stdout:       r.Stdout,
 				Stderr:       r.Stderr,
+				LogEvery:     time.Duration(r.LogEvery),
+				LogRepeat:    r.LogRepeat,
 			},
 		})
 	}
@@ -146,13 +162,14 @@ func (c *config) options() fake.Options {
 	return opts
 }
 
-// apply sets what fake.Options cannot carry: pull behaviour.
+// apply sets what fake.Options cannot carry: pull behaviour (latency,
+// failure, and the image the registry serves: ID and user).
 func (c *config) apply(rt *fake.Runtime) {
 	for _, p := range c.Pulls {
 		var err error
 		if p.Error != "" {
 			err = errors.New(p.Error)
 		}
-		rt.SetPullBehavior(p.Image, fake.PullBehavior{Latency: time.Duration(p.Latency), Err: err})
+		rt.SetPullBehavior(p.Image, fake.PullBehavior{Latency: time.Duration(p.Latency), Err: err, ID: p.ID, User: p.User})
 	}
 }

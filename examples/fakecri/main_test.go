@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad duration", "containers:\n- runFor: soon", `time: invalid duration "soon"`},
 		{"negative duration", "exec:\n- duration: -1s", `duration "-1s" is negative`},
 		{"pull without image", "pulls:\n- latency: 1s", "pulls[0]: image is required"},
+		{"bad pull id", "pulls:\n- image: a\n  id: sha256:abc", `pulls[0]: id "sha256:abc"`},
+		{"logEvery without logRepeat", "containers:\n- logEvery: 1s", "containers[0]: logEvery and logRepeat"},
+		{"logRepeat without logEvery", "containers:\n- logRepeat: 3", "containers[0]: logEvery and logRepeat"},
+		{"negative logRepeat", "containers:\n- logEvery: 1s\n  logRepeat: -1", "containers[0]: logEvery and logRepeat"},
 		{"not yaml", "containers: [", "script.yaml"},
 	}
 	for _, tt := range tests {
@@ -57,9 +62,16 @@ containers:
 - name: app
   outcome: exit
   exitCode: 3
+- name: loop
+  stdout: [tick]
+  logEvery: 1s
+  logRepeat: 2
 pulls:
 - image: nginx
   error: no such image
+- image: example.com/app:1
+  id: sha256:`+strings.Repeat("ab", 32)+`
+  user: "1002:1002"
 `))
 	require.NoError(t, err)
 	rt := fake.New(c.options())
@@ -82,6 +94,16 @@ pulls:
 	require.NoError(t, err)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, st.Status.State)
 	assert.EqualValues(t, 3, st.Status.ExitCode)
+
+	imgID, err := rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: "example.com/app:1"}, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "sha256:"+strings.Repeat("ab", 32), imgID)
+	img, err := rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imgID}, false)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1002, img.Image.GetUid().GetValue())
+
+	opts := c.options()
+	assert.Equal(t, fake.Behavior{Stdout: []string{"tick"}, LogEvery: time.Second, LogRepeat: 2}, opts.Rules[1].Behavior)
 }
 
 func TestRunServesUntilCanceled(t *testing.T) {
