@@ -1,0 +1,243 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Reasons and messages of the node conditions (upstream's).
+const (
+	ReasonKubeletReady    = "KubeletReady"
+	ReasonKubeletNotReady = "KubeletNotReady"
+	MessageKubeletReady   = "kubelet is posting ready status"
+
+	ReasonSufficientMemory   = "KubeletHasSufficientMemory"
+	ReasonInsufficientMemory = "KubeletHasInsufficientMemory"
+	ReasonNoDiskPressure     = "KubeletHasNoDiskPressure"
+	ReasonDiskPressure       = "KubeletHasDiskPressure"
+	ReasonSufficientPID      = "KubeletHasSufficientPID"
+	ReasonInsufficientPID    = "KubeletHasInsufficientPID"
+)
+
+// Limits of the images list (upstream's).
+const (
+	// MaxImages is how many images the status lists, largest first.
+	MaxImages = 50
+	// MaxNamesPerImage is how many names an image has in the list.
+	MaxNamesPerImage = 5
+)
+
+// Pressure says whether the node is under resource pressure: the eviction
+// block's Manager implements it (upstream's method names).
+type Pressure interface {
+	IsUnderMemoryPressure() bool
+	IsUnderDiskPressure() bool
+	IsUnderPIDPressure() bool
+}
+
+// Input is everything BuildStatus reads: what the providers returned in
+// one round, and the last status built.
+type Input struct {
+	// Capacity is the machine's capacity (cpu, memory, pods, ...).
+	Capacity v1.ResourceList
+	// Reserved is taken off the capacity to give the allocatable
+	// resources: kube-reserved, system-reserved and the hard eviction
+	// thresholds, summed by the caller.
+	Reserved v1.ResourceList
+	// SystemInfo is the node's OS information; ContainerRuntimeVersion and
+	// KubeletVersion are filled from RuntimeVersion and KubeletVersion.
+	SystemInfo v1.NodeSystemInfo
+	// KubeletVersion is reported as nodeInfo.kubeletVersion.
+	KubeletVersion string
+	// RuntimeVersion is CRI Version's answer; RuntimeVersionErr its error.
+	RuntimeVersion    *runtimeapi.VersionResponse
+	RuntimeVersionErr error
+	// RuntimeStatus is CRI Status's answer; RuntimeStatusErr its error.
+	RuntimeStatus    *runtimeapi.StatusResponse
+	RuntimeStatusErr error
+	// PLEGErr is the PLEG's health error (nil when healthy).
+	PLEGErr error
+	// Pressure, MemoryPressure etc. come from Pressure; nil means none.
+	Pressure Pressure
+	// Addresses are the node's addresses.
+	Addresses []v1.NodeAddress
+	// Images is the runtime's image list.
+	Images []*runtimeapi.Image
+	// KubeletPort is the kubelet's endpoint port (0: none reported).
+	KubeletPort int32
+	// Old is the last status built; conditions keep its transition times
+	// while their status does not change.
+	Old *v1.NodeStatus
+	// Now stamps heartbeats and transitions.
+	Now time.Time
+}
+
+// BuildStatus returns the node's status: capacity and allocatable, node
+// info, the conditions MemoryPressure, DiskPressure, PIDPressure and Ready
+// (in that order, as upstream) with upstream's reasons and messages,
+// addresses and images. Ready is False with a message naming each problem
+// when the runtime cannot be reached or is not ready, its network is not
+// ready, or the PLEG is unhealthy. It is a pure function of its input.
+func BuildStatus(in Input) v1.NodeStatus {
+	var s v1.NodeStatus
+	s.Capacity = in.Capacity.DeepCopy()
+	s.Allocatable = Allocatable(in.Capacity, in.Reserved)
+	s.NodeInfo = in.SystemInfo
+	s.NodeInfo.KubeletVersion = in.KubeletVersion
+	if v := in.RuntimeVersion; v != nil && in.RuntimeVersionErr == nil {
+		s.NodeInfo.ContainerRuntimeVersion = v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
+	} else if in.Old != nil {
+		s.NodeInfo.ContainerRuntimeVersion = in.Old.NodeInfo.ContainerRuntimeVersion
+	}
+	s.Addresses = slices.Clone(in.Addresses)
+	if in.KubeletPort != 0 {
+		s.DaemonEndpoints.KubeletEndpoint.Port = in.KubeletPort
+	}
+	s.Images = images(in.Images)
+
+	now := metav1.NewTime(in.Now)
+	var mem, disk, pid bool
+	if in.Pressure != nil {
+		mem, disk, pid = in.Pressure.IsUnderMemoryPressure(), in.Pressure.IsUnderDiskPressure(), in.Pressure.IsUnderPIDPressure()
+	}
+	s.Conditions = []v1.NodeCondition{
+		pressure(v1.NodeMemoryPressure, mem, ReasonInsufficientMemory, "kubelet has insufficient memory available", ReasonSufficientMemory, "kubelet has sufficient memory available"),
+		pressure(v1.NodeDiskPressure, disk, ReasonDiskPressure, "kubelet has disk pressure", ReasonNoDiskPressure, "kubelet has no disk pressure"),
+		pressure(v1.NodePIDPressure, pid, ReasonInsufficientPID, "kubelet has insufficient PID available", ReasonSufficientPID, "kubelet has sufficient PID available"),
+		ready(in),
+	}
+	var old []v1.NodeCondition
+	if in.Old != nil {
+		old = in.Old.Conditions
+	}
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		c.LastHeartbeatTime = now
+		c.LastTransitionTime = now
+		for _, o := range old {
+			if o.Type == c.Type && o.Status == c.Status {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+	}
+	return s
+}
+
+func pressure(t v1.NodeConditionType, under bool, rTrue, mTrue, rFalse, mFalse string) v1.NodeCondition {
+	if under {
+		return v1.NodeCondition{Type: t, Status: v1.ConditionTrue, Reason: rTrue, Message: mTrue}
+	}
+	return v1.NodeCondition{Type: t, Status: v1.ConditionFalse, Reason: rFalse, Message: mFalse}
+}
+
+// ready builds the Ready condition from the runtime's and the PLEG's health.
+func ready(in Input) v1.NodeCondition {
+	var errs []string
+	switch {
+	case in.RuntimeStatusErr != nil:
+		errs = append(errs, "container runtime is down: "+in.RuntimeStatusErr.Error())
+	case in.RuntimeStatus == nil:
+		errs = append(errs, "container runtime status check may not have completed yet")
+	default:
+		var rt, nw *runtimeapi.RuntimeCondition
+		for _, c := range in.RuntimeStatus.GetStatus().GetConditions() {
+			switch c.GetType() {
+			case runtimeapi.RuntimeReady:
+				rt = c
+			case runtimeapi.NetworkReady:
+				nw = c
+			}
+		}
+		if rt == nil || !rt.GetStatus() {
+			errs = append(errs, "container runtime not ready: "+conditionString(runtimeapi.RuntimeReady, rt))
+		}
+		if nw == nil || !nw.GetStatus() {
+			errs = append(errs, "container runtime network not ready: "+conditionString(runtimeapi.NetworkReady, nw))
+		}
+	}
+	if in.PLEGErr != nil {
+		errs = append(errs, "PLEG is not healthy: "+in.PLEGErr.Error())
+	}
+	for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods} {
+		if _, ok := in.Capacity[r]; !ok {
+			errs = append(errs, fmt.Sprintf("missing node capacity for resources: %s", r))
+		}
+	}
+	if len(errs) == 0 {
+		return v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: ReasonKubeletReady, Message: MessageKubeletReady}
+	}
+	msg := errs[0]
+	if len(errs) > 1 {
+		msg = "[" + strings.Join(errs, ", ") + "]"
+	}
+	return v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: ReasonKubeletNotReady, Message: msg}
+}
+
+func conditionString(t string, c *runtimeapi.RuntimeCondition) string {
+	if c == nil {
+		return t + "=false reason: message:condition not reported"
+	}
+	return fmt.Sprintf("%s=%t reason:%s message:%s", c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage())
+}
+
+// Allocatable returns capacity minus reserved, never below zero. A resource
+// reserved but not in capacity is ignored.
+func Allocatable(capacity, reserved v1.ResourceList) v1.ResourceList {
+	out := make(v1.ResourceList, len(capacity))
+	for name, q := range capacity {
+		v := q.DeepCopy()
+		if r, ok := reserved[name]; ok {
+			v.Sub(r)
+			if v.Sign() < 0 {
+				v = *resource.NewQuantity(0, q.Format)
+			}
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// images lists the largest MaxImages images, each under its digests then
+// its tags (at most MaxNamesPerImage names).
+func images(list []*runtimeapi.Image) []v1.ContainerImage {
+	if len(list) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(list)
+	slices.SortStableFunc(sorted, func(a, b *runtimeapi.Image) int {
+		switch {
+		case a.GetSize() > b.GetSize():
+			return -1
+		case a.GetSize() < b.GetSize():
+			return 1
+		}
+		return 0
+	})
+	if len(sorted) > MaxImages {
+		sorted = sorted[:MaxImages]
+	}
+	out := make([]v1.ContainerImage, 0, len(sorted))
+	for _, img := range sorted {
+		names := append(slices.Clone(img.GetRepoDigests()), img.GetRepoTags()...)
+		if len(names) > MaxNamesPerImage {
+			names = names[:MaxNamesPerImage]
+		}
+		out = append(out, v1.ContainerImage{Names: names, SizeBytes: int64(img.GetSize())})
+	}
+	return out
+}
+
+// ErrNodeNotFound and ErrLeaseNotFound are wrapped by the sinks' errors for
+// a node or lease they do not hold.
+var (
+	ErrNodeNotFound  = errors.New("node not found")
+	ErrLeaseNotFound = errors.New("lease not found")
+)

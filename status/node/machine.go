@@ -1,0 +1,106 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// DefaultMaxPods is the pods capacity upstream reports by default.
+const DefaultMaxPods = 110
+
+// LocalMachine reads the capacity and OS information of the host it runs
+// on (Linux): CPUs, MemTotal from /proc/meminfo, machine-id, product_uuid,
+// boot_id, kernel release and PRETTY_NAME of os-release. Files are read
+// under Root, so tests can point it at a fake tree.
+type LocalMachine struct {
+	// Root is prepended to every path read. Empty means "/".
+	Root string
+	// MaxPods is the pods capacity. 0 means DefaultMaxPods.
+	MaxPods int64
+	// CPUs overrides the number of CPUs. 0 means runtime.NumCPU().
+	CPUs int
+}
+
+var _ Machine = LocalMachine{}
+
+func (m LocalMachine) read(path string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(m.root(), path))
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSpace(b)), nil
+}
+
+func (m LocalMachine) root() string {
+	if m.Root == "" {
+		return "/"
+	}
+	return m.Root
+}
+
+// Capacity implements Machine: cpu, memory and pods.
+func (m LocalMachine) Capacity(context.Context) (v1.ResourceList, error) {
+	cpus := m.CPUs
+	if cpus == 0 {
+		cpus = runtime.NumCPU()
+	}
+	pods := m.MaxPods
+	if pods == 0 {
+		pods = DefaultMaxPods
+	}
+	mem, err := m.memTotal()
+	if err != nil {
+		return nil, fmt.Errorf("machine capacity: %w", err)
+	}
+	return v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewQuantity(int64(cpus), resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+		v1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
+	}, nil
+}
+
+func (m LocalMachine) memTotal() (int64, error) {
+	s, err := m.read("proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("MemTotal %q: %w", f[1], err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
+}
+
+// SystemInfo implements Machine. Missing files leave their fields empty.
+func (m LocalMachine) SystemInfo(context.Context) (v1.NodeSystemInfo, error) {
+	info := v1.NodeSystemInfo{OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH}
+	info.MachineID, _ = m.read("etc/machine-id")
+	info.SystemUUID, _ = m.read("sys/class/dmi/id/product_uuid")
+	info.BootID, _ = m.read("proc/sys/kernel/random/boot_id")
+	info.KernelVersion, _ = m.read("proc/sys/kernel/osrelease")
+	if osr, err := m.read("etc/os-release"); err == nil {
+		for _, line := range strings.Split(osr, "\n") {
+			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+				info.OSImage = strings.Trim(v, `"'`)
+			}
+		}
+	}
+	return info, nil
+}
