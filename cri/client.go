@@ -56,12 +56,23 @@ func call[T any](ctx context.Context, c *Client, method string, timeout time.Dur
 		return resp, nil
 	}
 	var zero T
-	if ctx.Err() == nil && callCtx.Err() == context.DeadlineExceeded {
+	if ctx.Err() == nil && timeout > 0 && ownDeadlinePassed(callCtx) {
 		err = &Error{Method: method, Code: codes.DeadlineExceeded, Message: fmt.Sprintf("no answer from the runtime at %s within %s", c.endpoint, timeout)}
 		c.log.Warn("CRI call timed out", "method", method, "timeout", timeout)
 		return zero, err
 	}
 	return zero, fromRPC(ctx, method, err)
+}
+
+// ownDeadlinePassed reports whether the call's own deadline has passed. The
+// context's error is not enough: gRPC can see the deadline (and fail the call
+// with the server's RST_STREAM) a moment before the context's timer fires.
+func ownDeadlinePassed(callCtx context.Context) bool {
+	if callCtx.Err() == context.DeadlineExceeded {
+		return true
+	}
+	d, ok := callCtx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // Version implements Versioner.
