@@ -21,21 +21,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/internal/ctrdtest"
 )
 
-func containerdClient(t *testing.T) (*cri.Client, string) {
-	t.Helper()
-	endpoint, image := os.Getenv("KK_CRI_ENDPOINT"), os.Getenv("KK_BUSYBOX_IMAGE")
-	if endpoint == "" || image == "" {
-		t.Fatal("KK_CRI_ENDPOINT and KK_BUSYBOX_IMAGE must be set: run hack/containerd-start.sh and source its env file")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := cri.Dial(ctx, endpoint, cri.DialOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, image
-}
+func containerdClient(t *testing.T) (*cri.Client, string) { return ctrdtest.Client(t) }
 
 // runHostNetworkSandbox runs a host-network sandbox that the test removes
 // when it ends.

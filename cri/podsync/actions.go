@@ -1,0 +1,429 @@
+package podsync
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+)
+
+// KillReason says why a container is to be killed.
+type KillReason uint8
+
+const (
+	// KillSpecChanged: the container's spec hash differs from the one it
+	// was created with.
+	KillSpecChanged KillReason = iota + 1
+	// KillLivenessFailed: the liveness probe failed.
+	KillLivenessFailed
+	// KillStartupFailed: the startup probe failed.
+	KillStartupFailed
+	// KillNotInSpec: the pod spec has no container of that name.
+	KillNotInSpec
+	// KillUnknownState: the runtime reports the container's state as
+	// unknown; it is killed so that it can be started cleanly.
+	KillUnknownState
+)
+
+// String returns a short name of the reason.
+func (r KillReason) String() string {
+	switch r {
+	case KillSpecChanged:
+		return "SpecChanged"
+	case KillLivenessFailed:
+		return "LivenessFailed"
+	case KillStartupFailed:
+		return "StartupFailed"
+	case KillNotInSpec:
+		return "NotInSpec"
+	case KillUnknownState:
+		return "UnknownState"
+	}
+	return fmt.Sprintf("KillReason(%d)", uint8(r))
+}
+
+// ContainerToKill is one running container the plan kills.
+type ContainerToKill struct {
+	// ID is the CRI container ID.
+	ID string
+	// Name is the container's name in the pod spec.
+	Name string
+	// Reason says why, Message says it for people (upstream's wording).
+	Reason  KillReason
+	Message string
+}
+
+// Actions is the plan ComputeActions returns for one pod: what SyncPod does
+// next. Indexes refer to pod.Spec.InitContainers and pod.Spec.Containers.
+type Actions struct {
+	// KillPod: stop every container and the sandbox. With CreateSandbox the
+	// pod then starts afresh in a new sandbox; without it, the pod stays
+	// down (every container is done, or a Never pod lost its sandbox).
+	KillPod bool
+	// CreateSandbox: create a new sandbox, with SandboxAttempt as its
+	// attempt number. SandboxReason says why.
+	CreateSandbox  bool
+	SandboxAttempt uint32
+	SandboxReason  string
+	// SandboxID is the current sandbox, when it is kept.
+	SandboxID string
+	// ContainersToKill lists running containers to stop (only when KillPod
+	// is false; KillPod stops everything).
+	ContainersToKill []ContainerToKill
+	// NextInitContainer is the index of the regular init container to start
+	// next, or -1.
+	NextInitContainer int
+	// InitContainersToStart are indexes of init containers to start, in
+	// order: restartable ones (sidecars) that are not running and, last,
+	// NextInitContainer when it is set.
+	InitContainersToStart []int
+	// InitFailed: a regular init container failed under restartPolicy
+	// Never, so the pod has failed (KillPod is set as well).
+	InitFailed bool
+	// ContainersToStart are indexes of app containers to start, in order.
+	ContainersToStart []int
+}
+
+// Nothing reports whether the plan does nothing.
+func (a Actions) Nothing() bool {
+	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 &&
+		len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0
+}
+
+// ProbeResults tells whether a probe of one kind (liveness or startup) has
+// most recently failed for the container with the given CRI ID. Unknown
+// containers are not failed.
+type ProbeResults interface {
+	Failed(containerID string) bool
+}
+
+// ProbeResultsFunc adapts a function to ProbeResults.
+type ProbeResultsFunc func(containerID string) bool
+
+// Failed calls f.
+func (f ProbeResultsFunc) Failed(containerID string) bool { return f(containerID) }
+
+var _ ProbeResults = ProbeResultsFunc(nil)
+
+// Probes carries the liveness and startup results ComputeActions consults;
+// either may be nil (nothing failed).
+type Probes struct {
+	Liveness, Startup ProbeResults
+}
+
+// ContainerRestartPolicy returns the restart policy that applies to c in pod:
+// the container's own when set (sidecars: Always), else the pod's (Always
+// when empty).
+func ContainerRestartPolicy(pod *v1.Pod, c *v1.Container) v1.RestartPolicy {
+	if c.RestartPolicy != nil && *c.RestartPolicy != "" {
+		return v1.RestartPolicy(*c.RestartPolicy)
+	}
+	if pod.Spec.RestartPolicy == "" {
+		return v1.RestartPolicyAlways
+	}
+	return pod.Spec.RestartPolicy
+}
+
+// IsSidecar reports whether an init container is restartable (a sidecar).
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// shouldRestart reports whether a container whose latest instance is st (nil:
+// never created) is to be (re)started under policy.
+func shouldRestart(policy v1.RestartPolicy, st *runtimeapi.ContainerStatus) bool {
+	if st == nil {
+		return true
+	}
+	switch st.GetState() {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return false
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		// Created but never started: a previous sync failed in between.
+		return true
+	}
+	switch policy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return st.GetExitCode() != 0
+	}
+	return true
+}
+
+func running(st *runtimeapi.ContainerStatus) bool {
+	return st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING
+}
+
+func succeeded(st *runtimeapi.ContainerStatus) bool {
+	return st.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED && st.GetExitCode() == 0
+}
+
+// sandboxChange decides whether the pod needs a new sandbox.
+func sandboxChange(pod *v1.Pod, status *cri.PodStatus) (create bool, attempt uint32, id, reason string) {
+	if status == nil || len(status.Sandboxes) == 0 {
+		return true, 0, "", "no sandbox"
+	}
+	newest := status.Sandboxes[0]
+	attempt = newest.GetMetadata().GetAttempt() + 1
+	ready := 0
+	for _, sb := range status.Sandboxes {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready++
+		}
+	}
+	if ready > 1 {
+		return true, attempt, newest.GetId(), "more than one sandbox is ready"
+	}
+	if newest.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return true, attempt, newest.GetId(), "sandbox is not ready"
+	}
+	want := runtimeapi.NamespaceMode_POD
+	if pod.Spec.HostNetwork {
+		want = runtimeapi.NamespaceMode_NODE
+	}
+	if newest.GetLinux().GetNamespaces().GetOptions().GetNetwork() != want {
+		return true, attempt, newest.GetId(), "network namespace changed"
+	}
+	if !pod.Spec.HostNetwork && newest.GetNetwork().GetIp() == "" {
+		return true, attempt, newest.GetId(), "sandbox has no IP"
+	}
+	return false, 0, newest.GetId(), ""
+}
+
+// ComputeActions compares the pod's spec with the runtime's view of it and
+// returns what to do, as upstream's kuberuntime manager decides it. It is a
+// pure function: it reads pod, status and probes and calls nothing else.
+// When nothing is to be done it allocates nothing.
+//
+// The rules, in order:
+//   - A new sandbox is needed when there is none, more than one is ready, the
+//     newest is not ready, its network mode differs from the spec's
+//     hostNetwork, or a pod network sandbox has no IP. Then the pod is killed
+//     and restarted from its first init container (or its app containers,
+//     skipping those that succeeded under OnFailure) — except that a pod with
+//     restartPolicy Never whose containers already ran is only killed.
+//   - Init containers run one at a time in order; a regular one that exits 0
+//     lets the next start, one that fails is restarted (Always, OnFailure) or
+//     fails the pod (Never: KillPod and InitFailed). Sidecars (restartable
+//     init containers) are started in order and restarted whenever not
+//     running; a running sidecar counts as started. Once any app container
+//     exists, init is done.
+//   - App containers are started when never created or when their latest
+//     instance exited and the restart policy says so (Always; OnFailure with
+//     a non-zero exit). A running container is killed when its spec hash
+//     changed (and restarted), or its liveness or startup probe failed
+//     (restarted unless Never).
+//   - Running containers with no spec entry are killed.
+//   - When no app container is running or to be started, the pod is killed.
+func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
+	a := Actions{NextInitContainer: -1}
+	create, attempt, id, reason := sandboxChange(pod, status)
+	if create {
+		a.KillPod = true
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(status.Containers) != 0 {
+			// A Never pod that ran is not started again.
+			return a
+		}
+		var apps []int
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			if ContainerRestartPolicy(pod, c) == v1.RestartPolicyOnFailure && succeeded(status.ContainerByName(c.Name)) {
+				continue
+			}
+			apps = append(apps, i)
+		}
+		if len(apps) == 0 && initSucceeded(pod, status) {
+			// Everything succeeded: the pod stays down.
+			return a
+		}
+		a.CreateSandbox, a.SandboxAttempt, a.SandboxReason = true, attempt, reason
+		if len(pod.Spec.InitContainers) != 0 {
+			a.NextInitContainer = 0
+			a.InitContainersToStart = []int{0}
+			if IsSidecar(&pod.Spec.InitContainers[0]) {
+				a.NextInitContainer = -1
+			}
+			return a
+		}
+		a.ContainersToStart = apps
+		return a
+	}
+	a.SandboxID = id
+
+	// Is init done? Any app container existing means yes.
+	appsExist := false
+	for i := range pod.Spec.Containers {
+		if status.ContainerByName(pod.Spec.Containers[i].Name) != nil {
+			appsExist = true
+			break
+		}
+	}
+	if !appsExist && !a.walkInit(pod, status, probes) {
+		if !a.KillPod {
+			a.killNotInSpec(pod, status)
+		}
+		return a
+	}
+	if appsExist {
+		// Init is done: keep sidecars running.
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if !IsSidecar(c) {
+				continue
+			}
+			st := status.ContainerByName(c.Name)
+			if !running(st) {
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+			} else if k, ok := probeKill(c, st, probes); ok {
+				a.ContainersToKill = append(a.ContainersToKill, k)
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+			}
+		}
+	}
+	keep := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		st := status.ContainerByName(c.Name)
+		policy := ContainerRestartPolicy(pod, c)
+		if st.GetState() == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillUnknownState,
+				Message: fmt.Sprintf("Container %s is in an unknown state, will be restarted", c.Name)})
+			a.ContainersToStart = append(a.ContainersToStart, i)
+			continue
+		}
+		if !running(st) {
+			if shouldRestart(policy, st) {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+			continue
+		}
+		if h, ok, err := cri.HashFromAnnotations(st.GetAnnotations()); err == nil && ok && h != HashContainer(c) {
+			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillSpecChanged,
+				Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
+			a.ContainersToStart = append(a.ContainersToStart, i)
+			continue
+		}
+		if k, ok := probeKill(c, st, probes); ok {
+			if policy == v1.RestartPolicyNever {
+				// Killed for good: say so, as upstream does.
+				k.Message = strings.TrimSuffix(k.Message, ", will be restarted")
+			} else {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+			a.ContainersToKill = append(a.ContainersToKill, k)
+			continue
+		}
+		keep++
+	}
+	a.killNotInSpec(pod, status)
+	if keep == 0 && len(a.ContainersToStart) == 0 {
+		a.KillPod = true
+		a.ContainersToKill = nil
+		a.InitContainersToStart = nil
+	}
+	return a
+}
+
+// initSucceeded reports whether every regular init container's latest
+// instance succeeded.
+func initSucceeded(pod *v1.Pod, status *cri.PodStatus) bool {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if !IsSidecar(c) && !succeeded(status.ContainerByName(c.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// walkInit plans the init containers of a pod none of whose app containers
+// exists yet, and reports whether init is done.
+func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bool {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		st := status.ContainerByName(c.Name)
+		if IsSidecar(c) {
+			if !running(st) {
+				// Later init containers wait until this sidecar runs.
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+				return false
+			}
+			if k, ok := probeKill(c, st, probes); ok {
+				a.ContainersToKill = append(a.ContainersToKill, k)
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+				return false
+			}
+			continue
+		}
+		if succeeded(st) {
+			continue
+		}
+		if running(st) {
+			if k, ok := probeKill(c, st, probes); ok {
+				a.ContainersToKill = append(a.ContainersToKill, k)
+			}
+			return false
+		}
+		if st != nil && st.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED &&
+			ContainerRestartPolicy(pod, c) == v1.RestartPolicyNever {
+			a.KillPod, a.InitFailed = true, true
+			a.InitContainersToStart, a.ContainersToKill = nil, nil
+			return false
+		}
+		a.NextInitContainer = i
+		a.InitContainersToStart = append(a.InitContainersToStart, i)
+		return false
+	}
+	return true
+}
+
+// probeKill reports whether a running container must be killed for a failed
+// liveness or startup probe.
+func probeKill(c *v1.Container, st *runtimeapi.ContainerStatus, probes Probes) (ContainerToKill, bool) {
+	if c.LivenessProbe != nil && probes.Liveness != nil && probes.Liveness.Failed(st.GetId()) {
+		return ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillLivenessFailed,
+			Message: fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name)}, true
+	}
+	if c.StartupProbe != nil && probes.Startup != nil && probes.Startup.Failed(st.GetId()) {
+		return ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillStartupFailed,
+			Message: fmt.Sprintf("Container %s failed startup probe, will be restarted", c.Name)}, true
+	}
+	return ContainerToKill{}, false
+}
+
+// killNotInSpec adds the running containers whose name is in neither list of
+// the spec.
+func (a *Actions) killNotInSpec(pod *v1.Pod, status *cri.PodStatus) {
+	if status == nil {
+		return
+	}
+	for _, st := range status.Containers {
+		if !running(st) {
+			continue
+		}
+		name := cri.ContainerName(st)
+		if inSpec(pod, name) {
+			continue
+		}
+		a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: name, Reason: KillNotInSpec,
+			Message: fmt.Sprintf("Container %s is not in the pod spec, will be killed", name)})
+	}
+}
+
+func inSpec(pod *v1.Pod, name string) bool {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return true
+		}
+	}
+	return false
+}

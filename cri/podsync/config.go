@@ -1,0 +1,517 @@
+package podsync
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+)
+
+// Upstream's CPU constants for translating requests and limits.
+const (
+	minShares     = 2
+	sharesPerCPU  = 1024
+	quotaPeriod   = 100000 // µs
+	minQuotaValue = 1000
+)
+
+// SandboxConfig builds the CRI sandbox config of a pod: metadata with the
+// attempt, hostname, log directory, DNS, port mappings, host namespaces,
+// the identity labels plus the pod's labels, and the pod's annotations.
+func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	labels := make(map[string]string, len(pod.Labels)+3)
+	for k, v := range pod.Labels {
+		labels[k] = v
+	}
+	for k, v := range cri.PodLabels(pod.UID, pod.Name, pod.Namespace) {
+		labels[k] = v
+	}
+	annotations := make(map[string]string, len(pod.Annotations))
+	for k, v := range pod.Annotations {
+		annotations[k] = v
+	}
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		hostname = pod.Spec.Hostname
+	}
+	if pod.Spec.HostNetwork {
+		// The node's UTS namespace: the runtime must not set a hostname.
+		hostname = ""
+	}
+	if len(hostname) > 63 {
+		hostname = strings.TrimRight(hostname[:63], "-.")
+	}
+	netMode, pidMode, ipcMode := runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_CONTAINER, runtimeapi.NamespaceMode_POD
+	if pod.Spec.HostNetwork {
+		netMode = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostPID {
+		pidMode = runtimeapi.NamespaceMode_NODE
+	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		pidMode = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostIPC {
+		ipcMode = runtimeapi.NamespaceMode_NODE
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		Hostname:     hostname,
+		LogDirectory: LogDirectory(s.opts.LogRoot, pod),
+		DnsConfig:    s.dnsConfig(pod),
+		Labels:       labels,
+		Annotations:  annotations,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode, Pid: pidMode, Ipc: ipcMode},
+			},
+		},
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc := cfg.Linux.SecurityContext
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+	}
+	for i := range pod.Spec.Containers {
+		for _, p := range pod.Spec.Containers[i].Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			proto, err := protocol(p.Protocol)
+			if err != nil {
+				return nil, fmt.Errorf("sandbox config of %s: container %s: %w", podDesc(pod), pod.Spec.Containers[i].Name, err)
+			}
+			cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{
+				Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP,
+			})
+		}
+	}
+	return cfg, nil
+}
+
+func protocol(p v1.Protocol) (runtimeapi.Protocol, error) {
+	switch p {
+	case "", v1.ProtocolTCP:
+		return runtimeapi.Protocol_TCP, nil
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP, nil
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP, nil
+	}
+	return 0, fmt.Errorf("unknown port protocol %q", p)
+}
+
+// dnsConfig returns the sandbox's DNS config per the pod's dnsPolicy.
+func (s *Syncer) dnsConfig(pod *v1.Pod) *runtimeapi.DNSConfig {
+	cfg := &runtimeapi.DNSConfig{}
+	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = v1.DNSClusterFirst
+	}
+	if policy == v1.DNSClusterFirstWithHostNet || (policy == v1.DNSClusterFirst && !pod.Spec.HostNetwork) {
+		if len(s.opts.ClusterDNS) != 0 {
+			cfg.Servers = append(cfg.Servers, s.opts.ClusterDNS...)
+			if d := s.opts.ClusterDomain; d != "" {
+				cfg.Searches = append(cfg.Searches, pod.Namespace+".svc."+d, "svc."+d, d)
+			}
+			cfg.Options = append(cfg.Options, "ndots:5")
+		}
+	}
+	if dc := pod.Spec.DNSConfig; dc != nil {
+		cfg.Servers = append(cfg.Servers, dc.Nameservers...)
+		cfg.Searches = append(cfg.Searches, dc.Searches...)
+		for _, o := range dc.Options {
+			if o.Value != nil {
+				cfg.Options = append(cfg.Options, o.Name+":"+*o.Value)
+			} else {
+				cfg.Options = append(cfg.Options, o.Name)
+			}
+		}
+	}
+	if len(cfg.Servers) == 0 && len(cfg.Searches) == 0 && len(cfg.Options) == 0 {
+		return nil
+	}
+	return cfg
+}
+
+// ContainerConfig builds the CRI config of one container: metadata (name and
+// attempt = restartCount), image, command, args, env (with the downward API
+// and resource fields), working dir, mounts, log path, labels and
+// annotations, resources and security context. An error (a reference the
+// container cannot resolve, a missing volume, a bad subPath) is what
+// SyncPod reports as CreateContainerConfigError.
+func (s *Syncer) ContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
+	env, vars, err := s.envs(pod, c, podIPs)
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := s.mounts(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	if m, err := s.terminationMessageMount(pod, c, restartCount); err != nil {
+		return nil, err
+	} else if m != nil {
+		mounts = append(mounts, m)
+	}
+	annotations := map[string]string{
+		cri.ContainerHashAnnotation:                     FormatHash(HashContainer(c)),
+		cri.ContainerRestartCountAnnotation:             strconv.Itoa(restartCount),
+		cri.ContainerTerminationMessagePathAnnotation:   c.TerminationMessagePath,
+		cri.ContainerTerminationMessagePolicyAnnotation: string(c.TerminationMessagePolicy),
+		cri.ContainerTypeAnnotation:                     ctype,
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		annotations[cri.PodTerminationGracePeriodAnnotation] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		annotations[cri.PodDeletionGracePeriodAnnotation] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
+	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		b, err := json.Marshal(c.Lifecycle.PreStop)
+		if err == nil {
+			annotations[cri.ContainerPreStopHandlerAnnotation] = string(b)
+		}
+	}
+	if len(c.Ports) != 0 {
+		b, err := json.Marshal(c.Ports)
+		if err == nil {
+			annotations[cri.ContainerPortsAnnotation] = string(b)
+		}
+	}
+	image := c.Image
+	if imageRef != "" {
+		image = imageRef
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
+		Command:     expandAll(c.Command, vars),
+		Args:        expandAll(c.Args, vars),
+		WorkingDir:  c.WorkingDir,
+		Envs:        env,
+		Mounts:      mounts,
+		Labels:      cri.ContainerLabels(pod.UID, pod.Name, pod.Namespace, c.Name),
+		Annotations: annotations,
+		LogPath:     filepath.Join(c.Name, strconv.Itoa(restartCount)+".log"),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       Resources(c),
+			SecurityContext: securityContext(pod, c),
+		},
+	}
+	return cfg, nil
+}
+
+// Resources translates a container's requests and limits as upstream does:
+// CPU shares from the CPU request (1024 per CPU, at least 2), a CFS quota
+// over a 100ms period from the CPU limit (at least 1ms), the memory limit.
+func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{}
+	req, lim := c.Resources.Requests, c.Resources.Limits
+	cpuReq, hasReq := req[v1.ResourceCPU]
+	cpuLim, hasLim := lim[v1.ResourceCPU]
+	if !hasReq && hasLim {
+		cpuReq, hasReq = cpuLim, true
+	}
+	shares := int64(minShares)
+	if hasReq {
+		shares = max(cpuReq.MilliValue()*sharesPerCPU/1000, minShares)
+	}
+	r.CpuShares = shares
+	if hasLim {
+		r.CpuPeriod = quotaPeriod
+		r.CpuQuota = max(cpuLim.MilliValue()*quotaPeriod/1000, minQuotaValue)
+	}
+	if m, ok := lim[v1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = m.Value()
+	}
+	return r
+}
+
+func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	pidMode := runtimeapi.NamespaceMode_CONTAINER
+	if pod.Spec.HostPID {
+		pidMode = runtimeapi.NamespaceMode_NODE
+	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		pidMode = runtimeapi.NamespaceMode_POD
+	}
+	netMode, ipcMode := runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_POD
+	if pod.Spec.HostNetwork {
+		netMode = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ipcMode = runtimeapi.NamespaceMode_NODE
+	}
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode, Pid: pidMode, Ipc: ipcMode},
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
+	}
+	if csc := c.SecurityContext; csc != nil {
+		if csc.Privileged != nil {
+			sc.Privileged = *csc.Privileged
+		}
+		if csc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
+		}
+		if csc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
+		}
+		if csc.ReadOnlyRootFilesystem != nil {
+			sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
+		}
+		if csc.AllowPrivilegeEscalation != nil {
+			sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
+		}
+		if caps := csc.Capabilities; caps != nil {
+			sc.Capabilities = &runtimeapi.Capability{}
+			for _, a := range caps.Add {
+				sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+			}
+			for _, d := range caps.Drop {
+				sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+			}
+		}
+	}
+	return sc
+}
+
+// envs resolves the container's environment, expanding $(NAME) in values
+// with the variables defined before, and returns the variables too.
+func (s *Syncer) envs(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, map[string]string, error) {
+	if len(c.EnvFrom) != 0 {
+		return nil, nil, fmt.Errorf("container %s: envFrom is not supported", c.Name)
+	}
+	out := make([]*runtimeapi.KeyValue, 0, len(c.Env))
+	vars := make(map[string]string, len(c.Env))
+	for _, e := range c.Env {
+		v := expand(e.Value, vars)
+		if vf := e.ValueFrom; vf != nil {
+			var err error
+			switch {
+			case vf.FieldRef != nil:
+				v, err = s.fieldRef(pod, vf.FieldRef.FieldPath, podIPs)
+			case vf.ResourceFieldRef != nil:
+				v, err = resourceFieldRef(pod, c, vf.ResourceFieldRef)
+			case vf.ConfigMapKeyRef != nil:
+				err = fmt.Errorf("configMapKeyRef %s/%s is not supported", vf.ConfigMapKeyRef.Name, vf.ConfigMapKeyRef.Key)
+			case vf.SecretKeyRef != nil:
+				err = fmt.Errorf("secretKeyRef %s is not supported", vf.SecretKeyRef.Name)
+			default:
+				err = errors.New("empty valueFrom")
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
+			}
+		}
+		vars[e.Name] = v
+		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
+	}
+	return out, vars, nil
+}
+
+// fieldRef resolves a downward API field path.
+func (s *Syncer) fieldRef(pod *v1.Pod, fieldPath string, podIPs []string) (string, error) {
+	if k, ok := subscript(fieldPath, "metadata.labels"); ok {
+		return pod.Labels[k], nil
+	}
+	if k, ok := subscript(fieldPath, "metadata.annotations"); ok {
+		return pod.Annotations[k], nil
+	}
+	switch fieldPath {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		if pod.Spec.NodeName != "" {
+			return pod.Spec.NodeName, nil
+		}
+		return s.opts.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.podIP":
+		if len(podIPs) != 0 {
+			return podIPs[0], nil
+		}
+		if pod.Spec.HostNetwork && len(s.opts.HostIPs) != 0 {
+			return s.opts.HostIPs[0], nil
+		}
+		return "", nil
+	case "status.podIPs":
+		if len(podIPs) == 0 && pod.Spec.HostNetwork {
+			return strings.Join(s.opts.HostIPs, ","), nil
+		}
+		return strings.Join(podIPs, ","), nil
+	case "status.hostIP":
+		if len(s.opts.HostIPs) != 0 {
+			return s.opts.HostIPs[0], nil
+		}
+		return "", nil
+	case "status.hostIPs":
+		return strings.Join(s.opts.HostIPs, ","), nil
+	}
+	return "", fmt.Errorf("unsupported fieldRef %q", fieldPath)
+}
+
+// subscript parses field['key'].
+func subscript(path, field string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, field+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
+}
+
+// resourceFieldRef resolves limits.* and requests.* of a container; an
+// unset limit is reported as upstream does without node allocatable: 0 is
+// replaced by nothing, so the value is the request or empty.
+func resourceFieldRef(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {
+	target := c
+	if ref.ContainerName != "" {
+		target = findContainer(pod, ref.ContainerName)
+		if target == nil {
+			return "", fmt.Errorf("resourceFieldRef: no container %q", ref.ContainerName)
+		}
+	}
+	kind, name, ok := strings.Cut(ref.Resource, ".")
+	if !ok {
+		return "", fmt.Errorf("unsupported resource %q", ref.Resource)
+	}
+	var list v1.ResourceList
+	switch kind {
+	case "limits":
+		list = target.Resources.Limits
+	case "requests":
+		list = target.Resources.Requests
+	default:
+		return "", fmt.Errorf("unsupported resource %q", ref.Resource)
+	}
+	q, ok := list[v1.ResourceName(name)]
+	if !ok {
+		return "", fmt.Errorf("resource %q is not set on container %s (node allocatable is not known here)", ref.Resource, target.Name)
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	if name == string(v1.ResourceCPU) {
+		// Round up, as upstream does for CPU.
+		m, d := q.MilliValue(), divisor.MilliValue()
+		return strconv.FormatInt((m+d-1)/d, 10), nil
+	}
+	v, d := q.Value(), divisor.Value()
+	return strconv.FormatInt((v+d-1)/d, 10), nil
+}
+
+// mounts builds the CRI mounts of the container's volumeMounts.
+func (s *Syncer) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
+	if len(c.VolumeMounts) == 0 {
+		return nil, nil
+	}
+	var paths map[string]string
+	if s.volumes != nil {
+		var err error
+		if paths, err = s.volumes.VolumeHostPaths(pod); err != nil {
+			return nil, fmt.Errorf("container %s: volumes: %w", c.Name, err)
+		}
+	}
+	out := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
+	for _, vm := range c.VolumeMounts {
+		host, ok := paths[vm.Name]
+		if !ok {
+			return nil, fmt.Errorf("container %s: volume %q is not mounted on the host (unknown or not yet set up)", c.Name, vm.Name)
+		}
+		if vm.SubPath != "" {
+			if err := validSubPath(vm.SubPath); err != nil {
+				return nil, fmt.Errorf("container %s: volumeMount %s: %w", c.Name, vm.Name, err)
+			}
+			host = filepath.Join(host, vm.SubPath)
+		}
+		if !path.IsAbs(vm.MountPath) {
+			return nil, fmt.Errorf("container %s: volumeMount %s: mountPath %q is not absolute", c.Name, vm.Name, vm.MountPath)
+		}
+		m := &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly}
+		if vm.MountPropagation != nil {
+			switch *vm.MountPropagation {
+			case v1.MountPropagationHostToContainer:
+				m.Propagation = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+			case v1.MountPropagationBidirectional:
+				m.Propagation = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+			case v1.MountPropagationNone:
+			default:
+				return nil, fmt.Errorf("container %s: volumeMount %s: unknown mountPropagation %q", c.Name, vm.Name, *vm.MountPropagation)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// validSubPath refuses absolute subPaths and any that climb out with "..".
+func validSubPath(p string) error {
+	if path.IsAbs(p) || filepath.IsAbs(p) {
+		return fmt.Errorf("subPath %q must be a relative path", p)
+	}
+	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
+		if part == ".." {
+			return fmt.Errorf("subPath %q must not contain '..'", p)
+		}
+	}
+	return nil
+}
+
+// terminationMessageMount creates the host file behind the container's
+// terminationMessagePath and returns its mount; nil without PodsDir or path.
+func (s *Syncer) terminationMessageMount(pod *v1.Pod, c *v1.Container, restartCount int) (*runtimeapi.Mount, error) {
+	if s.opts.PodsDir == "" || c.TerminationMessagePath == "" {
+		return nil, nil
+	}
+	if !filepath.IsLocal(string(pod.UID)) || !filepath.IsLocal(c.Name) || strings.ContainsRune(string(pod.UID)+c.Name, '/') {
+		return nil, fmt.Errorf("container %s: pod UID %q or container name is not a plain path element", c.Name, pod.UID)
+	}
+	if !path.IsAbs(c.TerminationMessagePath) {
+		return nil, fmt.Errorf("container %s: terminationMessagePath %q is not absolute", c.Name, c.TerminationMessagePath)
+	}
+	dir := filepath.Join(s.opts.PodsDir, string(pod.UID), "containers", c.Name)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("container %s: termination message file: %w", c.Name, err)
+	}
+	file := filepath.Join(dir, strconv.Itoa(restartCount))
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: termination message file: %w", c.Name, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("container %s: termination message file: %w", c.Name, err)
+	}
+	return &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: file}, nil
+}

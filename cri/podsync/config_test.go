@@ -1,0 +1,216 @@
+package podsync_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+)
+
+func newSyncer(t *testing.T, vols map[string]string) *podsync.Syncer {
+	t.Helper()
+	rt := fake.New(fake.Options{})
+	t.Cleanup(rt.Close)
+	s, err := podsync.New(podsync.Options{Runtime: rt, LogRoot: "/logs", NodeName: "node-1", HostIPs: []string{"192.168.1.10"},
+		ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local",
+		Volumes: podsync.VolumeHostPathsFunc(func(*v1.Pod) (map[string]string, error) { return vols, nil })})
+	require.NoError(t, err)
+	return s
+}
+
+func TestContainerConfig(t *testing.T) {
+	s := newSyncer(t, map[string]string{"data": "/var/lib/kubelet/pods/uid-1/volumes/data"})
+	c := ctr("app")
+	c.Args = []string{"-v"}
+	c.WorkingDir = "/work"
+	c.Resources = v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+	c.Env = []v1.EnvVar{
+		{Name: "PLAIN", Value: "x"},
+		{Name: "NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "NS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "APP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+		{Name: "NODE", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+		{Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "HOSTIP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+		{Name: "CPU", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}},
+		{Name: "MEM", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+	}
+	ro := v1.MountPropagationHostToContainer
+	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true, SubPath: "sub/dir", MountPropagation: &ro}}
+	pod := newPod("", nil, c)
+	pod.Labels = map[string]string{"app": "web"}
+	cfg, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 2, []string{"10.88.0.5"}, "sha256:abc")
+	require.NoError(t, err)
+	env := map[string]string{}
+	for _, kv := range cfg.GetEnvs() {
+		env[kv.GetKey()] = string(kv.GetValue())
+	}
+	assert.Equal(t, map[string]string{"PLAIN": "x", "NAME": "web", "NS": "default", "APP": "web", "NODE": "node-1",
+		"IP": "10.88.0.5", "HOSTIP": "192.168.1.10", "CPU": "500", "MEM": "128"}, env)
+	assert.Equal(t, "app/2.log", cfg.GetLogPath())
+	assert.Equal(t, uint32(2), cfg.GetMetadata().GetAttempt())
+	assert.Equal(t, "sha256:abc", cfg.GetImage().GetImage())
+	assert.Equal(t, "2", cfg.GetAnnotations()[cri.ContainerRestartCountAnnotation])
+	assert.Equal(t, podsync.FormatHash(podsync.HashContainer(&c)), cfg.GetAnnotations()[cri.ContainerHashAnnotation])
+	assert.Equal(t, "app", cfg.GetLabels()[cri.ContainerNameLabel])
+	assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/var/lib/kubelet/pods/uid-1/volumes/data/sub/dir", Readonly: true,
+		Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}}, cfg.GetMounts())
+	r := cfg.GetLinux().GetResources()
+	assert.Equal(t, int64(256), r.GetCpuShares())
+	assert.Equal(t, int64(50000), r.GetCpuQuota())
+	assert.Equal(t, int64(100000), r.GetCpuPeriod())
+	assert.Equal(t, int64(128<<20), r.GetMemoryLimitInBytes())
+	assert.Equal(t, runtimeapi.NamespaceMode_CONTAINER, cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid())
+}
+
+func TestContainerConfigRejects(t *testing.T) {
+	s := newSyncer(t, map[string]string{"data": "/v/data"})
+	for name, mount := range map[string]v1.VolumeMount{
+		"subPath with ..":    {Name: "data", MountPath: "/d", SubPath: "../../etc"},
+		"absolute subPath":   {Name: "data", MountPath: "/d", SubPath: "/etc"},
+		"missing volume":     {Name: "nope", MountPath: "/d"},
+		"relative mountPath": {Name: "data", MountPath: "d"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := ctr("app")
+			c.VolumeMounts = []v1.VolumeMount{mount}
+			pod := newPod("", nil, c)
+			_, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+			assert.Error(t, err)
+		})
+	}
+}
+
+func TestSandboxConfig(t *testing.T) {
+	s := newSyncer(t, nil)
+	c := ctr("app")
+	c.Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}, {ContainerPort: 53, Protocol: v1.ProtocolUDP}}
+	pod := newPod("", nil, c)
+	pod.Labels = map[string]string{"app": "web"}
+	pod.Annotations = map[string]string{"note": "x"}
+	cfg, err := s.SandboxConfig(pod, 3)
+	require.NoError(t, err)
+	assert.Equal(t, "web", cfg.GetHostname())
+	assert.Equal(t, uint32(3), cfg.GetMetadata().GetAttempt())
+	assert.Equal(t, "/logs/default_web_uid-1", cfg.GetLogDirectory())
+	assert.Equal(t, "uid-1", cfg.GetLabels()[cri.PodUIDLabel])
+	assert.Equal(t, "web", cfg.GetLabels()["app"])
+	assert.Equal(t, "x", cfg.GetAnnotations()["note"])
+	assert.Equal(t, []*runtimeapi.PortMapping{{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080}}, cfg.GetPortMappings())
+	assert.Equal(t, []string{"10.96.0.10"}, cfg.GetDnsConfig().GetServers())
+	assert.Equal(t, []string{"default.svc.cluster.local", "svc.cluster.local", "cluster.local"}, cfg.GetDnsConfig().GetSearches())
+
+	pod.Spec.HostNetwork = true
+	cfg, err = s.SandboxConfig(pod, 0)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.GetHostname(), "host network: the node's UTS namespace")
+	assert.Equal(t, runtimeapi.NamespaceMode_NODE, cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork())
+	assert.Nil(t, cfg.GetDnsConfig(), "ClusterFirst on host network falls back to the node's")
+}
+
+func TestKillPodRunsPreStopExec(t *testing.T) {
+	h := newHarness(t)
+	c := ctr("app")
+	c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"/bin/drain"}}}}
+	grace := int64(20)
+	pod := newPod("", nil, c)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	require.NoError(t, h.sync(pod).Err())
+	st := h.status(pod)
+	require.NoError(t, h.s.KillPod(context.Background(), pod, st, nil).Err())
+	execs := h.rt.CallsOf(fake.ExecSync)
+	require.Len(t, execs, 1)
+	assert.Equal(t, []string{"/bin/drain"}, execs[0].Request.(*runtimeapi.ExecSyncRequest).GetCmd())
+	stops := h.rt.CallsOf(fake.StopContainer)
+	require.Len(t, stops, 1)
+	assert.Equal(t, int64(20), stops[0].Request.(*runtimeapi.StopContainerRequest).GetTimeout())
+
+	// Without the pod (known only from the runtime) the hook comes from the
+	// container's annotation.
+	require.NoError(t, h.sync(pod).Err()) // new sandbox, new container
+	require.NoError(t, h.s.KillPod(context.Background(), nil, h.status(pod), nil).Err())
+	assert.Len(t, h.rt.CallsOf(fake.ExecSync), 2)
+	stops = h.rt.CallsOf(fake.StopContainer)
+	assert.Equal(t, int64(20), stops[len(stops)-1].Request.(*runtimeapi.StopContainerRequest).GetTimeout())
+}
+
+func TestKillPodRunsPreStopHTTP(t *testing.T) {
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.URL.Path + " " + r.Header.Get("X-Drain"))
+	}))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	host, port, err := net.SplitHostPort(u.Host)
+	require.NoError(t, err)
+	h := newHarness(t)
+	c := ctr("app")
+	c.Ports = []v1.ContainerPort{{Name: "admin", ContainerPort: int32(mustAtoi(t, port))}}
+	c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{
+		Host: host, Port: intstr.FromString("admin"), Path: "/drain", HTTPHeaders: []v1.HTTPHeader{{Name: "X-Drain", Value: "now"}},
+	}}}
+	pod := newPod("", nil, c)
+	require.NoError(t, h.sync(pod).Err())
+	require.NoError(t, h.s.KillPod(context.Background(), pod, h.status(pod), nil).Err())
+	assert.Equal(t, "/drain now", got.Load())
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
+
+func TestTerminationMessageMount(t *testing.T) {
+	rt := fake.New(fake.Options{})
+	t.Cleanup(rt.Close)
+	pods := t.TempDir()
+	s, err := podsync.New(podsync.Options{Runtime: rt, LogRoot: t.TempDir(), PodsDir: pods})
+	require.NoError(t, err)
+	c := ctr("app")
+	c.TerminationMessagePath = "/dev/termination-log"
+	pod := newPod("", nil, c)
+	cfg, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
+	require.NoError(t, err)
+	want := filepath.Join(pods, "uid-1", "containers", "app", "1")
+	assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/dev/termination-log", HostPath: want}}, cfg.GetMounts())
+	assert.FileExists(t, want)
+
+	pod.UID = "../escape"
+	_, err = s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
+	assert.ErrorContains(t, err, "not a plain path element")
+}
+
+func TestContainerConfigExpandsVariables(t *testing.T) {
+	s := newSyncer(t, nil)
+	c := ctr("app")
+	c.Env = []v1.EnvVar{{Name: "A", Value: "one"}, {Name: "B", Value: "$(A)-two"}, {Name: "C", Value: "$(LATER) $$(A) $(A"}, {Name: "LATER", Value: "x"}}
+	c.Command = []string{"echo", "$(B)", "$(NOPE)", "$$(A)", "$"}
+	c.Args = []string{"$(C)"}
+	pod := newPod("", nil, c)
+	cfg, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"echo", "one-two", "$(NOPE)", "$(A)", "$"}, cfg.GetCommand())
+	assert.Equal(t, []string{"$(LATER) $(A) $(A"}, cfg.GetArgs())
+	assert.Equal(t, "one-two", string(cfg.GetEnvs()[1].GetValue()))
+}

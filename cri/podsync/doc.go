@@ -1,0 +1,78 @@
+// Package podsync is the runtime half of a kubelet (upstream's kuberuntime
+// manager): given a pod and the runtime's view of it, it decides what to
+// create, start, kill and restart, and does it through the CRI.
+//
+// # The core and the driver
+//
+// ComputeActions is a pure function: it compares a *v1.Pod with the
+// *cri.PodStatus the runtime reports (from cri.GetPodStatus or the pleg
+// cache) and returns the plan, an Actions value: kill the pod, create a new
+// sandbox (none ready, more than one ready, network mode changed, no IP
+// where one is needed), containers to kill with a reason (spec hash
+// changed, liveness or startup probe failed, not in the spec), the next
+// init container, the sidecars (restartable init containers) to start and
+// the app containers to start, under each container's restart policy
+// (Always, OnFailure, Never). When nothing is to be done it allocates
+// nothing.
+//
+// A Syncer performs plans:
+//
+//	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Recorder: rec})
+//	...
+//	st, err := cri.GetPodStatus(ctx, rt, pod.UID, pod.Name, pod.Namespace)
+//	res := s.SyncPod(ctx, pod, st)   // one StepResult per step
+//	...
+//	res = s.KillPod(ctx, pod, st, nil) // preStop hooks, apps, then sidecars, then sandboxes
+//	err = s.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 1, MaxContainers: -1}, podExists)
+//
+// SyncPod pulls images by pull policy (Always, IfNotPresent, Never; the
+// default from the tag as the API server defaults it) with a backoff per
+// image (ErrImagePull, then ImagePullBackOff; ErrImageNeverPull), creates
+// the sandbox (hostname, DNS, port mappings, host namespaces, labels and
+// annotations), runs init containers one at a time, keeps sidecars running,
+// starts app containers, and holds each crashing container in
+// CrashLoopBackOff: restarted at once the first time, then after 10s, 20s,
+// 40s ... up to 5m, starting over once a container ran for 10 minutes.
+// Container configs carry command, args, env (with the downward API
+// fieldRef and resourceFieldRef, and $(VAR) expansion), working dir,
+// mounts from VolumeHostPaths
+// (subPaths checked against traversal), CRI Linux resources, security
+// context basics (the PID namespace is the container's own unless
+// shareProcessNamespace), and a log path <container>/<restartCount>.log
+// under LogDirectory.
+//
+// Every sandbox and container carries the labels and annotations of
+// cri/labels.go (pod name, namespace, UID, container name, restart count,
+// spec hash, grace period, termination message path, container type,
+// preStop hook), so that a restarted agent rebuilds its view from the
+// runtime alone: a new Syncer adopts what runs and starts no duplicates.
+// What a Syncer keeps in memory is only backoffs and the last waiting
+// reason per container, which the status block reads with WaitingReason
+// (upstream's reason cache); RemovePod forgets a pod.
+//
+// # Probes
+//
+// Liveness and startup results come in through ProbeResults, one per kind.
+// With the prober's results managers (Get(containerID) (prober.Result,
+// bool)) the adapter is one line:
+//
+//	podsync.Probes{
+//		Liveness: podsync.ProbeResultsFunc(func(id string) bool { r, ok := liveness.Get(id); return ok && r == prober.Failure }),
+//		Startup:  podsync.ProbeResultsFunc(func(id string) bool { r, ok := startup.Get(id); return ok && r == prober.Failure }),
+//	}
+//
+// # Threading
+//
+// New starts no goroutine. A Syncer's methods may be called concurrently
+// for different pods; calls for one pod must be serialized (a pod worker
+// does that). KillPod stops containers in parallel goroutines and returns
+// only when they ended. Every runtime call is bounded by the caller's ctx;
+// a failure of one container is reported in its step and does not stop the
+// others (except that a failed init container stops what comes after it).
+//
+// # Fakes
+//
+// The Runtime interface is satisfied by cri/fake's *fake.Runtime, which with
+// a k8s.io/utils/clock/testing.FakeClock (shared with the Syncer) drives
+// whole crash loops without sleeping; the package tests show how.
+package podsync

@@ -1,0 +1,370 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+)
+
+// Waiting reasons, upstream's, that SyncPod records for a container and
+// reports in its steps.
+const (
+	ReasonContainerCreating          = "ContainerCreating"
+	ReasonPodInitializing            = "PodInitializing"
+	ReasonCrashLoopBackOff           = "CrashLoopBackOff"
+	ReasonErrImagePull               = "ErrImagePull"
+	ReasonImagePullBackOff           = "ImagePullBackOff"
+	ReasonErrImageNeverPull          = "ErrImageNeverPull"
+	ReasonImageInspectError          = "ImageInspectError"
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	ReasonCreateContainerError       = "CreateContainerError"
+	ReasonRunContainerError          = "RunContainerError"
+)
+
+// Event reasons, upstream's.
+const (
+	EventPulling             = "Pulling"
+	EventPulled              = "Pulled"
+	EventCreated             = "Created"
+	EventStarted             = "Started"
+	EventKilling             = "Killing"
+	EventBackOff             = "BackOff"
+	EventFailed              = "Failed"
+	EventFailedCreateSandbox = "FailedCreatePodSandBox"
+	EventFailedPreStopHook   = "FailedPreStopHook"
+	EventSandboxChanged      = "SandboxChanged"
+	EventErrImageNeverPull   = "ErrImageNeverPull"
+	EventFailedKillPod       = "FailedKillPod"
+)
+
+// Errors a step's Err wraps, one per waiting reason, for errors.Is.
+var (
+	ErrCrashLoopBackOff      = errors.New(ReasonCrashLoopBackOff)
+	ErrImagePull             = errors.New(ReasonErrImagePull)
+	ErrImagePullBackOff      = errors.New(ReasonImagePullBackOff)
+	ErrImageNeverPull        = errors.New(ReasonErrImageNeverPull)
+	ErrImageInspect          = errors.New(ReasonImageInspectError)
+	ErrCreateContainerConfig = errors.New(ReasonCreateContainerConfigError)
+	ErrCreateContainer       = errors.New(ReasonCreateContainerError)
+	ErrRunContainer          = errors.New(ReasonRunContainerError)
+	ErrCreatePodSandbox      = errors.New("CreatePodSandboxError")
+	ErrKillContainer         = errors.New("KillContainerError")
+	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
+	ErrInvalidPod            = errors.New("invalid pod")
+)
+
+// Step names what one step of a sync did.
+type Step string
+
+// Steps of SyncPod and KillPod.
+const (
+	StepCreateSandbox  Step = "CreatePodSandbox"
+	StepKillSandbox    Step = "KillPodSandbox"
+	StepStartContainer Step = "StartContainer"
+	StepInitContainer  Step = "InitContainer"
+	StepKillContainer  Step = "KillContainer"
+)
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	Step Step
+	// Target is the container's name, or the sandbox's ID.
+	Target string
+	// ContainerID is the CRI ID created or killed, when there is one.
+	ContainerID string
+	// Reason and Message: for a failed start the waiting reason and its
+	// message; for a kill, why.
+	Reason, Message string
+	// Err is nil when the step succeeded; else it wraps one of the Err*
+	// sentinels of this package.
+	Err error
+}
+
+// Result is what SyncPod and KillPod did.
+type Result struct {
+	// Actions is the plan SyncPod followed (zero for KillPod).
+	Actions Actions
+	// Steps in the order they ran (kills run in parallel, so among kills
+	// the order is not meaningful).
+	Steps []StepResult
+}
+
+// Err joins the errors of the failed steps; nil when all succeeded.
+func (r Result) Err() error {
+	var errs []error
+	for _, s := range r.Steps {
+		if s.Err != nil {
+			errs = append(errs, s.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidatePod returns an error, wrapping ErrInvalidPod, for a pod SyncPod
+// cannot run at all: nil, no UID, name or containers, or duplicate container
+// names.
+func ValidatePod(pod *v1.Pod) error {
+	if pod == nil {
+		return fmt.Errorf("%w: nil", ErrInvalidPod)
+	}
+	if pod.UID == "" || pod.Name == "" {
+		return fmt.Errorf("%w: %s/%s: missing name or UID", ErrInvalidPod, pod.Namespace, pod.Name)
+	}
+	if len(pod.Spec.Containers) == 0 {
+		return fmt.Errorf("%w: %s: no containers", ErrInvalidPod, podDesc(pod))
+	}
+	seen := map[string]bool{}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			n := list[i].Name
+			if n == "" || seen[n] {
+				return fmt.Errorf("%w: %s: container name %q empty or duplicated", ErrInvalidPod, podDesc(pod), n)
+			}
+			seen[n] = true
+		}
+	}
+	return nil
+}
+
+// SyncPod brings the runtime's view of the pod (status, as GetPodStatus or
+// the pleg cache gives it; nil for a pod the runtime does not know) towards
+// the pod's spec: it computes the plan with ComputeActions and performs it,
+// returning one StepResult per step. Failures of one container do not stop
+// the others (except that a failed init container stops what follows it);
+// every runtime call is bounded by ctx.
+func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus) Result {
+	if err := ValidatePod(pod); err != nil {
+		return Result{Steps: []StepResult{{Step: StepCreateSandbox, Err: fmt.Errorf("sync pod: %w", err)}}}
+	}
+	if status == nil {
+		status = &cri.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	a := ComputeActions(pod, status, s.probes)
+	res := Result{Actions: a}
+	if a.KillPod {
+		if a.CreateSandbox && len(status.Sandboxes) != 0 {
+			s.event(pod, v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+			s.log.Info("pod sandbox changed", "pod", podDesc(pod), "reason", a.SandboxReason)
+		}
+		kr := s.KillPod(ctx, pod, status, nil)
+		res.Steps = append(res.Steps, kr.Steps...)
+		if kr.Err() != nil || !a.CreateSandbox {
+			return res
+		}
+	} else {
+		for _, k := range a.ContainersToKill {
+			c := findContainer(pod, k.Name)
+			res.Steps = append(res.Steps, s.killContainer(ctx, pod, c, status.ContainerByID(k.ID), nil, k.Message))
+		}
+	}
+
+	if !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 {
+		return res
+	}
+	sandboxID, podIPs := a.SandboxID, status.IPs
+	attempt := a.SandboxAttempt
+	if !a.CreateSandbox {
+		attempt = status.Sandbox().GetMetadata().GetAttempt()
+	}
+	sbConfig, err := s.SandboxConfig(pod, attempt)
+	if err != nil {
+		return s.sandboxFailed(pod, res, err)
+	}
+	if a.CreateSandbox {
+		if err := os.MkdirAll(sbConfig.LogDirectory, 0o755); err != nil {
+			return s.sandboxFailed(pod, res, err)
+		}
+		handler := s.opts.RuntimeHandler
+		if pod.Spec.RuntimeClassName != nil && *pod.Spec.RuntimeClassName != "" {
+			handler = *pod.Spec.RuntimeClassName
+		}
+		id, err := s.rt.RunPodSandbox(ctx, sbConfig, handler)
+		if err != nil {
+			return s.sandboxFailed(pod, res, err)
+		}
+		sandboxID = id
+		resp, err := s.rt.PodSandboxStatus(ctx, id, false)
+		if err != nil {
+			return s.sandboxFailed(pod, res, fmt.Errorf("status of new sandbox %s: %w", id, err))
+		}
+		podIPs = cri.SandboxIPs(resp.GetStatus())
+		res.Steps = append(res.Steps, StepResult{Step: StepCreateSandbox, Target: id})
+	}
+
+	sb := sandboxRef{id: sandboxID, config: sbConfig, ips: podIPs}
+	for _, i := range a.InitContainersToStart {
+		c := &pod.Spec.InitContainers[i]
+		step := s.startContainer(ctx, pod, status, sb, c, cri.ContainerTypeInit)
+		step.Step = StepInitContainer
+		res.Steps = append(res.Steps, step)
+		if step.Err != nil {
+			return res
+		}
+	}
+	for _, i := range a.ContainersToStart {
+		c := &pod.Spec.Containers[i]
+		res.Steps = append(res.Steps, s.startContainer(ctx, pod, status, sb, c, cri.ContainerTypeRegular))
+	}
+	return res
+}
+
+func (s *Syncer) sandboxFailed(pod *v1.Pod, res Result, err error) Result {
+	s.event(pod, v1.EventTypeWarning, EventFailedCreateSandbox, "Failed to create pod sandbox: %v", err)
+	res.Steps = append(res.Steps, StepResult{Step: StepCreateSandbox, Reason: "CreatePodSandboxError",
+		Message: err.Error(), Err: fmt.Errorf("create sandbox for %s: %w: %w", podDesc(pod), ErrCreatePodSandbox, err)})
+	return res
+}
+
+type sandboxRef struct {
+	id     string
+	config *runtimeapi.PodSandboxConfig
+	ips    []string
+}
+
+func findContainer(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+func backoffKey(pod *v1.Pod, c *v1.Container) string {
+	return string(pod.UID) + "/" + c.Name + "/" + FormatHash(HashContainer(c))
+}
+
+// startContainer runs one container: crash-loop backoff, image, config,
+// create, start.
+func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, sb sandboxRef, c *v1.Container, ctype string) StepResult {
+	step := StepResult{Step: StepStartContainer, Target: c.Name}
+	fail := func(reason string, sentinel error, err error) StepResult {
+		step.Reason, step.Message = reason, err.Error()
+		step.Err = fmt.Errorf("start container %s of %s: %w: %w", c.Name, podDesc(pod), sentinel, err)
+		s.setReason(pod.UID, c.Name, reason, step.Message)
+		return step
+	}
+	latest := status.ContainerByName(c.Name)
+	if latest.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+		finished := timeFromNanos(latest.GetFinishedAt())
+		key := backoffKey(pod, c)
+		s.mu.Lock()
+		in, delay := s.crashBackoff.inBackoffSince(key, finished)
+		if !in {
+			s.crashBackoff.next(key, finished)
+		}
+		s.mu.Unlock()
+		if in {
+			s.event(pod, v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container %s in pod %s", c.Name, podDesc(pod))
+			return fail(ReasonCrashLoopBackOff, ErrCrashLoopBackOff,
+				fmt.Errorf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podDesc(pod)))
+		}
+	}
+	imageRef, reason, sentinel, err := s.ensureImage(ctx, pod, c, sb.config)
+	if err != nil {
+		return fail(reason, sentinel, err)
+	}
+	restartCount := 0
+	if latest != nil {
+		n, _ := cri.RestartCountFromAnnotations(latest.GetAnnotations())
+		restartCount = n + 1
+	}
+	config, err := s.ContainerConfig(pod, c, ctype, restartCount, sb.ips, imageRef)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
+		return fail(ReasonCreateContainerConfigError, ErrCreateContainerConfig, err)
+	}
+	if err := os.MkdirAll(filepath.Join(sb.config.LogDirectory, c.Name), 0o755); err != nil {
+		return fail(ReasonCreateContainerConfigError, ErrCreateContainerConfig, err)
+	}
+	id, err := s.rt.CreateContainer(ctx, sb.id, config, sb.config)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
+		return fail(ReasonCreateContainerError, ErrCreateContainer, err)
+	}
+	step.ContainerID = id
+	s.event(pod, v1.EventTypeNormal, EventCreated, "Created container: %s", c.Name)
+	if err := s.rt.StartContainer(ctx, id); err != nil {
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
+		return fail(ReasonRunContainerError, ErrRunContainer, err)
+	}
+	s.event(pod, v1.EventTypeNormal, EventStarted, "Started container %s", c.Name)
+	s.clearReason(pod.UID, c.Name)
+	return step
+}
+
+// PullPolicy returns the container's pull policy, defaulted as the API
+// server defaults it: Always for an image tagged latest or not tagged (and
+// not pinned by digest), IfNotPresent otherwise.
+func PullPolicy(c *v1.Container) v1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	img := c.Image
+	if strings.Contains(img, "@") {
+		return v1.PullIfNotPresent
+	}
+	last := img[strings.LastIndex(img, "/")+1:]
+	i := strings.LastIndex(last, ":")
+	if i < 0 || last[i+1:] == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+// ensureImage makes the container's image present per its pull policy.
+func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, string, error, error) {
+	if c.Image == "" {
+		return "", ReasonErrImagePull, ErrImagePull, errors.New("container has no image")
+	}
+	policy := PullPolicy(c)
+	spec := &runtimeapi.ImageSpec{Image: c.Image}
+	resp, err := s.rt.ImageStatus(ctx, spec, false)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Failed to inspect image %q: %v", c.Image, err)
+		return "", ReasonImageInspectError, ErrImageInspect, fmt.Errorf("failed to inspect image %q: %w", c.Image, err)
+	}
+	if img := resp.GetImage(); img != nil && policy != v1.PullAlways {
+		s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
+		return img.GetId(), "", nil, nil
+	}
+	if policy == v1.PullNever {
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		s.event(pod, v1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
+		return "", ReasonErrImageNeverPull, ErrImageNeverPull, errors.New(msg)
+	}
+	key := string(pod.UID) + "/" + c.Image
+	now := s.clock.Now()
+	s.mu.Lock()
+	in, _ := s.pullBackoff.inBackoffSinceUpdate(key, now)
+	s.mu.Unlock()
+	if in {
+		s.event(pod, v1.EventTypeNormal, EventBackOff, "Back-off pulling image %q", c.Image)
+		return "", ReasonImagePullBackOff, ErrImagePullBackOff, fmt.Errorf("Back-off pulling image %q", c.Image) //nolint:staticcheck // upstream's message
+	}
+	s.event(pod, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
+	start := s.clock.Now()
+	ref, err := s.rt.PullImage(ctx, spec, nil, sbConfig)
+	if err != nil {
+		s.mu.Lock()
+		s.pullBackoff.next(key, now)
+		s.mu.Unlock()
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", c.Image, err)
+		return "", ReasonErrImagePull, ErrImagePull, fmt.Errorf("failed to pull image %q: %w", c.Image, err)
+	}
+	s.event(pod, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %s", c.Image, s.clock.Since(start))
+	return ref, "", nil, nil
+}

@@ -1,0 +1,371 @@
+package podsync_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+)
+
+type event struct{ kind, reason, msg string }
+
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+}
+
+func (r *recorder) Eventf(_ runtime.Object, kind, reason, format string, args ...interface{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, event{kind, reason, fmt.Sprintf(format, args...)})
+}
+
+func (r *recorder) reasons() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.reason)
+	}
+	r.events = nil
+	return out
+}
+
+type harness struct {
+	t   *testing.T
+	clk *clocktesting.FakeClock
+	rt  *fake.Runtime
+	s   *podsync.Syncer
+	rec *recorder
+}
+
+func newHarness(t *testing.T, rules ...fake.Rule) *harness {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}, Rules: rules})
+	t.Cleanup(rt.Close)
+	rec := &recorder{}
+	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Recorder: rec, LogRoot: t.TempDir(), NodeName: "node-1", HostIPs: []string{"192.168.1.10"}})
+	require.NoError(t, err)
+	return &harness{t: t, clk: clk, rt: rt, s: s, rec: rec}
+}
+
+func (h *harness) status(pod *v1.Pod) *cri.PodStatus {
+	h.t.Helper()
+	st, err := cri.GetPodStatus(context.Background(), h.rt, pod.UID, pod.Name, pod.Namespace)
+	require.NoError(h.t, err)
+	return st
+}
+
+func (h *harness) sync(pod *v1.Pod) podsync.Result {
+	h.t.Helper()
+	return h.s.SyncPod(context.Background(), pod, h.status(pod))
+}
+
+// step returns the step of the named container, failing when there is none.
+func step(t *testing.T, r podsync.Result, name string) podsync.StepResult {
+	t.Helper()
+	for _, s := range r.Steps {
+		if s.Target == name && (s.Step == podsync.StepStartContainer || s.Step == podsync.StepInitContainer) {
+			return s
+		}
+	}
+	t.Fatalf("no start step for %s in %+v", name, r.Steps)
+	return podsync.StepResult{}
+}
+
+func exitRule(code int32, after time.Duration) fake.Rule {
+	return fake.Rule{Command: []string{"sh", "-c", fmt.Sprintf("exit %d", code)},
+		Behavior: fake.Behavior{Outcome: fake.Exit, ExitCode: code, RunFor: after}}
+}
+
+func crasher(name string) v1.Container {
+	return v1.Container{Name: name, Image: "busybox:1", Command: []string{"sh", "-c", "exit 3"}}
+}
+
+func TestSyncPodStartsPod(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod("", nil, ctr("app"), ctr("app2"))
+	r := h.sync(pod)
+	require.NoError(t, r.Err())
+	assert.True(t, r.Actions.CreateSandbox)
+	st := h.status(pod)
+	require.Len(t, st.Sandboxes, 1)
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, st.Sandboxes[0].GetState())
+	for _, n := range []string{"app", "app2"} {
+		c := st.ContainerByName(n)
+		require.NotNil(t, c, n)
+		assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, c.GetState())
+		assert.Equal(t, "0", c.GetAnnotations()[cri.ContainerRestartCountAnnotation])
+		assert.Equal(t, "uid-1", c.GetLabels()[cri.PodUIDLabel])
+		assert.Equal(t, "container", c.GetAnnotations()[cri.ContainerTypeAnnotation])
+	}
+	assert.Equal(t, []string{"Pulled", "Created", "Started", "Pulled", "Created", "Started"}, h.rec.reasons())
+
+	// Steady: nothing more happens, and adoption by a new Syncer (an agent
+	// restart) starts no duplicates.
+	s2, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, LogRoot: t.TempDir()})
+	require.NoError(t, err)
+	for _, s := range []*podsync.Syncer{h.s, s2} {
+		r = s.SyncPod(context.Background(), pod, h.status(pod))
+		assert.True(t, r.Actions.Nothing(), "%+v", r.Actions)
+		assert.Empty(t, r.Steps)
+	}
+	assert.Len(t, h.rt.CallsOf(fake.CreateContainer), 2)
+}
+
+func TestSyncPodCrashLoopBackOff(t *testing.T) {
+	h := newHarness(t, exitRule(3, 0))
+	pod := newPod(v1.RestartPolicyAlways, nil, crasher("app"))
+	r := h.sync(pod) // first start, exits at once
+	require.NoError(t, r.Err())
+	// The first restart is immediate and arms a 10s backoff.
+	require.NoError(t, step(t, h.sync(pod), "app").Err)
+	restarts := 1
+	for _, delay := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second,
+		160 * time.Second, 300 * time.Second, 300 * time.Second} {
+		s := step(t, h.sync(pod), "app")
+		require.ErrorIs(t, s.Err, podsync.ErrCrashLoopBackOff, "delay %s", delay)
+		assert.Equal(t, podsync.ReasonCrashLoopBackOff, s.Reason)
+		assert.Equal(t, fmt.Sprintf("back-off %s restarting failed container=app pod=web_default(uid-1)", delay), s.Message)
+		w, ok := h.s.WaitingReason("uid-1", "app")
+		assert.True(t, ok)
+		assert.Equal(t, v1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: s.Message}, w)
+		h.clk.Step(delay - time.Second)
+		require.ErrorIs(t, step(t, h.sync(pod), "app").Err, podsync.ErrCrashLoopBackOff, "1s before %s", delay)
+		h.clk.Step(time.Second)
+		s = step(t, h.sync(pod), "app")
+		require.NoError(t, s.Err, "after %s", delay)
+		restarts++
+		c := h.status(pod).ContainerByName("app")
+		assert.Equal(t, fmt.Sprint(restarts), c.GetAnnotations()[cri.ContainerRestartCountAnnotation])
+		assert.Equal(t, int32(3), c.GetExitCode())
+		assert.Equal(t, "Error", c.GetReason())
+		_, ok = h.s.WaitingReason("uid-1", "app")
+		assert.False(t, ok, "reason cleared on start")
+	}
+	assert.Contains(t, h.rec.reasons(), podsync.EventBackOff)
+
+	// Reset: a container that ran 10 minutes and then failed restarts at
+	// once, and the next backoff is 10s again.
+	h.rt.SetRules([]fake.Rule{exitRule(3, 11*time.Minute)})
+	h.clk.Step(300 * time.Second)
+	require.NoError(t, step(t, h.sync(pod), "app").Err)
+	h.clk.Step(11 * time.Minute) // runs 11 minutes, then exits 3
+	require.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, h.status(pod).ContainerByName("app").GetState())
+	h.rt.SetRules([]fake.Rule{exitRule(3, 0)})
+	require.NoError(t, step(t, h.sync(pod), "app").Err, "restart after a long run is immediate")
+	s := step(t, h.sync(pod), "app")
+	assert.Equal(t, "back-off 10s restarting failed container=app pod=web_default(uid-1)", s.Message)
+}
+
+func TestSyncPodRestartPolicies(t *testing.T) {
+	for _, tt := range []struct {
+		policy    v1.RestartPolicy
+		exit      int32
+		restarted bool
+	}{
+		{v1.RestartPolicyAlways, 0, true}, {v1.RestartPolicyAlways, 3, true},
+		{v1.RestartPolicyOnFailure, 0, false}, {v1.RestartPolicyOnFailure, 3, true},
+		{v1.RestartPolicyNever, 0, false}, {v1.RestartPolicyNever, 3, false},
+	} {
+		t.Run(fmt.Sprintf("%s/exit=%d", tt.policy, tt.exit), func(t *testing.T) {
+			h := newHarness(t, exitRule(tt.exit, 0))
+			c := crasher("app")
+			c.Command = []string{"sh", "-c", fmt.Sprintf("exit %d", tt.exit)}
+			pod := newPod(tt.policy, nil, c)
+			require.NoError(t, h.sync(pod).Err())
+			r := h.sync(pod)
+			require.NoError(t, r.Err())
+			assert.Equal(t, tt.restarted, len(r.Actions.ContainersToStart) == 1)
+			if !tt.restarted {
+				assert.True(t, r.Actions.KillPod)
+				assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, h.status(pod).Sandbox().GetState())
+				// Stays down: a Never/OnFailure pod that finished gets no new sandbox.
+				r = h.sync(pod)
+				assert.False(t, r.Actions.CreateSandbox)
+			}
+			cs := h.status(pod).ContainersByName("app")
+			assert.Equal(t, map[bool]int{true: 2, false: 1}[tt.restarted], len(cs))
+		})
+	}
+}
+
+func TestSyncPodInitAndSidecars(t *testing.T) {
+	h := newHarness(t, fake.Rule{Command: []string{"init"}, Behavior: fake.Behavior{Outcome: fake.Exit, RunFor: 5 * time.Second}})
+	i1 := v1.Container{Name: "init1", Image: "busybox:1", Command: []string{"init"}}
+	i2 := v1.Container{Name: "init2", Image: "busybox:1", Command: []string{"init"}}
+	pod := newPod("", []v1.Container{sidecar("proxy"), i1, i2}, ctr("app"))
+
+	r := h.sync(pod)
+	require.NoError(t, r.Err())
+	assert.Equal(t, []int{0}, r.Actions.InitContainersToStart, "sidecar first")
+	r = h.sync(pod)
+	assert.Equal(t, 1, r.Actions.NextInitContainer)
+	r = h.sync(pod)
+	assert.True(t, r.Actions.Nothing(), "init1 running: wait")
+	h.clk.Step(5 * time.Second)
+	r = h.sync(pod)
+	assert.Equal(t, 2, r.Actions.NextInitContainer)
+	h.clk.Step(5 * time.Second)
+	r = h.sync(pod)
+	assert.Equal(t, []int{0}, r.Actions.ContainersToStart)
+	st := h.status(pod)
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, st.ContainerByName("proxy").GetState())
+	assert.Equal(t, "init", st.ContainerByName("proxy").GetAnnotations()[cri.ContainerTypeAnnotation])
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, st.ContainerByName("app").GetState())
+
+	// The sidecar crashes: restarted, app untouched.
+	require.NoError(t, h.rt.ExitContainer(st.ContainerByName("proxy").GetId(), 1, "Error"))
+	r = h.sync(pod)
+	assert.Equal(t, []int{0}, r.Actions.InitContainersToStart)
+	require.NoError(t, r.Err())
+
+	// KillPod stops the app before the sidecar, then the sandbox.
+	r = h.s.KillPod(context.Background(), pod, h.status(pod), nil)
+	require.NoError(t, r.Err())
+	stops := h.rt.CallsOf(fake.StopContainer)
+	require.Len(t, stops, 2)
+	assert.Equal(t, h.status(pod).ContainerByName("app").GetId(), stops[0].Request.(*runtimeapi.StopContainerRequest).GetContainerId())
+	assert.Equal(t, int64(30), stops[0].Request.(*runtimeapi.StopContainerRequest).GetTimeout())
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, h.status(pod).Sandbox().GetState())
+}
+
+func TestSyncPodInitFailureNever(t *testing.T) {
+	h := newHarness(t, exitRule(1, 0))
+	i1 := crasher("init1")
+	i1.Command = []string{"sh", "-c", "exit 1"}
+	pod := newPod(v1.RestartPolicyNever, []v1.Container{i1}, ctr("app"))
+	require.NoError(t, h.sync(pod).Err())
+	r := h.sync(pod)
+	assert.True(t, r.Actions.InitFailed)
+	assert.Nil(t, h.status(pod).ContainerByName("app"))
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, h.status(pod).Sandbox().GetState())
+}
+
+func TestSyncPodImagePullBackOff(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetPullBehavior("example.com/app:2", fake.PullBehavior{Err: errors.New("manifest unknown")})
+	app := v1.Container{Name: "app", Image: "example.com/app:2"}
+	pod := newPod("", nil, app)
+
+	expect := func(reason string, sentinel error) {
+		t.Helper()
+		s := step(t, h.sync(pod), "app")
+		require.ErrorIs(t, s.Err, sentinel)
+		assert.Equal(t, reason, s.Reason)
+		w, ok := h.s.WaitingReason("uid-1", "app")
+		assert.True(t, ok)
+		assert.Equal(t, reason, w.Reason)
+	}
+	expect(podsync.ReasonErrImagePull, podsync.ErrImagePull)
+	expect(podsync.ReasonImagePullBackOff, podsync.ErrImagePullBackOff)
+	h.clk.Step(10 * time.Second)
+	expect(podsync.ReasonErrImagePull, podsync.ErrImagePull)
+	h.clk.Step(19 * time.Second)
+	expect(podsync.ReasonImagePullBackOff, podsync.ErrImagePullBackOff)
+	h.clk.Step(time.Second)
+	expect(podsync.ReasonErrImagePull, podsync.ErrImagePull)
+	assert.Len(t, h.rt.CallsOf(fake.PullImage), 3)
+
+	h.rt.SetPullBehavior("example.com/app:2", fake.PullBehavior{})
+	h.clk.Step(40 * time.Second)
+	require.NoError(t, step(t, h.sync(pod), "app").Err)
+	_, ok := h.s.WaitingReason("uid-1", "app")
+	assert.False(t, ok)
+	assert.Contains(t, h.rec.reasons(), podsync.EventPulling)
+
+	h.s.RemovePod("uid-1")
+}
+
+func TestSyncPodPullPolicies(t *testing.T) {
+	h := newHarness(t)
+	never := v1.Container{Name: "never", Image: "example.com/absent:1", ImagePullPolicy: v1.PullNever}
+	present := v1.Container{Name: "present", Image: "busybox:1"}
+	always := v1.Container{Name: "always", Image: "busybox:1", ImagePullPolicy: v1.PullAlways}
+	pod := newPod("", nil, never, present, always)
+	r := h.sync(pod)
+	s := step(t, r, "never")
+	require.ErrorIs(t, s.Err, podsync.ErrImageNeverPull)
+	assert.Equal(t, `Container image "example.com/absent:1" is not present with pull policy of Never`, s.Message)
+	require.NoError(t, step(t, r, "present").Err)
+	require.NoError(t, step(t, r, "always").Err)
+	assert.Len(t, h.rt.CallsOf(fake.PullImage), 1, "only the Always container pulls")
+
+	for img, want := range map[string]v1.PullPolicy{"busybox": v1.PullAlways, "busybox:latest": v1.PullAlways,
+		"busybox:1": v1.PullIfNotPresent, "localhost:5000/busybox": v1.PullAlways, "busybox@sha256:abc": v1.PullIfNotPresent} {
+		assert.Equal(t, want, podsync.PullPolicy(&v1.Container{Image: img}), img)
+	}
+}
+
+func TestSyncPodBadInput(t *testing.T) {
+	h := newHarness(t)
+	bad := ctr("bad")
+	bad.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	badEnv := ctr("badenv")
+	badEnv.Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nope"}}}}
+	pod := newPod("", nil, bad, badEnv, ctr("good"))
+	r := h.sync(pod)
+	s := step(t, r, "bad")
+	require.ErrorIs(t, s.Err, podsync.ErrCreateContainerConfig)
+	assert.Contains(t, s.Message, `volume "data" is not mounted`)
+	s = step(t, r, "badenv")
+	require.ErrorIs(t, s.Err, podsync.ErrCreateContainerConfig)
+	assert.Contains(t, s.Message, `unsupported fieldRef "spec.nope"`)
+	require.NoError(t, step(t, r, "good").Err, "one broken container does not block the others")
+	w, _ := h.s.WaitingReason("uid-1", "bad")
+	assert.Equal(t, podsync.ReasonCreateContainerConfigError, w.Reason)
+
+	for _, p := range []*v1.Pod{nil, newPod("", nil)} {
+		r := h.s.SyncPod(context.Background(), p, nil)
+		assert.ErrorIs(t, r.Err(), podsync.ErrInvalidPod)
+	}
+
+	// A start failure is RunContainerError.
+	h.rt.SetRules([]fake.Rule{{Command: []string{"nope"}, Behavior: fake.Behavior{Outcome: fake.FailStart}}})
+	p2 := newPod("", nil, v1.Container{Name: "x", Image: "busybox:1", Command: []string{"nope"}})
+	p2.UID, p2.Name = "uid-2", "other"
+	s = step(t, h.sync(p2), "x")
+	require.ErrorIs(t, s.Err, podsync.ErrRunContainer)
+	assert.Equal(t, podsync.ReasonRunContainerError, s.Reason)
+}
+
+func TestSyncPodCtxBoundsHungCalls(t *testing.T) {
+	h := newHarness(t)
+	h.rt.SetPullBehavior("example.com/slow:1", fake.PullBehavior{Latency: time.Hour})
+	pod := newPod("", nil, v1.Container{Name: "app", Image: "example.com/slow:1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan podsync.Result)
+	go func() { done <- h.s.SyncPod(ctx, pod, nil) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.clk.HasWaiters() { // the pull waits on the runtime's clock
+		require.True(t, time.Now().Before(deadline), "pull never started")
+		runtimeGosched()
+	}
+	cancel()
+	r := <-done
+	s := step(t, r, "app")
+	require.ErrorIs(t, s.Err, podsync.ErrImagePull)
+	assert.ErrorIs(t, s.Err, context.Canceled)
+}
+
+func runtimeGosched() { goruntime.Gosched() }
+
+func TestNewNeedsRuntime(t *testing.T) {
+	_, err := podsync.New(podsync.Options{})
+	assert.ErrorIs(t, err, podsync.ErrMissingDependency)
+}

@@ -1,0 +1,221 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+)
+
+// ErrMissingDependency is wrapped by New's error when a required dependency
+// is missing.
+var ErrMissingDependency = errors.New("missing dependency")
+
+// Runtime is the part of CRI the Syncer drives. cri.RuntimeService together
+// with cri.ImageService (e.g. the client from cri.Dial) and *fake.Runtime
+// satisfy it.
+type Runtime interface {
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
+	StopPodSandbox(ctx context.Context, podSandboxID string) error
+	RemovePodSandbox(ctx context.Context, podSandboxID string) error
+	PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
+	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, containerID string) error
+	StopContainer(ctx context.Context, containerID string, timeout int64) error
+	RemoveContainer(ctx context.Context, containerID string) error
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
+	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
+	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+}
+
+// runtimeServices is what the CRI client offers.
+type runtimeServices interface {
+	cri.RuntimeService
+	cri.ImageService
+}
+
+var _ Runtime = runtimeServices(nil)
+
+// EventRecorder receives the Syncer's events; client-go's
+// record.EventRecorder satisfies it.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
+}
+
+// VolumeHostPaths gives the host directory of each of a pod's volumes,
+// volume name → host path; nil means the pod has none mounted.
+type VolumeHostPaths interface {
+	VolumeHostPaths(pod *v1.Pod) (map[string]string, error)
+}
+
+// VolumeHostPathsFunc adapts a function to VolumeHostPaths.
+type VolumeHostPathsFunc func(pod *v1.Pod) (map[string]string, error)
+
+// VolumeHostPaths calls f.
+func (f VolumeHostPathsFunc) VolumeHostPaths(pod *v1.Pod) (map[string]string, error) { return f(pod) }
+
+var _ VolumeHostPaths = VolumeHostPathsFunc(nil)
+
+// DefaultLogRoot is where pod log directories live by default.
+const DefaultLogRoot = "/var/log/pods"
+
+// Options configures a Syncer. Runtime is required; every other zero value
+// is the documented default.
+type Options struct {
+	// Runtime is the CRI runtime. Required.
+	Runtime Runtime
+	// Probes gives liveness and startup results (nil: none failed).
+	Probes Probes
+	// Volumes gives the host paths of pod volumes (nil: no pod has volumes;
+	// a volumeMount then fails with CreateContainerConfigError).
+	Volumes VolumeHostPaths
+	// Recorder receives events (nil: none).
+	Recorder EventRecorder
+	// Clock drives backoffs (nil: the real clock).
+	Clock clock.Clock
+	// Logger (nil: discard).
+	Logger *slog.Logger
+	// LogRoot is the root of pod log directories (empty: DefaultLogRoot).
+	LogRoot string
+	// PodsDir is the kubelet's pods directory (upstream's
+	// /var/lib/kubelet/pods). When set, each container whose spec has a
+	// terminationMessagePath gets an empty file
+	// PodsDir/<uid>/containers/<name>/<restartCount> mounted there, as
+	// upstream does. Empty: no termination-message mount.
+	PodsDir string
+	// RuntimeHandler is passed to RunPodSandbox when the pod names no
+	// runtime class ("" is the runtime's default).
+	RuntimeHandler string
+	// NodeName and HostIPs feed spec.nodeName (when the pod has none) and
+	// status.hostIP(s) of the downward API.
+	NodeName string
+	HostIPs  []string
+	// ClusterDNS and ClusterDomain configure DNS for the ClusterFirst
+	// policy (empty: the runtime's resolv.conf is left alone).
+	ClusterDNS    []string
+	ClusterDomain string
+	// BackoffInitial and BackoffMax are the crash-loop and image pull
+	// backoff delays (zero: DefaultBackoffInitial, DefaultBackoffMax).
+	BackoffInitial, BackoffMax time.Duration
+}
+
+// Syncer drives pods through the CRI: SyncPod, KillPod and
+// GarbageCollect. Its methods are safe for concurrent use on different pods;
+// calls for one pod must be serialized by the caller (the pod worker does).
+type Syncer struct {
+	rt       Runtime
+	probes   Probes
+	volumes  VolumeHostPaths
+	recorder EventRecorder
+	clock    clock.Clock
+	log      *slog.Logger
+	opts     Options
+
+	mu           sync.Mutex
+	crashBackoff *backoff
+	pullBackoff  *backoff
+	reasons      map[reasonKey]v1.ContainerStateWaiting
+}
+
+type reasonKey struct {
+	uid  types.UID
+	name string
+}
+
+// New returns a Syncer. It fails, wrapping ErrMissingDependency, without a
+// Runtime.
+func New(opts Options) (*Syncer, error) {
+	if opts.Runtime == nil {
+		return nil, fmt.Errorf("podsync: runtime: %w", ErrMissingDependency)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.LogRoot == "" {
+		opts.LogRoot = DefaultLogRoot
+	}
+	if opts.BackoffInitial <= 0 {
+		opts.BackoffInitial = DefaultBackoffInitial
+	}
+	if opts.BackoffMax <= 0 {
+		opts.BackoffMax = DefaultBackoffMax
+	}
+	return &Syncer{
+		rt: opts.Runtime, probes: opts.Probes, volumes: opts.Volumes, recorder: opts.Recorder,
+		clock: opts.Clock, log: opts.Logger, opts: opts,
+		crashBackoff: newBackoff(opts.Clock, opts.BackoffInitial, opts.BackoffMax),
+		pullBackoff:  newBackoff(opts.Clock, opts.BackoffInitial, opts.BackoffMax),
+		reasons:      map[reasonKey]v1.ContainerStateWaiting{},
+	}, nil
+}
+
+// WaitingReason returns the last waiting reason and message recorded for a
+// container of a pod (CrashLoopBackOff, ErrImagePull, ImagePullBackOff,
+// ErrImageNeverPull, CreateContainerConfigError, CreateContainerError,
+// RunContainerError), as upstream's reason cache does. It is cleared when
+// the container starts.
+func (s *Syncer) WaitingReason(uid types.UID, containerName string) (v1.ContainerStateWaiting, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.reasons[reasonKey{uid, containerName}]
+	return w, ok
+}
+
+// RemovePod forgets everything kept about a pod: waiting reasons and
+// backoffs.
+func (s *Syncer) RemovePod(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.reasons {
+		if k.uid == uid {
+			delete(s.reasons, k)
+		}
+	}
+	s.crashBackoff.forgetPrefix(string(uid) + "/")
+	s.pullBackoff.forgetPrefix(string(uid) + "/")
+}
+
+func (s *Syncer) setReason(uid types.UID, name, reason, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reasons[reasonKey{uid, name}] = v1.ContainerStateWaiting{Reason: reason, Message: message}
+}
+
+func (s *Syncer) clearReason(uid types.UID, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.reasons, reasonKey{uid, name})
+}
+
+func (s *Syncer) event(pod *v1.Pod, eventtype, reason, format string, args ...interface{}) {
+	if s.recorder != nil {
+		s.recorder.Eventf(pod, eventtype, reason, format, args...)
+	}
+}
+
+// LogDirectory returns the pod's log directory under root:
+// root/<namespace>_<name>_<uid>.
+func LogDirectory(root string, pod *v1.Pod) string {
+	return filepath.Join(root, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+}
+
+// podDesc formats a pod as upstream does in messages: name_namespace(uid).
+func podDesc(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
