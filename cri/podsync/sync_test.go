@@ -5,52 +5,27 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/internal/eventtest"
 )
-
-type event struct{ kind, reason, msg string }
-
-type recorder struct {
-	mu     sync.Mutex
-	events []event
-}
-
-func (r *recorder) Eventf(_ runtime.Object, kind, reason, format string, args ...interface{}) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, event{kind, reason, fmt.Sprintf(format, args...)})
-}
-
-func (r *recorder) reasons() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		out = append(out, e.reason)
-	}
-	r.events = nil
-	return out
-}
 
 type harness struct {
 	t   *testing.T
 	clk *clocktesting.FakeClock
 	rt  *fake.Runtime
 	s   *podsync.Syncer
-	rec *recorder
+	rec *eventtest.Recorder
 }
 
 func newHarness(t *testing.T, rules ...fake.Rule) *harness {
@@ -58,7 +33,7 @@ func newHarness(t *testing.T, rules ...fake.Rule) *harness {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}, Rules: rules})
 	t.Cleanup(rt.Close)
-	rec := &recorder{}
+	rec := &eventtest.Recorder{}
 	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Recorder: rec, LogRoot: t.TempDir(), NodeName: "node-1", HostIPs: []string{"192.168.1.10"}})
 	require.NoError(t, err)
 	return &harness{t: t, clk: clk, rt: rt, s: s, rec: rec}
@@ -114,7 +89,7 @@ func TestSyncPodStartsPod(t *testing.T) {
 		assert.Equal(t, "uid-1", c.GetLabels()[cri.PodUIDLabel])
 		assert.Equal(t, "container", c.GetAnnotations()[cri.ContainerTypeAnnotation])
 	}
-	assert.Equal(t, []string{"Pulled", "Created", "Started", "Pulled", "Created", "Started"}, h.rec.reasons())
+	assert.Equal(t, []string{"Pulled", "Created", "Started", "Pulled", "Created", "Started"}, h.rec.TakeReasons())
 
 	// Steady: nothing more happens, and adoption by a new Syncer (an agent
 	// restart) starts no duplicates.
@@ -158,7 +133,7 @@ func TestSyncPodCrashLoopBackOff(t *testing.T) {
 		_, ok = h.s.WaitingReason("uid-1", "app")
 		assert.False(t, ok, "reason cleared on start")
 	}
-	assert.Contains(t, h.rec.reasons(), podsync.EventBackOff)
+	assert.Contains(t, h.rec.TakeReasons(), podsync.EventBackOff)
 
 	// Reset: a container that ran 10 minutes and then failed restarts at
 	// once, and the next backoff is 10s again.
@@ -287,7 +262,7 @@ func TestSyncPodImagePullBackOff(t *testing.T) {
 	require.NoError(t, step(t, h.sync(pod), "app").Err)
 	_, ok := h.s.WaitingReason("uid-1", "app")
 	assert.False(t, ok)
-	assert.Contains(t, h.rec.reasons(), podsync.EventPulling)
+	assert.Contains(t, h.rec.TakeReasons(), podsync.EventPulling)
 
 	h.s.RemovePod("uid-1")
 }
