@@ -1,0 +1,5 @@
+package prober_test
+
+import "runtime"
+
+func runtimeGosched() { runtime.Gosched() }

@@ -1,0 +1,423 @@
+package prober
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// StatusProvider gives the pod's current status; the status manager
+// implements it.
+type StatusProvider interface {
+	GetPodStatus(uid types.UID) (v1.PodStatus, bool)
+}
+
+// EventRecorder records events, with client-go's method shape.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
+}
+
+// ErrMissingDependency wraps a required Options field that is nil.
+var ErrMissingDependency = errors.New("missing dependency")
+
+// Options configure a Manager.
+type Options struct {
+	// Runner runs probes. Required.
+	Runner ProbeRunner
+	// Status gives pod statuses. Required.
+	Status StatusProvider
+	// Clock drives the schedule. nil means the real clock.
+	Clock clock.WithTicker
+	// Workers bounds concurrent probe runs. 0 means 32.
+	Workers int
+	// Jitter returns the delay of a probe's first run, in [0, period).
+	// nil means uniformly random; tests pass a function returning 0.
+	Jitter func(period time.Duration) time.Duration
+	// Recorder records Unhealthy and ProbeWarning events. nil: none.
+	Recorder EventRecorder
+	// Logger logs probe results. nil: discard.
+	Logger *slog.Logger
+	// AfterProbe, if set, is called after each probe run was recorded (a
+	// test hook: wait for it instead of sleeping).
+	AfterProbe func(uid types.UID, container string, t ProbeType, r Result)
+}
+
+// Manager schedules every probe of every pod from one timer heap, runs them
+// on a bounded pool, and keeps the results.
+type Manager struct {
+	opts      Options
+	clk       clock.WithTicker
+	log       *slog.Logger
+	liveness  *ResultsManager
+	readiness *ResultsManager
+	startup   *ResultsManager
+
+	mu      sync.Mutex
+	workers map[key]*worker
+	heap    timerHeap
+	wake    chan struct{}
+}
+
+// New returns a Manager; it starts no goroutine.
+func New(opts Options) (*Manager, error) {
+	if opts.Runner == nil {
+		return nil, fmt.Errorf("new prober: Runner: %w", ErrMissingDependency)
+	}
+	if opts.Status == nil {
+		return nil, fmt.Errorf("new prober: Status: %w", ErrMissingDependency)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 32
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = func(p time.Duration) time.Duration { return rand.N(p) }
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{
+		opts: opts, clk: opts.Clock, log: log,
+		liveness: NewResultsManager(), readiness: NewResultsManager(), startup: NewResultsManager(),
+		workers: make(map[key]*worker), wake: make(chan struct{}, 1),
+	}, nil
+}
+
+// Liveness returns the liveness results.
+func (m *Manager) Liveness() *ResultsManager { return m.liveness }
+
+// Readiness returns the readiness results.
+func (m *Manager) Readiness() *ResultsManager { return m.readiness }
+
+// Startup returns the startup results.
+func (m *Manager) Startup() *ResultsManager { return m.startup }
+
+func (m *Manager) results(t ProbeType) *ResultsManager {
+	switch t {
+	case Liveness:
+		return m.liveness
+	case Readiness:
+		return m.readiness
+	default:
+		return m.startup
+	}
+}
+
+// probedContainers are the pod's containers that can have probes: regular
+// containers and restartable init containers (sidecars).
+func probedContainers(pod *v1.Pod) []*v1.Container {
+	var cs []*v1.Container
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			cs = append(cs, c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		cs = append(cs, &pod.Spec.Containers[i])
+	}
+	return cs
+}
+
+func probeOf(c *v1.Container, t ProbeType) *v1.Probe {
+	switch t {
+	case Liveness:
+		return c.LivenessProbe
+	case Readiness:
+		return c.ReadinessProbe
+	default:
+		return c.StartupProbe
+	}
+}
+
+// AddPod registers a worker for each probe of the pod's containers; a
+// probe already registered is left alone. The first run of each is delayed
+// by Jitter.
+func (m *Manager) AddPod(pod *v1.Pod) {
+	now := m.clk.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range probedContainers(pod) {
+		for _, t := range []ProbeType{Liveness, Readiness, Startup} {
+			p := probeOf(c, t)
+			if p == nil {
+				continue
+			}
+			k := key{pod.UID, c.Name, t}
+			if _, ok := m.workers[k]; ok {
+				continue
+			}
+			w := &worker{key: k, pod: pod, spec: c, probe: p, due: now.Add(m.opts.Jitter(periodOf(p)))}
+			m.workers[k] = w
+			heap.Push(&m.heap, w)
+		}
+	}
+	m.kick()
+}
+
+func (m *Manager) kick() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RemovePod stops the pod's workers and forgets their results.
+func (m *Manager) RemovePod(pod *v1.Pod) { m.removeWhere(func(k key) bool { return k.uid == pod.UID }) }
+
+// CleanupPods stops the workers of every pod not in desired.
+func (m *Manager) CleanupPods(desired map[types.UID]struct{}) {
+	m.removeWhere(func(k key) bool { _, ok := desired[k.uid]; return !ok })
+}
+
+func (m *Manager) removeWhere(match func(key) bool) {
+	m.mu.Lock()
+	var ids []struct {
+		t  ProbeType
+		id string
+	}
+	for k, w := range m.workers {
+		if !match(k) {
+			continue
+		}
+		w.stopped = true
+		if w.index >= 0 {
+			heap.Remove(&m.heap, w.index)
+		}
+		delete(m.workers, k)
+		if w.containerID != "" {
+			ids = append(ids, struct {
+				t  ProbeType
+				id string
+			}{k.typ, w.containerID})
+		}
+	}
+	m.mu.Unlock()
+	for _, x := range ids {
+		m.results(x.t).Remove(x.id)
+	}
+}
+
+// Run drives the timer heap and the pool until ctx ends; it returns when
+// every goroutine it started has ended.
+func (m *Manager) Run(ctx context.Context) error {
+	jobs := make(chan *worker)
+	var wg sync.WaitGroup
+	for range m.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range jobs {
+				m.runOne(ctx, w)
+			}
+		}()
+	}
+	defer func() {
+		close(jobs)
+		wg.Wait()
+	}()
+	for {
+		due, next, ok := m.popDue(m.clk.Now())
+		for _, w := range due {
+			select {
+			case jobs <- w:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		if len(due) > 0 {
+			continue
+		}
+		var timerC <-chan time.Time
+		var timer clock.Timer
+		if ok {
+			timer = m.clk.NewTimer(next.Sub(m.clk.Now()))
+			// A clock that moved past next before the timer was registered
+			// (a fake clock stepped in between) would never fire it.
+			if !m.clk.Now().Before(next) {
+				timer.Stop()
+				continue
+			}
+			timerC = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil
+		case <-m.wake:
+		case <-timerC:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// popDue removes the workers due at now, marks them in flight, and returns
+// them with the next due time.
+func (m *Manager) popDue(now time.Time) (due []*worker, next time.Time, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for len(m.heap) > 0 && !m.heap[0].due.After(now) {
+		w := heap.Pop(&m.heap).(*worker)
+		w.inFlight = true
+		due = append(due, w)
+	}
+	if len(m.heap) > 0 {
+		return due, m.heap[0].due, true
+	}
+	return due, time.Time{}, false
+}
+
+// runOne runs one worker's turn: plan, probe, record, reschedule.
+func (m *Manager) runOne(ctx context.Context, w *worker) {
+	st, has := m.opts.Status.GetPodStatus(w.key.uid)
+	now := m.clk.Now()
+	m.mu.Lock()
+	s := w.plan(st, has, func(id string) bool { r, ok := m.startup.Get(id); return ok && r == Success }, now)
+	pod, container, probe := w.pod, w.spec, w.probe
+	m.mu.Unlock()
+	res := m.results(w.key.typ)
+	if s.err != nil {
+		m.log.Warn("probe skipped", "pod", pod.Name, "container", container.Name, "err", s.err)
+	}
+	if s.reset {
+		if s.oldID != "" {
+			res.Remove(s.oldID)
+		}
+		_ = res.SetContext(ctx, s.newID, s.initial, w.key.uid)
+	}
+	if s.notRunning {
+		_ = res.SetContext(ctx, w.containerID, Failure, w.key.uid)
+	}
+	result := Unknown
+	if s.probe {
+		result = m.probe(ctx, w, pod, container, probe, st.PodIP, s)
+	}
+	m.mu.Lock()
+	w.inFlight = false
+	if w.stopped && w.containerID != "" {
+		// Removed while in flight: undo any result this turn cached.
+		id := w.containerID
+		m.mu.Unlock()
+		res.Remove(id)
+		m.mu.Lock()
+	}
+	if !w.stopped {
+		next := w.due.Add(periodOf(probe))
+		if n := m.clk.Now(); next.Before(n) {
+			next = n.Add(periodOf(probe))
+		}
+		w.due = next
+		heap.Push(&m.heap, w)
+	}
+	m.mu.Unlock()
+	m.kick()
+	if m.opts.AfterProbe != nil {
+		m.opts.AfterProbe(w.key.uid, w.key.container, w.key.typ, result)
+	}
+}
+
+func (m *Manager) probe(ctx context.Context, w *worker, pod *v1.Pod, c *v1.Container, p *v1.Probe, podIP string, s step) Result {
+	m.mu.Lock()
+	id := w.containerID
+	m.mu.Unlock()
+	out, err := m.opts.Runner.Probe(ctx, Target{Pod: pod, PodIP: podIP, Container: c, ContainerID: id, Type: w.key.typ, Probe: p})
+	if ctx.Err() != nil {
+		return Unknown
+	}
+	if err != nil {
+		m.event(pod, v1.EventTypeWarning, "Unhealthy", "%s probe errored: %v", w.key.typ, err)
+		m.log.Info("probe errored", "pod", pod.Name, "container", c.Name, "probe", w.key.typ.String(), "err", err)
+		return Unknown
+	}
+	switch {
+	case out.Result == Failure:
+		m.event(pod, v1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", w.key.typ, out.Output)
+	case out.Warning != "":
+		m.event(pod, v1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", w.key.typ, out.Warning)
+	}
+	m.mu.Lock()
+	publish, ok := w.record(out.Result)
+	stale := w.stopped || w.containerID != id
+	m.mu.Unlock()
+	if ok && !stale {
+		_ = m.results(w.key.typ).SetContext(ctx, id, publish, w.key.uid)
+	}
+	return out.Result
+}
+
+func (m *Manager) event(pod *v1.Pod, typ, reason, format string, args ...any) {
+	if m.opts.Recorder != nil {
+		m.opts.Recorder.Eventf(pod, typ, reason, format, args...)
+	}
+}
+
+// UpdatePodStatus sets Started and Ready of the status's container statuses
+// from the probe results, as upstream: a running container without a
+// startup probe is started, with one only after its success; a started
+// container without a readiness probe is ready, with one only after its
+// success. A non-restartable init container is ready once it exited 0.
+func (m *Manager) UpdatePodStatus(pod *v1.Pod, status *v1.PodStatus) {
+	for i := range status.ContainerStatuses {
+		m.fill(pod.UID, &status.ContainerStatuses[i])
+	}
+	sidecars := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			sidecars[c.Name] = true
+		}
+	}
+	for i := range status.InitContainerStatuses {
+		cs := &status.InitContainerStatuses[i]
+		if sidecars[cs.Name] {
+			m.fill(pod.UID, cs)
+			continue
+		}
+		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+	}
+}
+
+func (m *Manager) hasWorker(uid types.UID, name string, t ProbeType) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.workers[key{uid, name, t}]
+	return ok
+}
+
+func (m *Manager) fill(uid types.UID, cs *v1.ContainerStatus) {
+	id, _ := ParseContainerID(cs.ContainerID)
+	started := false
+	if cs.State.Running != nil {
+		if r, ok := m.startup.Get(id); ok && id != "" {
+			started = r == Success
+		} else {
+			started = !m.hasWorker(uid, cs.Name, Startup)
+		}
+	}
+	cs.Started = &started
+	if !started {
+		cs.Ready = false
+		return
+	}
+	if r, ok := m.readiness.Get(id); ok && id != "" {
+		cs.Ready = r == Success
+	} else {
+		cs.Ready = !m.hasWorker(uid, cs.Name, Readiness)
+	}
+}

@@ -1,0 +1,193 @@
+package prober
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// key names one worker: a probe of one container of one pod.
+type key struct {
+	uid       types.UID
+	container string
+	typ       ProbeType
+}
+
+// worker is the single-threaded state of one probe. The manager's mutex
+// guards it; the decisions below are pure given the inputs.
+type worker struct {
+	key      key
+	pod      *v1.Pod
+	spec     *v1.Container
+	probe    *v1.Probe
+	due      time.Time
+	index    int // in the heap; -1 when not queued
+	inFlight bool
+	stopped  bool
+
+	containerID string // bare CRI ID of the current container
+	lastResult  Result
+	resultRun   int
+	onHold      bool
+}
+
+// initialResult is what a new container starts with: readiness is false
+// until its first success; liveness is presumed passing; startup unknown.
+func initialResult(t ProbeType) Result {
+	switch t {
+	case Readiness:
+		return Failure
+	case Liveness:
+		return Success
+	default:
+		return Unknown
+	}
+}
+
+// ParseContainerID turns "runtime://id" into the bare id.
+func ParseContainerID(s string) (string, error) {
+	rt, id, ok := strings.Cut(s, "://")
+	if !ok || rt == "" || id == "" || strings.ContainsAny(id, "/:") {
+		return "", fmt.Errorf("parse container ID %q: want <runtime>://<id>", s)
+	}
+	return id, nil
+}
+
+func containerStatus(st *v1.PodStatus, name string) *v1.ContainerStatus {
+	for i := range st.ContainerStatuses {
+		if st.ContainerStatuses[i].Name == name {
+			return &st.ContainerStatuses[i]
+		}
+	}
+	for i := range st.InitContainerStatuses {
+		if st.InitContainerStatuses[i].Name == name {
+			return &st.InitContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// step is what a worker must do now.
+type step struct {
+	probe bool // run the probe
+	// reset: the container changed; drop oldID's result and set initial.
+	reset        bool
+	oldID, newID string
+	initial      Result
+	// notRunning: set Failure (the container is not running).
+	notRunning bool
+	err        error // a malformed container ID
+}
+
+// plan decides, from the pod status, whether to run the probe now, and
+// updates the worker's container bookkeeping. started reports whether the
+// container's startup probe (if any) has succeeded.
+func (w *worker) plan(st v1.PodStatus, hasStatus bool, started func(id string) bool, now time.Time) step {
+	var s step
+	if !hasStatus {
+		return s
+	}
+	cs := containerStatus(&st, w.key.container)
+	if cs == nil || cs.ContainerID == "" {
+		return s
+	}
+	id, err := ParseContainerID(cs.ContainerID)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	if id != w.containerID {
+		s.reset, s.oldID, s.newID, s.initial = true, w.containerID, id, initialResult(w.key.typ)
+		w.containerID, w.onHold, w.resultRun, w.lastResult = id, false, 0, Unknown
+	}
+	if w.onHold {
+		return s
+	}
+	if cs.State.Running == nil {
+		s.notRunning = true
+		w.resultRun = 0
+		return s
+	}
+	switch w.key.typ {
+	case Startup:
+		if started(id) {
+			return s
+		}
+	default:
+		if w.hasStartup() && !started(id) {
+			return s
+		}
+	}
+	delay := time.Duration(w.probe.InitialDelaySeconds) * time.Second
+	if now.Sub(cs.State.Running.StartedAt.Time) < delay {
+		return s
+	}
+	s.probe = true
+	return s
+}
+
+func (w *worker) hasStartup() bool { return w.spec.StartupProbe != nil }
+
+// record counts a probe's result against the thresholds and returns the
+// result to publish, if any.
+func (w *worker) record(r Result) (Result, bool) {
+	if r == w.lastResult {
+		w.resultRun++
+	} else {
+		w.lastResult, w.resultRun = r, 1
+	}
+	success, failure := thresholds(w.probe)
+	if (r == Failure && w.resultRun < failure) || (r == Success && w.resultRun < success) {
+		return Unknown, false
+	}
+	if r == Failure && w.key.typ != Readiness {
+		// Hold until the container restarts (a new container ID).
+		w.onHold, w.resultRun = true, 0
+	}
+	return r, true
+}
+
+func thresholds(p *v1.Probe) (success, failure int) {
+	success, failure = int(p.SuccessThreshold), int(p.FailureThreshold)
+	if success <= 0 {
+		success = 1
+	}
+	if failure <= 0 {
+		failure = 3
+	}
+	return success, failure
+}
+
+func periodOf(p *v1.Probe) time.Duration {
+	if p.PeriodSeconds > 0 {
+		return time.Duration(p.PeriodSeconds) * time.Second
+	}
+	return 10 * time.Second
+}
+
+// timerHeap orders workers by due time.
+type timerHeap []*worker
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	w := x.(*worker)
+	w.index = len(*h)
+	*h = append(*h, w)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	n := len(old)
+	w := old[n-1]
+	old[n-1] = nil
+	w.index = -1
+	*h = old[:n-1]
+	return w
+}
