@@ -108,10 +108,16 @@ func (f ProbeResultsFunc) Failed(containerID string) bool { return f(containerID
 
 var _ ProbeResults = ProbeResultsFunc(nil)
 
-// Probes carries the liveness and startup results ComputeActions consults;
-// either may be nil (nothing failed).
+// Probes carries the probe results ComputeActions consults; every field
+// may be nil.
 type Probes struct {
+	// Liveness and Startup say whose probe failed (nil: nothing failed).
 	Liveness, Startup ProbeResults
+	// StartupSucceeded reports whether the startup probe of the container
+	// with the given CRI ID has succeeded. A sidecar with a startup probe
+	// holds back the init containers after it until then, as upstream's
+	// do. Nil means every running sidecar counts as started.
+	StartupSucceeded func(containerID string) bool
 }
 
 // ContainerRestartPolicy returns the restart policy that applies to c in pod:
@@ -210,8 +216,9 @@ func sandboxChange(pod *v1.Pod, status *cri.PodStatus) (create bool, attempt uin
 //     lets the next start, one that fails is restarted (Always, OnFailure) or
 //     fails the pod (Never: KillPod and InitFailed). Sidecars (restartable
 //     init containers) are started in order and restarted whenever not
-//     running; a running sidecar counts as started. Once any app container
-//     exists, init is done.
+//     running; a running sidecar counts as started once its startup probe,
+//     if it has one, succeeded. Once any app container exists, init is
+//     done.
 //   - App containers are started when never created or when their latest
 //     instance exited and the restart policy says so (Always; OnFailure with
 //     a non-zero exit). A running container is killed when its spec hash
@@ -355,6 +362,10 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 			if k, ok := probeKill(c, st, probes); ok {
 				a.ContainersToKill = append(a.ContainersToKill, k)
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
+				return false
+			}
+			if c.StartupProbe != nil && probes.StartupSucceeded != nil && !probes.StartupSucceeded(st.GetId()) {
+				// Later init containers wait until this sidecar has started.
 				return false
 			}
 			continue

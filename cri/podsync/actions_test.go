@@ -81,6 +81,8 @@ func TestComputeActions(t *testing.T) {
 	app, app2 := ctr("app"), ctr("app2")
 	i1, i2 := ctr("init1"), ctr("init2")
 	sc := sidecar("sidecar")
+	withStartupSC := sc
+	withStartupSC.StartupProbe = &v1.Probe{}
 	changed := app
 	changed.Image = "busybox:2"
 	withLiveness := app
@@ -176,6 +178,12 @@ func TestComputeActions(t *testing.T) {
 			podsync.Probes{}, want{nextInit: -1, inits: []int{0}}},
 		{"sidecar running: next init", newPod("", []v1.Container{sc, i1}, app), status(ready(), cst("s1", sc, running, 0, 0)),
 			podsync.Probes{}, want{nextInit: 1, inits: []int{1}}},
+		{"sidecar running, startup probe pending: next init waits", newPod("", []v1.Container{withStartupSC, i1}, app),
+			status(ready(), cst("s1", withStartupSC, running, 0, 0)),
+			podsync.Probes{StartupSucceeded: func(string) bool { return false }}, want{nextInit: -1}},
+		{"sidecar running, startup probe passed: next init", newPod("", []v1.Container{withStartupSC, i1}, app),
+			status(ready(), cst("s1", withStartupSC, running, 0, 0)),
+			podsync.Probes{StartupSucceeded: func(id string) bool { return id == "s1" }}, want{nextInit: 1, inits: []int{1}}},
 		{"sidecar running, init done: apps", newPod("", []v1.Container{sc, i1}, app), status(ready(), cst("i1", i1, exited, 0, 0), cst("s1", sc, running, 0, 0)),
 			podsync.Probes{}, want{nextInit: -1, apps: []int{0}}},
 		{"sidecar exited after apps started: restart, even under Never", newPod(v1.RestartPolicyNever, []v1.Container{sc}, app),
