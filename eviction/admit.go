@@ -1,0 +1,106 @@
+package eviction
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// The annotations and priority that make a pod critical, as upstream's
+// kubelettypes.IsCriticalPod.
+const (
+	configSourceAnnotation = "kubernetes.io/config.source"
+	configMirrorAnnotation = "kubernetes.io/config.mirror"
+	apiServerSource        = "api"
+	// SystemCriticalPriority is the priority at and above which a pod is
+	// critical (system-cluster-critical and system-node-critical).
+	SystemCriticalPriority int32 = 2000000000
+	// TaintNodeMemoryPressure is the taint a BestEffort pod must tolerate
+	// to be admitted under memory pressure.
+	TaintNodeMemoryPressure = "node.kubernetes.io/memory-pressure"
+)
+
+// IsCriticalPod reports whether the eviction manager must not evict pod and
+// admits it under any pressure: a static pod (from a file or HTTP source), a
+// mirror pod, or a pod with priority of at least SystemCriticalPriority.
+func IsCriticalPod(pod *v1.Pod) bool {
+	if src, ok := pod.Annotations[configSourceAnnotation]; ok && src != apiServerSource {
+		return true
+	}
+	if _, ok := pod.Annotations[configMirrorAnnotation]; ok {
+		return true
+	}
+	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
+}
+
+// Admit is upstream's eviction admission handler. With no pressure every pod
+// is admitted; critical pods always are. Under memory pressure alone a pod
+// that is not BestEffort, or a BestEffort pod that tolerates the
+// node.kubernetes.io/memory-pressure:NoSchedule taint, is admitted. Every
+// other pod is rejected with reason Evicted and the message "The node had
+// condition: [MemoryPressure]. ".
+func (m *Manager) Admit(pod *v1.Pod) (admit bool, reason, message string) {
+	conds := m.NodeConditions()
+	if len(conds) == 0 || IsCriticalPod(pod) {
+		return true, "", ""
+	}
+	if len(conds) == 1 && conds[0] == v1.NodeMemoryPressure {
+		if !isBestEffort(pod) || toleratesMemoryPressure(pod) {
+			return true, "", ""
+		}
+	}
+	m.log.Warn("eviction manager: rejected pod", "pod", pod.Namespace+"/"+pod.Name, "conditions", conds)
+	return false, Reason, fmt.Sprintf("The node had condition: %v. ", conds)
+}
+
+// isBestEffort reports whether pod's QoS class is BestEffort: its status
+// says so, or (status not set) no container sets a CPU or memory request or
+// limit.
+func isBestEffort(pod *v1.Pod) bool {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass == v1.PodQOSBestEffort
+	}
+	if r := pod.Spec.Resources; r != nil && hasCompute(r.Requests, r.Limits) {
+		return false
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if hasCompute(cs[i].Resources.Requests, cs[i].Resources.Limits) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func hasCompute(lists ...v1.ResourceList) bool {
+	for _, l := range lists {
+		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			if q, ok := l[r]; ok && !q.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// toleratesMemoryPressure reports whether a toleration of pod matches the
+// taint node.kubernetes.io/memory-pressure:NoSchedule (no value).
+func toleratesMemoryPressure(pod *v1.Pod) bool {
+	for _, t := range pod.Spec.Tolerations {
+		if t.Effect != "" && t.Effect != v1.TaintEffectNoSchedule {
+			continue
+		}
+		switch t.Operator {
+		case v1.TolerationOpExists:
+			if t.Key == "" || t.Key == TaintNodeMemoryPressure {
+				return true
+			}
+		case v1.TolerationOpEqual, "":
+			if t.Key == TaintNodeMemoryPressure && t.Value == "" {
+				return true
+			}
+		}
+	}
+	return false
+}

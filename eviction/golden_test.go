@@ -1,0 +1,283 @@
+package eviction_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubeletkit/kubeletkit/eviction"
+	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
+	"github.com/kubeletkit/kubeletkit/eviction/stats"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts in testdata/ with the current output")
+
+// TestGolden replays the transcripts in testdata/. A transcript is blocks
+// separated by blank lines, each a command, "----" and the expected output;
+// lines starting with # before a command are comments. Commands:
+//
+//	thresholds hard=<flag> soft=<flag> grace=<flag> min=<flag> [maxgrace=N]
+//	pod <name> [prio=N] [mem-req=Q] [grace=N] [static] [besteffort-tolerant]
+//	use <name> mem=Q procs=N logs=Q rootfs=Q   (pod usage)
+//	node mem=Q fs=Q procs=N                    (node available memory/fs, running processes)
+//	gc frees=Q                                 (garbage collection leaves Q available on nodefs)
+//	step <duration>
+//	sync                                       (prints evictions, conditions)
+//	admit <name>
+//	remove <name>                              (the pod is no longer active)
+//
+// The node has 8Gi of memory, a 100Gi nodefs without a dedicated imagefs and
+// a PID limit of 32768. Stats are stamped with the fake clock's time.
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runTranscript(t, file) })
+	}
+}
+
+type goldenBlock struct {
+	pre  []string
+	cmd  string
+	want string
+}
+
+func runTranscript(t *testing.T, file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []goldenBlock
+	var cur *goldenBlock
+	var pre []string
+	inOut := false
+	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		switch {
+		case cur == nil && (line == "" || strings.HasPrefix(line, "#")):
+			pre = append(pre, line)
+		case cur == nil:
+			blocks = append(blocks, goldenBlock{pre: pre, cmd: line})
+			cur, pre, inOut = &blocks[len(blocks)-1], nil, false
+		case line == "----":
+			inOut = true
+		case line == "":
+			cur = nil
+			pre = append(pre, line)
+		case inOut:
+			cur.want += line + "\n"
+		default:
+			t.Fatalf("%s: unexpected line %q after %q", file, line, cur.cmd)
+		}
+	}
+	g := newGolden(t)
+	var out strings.Builder
+	for i := range blocks {
+		b := &blocks[i]
+		got := g.run(t, b.cmd)
+		for _, p := range b.pre {
+			out.WriteString(p + "\n")
+		}
+		out.WriteString(b.cmd + "\n----\n" + got)
+		if !*updateGolden && got != b.want {
+			t.Errorf("%s: %s\n got:\n%s want:\n%s", file, b.cmd, got, b.want)
+		}
+	}
+	if *updateGolden {
+		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type golden struct {
+	clk     *clocktesting.FakeClock
+	st      *evictiontest.Stats
+	killer  *evictiontest.Killer
+	gc      *evictiontest.GC
+	gcFrees uint64
+	pods    []*v1.Pod
+	m       *eviction.Manager
+	max     int64
+}
+
+func newGolden(t *testing.T) *golden {
+	g := &golden{clk: clocktesting.NewFakeClock(t0), st: &evictiontest.Stats{}, killer: &evictiontest.Killer{}, gc: &evictiontest.GC{}}
+	n := healthyNode()
+	n.at = t0
+	g.st.Set(summary(n))
+	g.gc.OnImages = func(context.Context) error {
+		if g.gcFrees > 0 {
+			g.st.Update(func(s *stats.Summary) { s.Node.Fs.AvailableBytes = g.gcFrees })
+		}
+		return nil
+	}
+	return g
+}
+
+func kv(args []string) map[string]string {
+	out := map[string]string{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		out[k] = v
+	}
+	return out
+}
+
+func bytesOf(t *testing.T, s string) uint64 {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		t.Fatalf("quantity %q: %v", s, err)
+	}
+	return uint64(q.Value())
+}
+
+func (g *golden) pod(name string) *v1.Pod {
+	for _, p := range g.pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	return newPod(name)
+}
+
+func (g *golden) run(t *testing.T, line string) string {
+	f := strings.Fields(line)
+	args := kv(f[1:])
+	stamp := stampAll(g.clk.Now())
+	switch f[0] {
+	case "thresholds":
+		ts, err := eviction.ParseThresholds(args["hard"], args["soft"], args["grace"], args["min"])
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		if v, ok := args["maxgrace"]; ok {
+			g.max, _ = strconv.ParseInt(v, 10, 64)
+		}
+		g.m, err = eviction.New(eviction.Options{Thresholds: ts, Stats: g.st, Pods: func() []*v1.Pod { return g.pods }, Killer: g.killer,
+			ImageGC: g.gc, ContainerGC: g.gc, Clock: g.clk, MaxPodGracePeriodSeconds: g.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, th := range g.m.Thresholds() {
+			s = append(s, th.String())
+		}
+		return strings.Join(s, "\n") + "\n"
+	case "pod":
+		var opts []podOpt
+		for k, v := range args {
+			switch k {
+			case "prio":
+				n, _ := strconv.Atoi(v)
+				opts = append(opts, priority(int32(n)))
+			case "mem-req":
+				opts = append(opts, request(v1.ResourceMemory, v))
+			case "grace":
+				n, _ := strconv.ParseInt(v, 10, 64)
+				opts = append(opts, grace(n))
+			case "static":
+				opts = append(opts, annotation("kubernetes.io/config.source", "file"))
+			case "besteffort-tolerant":
+				opts = append(opts, func(p *v1.Pod) {
+					p.Spec.Tolerations = []v1.Toleration{{Key: eviction.TaintNodeMemoryPressure, Operator: v1.TolerationOpExists}}
+				})
+			}
+		}
+		g.pods = append(g.pods, newPod(f[1], opts...))
+		return ""
+	case "remove":
+		g.pods = slices.DeleteFunc(g.pods, func(p *v1.Pod) bool { return p.Name == f[1] })
+		return ""
+	case "use":
+		p := g.pod(f[1])
+		u := usage{}
+		for k, v := range kv(f[2:]) {
+			switch k {
+			case "mem":
+				u.memory = bytesOf(t, v)
+			case "procs":
+				u.procs = bytesOf(t, v)
+			case "logs":
+				u.logs = bytesOf(t, v)
+			case "rootfs":
+				u.rootfs = bytesOf(t, v)
+			}
+		}
+		g.st.Update(func(s *stats.Summary) {
+			s.Pods = slices.DeleteFunc(s.Pods, func(ps stats.PodStats) bool { return ps.UID == p.UID })
+			s.Pods = append(s.Pods, podStats(p, u))
+			stamp(s)
+		})
+		return ""
+	case "node":
+		g.st.Update(func(s *stats.Summary) {
+			if v, ok := args["mem"]; ok {
+				s.Node.Memory.AvailableBytes = bytesOf(t, v)
+				s.Node.Memory.WorkingSetBytes = 8*Gi - s.Node.Memory.AvailableBytes
+			}
+			if v, ok := args["fs"]; ok {
+				s.Node.Fs.AvailableBytes = bytesOf(t, v)
+			}
+			if v, ok := args["procs"]; ok {
+				s.Node.Rlimit.NumOfRunningProcesses = bytesOf(t, v)
+			}
+			stamp(s)
+		})
+		return ""
+	case "gc":
+		g.gcFrees = bytesOf(t, args["frees"])
+		return ""
+	case "step":
+		d, err := time.ParseDuration(f[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.clk.Step(d)
+		g.st.Update(stampAll(g.clk.Now()))
+		return ""
+	case "sync":
+		before := len(g.killer.Kills())
+		gcBefore := len(g.gc.Calls())
+		_, err := g.m.Synchronize(context.Background())
+		var b strings.Builder
+		if err != nil {
+			fmt.Fprintf(&b, "error: %v\n", err)
+		}
+		if calls := g.gc.Calls()[gcBefore:]; len(calls) > 0 {
+			fmt.Fprintf(&b, "gc: %s\n", strings.Join(calls, ", "))
+		}
+		for _, k := range g.killer.Kills()[before:] {
+			fmt.Fprintf(&b, "evict %s grace=%d: %s\n", k.Name, *k.GracePeriod, strings.TrimSpace(k.Status.Message))
+		}
+		fmt.Fprintf(&b, "conditions: %v\n", g.m.NodeConditions())
+		return b.String()
+	case "admit":
+		ok, reason, msg := g.m.Admit(g.pod(f[1]))
+		if ok {
+			return "admitted\n"
+		}
+		return fmt.Sprintf("rejected %s: %s\n", reason, strings.TrimSpace(msg))
+	}
+	t.Fatalf("unknown command %q", line)
+	return ""
+}
+
+// stampAll sets the time of the node's stats to now.
+func stampAll(now time.Time) func(s *stats.Summary) {
+	return func(s *stats.Summary) {
+		s.Node.Memory.Time, s.Node.Fs.Time, s.Node.ImageFs.Time, s.Node.Rlimit.Time = now, now, now, now
+	}
+}
