@@ -189,7 +189,9 @@ wait_ready() {
 import_image() {
   local archive="$1" ref="$2"
   kk_ctr images import --base-name "${ref%:*}" "${archive}" >/dev/null
-  kk_ctr images ls -q | grep -qxF "${ref}" || kk_die "import of ${archive} did not create ${ref}"
+  # grep reads the whole list (no -q): with pipefail, a grep that exits at
+  # the first match can kill ctr with SIGPIPE and fail the check.
+  kk_ctr images ls -q | grep -xF "${ref}" >/dev/null || kk_die "import of ${archive} did not create ${ref}"
   local deadline=$((SECONDS + 10))
   until timeout 5 "${KK_CRICTL_CMD[@]}" inspecti "${ref}" >/dev/null 2>&1; do
     ((SECONDS < deadline)) || kk_die "CRI image service does not see ${ref}"
