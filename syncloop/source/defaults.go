@@ -1,0 +1,279 @@
+package source
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeletkit/kubeletkit/syncloop"
+)
+
+// Defaults the API server would set, written out because the defaulting
+// functions of k8s.io/kubernetes/pkg/apis/core/v1 are not importable.
+const (
+	// DefaultTerminationGracePeriodSeconds is spec.terminationGracePeriodSeconds
+	// when unset.
+	DefaultTerminationGracePeriodSeconds int64 = 30
+	// DefaultSchedulerName is spec.schedulerName when unset.
+	DefaultSchedulerName = "default-scheduler"
+	// DefaultTerminationMessagePath is a container's terminationMessagePath
+	// when unset.
+	DefaultTerminationMessagePath = "/dev/termination-log"
+	// DefaultVolumeMode is the defaultMode of secret, configMap, downwardAPI
+	// and projected volumes when unset (0644).
+	DefaultVolumeMode int32 = 0o644
+)
+
+// DefaultPod sets the fields of pod that the API server defaults and that a
+// kubelet relies on, where they are unset: restartPolicy Always, dnsPolicy
+// ClusterFirst, terminationGracePeriodSeconds 30, schedulerName
+// default-scheduler, an empty securityContext, enableServiceLinks true; in
+// every container (init, regular and ephemeral) terminationMessagePath
+// /dev/termination-log, terminationMessagePolicy File, imagePullPolicy by
+// the image's tag (Always for ":latest" or no tag, IfNotPresent otherwise,
+// also for a digest), port protocol TCP (and hostPort = containerPort with
+// hostNetwork), resource requests copied from limits where only the limit is
+// given, probe timeoutSeconds 1, periodSeconds 10, successThreshold 1,
+// failureThreshold 3, HTTP probe and handler scheme HTTP and path "/",
+// fieldRef apiVersion v1; secret, configMap, downwardAPI and projected
+// volume defaultMode 0644, and hostPath type "" (unset). It sets nothing
+// else, in particular no name, UID or status: see ApplyStaticDefaults.
+//
+// DefaultPod is idempotent: applying it twice is applying it once.
+func DefaultPod(pod *v1.Pod) {
+	s := &pod.Spec
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = v1.RestartPolicyAlways
+	}
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = v1.DNSClusterFirst
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		g := DefaultTerminationGracePeriodSeconds
+		s.TerminationGracePeriodSeconds = &g
+	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = DefaultSchedulerName
+	}
+	if s.SecurityContext == nil {
+		s.SecurityContext = &v1.PodSecurityContext{}
+	}
+	if s.EnableServiceLinks == nil {
+		t := true
+		s.EnableServiceLinks = &t
+	}
+	for i := range s.InitContainers {
+		defaultContainer(&s.InitContainers[i], s.HostNetwork)
+	}
+	for i := range s.Containers {
+		defaultContainer(&s.Containers[i], s.HostNetwork)
+	}
+	for i := range s.EphemeralContainers {
+		c := (*v1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon)
+		defaultContainer(c, s.HostNetwork)
+	}
+	for i := range s.Volumes {
+		defaultVolume(&s.Volumes[i].VolumeSource)
+	}
+}
+
+func defaultContainer(c *v1.Container, hostNetwork bool) {
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = DefaultTerminationMessagePath
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = v1.TerminationMessageReadFile
+	}
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = PullPolicyForImage(c.Image)
+	}
+	for i := range c.Ports {
+		p := &c.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = v1.ProtocolTCP
+		}
+		if hostNetwork && p.HostPort == 0 {
+			p.HostPort = p.ContainerPort
+		}
+	}
+	if len(c.Resources.Limits) > 0 {
+		for name, q := range c.Resources.Limits {
+			if _, ok := c.Resources.Requests[name]; ok {
+				continue
+			}
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = v1.ResourceList{}
+			}
+			c.Resources.Requests[name] = q.DeepCopy()
+		}
+	}
+	for _, p := range []*v1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		if p == nil {
+			continue
+		}
+		if p.TimeoutSeconds == 0 {
+			p.TimeoutSeconds = 1
+		}
+		if p.PeriodSeconds == 0 {
+			p.PeriodSeconds = 10
+		}
+		if p.SuccessThreshold == 0 {
+			p.SuccessThreshold = 1
+		}
+		if p.FailureThreshold == 0 {
+			p.FailureThreshold = 3
+		}
+		defaultHTTPGet(p.HTTPGet)
+	}
+	if c.Lifecycle != nil {
+		for _, h := range []*v1.LifecycleHandler{c.Lifecycle.PostStart, c.Lifecycle.PreStop} {
+			if h != nil {
+				defaultHTTPGet(h.HTTPGet)
+			}
+		}
+	}
+	for i := range c.Env {
+		if vf := c.Env[i].ValueFrom; vf != nil && vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
+			vf.FieldRef.APIVersion = "v1"
+		}
+	}
+}
+
+func defaultHTTPGet(h *v1.HTTPGetAction) {
+	if h == nil {
+		return
+	}
+	if h.Path == "" {
+		h.Path = "/"
+	}
+	if h.Scheme == "" {
+		h.Scheme = v1.URISchemeHTTP
+	}
+}
+
+func defaultVolume(vs *v1.VolumeSource) {
+	mode := func(m **int32) {
+		if *m == nil {
+			v := DefaultVolumeMode
+			*m = &v
+		}
+	}
+	switch {
+	case vs.Secret != nil:
+		mode(&vs.Secret.DefaultMode)
+	case vs.ConfigMap != nil:
+		mode(&vs.ConfigMap.DefaultMode)
+	case vs.DownwardAPI != nil:
+		mode(&vs.DownwardAPI.DefaultMode)
+		for i := range vs.DownwardAPI.Items {
+			if fr := vs.DownwardAPI.Items[i].FieldRef; fr != nil && fr.APIVersion == "" {
+				fr.APIVersion = "v1"
+			}
+		}
+	case vs.Projected != nil:
+		mode(&vs.Projected.DefaultMode)
+	case vs.HostPath != nil:
+		if vs.HostPath.Type == nil {
+			t := v1.HostPathUnset
+			vs.HostPath.Type = &t
+		}
+	}
+}
+
+// PullPolicyForImage is the imagePullPolicy the API server defaults for an
+// image: Always when the tag is "latest" or there is no tag (and no
+// digest), IfNotPresent otherwise.
+func PullPolicyForImage(image string) v1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return v1.PullIfNotPresent // pinned by digest
+	}
+	name := image
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:] // a registry's port is not a tag
+	}
+	i := strings.LastIndex(name, ":")
+	if i < 0 || name[i+1:] == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+// StaticPodUID returns the UID upstream kubelet gives a pod read from a
+// static source: the hex MD5 of the pod's JSON encoding (as DefaultPod left
+// it, before ApplyStaticDefaults changes its name) followed by
+// "host:<nodeName>file:<location>" for SourceFile and "url:<location>" for
+// any other source. Location is the manifest's path or the URL. So the same
+// manifest at the same path on the same node always gets the same UID, and
+// any change to it, or another node, gives another UID (for the HTTP
+// source the node name is not part of the hash, as upstream).
+func StaticPodUID(pod *v1.Pod, source, location, nodeName string) types.UID {
+	h := md5.New()
+	// Encoding a v1.Pod cannot fail: it has no channels, funcs or cycles.
+	_ = json.NewEncoder(h).Encode(pod)
+	if source == syncloop.SourceFile {
+		fmt.Fprintf(h, "host:%s", nodeName)
+		fmt.Fprintf(h, "file:%s", location)
+	} else {
+		fmt.Fprintf(h, "url:%s", location)
+	}
+	return types.UID(hex.EncodeToString(h.Sum(nil)))
+}
+
+// StaticPodName is the name a static pod runs under: its manifest's name,
+// a dash and the node name in lower case ("web" on node "Edge-1" is
+// "web-edge-1").
+func StaticPodName(name, nodeName string) string {
+	return name + "-" + strings.ToLower(nodeName)
+}
+
+// ApplyStaticDefaults makes pod, freshly decoded from a manifest of a
+// static source (SourceFile or SourceHTTP) read from location (a path or a
+// URL), into the pod a kubelet runs, as upstream's applyDefaults: unless it
+// has one, a UID from StaticPodUID; the name suffixed with the node name
+// (StaticPodName); namespace "default" when empty; spec.nodeName; the
+// annotations kubernetes.io/config.hash (the UID) and
+// kubernetes.io/config.source (source); for SourceFile a toleration of every
+// NoExecute taint, so that the pod is not evicted for node problems; and
+// phase Pending. Call DefaultPod first: the UID hashes the defaulted pod.
+func ApplyStaticDefaults(pod *v1.Pod, source, location, nodeName string) {
+	if pod.UID == "" {
+		pod.UID = StaticPodUID(pod, source, location, nodeName)
+	}
+	pod.Name = StaticPodName(pod.Name, nodeName)
+	if pod.Namespace == "" {
+		pod.Namespace = metav1.NamespaceDefault
+	}
+	pod.Spec.NodeName = nodeName
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[syncloop.ConfigHashAnnotation] = string(pod.UID)
+	pod.Annotations[syncloop.ConfigSourceAnnotation] = source
+	if source == syncloop.SourceFile {
+		tolerateNoExecute(&pod.Spec)
+	}
+	pod.Status.Phase = v1.PodPending
+}
+
+// tolerateNoExecute adds the toleration {operator: Exists, effect:
+// NoExecute}, or replaces one that matches it (same key, operator, value
+// and effect) but differs, for instance by a tolerationSeconds.
+func tolerateNoExecute(spec *v1.PodSpec) {
+	want := v1.Toleration{Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}
+	for i, t := range spec.Tolerations {
+		if t.Key == want.Key && t.Operator == want.Operator && t.Value == want.Value && t.Effect == want.Effect {
+			if !equality.Semantic.DeepEqual(t, want) {
+				spec.Tolerations[i] = want
+			}
+			return
+		}
+	}
+	spec.Tolerations = append(spec.Tolerations, want)
+}
