@@ -1,0 +1,29 @@
+// Command minikubelet is a node agent composed of the kubeletkit blocks: it
+// runs static pods from a manifest directory or URL on a CRI runtime, with
+// probes, restarts with backoff, and pod statuses served over HTTP.
+//
+//	go run ./examples/minikubelet
+//
+// With no flags it runs the embedded fake runtime (no containerd, no root),
+// the pods in examples/minikubelet/manifests, and an HTTP server on 127.0.0.1:10255:
+//
+//	curl localhost:10255/healthz   # ok while the PLEG relists in time
+//	curl localhost:10255/pods      # a v1.PodList with live statuses
+//	curl localhost:10255/node      # a v1.Node: conditions, capacity, addresses
+//	curl localhost:10255/metrics   # Prometheus text format
+//
+// It prints a line whenever a pod's phase or container states change.
+// SIGINT or SIGTERM stops the agent and leaves the containers running, as a
+// kubelet restart does; the next start adopts them. With --runonce it starts
+// the pods, waits until each runs (or ends), prints their statuses as JSON
+// and exits.
+//
+// Flags: --container-runtime-endpoint (a containerd or CRI-O socket; empty
+// means the embedded fake), --pod-manifest-path, --manifest-url,
+// --node-name, --root-dir, --address, --port, --runonce, --evented-pleg,
+// --eviction-hard, --eviction-soft, --eviction-soft-grace-period,
+// --eviction-minimum-reclaim (upstream's syntax and defaults), -v (debug
+// logs).
+//
+// The composition itself is package agent, which a custom agent can import.
+package main

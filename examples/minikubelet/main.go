@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/eviction"
+	"github.com/kubeletkit/kubeletkit/examples/minikubelet/agent"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "minikubelet:", err)
+		os.Exit(1)
+	}
+}
+
+// defaultManifests is where the example static pods are, relative to the
+// repository's root.
+var defaultManifests = filepath.Join("examples", "minikubelet", "manifests")
+
+// config is what the flags say.
+type config struct {
+	endpoint, manifestPath, manifestURL, nodeName, rootDir, address string
+	port                                                            int
+	runOnce, evented                                                bool
+	runOnceTimeout                                                  time.Duration
+	verbose                                                         bool
+	evictionHard, evictionSoft, evictionSoftGrace, evictionReclaim  string
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("minikubelet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.endpoint, "container-runtime-endpoint", "", "CRI endpoint (unix:///run/containerd/containerd.sock); empty runs the embedded fake runtime")
+	fs.StringVar(&c.manifestPath, "pod-manifest-path", "", "directory (or file) of static pod manifests; empty means examples/minikubelet/manifests when it exists, else the embedded copy")
+	fs.StringVar(&c.manifestURL, "manifest-url", "", "URL of a pod or pod list to run")
+	fs.StringVar(&c.nodeName, "node-name", "", "node name (default: the host name)")
+	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "minikubelet"), "directory for pod data and logs")
+	fs.StringVar(&c.address, "address", "127.0.0.1", "address of the read-only HTTP server")
+	fs.IntVar(&c.port, "port", 10255, "port of the read-only HTTP server (0: none)")
+	fs.BoolVar(&c.runOnce, "runonce", false, "start the pods, wait until they run, print their statuses and exit")
+	fs.DurationVar(&c.runOnceTimeout, "runonce-timeout", 2*time.Minute, "how long --runonce waits")
+	fs.BoolVar(&c.evented, "evented-pleg", false, "follow the runtime's container events instead of relisting every second (upstream's EventedPLEG)")
+	fs.StringVar(&c.evictionHard, "eviction-hard", "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%", "hard eviction thresholds (signal<quantity or percentage, comma-separated); an empty value turns threshold eviction off")
+	fs.StringVar(&c.evictionSoft, "eviction-soft", "", "soft eviction thresholds, same syntax; each needs a grace period")
+	fs.StringVar(&c.evictionSoftGrace, "eviction-soft-grace-period", "", "grace periods of the soft thresholds (memory.available=1m30s,...)")
+	fs.StringVar(&c.evictionReclaim, "eviction-minimum-reclaim", "", "minimum reclaims (memory.available=0Mi,nodefs.available=500Mi,...)")
+	fs.BoolVar(&c.verbose, "v", false, "debug logs")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() != 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelWarn
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, ManifestURL: c.manifestURL, Logger: log, EventedPLEG: c.evented}
+	if !c.runOnce {
+		opts.Out = stdout
+	}
+	if c.port != 0 && !c.runOnce {
+		opts.Listen = net.JoinHostPort(c.address, strconv.Itoa(c.port))
+	}
+	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
+	if err != nil {
+		return err
+	}
+	if opts.Eviction.Thresholds == nil {
+		// Nil would mean the defaults; the user asked for none.
+		opts.Eviction.Thresholds = []eviction.Threshold{}
+	}
+	opts.ManifestPath, err = manifestPath(c)
+	if err != nil {
+		return err
+	}
+	if c.endpoint != "" {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		client, err := cri.Dial(dctx, c.endpoint, cri.DialOptions{Logger: log})
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		opts.Runtime = client
+	}
+	a, err := agent.New(opts)
+	if err != nil {
+		return err
+	}
+	if !c.runOnce {
+		runtime := "the embedded fake runtime"
+		if c.endpoint != "" {
+			runtime = c.endpoint
+		}
+		fmt.Fprintf(stdout, "minikubelet: node %q, runtime %s, manifests %s", a.NodeName(), runtime, opts.ManifestPath)
+		if opts.Listen != "" {
+			fmt.Fprintf(stdout, ", http://%s/pods", opts.Listen)
+		}
+		fmt.Fprintln(stdout)
+		return a.Run(ctx)
+	}
+	return runOnce(ctx, a, c.runOnceTimeout, stdout)
+}
+
+// manifestPath picks the manifest directory: the flag, else
+// examples/minikubelet/manifests under the working directory, else the embedded copy
+// written under the root dir.
+func manifestPath(c *config) (string, error) {
+	if c.manifestPath != "" || c.manifestURL != "" {
+		return c.manifestPath, nil
+	}
+	if st, err := os.Stat(defaultManifests); err == nil && st.IsDir() {
+		return defaultManifests, nil
+	}
+	dir := filepath.Join(c.rootDir, "manifests")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	entries, err := fs.ReadDir(manifestsFS, "manifests")
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		data, err := manifestsFS.ReadFile("manifests/" + e.Name())
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o640); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// runOnce runs the agent until every pod has started (or ended, or was
+// refused), prints the pods as a JSON v1.PodList, and stops the agent.
+func runOnce(ctx context.Context, a *agent.Agent, timeout time.Duration, stdout io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var pods []v1.Pod
+	var waitErr error
+wait:
+	for {
+		select {
+		case err := <-done:
+			return fmt.Errorf("agent stopped: %v", err)
+		case <-deadline.C:
+			waitErr = fmt.Errorf("runonce: not every pod started within %s", timeout)
+			pods = a.PodStatuses()
+			break wait
+		case <-tick.C:
+			pods = a.PodStatuses()
+			if len(pods) > 0 && allStarted(pods) {
+				break wait
+			}
+		}
+	}
+	cancel()
+	err := <-done
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if encErr := enc.Encode(&v1.PodList{Items: pods}); encErr != nil {
+		return encErr
+	}
+	return errors.Join(waitErr, err)
+}
+
+// allStarted reports whether every pod is Running, Succeeded or Failed.
+func allStarted(pods []v1.Pod) bool {
+	for _, p := range pods {
+		switch p.Status.Phase {
+		case v1.PodRunning, v1.PodSucceeded, v1.PodFailed:
+		default:
+			return false
+		}
+	}
+	return true
+}
