@@ -2,10 +2,7 @@ package eviction_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,13 +16,11 @@ import (
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
+	"github.com/kubeletkit/kubeletkit/internal/golden"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts in testdata/ with the current output")
-
-// TestGolden replays the transcripts in testdata/. A transcript is blocks
-// separated by blank lines, each a command, "----" and the expected output;
-// lines starting with # before a command are comments. Commands:
+// TestGolden replays the transcripts in testdata/ (see package
+// internal/golden for the format). Commands:
 //
 //	thresholds hard=<flag> soft=<flag> grace=<flag> min=<flag> [maxgrace=N]
 //	pod <name> [prio=N] [mem-req=Q] [grace=N] [static] [besteffort-tolerant]
@@ -40,69 +35,20 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts in
 // The node has 8Gi of memory, a 100Gi nodefs without a dedicated imagefs and
 // a PID limit of 32768. Stats are stamped with the fake clock's time.
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runTranscript(t, file) })
-	}
+	golden.Run(t, func(t *testing.T) func(golden.Case) []string {
+		g := newScenario(t)
+		return func(c golden.Case) []string {
+			if len(c.Input) > 0 {
+				t.Fatalf("%s:%d: %s takes no input lines", c.File, c.Line, c.Command)
+			}
+			return golden.Lines(strings.TrimSuffix(g.run(t, c.Command), "\n"))
+		}
+	})
 }
 
-type goldenBlock struct {
-	pre  []string
-	cmd  string
-	want string
-}
-
-func runTranscript(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []goldenBlock
-	var cur *goldenBlock
-	var pre []string
-	inOut := false
-	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		switch {
-		case cur == nil && (line == "" || strings.HasPrefix(line, "#")):
-			pre = append(pre, line)
-		case cur == nil:
-			blocks = append(blocks, goldenBlock{pre: pre, cmd: line})
-			cur, pre, inOut = &blocks[len(blocks)-1], nil, false
-		case line == "----":
-			inOut = true
-		case line == "":
-			cur = nil
-			pre = append(pre, line)
-		case inOut:
-			cur.want += line + "\n"
-		default:
-			t.Fatalf("%s: unexpected line %q after %q", file, line, cur.cmd)
-		}
-	}
-	g := newGolden(t)
-	var out strings.Builder
-	for i := range blocks {
-		b := &blocks[i]
-		got := g.run(t, b.cmd)
-		for _, p := range b.pre {
-			out.WriteString(p + "\n")
-		}
-		out.WriteString(b.cmd + "\n----\n" + got)
-		if !*updateGolden && got != b.want {
-			t.Errorf("%s: %s\n got:\n%s want:\n%s", file, b.cmd, got, b.want)
-		}
-	}
-	if *updateGolden {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-type golden struct {
+// scenario is the state one transcript builds up: a node, its pods, and a
+// manager over fakes on a fake clock.
+type scenario struct {
 	clk     *clocktesting.FakeClock
 	st      *evictiontest.Stats
 	killer  *evictiontest.Killer
@@ -113,8 +59,8 @@ type golden struct {
 	max     int64
 }
 
-func newGolden(t *testing.T) *golden {
-	g := &golden{clk: clocktesting.NewFakeClock(t0), st: &evictiontest.Stats{}, killer: &evictiontest.Killer{}, gc: &evictiontest.GC{}}
+func newScenario(t *testing.T) *scenario {
+	g := &scenario{clk: clocktesting.NewFakeClock(t0), st: &evictiontest.Stats{}, killer: &evictiontest.Killer{}, gc: &evictiontest.GC{}}
 	n := healthyNode()
 	n.at = t0
 	g.st.Set(summary(n))
@@ -144,7 +90,7 @@ func bytesOf(t *testing.T, s string) uint64 {
 	return uint64(q.Value())
 }
 
-func (g *golden) pod(name string) *v1.Pod {
+func (g *scenario) pod(name string) *v1.Pod {
 	for _, p := range g.pods {
 		if p.Name == name {
 			return p
@@ -153,7 +99,7 @@ func (g *golden) pod(name string) *v1.Pod {
 	return newPod(name)
 }
 
-func (g *golden) run(t *testing.T, line string) string {
+func (g *scenario) run(t *testing.T, line string) string {
 	f := strings.Fields(line)
 	args := kv(f[1:])
 	stamp := stampAll(g.clk.Now())

@@ -1,14 +1,10 @@
 package pleg
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,12 +16,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/ with the actual output")
-
-// A transcript is a sequence of cases. Each case is a command line, input
-// lines, a "----" line, and the expected output up to a blank line:
+// The transcripts in testdata/ (see package internal/golden for the format)
+// give a command line, input lines and the expected output:
 //
 //	# comment
 //	relist fail=p2
@@ -47,102 +42,11 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 //     inspection is to be retried and what the cache holds for the pods
 //     inspected.
 //   - list-error: one relist in which listing fails.
-type transcriptCase struct {
-	comment []string
-	cmd     string
-	args    []string
-	input   []string
-	want    []string
-}
-
-func parseTranscript(t *testing.T, path string) []transcriptCase {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	var cases []transcriptCase
-	var cur transcriptCase
-	stage := 0 // 0: before the command, 1: input, 2: output
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch stage {
-		case 0:
-			if line == "" || strings.HasPrefix(line, "#") {
-				cur.comment = append(cur.comment, line)
-				continue
-			}
-			fields := strings.Fields(line)
-			cur.cmd, cur.args, stage = fields[0], fields[1:], 1
-		case 1:
-			if line == "----" {
-				stage = 2
-				continue
-			}
-			cur.input = append(cur.input, line)
-		case 2:
-			if line == "" {
-				cases = append(cases, cur)
-				cur, stage = transcriptCase{}, 0
-				continue
-			}
-			cur.want = append(cur.want, line)
-		}
-	}
-	require.NoError(t, sc.Err())
-	if stage == 2 {
-		cases = append(cases, cur)
-	} else if stage == 1 {
-		t.Fatalf("%s: case %q has no ---- line", path, cur.cmd)
-	}
-	return cases
-}
-
-func writeTranscript(t *testing.T, path string, cases []transcriptCase) {
-	t.Helper()
-	var b strings.Builder
-	for i, c := range cases {
-		for _, l := range c.comment {
-			b.WriteString(l + "\n")
-		}
-		b.WriteString(strings.Join(append([]string{c.cmd}, c.args...), " ") + "\n")
-		for _, l := range c.input {
-			b.WriteString(l + "\n")
-		}
-		b.WriteString("----\n")
-		for _, l := range c.want {
-			b.WriteString(l + "\n")
-		}
-		if i < len(cases)-1 {
-			b.WriteString("\n")
-		}
-	}
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
-}
-
 func TestGoldenTranscripts(t *testing.T) {
-	paths, err := filepath.Glob("testdata/*.txt")
-	require.NoError(t, err)
-	require.NotEmpty(t, paths)
-	for _, path := range paths {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			cases := parseTranscript(t, path)
-			h := newHarness()
-			for i := range cases {
-				c := &cases[i]
-				got := h.run(t, c)
-				if *update {
-					c.want = got
-					continue
-				}
-				require.Equal(t, strings.Join(c.want, "\n"), strings.Join(got, "\n"),
-					"%s: case %d (%s %s)", path, i+1, c.cmd, strings.Join(c.args, " "))
-			}
-			if *update {
-				writeTranscript(t, path, cases)
-			}
-		})
-	}
+	golden.Run(t, func(t *testing.T) func(golden.Case) []string {
+		h := newHarness()
+		return func(c golden.Case) []string { return h.run(t, c) }
+	})
 }
 
 type harness struct {
@@ -190,12 +94,13 @@ func (h *harness) load(t *testing.T, input []string) {
 	}
 }
 
-func (h *harness) run(t *testing.T, c *transcriptCase) []string {
+func (h *harness) run(t *testing.T, c golden.Case) []string {
 	t.Helper()
 	var out []string
-	switch c.cmd {
+	fields := c.Fields()
+	switch fields[0] {
 	case "diff":
-		h.load(t, c.input)
+		h.load(t, c.Input)
 		sbs, err := h.rt.ListPodSandbox(context.Background(), nil)
 		require.NoError(t, err)
 		cs, err := h.rt.ListContainers(context.Background(), nil)
@@ -206,10 +111,10 @@ func (h *harness) run(t *testing.T, c *transcriptCase) []string {
 			h.diffs.commit(ev.PodUID)
 		}
 	case "relist", "list-error":
-		h.load(t, c.input)
+		h.load(t, c.Input)
 		h.clock.Step(time.Second)
 		var failing []string
-		for _, a := range c.args {
+		for _, a := range fields[1:] {
 			if v, ok := strings.CutPrefix(a, "fail="); ok {
 				failing = strings.Split(v, ",")
 			}
@@ -228,7 +133,7 @@ func (h *harness) run(t *testing.T, c *transcriptCase) []string {
 			}
 		}
 		h.rt.listErr = nil
-		if c.cmd == "list-error" {
+		if fields[0] == "list-error" {
 			h.rt.listErr = errors.New("injected list error")
 		}
 		h.rt.mu.Unlock()
@@ -250,7 +155,7 @@ func (h *harness) run(t *testing.T, c *transcriptCase) []string {
 		}
 		out = append(out, h.describeCache()...)
 	default:
-		t.Fatalf("unknown command %q", c.cmd)
+		t.Fatalf("%s:%d: unknown command %q", c.File, c.Line, c.Command)
 	}
 	if len(out) == 0 {
 		out = []string{"(nothing)"}

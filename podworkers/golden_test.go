@@ -1,13 +1,9 @@
 package podworkers
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,124 +13,25 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeletkit/kubeletkit/internal/golden"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts in testdata/ with the current output")
-
-// TestGolden replays every transcript in testdata/ against a Machine. A
-// transcript is a sequence of blocks:
-//
-//	command arg...
-//	----
-//	expected output (no blank lines)
-//
-// separated by blank lines; lines starting with # are comments. After each
-// command the harness prints, besides the command's own output, the workers
-// the Machine asked for ("ready: ...") and every state change of a pod. Run
-// with -update to rewrite the expected output.
+// TestGolden replays every transcript in testdata/ (see package
+// internal/golden for the format) against a Machine. After each command the
+// harness prints, besides the command's own output, the workers the Machine
+// asked for ("ready: ...") and every state change of a pod. Run with -update
+// to rewrite the expected output.
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no transcripts in testdata/")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runTranscript(t, file)
-		})
-	}
-}
-
-// block is one command of a transcript and its expected output.
-type block struct {
-	pre     []string // comment and blank lines before the command, kept on rewrite
-	line    int
-	cmd     string
-	want    string
-	hasWant bool
-}
-
-func parseTranscript(t *testing.T, file string) ([]block, []string) {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var (
-		blocks []block
-		pre    []string
-		cur    *block
-		inOut  bool
-		out    []string
-		n      int
-	)
-	flush := func() {
-		if cur != nil {
-			cur.want = strings.Join(out, "\n")
-			blocks = append(blocks, *cur)
-		}
-		cur, inOut, out = nil, false, nil
-	}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		n++
-		l := sc.Text()
-		switch {
-		case inOut && l == "":
-			flush()
-			pre = append(pre, l)
-		case inOut:
-			out = append(out, l)
-		case cur != nil && l == "----":
-			inOut, cur.hasWant = true, true
-		case cur != nil:
-			t.Fatalf("%s:%d: expected ---- after the command, got %q", file, n, l)
-		case l == "" || strings.HasPrefix(l, "#"):
-			pre = append(pre, l)
-		default:
-			cur = &block{pre: pre, line: n, cmd: l}
-			pre = nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	flush()
-	return blocks, pre
-}
-
-func runTranscript(t *testing.T, file string) {
-	blocks, trailer := parseTranscript(t, file)
-	h := newHarness(t)
-	var rewritten strings.Builder
-	for i := range blocks {
-		b := &blocks[i]
-		got := h.exec(b.cmd)
-		if *updateGolden {
-			for _, p := range b.pre {
-				rewritten.WriteString(p + "\n")
+	golden.Run(t, func(t *testing.T) func(golden.Case) []string {
+		h := newHarness(t)
+		return func(c golden.Case) []string {
+			if len(c.Input) > 0 {
+				t.Fatalf("%s:%d: %s takes no input lines", c.File, c.Line, c.Command)
 			}
-			rewritten.WriteString(b.cmd + "\n----\n")
-			if got != "" {
-				rewritten.WriteString(got + "\n")
-			}
-			continue
+			return golden.Lines(h.exec(c.Command))
 		}
-		if got != b.want {
-			t.Errorf("%s:%d: %s\n--- got:\n%s\n--- want:\n%s", file, b.line, b.cmd, got, b.want)
-		}
-	}
-	if *updateGolden {
-		for _, p := range trailer {
-			rewritten.WriteString(p + "\n")
-		}
-		if err := os.WriteFile(file, []byte(strings.TrimRight(rewritten.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

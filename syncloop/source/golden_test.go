@@ -1,11 +1,7 @@
 package source_test
 
 import (
-	"bufio"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,20 +11,13 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/internal/eventtest"
+	"github.com/kubeletkit/kubeletkit/internal/golden"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts in testdata/ with the current output")
-
-// TestGolden replays every transcript in testdata/ against a Merger. A
-// transcript is a sequence of blocks separated by blank lines, each
-//
-//	command
-//	----
-//	expected output
-//
-// with lines starting with # as comments. Commands:
+// TestGolden replays every transcript in testdata/ (see package
+// internal/golden for the format) against a Merger. Commands:
 //
 //	<source> <op> [pod...]   merge a message; op is set, add, update, delete,
 //	                         remove or reconcile; prints each update as
@@ -41,104 +30,22 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts in
 // (a deletion grace period in seconds), label and ann (k=v each); the UID
 // defaults to "uid-<name>" ("name@" has none). Run with -update to rewrite the expected output.
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no transcripts in testdata/")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runTranscript(t, file) })
-	}
-}
-
-type block struct {
-	pre  []string // comments and blank lines before the command
-	line int
-	cmd  string
-	want string
-}
-
-func parseTranscript(t *testing.T, file string) ([]block, []string) {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var blocks []block
-	var pre, out []string
-	var cur *block
-	inOut := false
-	flush := func() {
-		if cur != nil {
-			cur.want = strings.Join(out, "\n")
-			blocks = append(blocks, *cur)
-		}
-		cur, inOut, out = nil, false, nil
-	}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case cur != nil && line == "":
-			flush()
-			pre = append(pre, line)
-		case cur != nil && line == "----" && !inOut:
-			inOut = true
-		case cur != nil && inOut:
-			out = append(out, line)
-		case cur != nil:
-			t.Fatalf("%s:%d: expected ---- after the command", file, n)
-		case line == "" || strings.HasPrefix(line, "#"):
-			pre = append(pre, line)
-		default:
-			cur = &block{pre: pre, line: n, cmd: line}
-			pre = nil
-		}
-	}
-	flush()
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return blocks, pre
-}
-
-func runTranscript(t *testing.T, file string) {
-	blocks, trailer := parseTranscript(t, file)
-	clk := testclock.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rec := &eventtest.Recorder{}
-	m := source.NewMerger(source.MergerOptions{Recorder: rec, Clock: clk})
-	var rewritten strings.Builder
-	for _, b := range blocks {
-		got := runCommand(t, file, b, m, clk, rec)
-		if *updateGolden {
-			for _, p := range b.pre {
-				rewritten.WriteString(p + "\n")
+	golden.Run(t, func(t *testing.T) func(golden.Case) []string {
+		clk := testclock.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		rec := &eventtest.Recorder{}
+		m := source.NewMerger(source.MergerOptions{Recorder: rec, Clock: clk})
+		return func(c golden.Case) []string {
+			if len(c.Input) > 0 {
+				t.Fatalf("%s:%d: %s takes no input lines", c.File, c.Line, c.Command)
 			}
-			rewritten.WriteString(b.cmd + "\n----\n")
-			if got != "" {
-				rewritten.WriteString(got + "\n")
-			}
-			continue
+			return runCommand(t, c, m, clk, rec)
 		}
-		if got != b.want {
-			t.Errorf("%s:%d: %s\n got:\n%s\nwant:\n%s", file, b.line, b.cmd, got, b.want)
-		}
-	}
-	if *updateGolden {
-		for _, p := range trailer {
-			rewritten.WriteString(p + "\n")
-		}
-		if err := os.WriteFile(file, []byte(rewritten.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
-func runCommand(t *testing.T, file string, b block, m *source.Merger, clk *testclock.FakePassiveClock, rec *eventtest.Recorder) string {
-	f := strings.Fields(b.cmd)
+func runCommand(t *testing.T, b golden.Case, m *source.Merger, clk *testclock.FakePassiveClock, rec *eventtest.Recorder) []string {
+	file := b.File
+	f := strings.Fields(b.Command)
 	var out []string
 	switch {
 	case f[0] == "tick":
@@ -152,11 +59,11 @@ func runCommand(t *testing.T, file string, b block, m *source.Merger, clk *testc
 			"delete": syncloop.OpDelete, "remove": syncloop.OpRemove, "reconcile": syncloop.OpReconcile}
 		op, ok := ops[f[1]]
 		if !ok {
-			t.Fatalf("%s:%d: unknown operation %q", file, b.line, f[1])
+			t.Fatalf("%s:%d: unknown operation %q", file, b.Line, f[1])
 		}
 		var ps []*v1.Pod
 		for _, s := range f[2:] {
-			ps = append(ps, parsePod(t, file, b.line, s))
+			ps = append(ps, parsePod(t, file, b.Line, s))
 		}
 		for _, u := range m.Merge(f[0], syncloop.PodUpdate{Op: op, Pods: ps}) {
 			out = append(out, describeOne(u))
@@ -166,9 +73,9 @@ func runCommand(t *testing.T, file string, b block, m *source.Merger, clk *testc
 		}
 		rec.TakeReasons()
 	default:
-		t.Fatalf("%s:%d: unknown command %q", file, b.line, b.cmd)
+		t.Fatalf("%s:%d: unknown command %q", file, b.Line, b.Command)
 	}
-	return strings.Join(out, "\n")
+	return out
 }
 
 func parsePod(t *testing.T, file string, line int, s string) *v1.Pod {
