@@ -74,9 +74,12 @@
 // Without one, built-in defaults give a generic client something plausible:
 // "echo ARGS..." prints ARGS joined by spaces and a newline ("-n" drops the
 // newline), "sh -c 'echo ARGS...'" likewise when the script is a plain echo
-// with no quoting, redirection or other shell syntax, "false" exits 1, and
-// everything else, "true" included, exits 0 with no output. This is a
-// convenience, not an interpreter: script anything else with an ExecRule.
+// with no quoting, redirection or other shell syntax, "cat FILE..." prints
+// the files as the container would see them through its mounts (the host
+// file behind the longest mount's ContainerPath; busybox's messages for a
+// missing file), "false" exits 1, and everything else, "true" included,
+// exits 0 with no output. This is a convenience, not an interpreter: script
+// anything else with an ExecRule.
 //
 // SetPullBehavior gives pulls of an image latency or failure, and says
 // what the registry serves for it (image ID, USER).

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -40,8 +44,12 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 		r.mu.Unlock()
 		return nil, fmt.Errorf("exec in container %q: container is in %s state: %w", c.id, c.state, cri.ErrFailedPrecondition)
 	}
-	res := r.execResultLocked(c, cmd)
+	res, scripted := r.execRuleLocked(c, cmd)
+	mounts := c.config.GetMounts()
 	r.mu.Unlock()
+	if !scripted && len(cmd) > 1 && base(cmd[0]) == "cat" {
+		res = catThroughMounts(mounts, cmd[1:])
+	}
 
 	if d := res.Duration; d > 0 {
 		if timeout > 0 && timeout < d {
@@ -83,4 +91,74 @@ func (r *Runtime) streaming(ctx context.Context, m Method, req proto.Message) er
 		return err
 	}
 	return fmt.Errorf("%s: %w: %w", m, errNoStreaming, cri.ErrUnimplemented)
+}
+
+// catThroughMounts is the built-in "cat FILE...": each file is read on the
+// host through the container's mounts (the longest ContainerPath that
+// contains it), as busybox cat would read it inside the container. The
+// fake has no root filesystem, so a path outside every mount does not
+// exist, and a symlink that leads out of its mount's host path is refused
+// as missing. Messages are busybox's.
+func catThroughMounts(mounts []*runtimeapi.Mount, files []string) ExecRule {
+	var out, errs strings.Builder
+	var code int32
+	for _, f := range files {
+		data, err := readThroughMounts(mounts, f)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fmt.Fprintf(&errs, "cat: can't open '%s': No such file or directory\n", f)
+			code = 1
+		case err != nil:
+			fmt.Fprintf(&errs, "cat: read error: %s\n", errorText(err))
+			code = 1
+		default:
+			out.Write(data)
+		}
+	}
+	return ExecRule{Stdout: out.String(), Stderr: errs.String(), ExitCode: code}
+}
+
+// readThroughMounts reads a container path through the mounts.
+func readThroughMounts(mounts []*runtimeapi.Mount, file string) ([]byte, error) {
+	p := path.Clean("/" + file)
+	var best *runtimeapi.Mount
+	for _, m := range mounts {
+		cp := path.Clean(m.GetContainerPath())
+		if (p == cp || strings.HasPrefix(p, strings.TrimSuffix(cp, "/")+"/")) && (best == nil || len(cp) > len(path.Clean(best.GetContainerPath()))) {
+			best = m
+		}
+	}
+	if best == nil {
+		return nil, fs.ErrNotExist
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(p, path.Clean(best.GetContainerPath())), "/")
+	host := filepath.Join(best.GetHostPath(), filepath.FromSlash(rel))
+	real, err := filepath.EvalSymlinks(host)
+	if err != nil {
+		return nil, err
+	}
+	root, err := filepath.EvalSymlinks(best.GetHostPath())
+	if err != nil {
+		return nil, err
+	}
+	if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
+		return nil, fs.ErrNotExist
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, errors.New("Is a directory")
+	}
+	return os.ReadFile(real)
+}
+
+// errorText is an error's message without Go's "op path: " prefix.
+func errorText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

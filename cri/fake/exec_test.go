@@ -2,6 +2,8 @@ package fake_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,7 +33,6 @@ func TestExecSyncDefaults(t *testing.T) {
 		{[]string{"true"}, "", 0},
 		{[]string{"/bin/false"}, "", 1},
 		{[]string{"sh", "-c", "false"}, "", 1},
-		{[]string{"cat", "/etc/hostname"}, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.cmd[len(tc.cmd)-1], func(t *testing.T) {
@@ -39,6 +40,52 @@ func TestExecSyncDefaults(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.stdout, string(resp.Stdout))
 			assert.Empty(t, resp.Stderr)
+			assert.Equal(t, tc.code, resp.ExitCode)
+		})
+	}
+}
+
+// cat reads files as the container sees them: through its mounts.
+func TestExecSyncCatReadsThroughMounts(t *testing.T) {
+	e := newEnv(t, fake.Options{})
+	vol, secret, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(vol, "greeting"), []byte("hello\n"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(vol, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(secret, "token"), []byte("s3cr3t"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "host"), []byte("host file"), 0o644))
+	// The atomic writer's layout: a relative link inside the volume is
+	// followed; an absolute one out of it is not.
+	require.NoError(t, os.Symlink("greeting", filepath.Join(vol, "alias")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "host"), filepath.Join(vol, "escape")))
+
+	sb, cfg := e.runPod("pod-cat")
+	cc := containerConfig("app", "busybox", "sleep", "3600")
+	cc.Mounts = []*runtimeapi.Mount{
+		{ContainerPath: "/etc/config", HostPath: vol},
+		{ContainerPath: "/etc/config/secret", HostPath: secret},
+	}
+	id := e.create(sb, cfg, cc)
+	require.NoError(t, e.rt.StartContainer(t.Context(), id))
+
+	cases := []struct {
+		argv           []string
+		stdout, stderr string
+		code           int32
+	}{
+		{[]string{"cat", "/etc/config/greeting"}, "hello\n", "", 0},
+		{[]string{"/bin/cat", "/etc/config/alias", "/etc/config/secret/token"}, "hello\ns3cr3t", "", 0},
+		{[]string{"cat", "/etc/config/../config/greeting"}, "hello\n", "", 0},
+		{[]string{"cat", "/etc/hostname"}, "", "cat: can't open '/etc/hostname': No such file or directory\n", 1},
+		{[]string{"cat", "/etc/config/missing"}, "", "cat: can't open '/etc/config/missing': No such file or directory\n", 1},
+		{[]string{"cat", "/etc/config/escape"}, "", "cat: can't open '/etc/config/escape': No such file or directory\n", 1},
+		{[]string{"cat", "/etc/config/sub"}, "", "cat: read error: Is a directory\n", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.argv[len(tc.argv)-1], func(t *testing.T) {
+			resp, err := e.rt.ExecSync(t.Context(), id, tc.argv, 0)
+			require.NoError(t, err)
+			assert.Equal(t, tc.stdout, string(resp.Stdout))
+			assert.Equal(t, tc.stderr, string(resp.Stderr))
 			assert.Equal(t, tc.code, resp.ExitCode)
 		})
 	}

@@ -243,16 +243,16 @@ func (r *Runtime) behaviorLocked(c *container) Behavior {
 	return Behavior{}
 }
 
-// execResultLocked returns what cmd does in c: the first matching exec rule,
+// execRuleLocked returns what cmd does in c: the first matching exec rule,
 // or the built-in default.
-func (r *Runtime) execResultLocked(c *container, cmd []string) ExecRule {
+func (r *Runtime) execRuleLocked(c *container, cmd []string) (rule ExecRule, scripted bool) {
 	for _, er := range r.execRules {
 		if (er.name == "" || er.name == c.config.GetMetadata().GetName()) &&
 			er.image.match(c.imageNames, c.imageID) && er.argv.match(cmd) {
-			return er.rule
+			return er.rule, true
 		}
 	}
-	return defaultExec(cmd)
+	return defaultExec(cmd), false
 }
 
 // defaultExec is the fake's convenience for commands no rule scripts. It is
