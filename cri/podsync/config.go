@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/internal/expansion"
 )
 
 // Upstream's CPU constants for translating requests and limits.
@@ -202,8 +203,8 @@ func (s *Syncer) ContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, res
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
-		Command:     expandAll(c.Command, vars),
-		Args:        expandAll(c.Args, vars),
+		Command:     expansion.ExpandAll(c.Command, vars),
+		Args:        expansion.ExpandAll(c.Args, vars),
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
 		Mounts:      mounts,
@@ -311,7 +312,7 @@ func (s *Syncer) envs(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtime
 	out := make([]*runtimeapi.KeyValue, 0, len(c.Env))
 	vars := make(map[string]string, len(c.Env))
 	for _, e := range c.Env {
-		v := expand(e.Value, vars)
+		v := expansion.Expand(e.Value, vars)
 		if vf := e.ValueFrom; vf != nil {
 			var err error
 			switch {

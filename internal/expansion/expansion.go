@@ -1,11 +1,14 @@
-package podsync
+// Package expansion expands $(VAR) references the way the Kubernetes API
+// documents them for a container's command, args, env values and
+// volumeMounts' subPathExpr: $(NAME) becomes the variable's value, a
+// reference to an unknown name is left as written, and $$ is an escaped $
+// (so $$(NAME) is the literal $(NAME)). Both cri/podsync and volume use it.
+package expansion
 
 import "strings"
 
-// expand replaces $(NAME) in s with vars[NAME] as the API documents for
-// command, args and env values: an unknown name is left as written, and
-// $$ is an escaped $ (so $$(NAME) is the literal $(NAME)).
-func expand(s string, vars map[string]string) string {
+// Expand returns s with its references to vars expanded.
+func Expand(s string, vars map[string]string) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -39,13 +42,14 @@ func expand(s string, vars map[string]string) string {
 	return b.String()
 }
 
-func expandAll(ss []string, vars map[string]string) []string {
+// ExpandAll expands every string of ss; it returns ss itself when empty.
+func ExpandAll(ss []string, vars map[string]string) []string {
 	if len(ss) == 0 {
 		return ss
 	}
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = expand(s, vars)
+		out[i] = Expand(s, vars)
 	}
 	return out
 }
