@@ -1,0 +1,5 @@
+package volume
+
+// Busy reports how many operations are in flight, for tests that must
+// wait until the reconciler is idle.
+func Busy(m *Manager) int64 { return m.busy.Load() }

@@ -1,0 +1,21 @@
+package volume
+
+import "errors"
+
+// ErrMountNotSupported is returned by the default Mounter where mounting is
+// not implemented (outside Linux).
+var ErrMountNotSupported = errors.New("mounting is not supported on this platform")
+
+// Mounter mounts and unmounts filesystems: tmpfs for emptyDir medium
+// Memory, secret and projected volumes. The default on Linux uses
+// mount(2), which needs CAP_SYS_ADMIN; volumetest.Mounter is a fake that
+// records calls.
+type Mounter interface {
+	// Mount mounts source of type fstype on target with options
+	// ("size=67108864", ...).
+	Mount(source, target, fstype string, options []string) error
+	// Unmount unmounts target.
+	Unmount(target string) error
+	// IsMountPoint reports whether something is mounted on path.
+	IsMountPoint(path string) (bool, error)
+}

@@ -1,0 +1,89 @@
+package volume
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// sysMounter mounts with mount(2).
+type sysMounter struct{}
+
+var _ Mounter = sysMounter{}
+
+func defaultMounter() Mounter { return sysMounter{} }
+
+// Mount calls mount(2) with nodev,nosuid for tmpfs.
+func (sysMounter) Mount(source, target, fstype string, options []string) error {
+	var flags uintptr
+	if fstype == "tmpfs" {
+		flags = syscall.MS_NODEV | syscall.MS_NOSUID
+	}
+	if err := syscall.Mount(source, target, fstype, flags, strings.Join(options, ",")); err != nil {
+		return fmt.Errorf("mount %s on %s (%s): %w", fstype, target, strings.Join(options, ","), err)
+	}
+	return nil
+}
+
+// Unmount calls umount(2).
+func (sysMounter) Unmount(target string) error {
+	if err := syscall.Unmount(target, 0); err != nil {
+		return fmt.Errorf("unmount %s: %w", target, err)
+	}
+	return nil
+}
+
+// IsMountPoint looks for path in /proc/self/mountinfo (after resolving
+// symlinks), which also finds bind mounts on the same device.
+func (sysMounter) IsMountPoint(path string) (bool, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false, err
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && unescapeMountinfo(fields[4]) == p {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space) of
+// /proc/self/mountinfo.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range []byte(s[i+1 : i+4]) {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + (c - '0')
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

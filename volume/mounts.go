@@ -1,0 +1,239 @@
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/internal/expansion"
+)
+
+// Mounts returns the CRI mounts of container's volumeMounts: the host path
+// of each volume (with its subPath or expanded subPathExpr resolved safely,
+// see below), the container path, read-only (the mount's or the volume's:
+// configMap, secret, downwardAPI and projected always are) and
+// propagation. Every volume must be set up (WaitForMount returned nil);
+// otherwise the error wraps ErrNotMounted. A bad mount wraps
+// ErrInvalidVolume and names the container and mount.
+//
+// A subPath must be relative without "..". It is resolved from the
+// volume's real path one element at a time: a missing element is created
+// as a directory with the volume root's mode (not in a read-only volume),
+// and a symlink is followed only if its target stays inside the volume, as
+// checked with filepath.EvalSymlinks against the volume's real path; the
+// mount's host path is the resolved real path. Unlike upstream, which bind-
+// mounts the checked path to pin it, nothing stops a container that can
+// write the volume from swapping an element for a symlink between this
+// check and the runtime's mount; a runtime that resolves symlinks in the
+// container's mount namespace or the pod's own containers are the trust
+// boundary here.
+func (m *Manager) Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mount, error) {
+	if len(container.VolumeMounts) == 0 {
+		return nil, nil
+	}
+	mounted := m.mountedOf(pod)
+	out := make([]*runtimeapi.Mount, 0, len(container.VolumeMounts))
+	for i := range container.VolumeMounts {
+		vm := &container.VolumeMounts[i]
+		mt, err := m.mount(pod, container, vm, mounted)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: volumeMount %s: %w", container.Name, vm.Name, err)
+		}
+		out = append(out, mt)
+	}
+	return out, nil
+}
+
+// VolumeHostPaths returns the host path of each of pod's volumes that is
+// set up, by name; it satisfies cri/podsync.VolumeHostPaths. Mounts is the
+// safer hook: it resolves subPaths against symlinks.
+func (m *Manager) VolumeHostPaths(pod *v1.Pod) (map[string]string, error) {
+	mounted := m.mountedOf(pod)
+	out := make(map[string]string, len(mounted))
+	for name, mt := range mounted {
+		out[name] = mt.HostPath
+	}
+	return out, nil
+}
+
+// mountedOf copies what is set up for pod.
+func (m *Manager) mountedOf(pod *v1.Pod) map[string]Mounted {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.core.mounted(pod.UID)
+}
+
+func (m *Manager) mount(pod *v1.Pod, c *v1.Container, vm *v1.VolumeMount, mounted map[string]Mounted) (*runtimeapi.Mount, error) {
+	mt, ok := mounted[vm.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: volume %q is not set up", ErrNotMounted, vm.Name)
+	}
+	if !path.IsAbs(vm.MountPath) {
+		return nil, fmt.Errorf("%w: mountPath %q is not absolute", ErrInvalidVolume, vm.MountPath)
+	}
+	host := mt.HostPath
+	sub := vm.SubPath
+	if vm.SubPathExpr != "" {
+		if sub != "" {
+			return nil, fmt.Errorf("%w: subPath and subPathExpr are mutually exclusive", ErrInvalidVolume)
+		}
+		var err error
+		if sub, err = expandSubPathExpr(pod, c, vm.SubPathExpr, m.opts.NodeName); err != nil {
+			return nil, err
+		}
+		if sub == "" {
+			return nil, fmt.Errorf("%w: subPathExpr %q expands to nothing", ErrInvalidVolume, vm.SubPathExpr)
+		}
+	}
+	if sub != "" {
+		if err := validateRelativePath("subPath", sub); err != nil {
+			return nil, err
+		}
+		var err error
+		if host, err = ResolveSubPath(host, sub, !mt.ReadOnly); err != nil {
+			return nil, err
+		}
+	}
+	out := &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || mt.ReadOnly}
+	if vm.MountPropagation != nil {
+		switch *vm.MountPropagation {
+		case v1.MountPropagationNone:
+			out.Propagation = runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+		case v1.MountPropagationHostToContainer:
+			out.Propagation = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+		case v1.MountPropagationBidirectional:
+			if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+				return nil, fmt.Errorf("%w: Bidirectional mount propagation is available only to privileged containers", ErrInvalidVolume)
+			}
+			out.Propagation = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+		default:
+			return nil, fmt.Errorf("%w: unknown mountPropagation %q", ErrInvalidVolume, *vm.MountPropagation)
+		}
+	}
+	if vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
+		if !out.Readonly {
+			return nil, fmt.Errorf("%w: recursiveReadOnly Enabled needs readOnly", ErrInvalidVolume)
+		}
+		out.RecursiveReadOnly = true
+	}
+	return out, nil
+}
+
+// ResolveSubPath resolves sub (relative, already free of "..") inside the
+// volume at base and returns the real path: each element is looked at in
+// turn, a symlink is followed only when its target stays inside base's real
+// path, and a missing element is created as a directory with base's mode
+// when create is true (an error otherwise).
+func ResolveSubPath(base, sub string, create bool) (string, error) {
+	root, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return "", fmt.Errorf("volume path %s: %w", base, err)
+	}
+	rootInfo, err := os.Stat(root)
+	if err != nil {
+		return "", fmt.Errorf("volume path %s: %w", base, err)
+	}
+	cur := root
+	for _, el := range strings.Split(filepath.Clean(sub), string(filepath.Separator)) {
+		if el == "." || el == "" {
+			continue
+		}
+		if el == ".." {
+			return "", fmt.Errorf("%w: subPath %q must not contain '..'", ErrInvalidVolume, sub)
+		}
+		next := filepath.Join(cur, el)
+		fi, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if !create {
+				return "", fmt.Errorf("%w: subPath %q does not exist in the volume", ErrInvalidVolume, sub)
+			}
+			if err := os.Mkdir(next, rootInfo.Mode().Perm()); err != nil && !errors.Is(err, fs.ErrExist) {
+				return "", fmt.Errorf("subPath %q: %w", sub, err)
+			}
+			// Look again: something may have raced the Mkdir.
+			if fi, err = os.Lstat(next); err != nil {
+				return "", fmt.Errorf("subPath %q: %w", sub, err)
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+				return "", fmt.Errorf("%w: subPath %q: %s changed while it was created", ErrInvalidVolume, sub, el)
+			}
+		case err != nil:
+			return "", fmt.Errorf("subPath %q: %w", sub, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := filepath.EvalSymlinks(next)
+			if err != nil {
+				return "", fmt.Errorf("%w: subPath %q: symlink %s: %w", ErrInvalidVolume, sub, el, err)
+			}
+			if !within(root, target) {
+				return "", fmt.Errorf("%w: subPath %q: symlink %s points outside the volume", ErrInvalidVolume, sub, el)
+			}
+			next = target
+		}
+		cur = next
+	}
+	if !within(root, cur) {
+		return "", fmt.Errorf("%w: subPath %q resolves outside the volume", ErrInvalidVolume, sub)
+	}
+	return cur, nil
+}
+
+// within reports whether p is root or below it (both clean, real paths).
+func within(root, p string) bool {
+	return p == root || strings.HasPrefix(p, root+string(filepath.Separator)) || root == string(filepath.Separator)
+}
+
+// expandSubPathExpr expands $(VAR) in a subPathExpr with the container's
+// env: literal values and the fieldRefs known before the pod runs
+// (metadata.name, metadata.namespace, metadata.uid, labels and annotations
+// by key, spec.nodeName, spec.serviceAccountName). A reference to another
+// kind of variable is an error rather than a silently wrong path.
+func expandSubPathExpr(pod *v1.Pod, c *v1.Container, expr, nodeName string) (string, error) {
+	vars := map[string]string{}
+	bad := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			vars[e.Name] = expansion.Expand(e.Value, vars)
+			delete(bad, e.Name)
+		case e.ValueFrom.FieldRef != nil:
+			v, err := envField(pod, e.ValueFrom.FieldRef.FieldPath, nodeName)
+			if err != nil {
+				bad[e.Name] = err.Error()
+				delete(vars, e.Name)
+				continue
+			}
+			vars[e.Name] = v
+			delete(bad, e.Name)
+		default:
+			bad[e.Name] = "its value source is not supported in subPathExpr"
+			delete(vars, e.Name)
+		}
+	}
+	for name, why := range bad {
+		if strings.Contains(expr, "$("+name+")") {
+			return "", fmt.Errorf("%w: subPathExpr %q: env %s: %s", ErrUnsupported, expr, name, why)
+		}
+	}
+	return expansion.Expand(expr, vars), nil
+}
+
+func envField(pod *v1.Pod, p, nodeName string) (string, error) {
+	switch p {
+	case "spec.nodeName":
+		if pod.Spec.NodeName != "" {
+			return pod.Spec.NodeName, nil
+		}
+		return nodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	}
+	return downwardField(pod, p)
+}
