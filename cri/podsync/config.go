@@ -438,6 +438,13 @@ func (s *Syncer) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, erro
 	if len(c.VolumeMounts) == 0 {
 		return nil, nil
 	}
+	if cm, ok := s.volumes.(ContainerMounts); ok {
+		m, err := cm.Mounts(pod, c)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: volumes: %w", c.Name, err)
+		}
+		return m, nil
+	}
 	var paths map[string]string
 	if s.volumes != nil {
 		var err error

@@ -2,6 +2,7 @@ package podsync_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -80,6 +81,45 @@ func TestContainerConfig(t *testing.T) {
 	assert.Equal(t, int64(100000), r.GetCpuPeriod())
 	assert.Equal(t, int64(128<<20), r.GetMemoryLimitInBytes())
 	assert.Equal(t, runtimeapi.NamespaceMode_CONTAINER, cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid())
+}
+
+// mountsVolumes is a volume manager that builds containers' mounts itself.
+type mountsVolumes struct{ err error }
+
+func (mountsVolumes) VolumeHostPaths(*v1.Pod) (map[string]string, error) {
+	return map[string]string{"data": "/joined/by/podsync"}, nil
+}
+
+func (m mountsVolumes) Mounts(_ *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
+	return []*runtimeapi.Mount{{ContainerPath: c.VolumeMounts[0].MountPath, HostPath: "/resolved/by/volumes", Readonly: true}}, m.err
+}
+
+func TestContainerConfigUsesTheVolumeManagersMounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vols mountsVolumes
+		want string
+	}{
+		{"mounts", mountsVolumes{}, ""},
+		{"error", mountsVolumes{err: errors.New(`subPath "a/link" escapes the volume`)}, `container app: volumes: subPath "a/link" escapes the volume`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := fake.New(fake.Options{})
+			t.Cleanup(rt.Close)
+			s, err := podsync.New(podsync.Options{Runtime: rt, LogRoot: "/logs", Volumes: tc.vols})
+			require.NoError(t, err)
+			c := ctr("app")
+			c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", SubPath: "a/link"}}
+			pod := newPod("", nil, c)
+			cfg, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "sha256:abc")
+			if tc.want != "" {
+				require.EqualError(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/resolved/by/volumes", Readonly: true}}, cfg.GetMounts())
+		})
+	}
 }
 
 func TestContainerConfigRejects(t *testing.T) {

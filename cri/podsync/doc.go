@@ -36,7 +36,8 @@
 // Container configs carry command, args, env (with the downward API
 // fieldRef and resourceFieldRef, and $(VAR) expansion), working dir,
 // mounts from VolumeHostPaths
-// (subPaths checked against traversal), CRI Linux resources, security
+// (subPaths checked against traversal), or from the volume manager itself
+// when it implements ContainerMounts, CRI Linux resources, security
 // context basics (the PID namespace is the container's own unless
 // shareProcessNamespace), and a log path <container>/<restartCount>.log
 // under LogDirectory.

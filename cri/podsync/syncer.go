@@ -69,6 +69,15 @@ func (f VolumeHostPathsFunc) VolumeHostPaths(pod *v1.Pod) (map[string]string, er
 
 var _ VolumeHostPaths = VolumeHostPathsFunc(nil)
 
+// ContainerMounts is an optional interface of Options.Volumes: a volume
+// manager that builds a container's CRI mounts itself (subPaths resolved
+// against symlinks, read-only volumes, propagation), as volume.Manager
+// does. When Volumes has it, the Syncer uses it instead of joining host
+// paths and subPaths itself.
+type ContainerMounts interface {
+	Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mount, error)
+}
+
 // DefaultLogRoot is where pod log directories live by default.
 const DefaultLogRoot = "/var/log/pods"
 
