@@ -40,6 +40,7 @@ var defaultManifests = filepath.Join("examples", "minikubelet", "manifests")
 // config is what the flags say.
 type config struct {
 	endpoint, manifestPath, manifestURL, nodeName, rootDir, address string
+	objectPath                                                      string
 	port                                                            int
 	runOnce, evented                                                bool
 	runOnceTimeout                                                  time.Duration
@@ -54,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.endpoint, "container-runtime-endpoint", "", "CRI endpoint (unix:///run/containerd/containerd.sock); empty runs the embedded fake runtime")
 	fs.StringVar(&c.manifestPath, "pod-manifest-path", "", "directory (or file) of static pod manifests; empty means examples/minikubelet/manifests when it exists, else the embedded copy")
 	fs.StringVar(&c.manifestURL, "manifest-url", "", "URL of a pod or pod list to run")
+	fs.StringVar(&c.objectPath, "object-manifest-path", "", "directory of ConfigMap and Secret manifests (one per file) for pods' configMap, secret and projected volumes")
 	fs.StringVar(&c.nodeName, "node-name", "", "node name (default: the host name)")
 	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "minikubelet"), "directory for pod data and logs")
 	fs.StringVar(&c.address, "address", "127.0.0.1", "address of the read-only HTTP server")
@@ -86,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, ManifestURL: c.manifestURL, Logger: log, EventedPLEG: c.evented}
+	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, ManifestURL: c.manifestURL, ObjectPath: c.objectPath, Logger: log, EventedPLEG: c.evented}
 	if !c.runOnce {
 		opts.Out = stdout
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // Runtime is the container runtime the agent drives: the CRI client from
@@ -58,6 +59,9 @@ type Timings struct {
 	Housekeeping time.Duration
 	// NodeStatus is how often the node's status is built (10s).
 	NodeStatus time.Duration
+	// VolumeRefresh is how often configMap, secret, downwardAPI and
+	// projected volumes are written again from their sources (1m).
+	VolumeRefresh time.Duration
 }
 
 // Options configure an Agent. The zero value runs the embedded fake runtime
@@ -86,6 +90,15 @@ type Options struct {
 	// the static pods. Nil means none. Unlike static pods, these pods can
 	// be evicted, as upstream protects static pods from eviction.
 	APIUpdates <-chan syncloop.PodUpdate
+	// ObjectPath is a directory of ConfigMap and Secret manifests (one
+	// object per file, YAML or JSON) that pods' configMap, secret and
+	// projected volumes read, re-read every SourcePeriod; empty means none.
+	// Ignored when VolumeSources is set.
+	ObjectPath string
+	// VolumeSources give configMaps, secrets and service account tokens to
+	// the pods' volumes (an API-server adapter implements them). Empty
+	// means the objects of ObjectPath, and no tokens.
+	VolumeSources volume.Sources
 	// Listen is the address of the HTTP server (/healthz, /pods, /metrics);
 	// empty means no server. Use ":0" for any free port; Addr tells which.
 	Listen string
@@ -133,6 +146,8 @@ type Agent struct {
 	loop    *syncloop.Loop
 	evict   *eviction.Manager // nil when disabled
 	node    *node.Controller
+	vol     *volume.Manager
+	objects *volume.StaticSources // configMaps and secrets from ObjectPath
 	sink    *memorySink
 	metrics *metrics
 	msgs    status.MessageReader
@@ -217,8 +232,11 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	if a.vol, err = a.newVolumes(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	a.syncer, err = podsync.New(podsync.Options{
-		Runtime: a.rt, Recorder: a, Logger: log.With("component", "podsync"),
+		Runtime: a.rt, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),
@@ -357,6 +375,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		g.go_("eviction", func() error { return a.evict.Run(ctx) })
 	}
 	g.go_("node-status", func() error { return a.node.Run(ctx) })
+	g.go_("volumes", func() error { return a.vol.Run(ctx) })
+	if a.objects != nil && a.opts.ObjectPath != "" {
+		g.go_("objects", func() error { return a.runObjects(ctx) })
+	}
 	if err := a.startSources(ctx, g); err != nil {
 		cancel()
 		g.wait()

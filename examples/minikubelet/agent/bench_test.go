@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,7 +56,7 @@ func loadOnce(b *testing.B, n int, evented bool) (all, p50, p99 time.Duration) {
 	if err := os.Mkdir(manifests, 0o750); err != nil {
 		b.Fatal(err)
 	}
-	a, err := agent.New(agent.Options{NodeName: "node1", HostIPs: []string{"192.0.2.10"}, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, EventedPLEG: evented})
+	a, err := agent.New(agent.Options{NodeName: "node1", HostIPs: []string{"192.0.2.10"}, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, EventedPLEG: evented, Logger: benchLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,4 +106,11 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+func benchLogger() *slog.Logger {
+	if os.Getenv("KK_DEBUG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

@@ -112,3 +112,9 @@ spec:
 	second.waitGone("adopt-init-node1")
 	waitNoRunning(t, c, string(after.UID))
 }
+
+func TestContainerdContainerReadsMountedFiles(t *testing.T) {
+	c, image := ctrdtest.Client(t)
+	n, objects, hostDir, podName := volumeNode(t, c, image, "ctrd-vols")
+	checkVolumes(t, n, c, objects, hostDir, podName)
+}

@@ -34,6 +34,7 @@ var fast = agent.Timings{
 	Resync:         5 * time.Second,
 	Housekeeping:   200 * time.Millisecond,
 	NodeStatus:     100 * time.Millisecond,
+	VolumeRefresh:  200 * time.Millisecond,
 }
 
 // node is one running agent with its manifest directory.
@@ -41,6 +42,7 @@ type node struct {
 	t         *testing.T
 	a         *agent.Agent
 	manifests string
+	root      string
 	base      string
 	cancel    context.CancelFunc
 	done      chan error
@@ -68,9 +70,11 @@ func startNodeWith(t *testing.T, opts agent.Options) *node {
 	}
 	a, err := agent.New(opts)
 	require.NoError(t, err)
+	// Registered before the agent's stop, so it runs after it.
+	t.Cleanup(func() { unmountUnder(t, opts.RootDir) })
 	manifests := opts.ManifestPath
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{t: t, a: a, manifests: manifests, cancel: cancel, done: make(chan error, 1)}
+	n := &node{t: t, a: a, manifests: manifests, root: opts.RootDir, cancel: cancel, done: make(chan error, 1)}
 	go func() { n.done <- a.Run(ctx) }()
 	select {
 	case <-a.Ready():

@@ -40,11 +40,10 @@ func (a *Agent) newEviction() (*eviction.Manager, error) {
 	o := a.opts.Eviction
 	provider := o.Stats
 	if provider == nil {
-		l, err := stats.NewLinux(stats.LinuxOptions{Runtime: a.rt, RootDir: a.opts.RootDir, PodLogsDir: a.logsDir()})
-		if err != nil {
+		var err error
+		if provider, err = a.machineStats(); err != nil {
 			return nil, fmt.Errorf("eviction stats: %w", err)
 		}
-		provider = l
 	}
 	thresholds := o.Thresholds
 	if thresholds == nil {

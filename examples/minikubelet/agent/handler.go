@@ -168,8 +168,9 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		a.status.Remove(uid)
 		a.syncer.RemovePod(uid)
 		a.sink.forget(uid)
-		a.removePodDir(uid)
+		a.vol.RemovePod(uid)
 	}
+	a.cleanupOrphanedPodDirs(want)
 
 	a.mu.Lock()
 	a.cleanups++

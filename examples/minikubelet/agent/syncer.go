@@ -15,6 +15,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // The Agent is the pod workers' Syncer: it ties the runtime status, the
@@ -111,6 +112,14 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 	if err := a.makePodDirs(pod); err != nil {
 		return false, err
 	}
+	// The volumes first, as upstream: the pod waits (its status says
+	// ContainerCreating), other pods go on.
+	if err := a.vol.WaitForMount(ctx, pod); err != nil {
+		if ctx.Err() == nil && !errors.Is(err, volume.ErrTimeout) {
+			a.Eventf(pod, v1.EventTypeWarning, volume.EventFailedMount, "Unable to attach or mount volumes: %v", err)
+		}
+		return false, fmt.Errorf("pod %s: %w", podDesc(pod), err)
+	}
 	res := a.syncer.SyncPod(ctx, pod, rs)
 	return false, res.Err()
 }
@@ -151,9 +160,15 @@ func (a *Agent) SyncTerminatingRuntimePod(ctx context.Context, pod *v1.Pod) erro
 	return a.syncer.KillPod(ctx, pod, rs, &one).Err()
 }
 
-// SyncTerminatedPod releases what a terminated pod held and marks its
-// status final.
-func (a *Agent) SyncTerminatedPod(_ context.Context, pod *v1.Pod) error {
+// SyncTerminatedPod releases what a terminated pod held (its volumes) and
+// marks its status final.
+func (a *Agent) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
+	// A terminated pod's volumes are torn down, as upstream, whether or
+	// not its source still lists it.
+	a.vol.RemovePod(pod.UID)
+	if err := a.vol.WaitForUnmount(ctx, pod); err != nil {
+		return fmt.Errorf("pod %s: %w", podDesc(pod), err)
+	}
 	a.status.TerminatePod(pod)
 	return nil
 }
@@ -183,14 +198,33 @@ func (a *Agent) podDir(uid types.UID) (string, error) {
 	return filepath.Join(a.podsDir(), s), nil
 }
 
-// removePodDir removes what a finished pod left on disk.
-func (a *Agent) removePodDir(uid types.UID) {
-	dir, err := a.podDir(uid)
+// cleanupOrphanedPodDirs removes the directories of pods that are neither
+// desired nor known to the workers, as upstream's housekeeping does, once
+// the volume manager has torn down their volumes: a directory whose
+// volumes/ still holds anything is left for a later pass, so nothing
+// mounted is ever removed through.
+func (a *Agent) cleanupOrphanedPodDirs(want map[types.UID]struct{}) {
+	entries, err := os.ReadDir(a.podsDir())
 	if err != nil {
+		a.log.Warn("Cannot list pod directories", "err", err)
 		return
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		a.log.Warn("Failed to remove the directory of a finished pod", "podUID", uid, "err", err)
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if _, ok := want[uid]; ok || !e.IsDir() || a.workers.IsPodKnownToWorker(uid) {
+			continue
+		}
+		dir, err := a.podDir(uid)
+		if err != nil {
+			continue
+		}
+		if vols, err := os.ReadDir(filepath.Join(dir, "volumes")); err == nil && len(vols) > 0 {
+			a.log.Debug("Orphaned pod directory still has volumes; not removing it yet", "podUID", uid)
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			a.log.Warn("Failed to remove an orphaned pod directory", "podUID", uid, "err", err)
+		}
 	}
 }
 

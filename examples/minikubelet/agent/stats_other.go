@@ -1,0 +1,15 @@
+//go:build !linux
+
+package agent
+
+import (
+	"errors"
+	"runtime"
+
+	"github.com/kubeletkit/kubeletkit/eviction/stats"
+)
+
+// machineStats has no measurement of a machine that is not Linux.
+func (a *Agent) machineStats() (stats.Provider, error) {
+	return nil, errors.New("no stats provider for " + runtime.GOOS + ": set EvictionOptions.Stats, or Disabled")
+}
