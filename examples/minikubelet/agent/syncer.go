@@ -15,7 +15,6 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/status"
-	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // The Agent is the pod workers' Syncer: it ties the runtime status, the
@@ -113,11 +112,9 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 		return false, err
 	}
 	// The volumes first, as upstream: the pod waits (its status says
-	// ContainerCreating), other pods go on.
+	// ContainerCreating), other pods go on. WaitForMount records the
+	// FailedMount event itself.
 	if err := a.vol.WaitForMount(ctx, pod); err != nil {
-		if ctx.Err() == nil && !errors.Is(err, volume.ErrTimeout) {
-			a.Eventf(pod, v1.EventTypeWarning, volume.EventFailedMount, "Unable to attach or mount volumes: %v", err)
-		}
 		return false, fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
 	res := a.syncer.SyncPod(ctx, pod, rs)

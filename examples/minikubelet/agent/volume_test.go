@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,6 +199,12 @@ spec:
 	})
 	assert.Equal(t, v1.PodPending, p.Status.Phase)
 	assert.Equal(t, "ContainerCreating", p.Status.ContainerStatuses[0].State.Waiting.Reason)
+	resp, err := http.Get(n.base + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `kubeletkit_events_total{reason="FailedMount",type="Warning"}`)
 	cs, err := n.a.Runtime().ListContainers(context.Background(), nil)
 	require.NoError(t, err)
 	for _, c := range cs {
