@@ -186,7 +186,11 @@ func (e *Evented) streamLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		t := e.c.clock.NewTimer(e.streamFailed(err))
+		wait := e.streamFailed(err)
+		if wait == 0 {
+			continue
+		}
+		t := e.c.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -279,9 +283,16 @@ func (e *Evented) streamFailed(err error) time.Duration {
 		e.c.metrics.StreamState(StreamFallback)
 	}
 	e.relistNow()
+	// The first failure is retried at once: a stream that broke once (the
+	// runtime's queue overflowed in a burst, a connection reset) usually
+	// works again, and until it does only relists see the pods. Repeated
+	// failures wait StreamRetryPeriod, doubling up to a minute.
+	if failures == 1 && !unimplemented {
+		return 0
+	}
 	limit := max(maxStreamRetryPeriod, e.retryPeriod)
 	wait := e.retryPeriod
-	for i := 1; i < failures && wait < limit; i++ {
+	for i := 2; i < failures && wait < limit; i++ {
 		wait *= 2
 	}
 	if unimplemented || wait > limit {

@@ -199,13 +199,19 @@ func TestEventedFallbackAndResume(t *testing.T) {
 		defer f.stop(t)
 		require.Len(t, f.initial, 2)
 
-		// Four failures: retries at 1s, 2s, 4s, 8s, a relist after each; not
-		// yet a fallback.
-		for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+		// Four failures: retries at once, then after 1s, 2s, 4s, a relist
+		// after each; not yet a fallback. The stream is not open before its
+		// wait has passed.
+		for i, wait := range []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second} {
 			f.send(t, nil, fmt.Errorf("broken pipe %d", i))
 			synctest.Wait()
 			assert.NotEqual(t, StreamFallback, f.e.StreamState())
-			f.clk.Step(wait)
+			if wait > 0 {
+				f.clk.Step(wait - time.Millisecond)
+				synctest.Wait()
+				assert.Equal(t, StreamFailed, f.e.StreamState(), "failure %d: still waiting", i)
+				f.clk.Step(time.Millisecond)
+			}
 		}
 		// The fifth: fallback, said in the log and the metrics.
 		f.send(t, nil, errors.New("broken pipe 4"))
@@ -230,8 +236,8 @@ func TestEventedFallbackAndResume(t *testing.T) {
 		assert.ErrorContains(t, err, "threshold is 3m0s")
 		f.rt.setListErr(nil)
 
-		// The stream comes back (the retry wait is 16s, then 32s, then the
-		// one-minute cap; stepping a minute reopens it): once it stays open
+		// The stream comes back (the retry wait is 8s, then 16s, 32s, then
+		// the one-minute cap; stepping a minute reopens it): once it stays open
 		// for a second it counts as connected and events resume.
 		f.clk.Step(time.Minute)
 		synctest.Wait()

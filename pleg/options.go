@@ -61,9 +61,9 @@ const (
 	// DefaultRuntimeTimeout bounds each list call and each pod's inspection
 	// (upstream's runtime request timeout).
 	DefaultRuntimeTimeout = 2 * time.Minute
-	// DefaultStreamRetryPeriod is the first wait before reopening a failed
-	// event stream; the wait doubles with each consecutive failure up to
-	// maxStreamRetryPeriod.
+	// DefaultStreamRetryPeriod is the wait before reopening an event stream
+	// that failed twice in a row (a first failure is retried at once); it
+	// doubles with each further failure up to maxStreamRetryPeriod.
 	DefaultStreamRetryPeriod = time.Second
 )
 
@@ -134,9 +134,10 @@ type EventedOptions struct {
 	// MaxStreamFailures is how many consecutive stream failures make the
 	// PLEG fall back to relisting. Default DefaultMaxStreamFailures (5).
 	MaxStreamFailures int
-	// StreamRetryPeriod is the first wait before reopening a failed stream;
-	// it doubles with each consecutive failure, up to a minute. Default
-	// DefaultStreamRetryPeriod (1s).
+	// StreamRetryPeriod is the wait before reopening a stream that failed
+	// twice in a row; it doubles with each further failure, up to a minute.
+	// A first failure is retried at once. Default DefaultStreamRetryPeriod
+	// (1s).
 	StreamRetryPeriod time.Duration
 	// CacheRefreshPeriod is how often the PLEG inspects the pods that pod
 	// workers wait on in the Cache while events flow (it also does so as
