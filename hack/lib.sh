@@ -100,3 +100,82 @@ kk_find_our_containerd() {
     if kk_is_our_containerd "${p}"; then printf '%s\n' "${p}"; fi
   done
 }
+
+# ---- control plane (etcd + kube-apiserver) for API-server tests ----------
+# Used by hack/controlplane-{setup,start,stop,smoke}.sh. Environment
+# variables (all optional):
+#   KK_K8S_VERSION      kube-apiserver version (v1.36.3); must match
+#                       hack/apiserver/go.mod, which pins it.
+#   KK_APISERVER_CACHE  dir of the cached kube-apiserver-<version> binary
+#                       (default $KK_WORK/bin); point it at a persistent dir
+#                       when KK_WORK is a fresh temp dir (as in .ci/run).
+KK_K8S_VERSION="${KK_K8S_VERSION:-v1.36.3}"
+KK_APISERVER_MODULE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/apiserver"
+KK_APISERVER_CACHE="${KK_APISERVER_CACHE:-${KK_BIN}}"
+KK_APISERVER_BIN="${KK_APISERVER_CACHE}/kube-apiserver-${KK_K8S_VERSION}"
+KK_CP_DIR="${KK_WORK}/controlplane"        # certs, keys, kubeconfig, env
+KK_ETCD_DATA="${KK_CP_DIR}/etcd-data"
+KK_ETCD_PIDFILE="${KK_WORK}/etcd.pid"
+KK_ETCD_LOG="${KK_WORK}/etcd.log"
+KK_APISERVER_PIDFILE="${KK_WORK}/kube-apiserver.pid"
+KK_APISERVER_LOG="${KK_WORK}/kube-apiserver.log"
+KK_CP_ENV="${KK_CP_DIR}/env"
+KK_KUBECONFIG="${KK_CP_DIR}/kubeconfig"
+
+# kk_cmdline PID: the command line of PID with NULs turned into spaces.
+kk_cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true; }
+
+# kk_is_our_etcd PID: true when PID is alive and runs etcd with our data dir.
+kk_is_our_etcd() {
+  local pid="$1"
+  kk_pid_alive "${pid}" || return 1
+  [[ "$(kk_cmdline "${pid}")" == "etcd "*" --data-dir ${KK_ETCD_DATA} "* ]]
+}
+
+# kk_is_our_apiserver PID: true when PID is alive and runs a
+# kube-apiserver-<version> binary whose first flag is our cert dir (unique to
+# this KK_WORK), as hack/controlplane-start.sh starts it.
+kk_is_our_apiserver() {
+  local pid="$1" cmd
+  kk_pid_alive "${pid}" || return 1
+  cmd="$(kk_cmdline "${pid}")"
+  [[ "${cmd}" == /*"/kube-apiserver-v"*" --cert-dir=${KK_CP_DIR}/pki "* ]]
+}
+
+# kk_pidfile_pid PIDFILE CHECK: print the PID in PIDFILE when CHECK PID (one
+# of the kk_is_our_* functions) accepts it; nothing otherwise.
+kk_pidfile_pid() {
+  local pid=""
+  [[ -f "$1" ]] && pid="$(tr -dc '0-9' <"$1")"
+  if [[ -n "${pid}" ]] && "$2" "${pid}"; then printf '%s\n' "${pid}"; fi
+}
+
+# kk_find_pids CHECK COMM: every PID whose /proc/PID/comm is COMM and that
+# CHECK PID accepts (used when the pid file is lost). The comm filter is a
+# bash builtin read, so the scan forks nothing for unrelated processes.
+kk_find_pids() {
+  local p comm
+  for p in /proc/[0-9]*; do
+    comm=""
+    read -r comm <"${p}/comm" 2>/dev/null || true
+    [[ "${comm}" == "$2" ]] || continue
+    p="${p#/proc/}"
+    if "$1" "${p}"; then printf '%s\n' "${p}"; fi
+  done
+}
+
+# kk_free_port: print a TCP port on 127.0.0.1 that nothing listens on or
+# connects from right now, from the range 20000-44999 (below Linux's default
+# ephemeral range, so outgoing connections rarely take it). A small race
+# with other starters remains; start checks the daemon really bound it.
+kk_free_port() {
+  local p i
+  for ((i = 0; i < 200; i++)); do
+    p=$((20000 + RANDOM % 25000))
+    if [[ -z "$(ss -Htan "( sport = :${p} )" 2>/dev/null)" ]]; then
+      printf '%s\n' "${p}"
+      return 0
+    fi
+  done
+  kk_die "no free TCP port found on 127.0.0.1"
+}

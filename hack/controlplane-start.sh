@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# hack/controlplane-start.sh: start a private Kubernetes control plane (etcd +
+# kube-apiserver, no controller-manager, no scheduler) on 127.0.0.1 for the
+# API-server end-to-end tests. Run hack/controlplane-setup.sh first.
+#
+#   1. If the etcd and kube-apiserver named in $KK_WORK/etcd.pid and
+#      $KK_WORK/kube-apiserver.pid are ours (right binary, our data/cert dir)
+#      and /readyz answers with our token, they are reused. Otherwise
+#      hack/controlplane-stop.sh clears what an earlier run left.
+#   2. Picks free loopback ports and writes, under $KK_WORK/controlplane:
+#      an RSA service-account key (openssl), a token file with an admin token
+#      (group system:masters) and a node token (system:node:$KK_NODE_NAME in
+#      group system:nodes).
+#   3. Starts etcd (data in $KK_WORK/controlplane/etcd-data, log and PID in
+#      $KK_WORK/etcd.{log,pid}), waits for /health.
+#   4. Starts kube-apiserver (self-signed serving cert in
+#      $KK_WORK/controlplane/pki, log and PID in $KK_WORK/kube-apiserver.{log,pid})
+#      and waits until /readyz says ok.
+#   5. Creates what a controller-manager would: the `default` ServiceAccount
+#      and the `kube-root-ca.crt` ConfigMap in the `default` namespace.
+#   6. Writes $KK_WORK/controlplane/kubeconfig (admin),
+#      $KK_WORK/controlplane/kubeconfig-node (node identity) and
+#      $KK_WORK/controlplane/env, and prints the API server URL.
+#
+# Environment variables:
+#   KK_WORK                 work dir (default /tmp/kubeletkit-e2e)
+#   KK_K8S_VERSION          kube-apiserver version to run (default v1.36.3)
+#   KK_APISERVER_CACHE      dir of the kube-apiserver-<version> binary ($KK_WORK/bin)
+#   KK_START_TIMEOUT        seconds to wait for each of etcd and the API server (60)
+#   KK_NODE_NAME            node whose identity the node token carries (kk-node)
+#   KK_APISERVER_VERBOSITY  kube-apiserver --v (default 2)
+#   KK_ETCD_PROGRESS_INTERVAL  etcd --experimental-watch-progress-notify-interval (1s)
+#   KK_SA_ADMISSION=0       disable the ServiceAccount admission plugin instead
+#                           of creating the default ServiceAccount
+set -euo pipefail
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "${HACK_DIR}/lib.sh"
+
+START_TIMEOUT="${KK_START_TIMEOUT:-60}"
+NODE_NAME="${KK_NODE_NAME:-kk-node}"
+VERBOSITY="${KK_APISERVER_VERBOSITY:-2}"
+SA_ADMISSION="${KK_SA_ADMISSION:-1}"
+ETCD_PROGRESS_INTERVAL="${KK_ETCD_PROGRESS_INTERVAL:-1s}"
+PKI="${KK_CP_DIR}/pki"
+TOKENS="${KK_CP_DIR}/tokens.csv"
+SA_KEY="${KK_CP_DIR}/sa.key"
+CA_FILE="${KK_CP_DIR}/ca.crt"
+SA_ISSUER="https://kubernetes.default.svc.cluster.local"
+
+# The node name goes into the token file and the node's identity: it must be
+# a DNS subdomain, as a Node's name is.
+[[ "${#NODE_NAME}" -le 253 && "${NODE_NAME}" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] ||
+  kk_die "KK_NODE_NAME=${NODE_NAME} is not a valid node name (lower-case DNS subdomain)"
+command -v etcd >/dev/null 2>&1 || kk_die "etcd not found: run hack/controlplane-setup.sh"
+[[ -x "${KK_APISERVER_BIN}" ]] || kk_die "${KK_APISERVER_BIN} missing: run hack/controlplane-setup.sh"
+for b in openssl curl; do
+  command -v "${b}" >/dev/null 2>&1 || kk_die "${b} not found"
+done
+
+# kcurl ARGS...: curl against our API server with the admin token.
+kcurl() {
+  curl --noproxy '*' -sS --max-time 10 --cacert "${CA_FILE}" \
+    -H "Authorization: Bearer ${ADMIN_TOKEN}" "$@"
+}
+
+# env_value KEY: the value of KEY in the env file of a running control plane.
+env_value() {
+  sed -n "s/^export $1=//p" "${KK_CP_ENV}" 2>/dev/null | head -1
+}
+
+# reusable: true when both daemons in the pid files are ours and the API
+# server answers /readyz with the token in the env file.
+reusable() {
+  local etcd_pid api_pid url
+  etcd_pid="$(kk_pidfile_pid "${KK_ETCD_PIDFILE}" kk_is_our_etcd)"
+  api_pid="$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)"
+  [[ -n "${etcd_pid}" && -n "${api_pid}" && -f "${KK_CP_ENV}" && -f "${CA_FILE}" ]] || return 1
+  # A different KK_K8S_VERSION asks for a different binary: restart.
+  [[ "$(kk_cmdline "${api_pid}")" == "${KK_APISERVER_BIN} "* ]] || return 1
+  ADMIN_TOKEN="$(env_value KK_APISERVER_TOKEN)"
+  url="$(env_value KK_APISERVER_URL)"
+  [[ -n "${ADMIN_TOKEN}" && -n "${url}" ]] || return 1
+  [[ "$(kcurl "${url}/readyz" 2>/dev/null)" == ok ]]
+}
+
+write_credentials() {
+  mkdir -p "${KK_CP_DIR}" "${PKI}"
+  chmod 0700 "${KK_CP_DIR}"
+  # Service-account token signing key; the public half is derived from it.
+  openssl genrsa -out "${SA_KEY}" 2048 2>/dev/null || kk_die "openssl genrsa failed"
+  chmod 0600 "${SA_KEY}"
+  ADMIN_TOKEN="$(openssl rand -hex 32)"
+  NODE_TOKEN="$(openssl rand -hex 32)"
+  # token,user,uid,"group1,group2"
+  (
+    umask 077
+    {
+      printf '%s,kubeletkit-admin,kubeletkit-admin,"system:masters"\n' "${ADMIN_TOKEN}"
+      printf '%s,system:node:%s,system:node:%s,"system:nodes"\n' "${NODE_TOKEN}" "${NODE_NAME}" "${NODE_NAME}"
+    } >"${TOKENS}"
+  )
+}
+
+# launch NAME PIDFILE LOG CMD...: start CMD detached (setsid) with its output
+# in LOG; the inner shell records its own PID and execs CMD, so PIDFILE holds
+# the daemon's PID.
+launch() {
+  local name="$1" pidfile="$2" log="$3" i
+  shift 3
+  rm -f "${pidfile}"
+  printf '\n==== %s controlplane-start.sh: %s ====\n' "$(date -Is)" "${name}" >>"${log}"
+  # shellcheck disable=SC2016 # $$ and $1 are for the inner shell
+  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' "kk-${name}" "${pidfile}" "$@" \
+    </dev/null >>"${log}" 2>&1 &
+  for ((i = 0; i < 50; i++)); do
+    [[ -s "${pidfile}" ]] && break
+    sleep 0.1
+  done
+  [[ -s "${pidfile}" ]] || kk_die "${name} did not start (no pid file); see ${log}"
+}
+
+# wait_for NAME PIDFILE LOG CHECK...: wait up to START_TIMEOUT seconds until
+# the command CHECK succeeds, failing early when the daemon exits.
+wait_for() {
+  local name="$1" pidfile="$2" log="$3" pid deadline
+  shift 3
+  pid="$(tr -dc '0-9' <"${pidfile}")"
+  deadline=$((SECONDS + START_TIMEOUT))
+  until "$@"; do
+    if ! kk_pid_alive "${pid}"; then
+      tail -n 30 "${log}" >&2 || true
+      kk_die "${name} (pid ${pid}) exited during startup; see ${log}"
+    fi
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "${log}" >&2 || true
+      kk_die "${name} not ready within ${START_TIMEOUT}s; see ${log}"
+    fi
+    sleep 0.2
+  done
+}
+
+etcd_healthy() {
+  [[ "$(curl --noproxy '*' -sS --max-time 2 "${ETCD_URL}/health" 2>/dev/null)" == *'"health":"true"'* ]]
+}
+
+start_etcd() {
+  local client_port peer_port
+  client_port="$(kk_free_port)"
+  peer_port="$(kk_free_port)"
+  while [[ "${peer_port}" == "${client_port}" ]]; do peer_port="$(kk_free_port)"; done
+  ETCD_URL="http://127.0.0.1:${client_port}"
+  local peer_url="http://127.0.0.1:${peer_port}"
+  mkdir -p "${KK_ETCD_DATA}"
+  chmod 0700 "${KK_ETCD_DATA}"
+  # etcd 3.4.23 lacks on-demand watch progress (RequestWatchProgress, 3.4.31+),
+  # so the API server's watch cache only learns of newer revisions from
+  # events or from etcd's periodic progress notifications (default 10m). A
+  # watch or list at a resourceVersion newer than a quiet resource's cache
+  # would wait and fail with "Too large resource version"; a short interval
+  # keeps every cache within ETCD_PROGRESS_INTERVAL of etcd.
+  # `etcd` must stay argv[0] and --data-dir follow --name: kk_is_our_etcd
+  # recognises our etcd by that command line.
+  launch etcd "${KK_ETCD_PIDFILE}" "${KK_ETCD_LOG}" \
+    etcd --name kk --data-dir "${KK_ETCD_DATA}" \
+    --listen-client-urls "${ETCD_URL}" --advertise-client-urls "${ETCD_URL}" \
+    --listen-peer-urls "${peer_url}" --initial-advertise-peer-urls "${peer_url}" \
+    --initial-cluster "kk=${peer_url}" --initial-cluster-state new \
+    --initial-cluster-token kubeletkit --logger zap --log-outputs stderr \
+    --experimental-watch-progress-notify-interval "${ETCD_PROGRESS_INTERVAL}"
+  kk_log "etcd started (pid $(cat "${KK_ETCD_PIDFILE}")) on ${ETCD_URL}"
+  wait_for etcd "${KK_ETCD_PIDFILE}" "${KK_ETCD_LOG}" etcd_healthy
+}
+
+apiserver_ready() {
+  [[ -s "${PKI}/apiserver.crt" ]] || return 1
+  # Trust the self-signed serving cert itself for the readiness probe; the
+  # CA file for clients is extracted after it answers.
+  [[ "$(curl --noproxy '*' -sS --max-time 2 --cacert "${PKI}/apiserver.crt" \
+    -H "Authorization: Bearer ${ADMIN_TOKEN}" "${APISERVER_URL}/readyz" 2>/dev/null)" == ok ]]
+}
+
+start_apiserver() {
+  local port admission=(--enable-admission-plugins=NodeRestriction)
+  port="$(kk_free_port)"
+  APISERVER_URL="https://127.0.0.1:${port}"
+  [[ "${SA_ADMISSION}" == 1 ]] || admission+=(--disable-admission-plugins=ServiceAccount)
+  # --cert-dir must stay the first flag: kk_is_our_apiserver recognises our
+  # API server by it.
+  launch kube-apiserver "${KK_APISERVER_PIDFILE}" "${KK_APISERVER_LOG}" \
+    "${KK_APISERVER_BIN}" --cert-dir="${PKI}" \
+    --etcd-servers="${ETCD_URL}" \
+    --bind-address=127.0.0.1 --secure-port="${port}" \
+    --token-auth-file="${TOKENS}" \
+    --service-account-issuer="${SA_ISSUER}" \
+    --service-account-key-file="${SA_KEY}" \
+    --service-account-signing-key-file="${SA_KEY}" \
+    --service-cluster-ip-range=10.96.0.0/16 \
+    --authorization-mode=Node,RBAC \
+    "${admission[@]}" \
+    --allow-privileged=true \
+    --endpoint-reconciler-type=none \
+    --profiling=false \
+    --v="${VERBOSITY}"
+  kk_log "kube-apiserver started (pid $(cat "${KK_APISERVER_PIDFILE}")) on ${APISERVER_URL}"
+  wait_for kube-apiserver "${KK_APISERVER_PIDFILE}" "${KK_APISERVER_LOG}" apiserver_ready
+  write_ca
+}
+
+# write_ca: the self-signed serving cert file holds the serving cert and the
+# CA that signed it; clients trust that CA (ca.crt), as with a real cluster.
+write_ca() {
+  awk -v out="${CA_FILE}.new" '
+    /-----BEGIN CERTIFICATE-----/ { n++; buf = "" }
+    { buf = buf $0 "\n" }
+    /-----END CERTIFICATE-----/ { last = buf }
+    END { printf "%s", last > out }' "${PKI}/apiserver.crt"
+  mv -f "${CA_FILE}.new" "${CA_FILE}"
+  [[ "$(kcurl "${APISERVER_URL}/readyz" 2>&1)" == ok ]] ||
+    kk_die "the API server does not verify with ${CA_FILE}"
+}
+
+# create_object PATH JSON: POST JSON to PATH; success or AlreadyExists is fine.
+create_object() {
+  local path="$1" body="$2" code
+  code="$(kcurl -o "${KK_CP_DIR}/create.out" -w '%{http_code}' -X POST \
+    -H 'Content-Type: application/json' --data "${body}" "${APISERVER_URL}${path}")" || code=000
+  [[ "${code}" == 201 || "${code}" == 409 ]]
+}
+
+bootstrap_objects() {
+  local deadline=$((SECONDS + START_TIMEOUT)) ca_json
+  # The API server creates the `default` namespace itself shortly after it
+  # turns ready: retry until it exists.
+  until create_object /api/v1/namespaces/default/serviceaccounts \
+    '{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default","namespace":"default"}}'; do
+    ((SECONDS < deadline)) || kk_die "cannot create the default ServiceAccount: $(cat "${KK_CP_DIR}/create.out" 2>/dev/null)"
+    sleep 0.2
+  done
+  ca_json="$(awk '{ printf "%s\\n", $0 }' "${CA_FILE}")"
+  create_object /api/v1/namespaces/default/configmaps \
+    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"kube-root-ca.crt\",\"namespace\":\"default\"},\"data\":{\"ca.crt\":\"${ca_json}\"}}" ||
+    kk_die "cannot create ConfigMap default/kube-root-ca.crt: $(cat "${KK_CP_DIR}/create.out" 2>/dev/null)"
+  rm -f "${KK_CP_DIR}/create.out"
+}
+
+# write_kubeconfig FILE USER TOKEN
+write_kubeconfig() {
+  local file="$1" user="$2" token="$3" ca_data
+  ca_data="$(base64 -w0 <"${CA_FILE}")"
+  (
+    umask 077
+    cat >"${file}.new" <<EOF
+# Generated by hack/controlplane-start.sh.
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubeletkit
+  cluster:
+    server: ${APISERVER_URL}
+    certificate-authority-data: ${ca_data}
+users:
+- name: ${user}
+  user:
+    token: ${token}
+contexts:
+- name: kubeletkit
+  context:
+    cluster: kubeletkit
+    user: ${user}
+current-context: kubeletkit
+EOF
+  )
+  mv -f "${file}.new" "${file}"
+}
+
+write_env() {
+  (
+    umask 077
+    cat >"${KK_CP_ENV}.new" <<EOF
+# Generated by hack/controlplane-start.sh. Source it or parse "export KEY=VALUE".
+export KK_KUBECONFIG=${KK_KUBECONFIG}
+export KK_NODE_KUBECONFIG=${KK_CP_DIR}/kubeconfig-node
+export KK_APISERVER_URL=${APISERVER_URL}
+export KK_APISERVER_TOKEN=${ADMIN_TOKEN}
+export KK_APISERVER_CA=${CA_FILE}
+export KK_NODE_NAME=${NODE_NAME}
+export KK_NODE_TOKEN=${NODE_TOKEN}
+export KK_ETCD_ENDPOINT=${ETCD_URL}
+export KK_ETCD_PID=$(tr -dc '0-9' <"${KK_ETCD_PIDFILE}")
+export KK_APISERVER_PID=$(tr -dc '0-9' <"${KK_APISERVER_PIDFILE}")
+export KK_K8S_VERSION=${KK_K8S_VERSION}
+EOF
+  )
+  mv -f "${KK_CP_ENV}.new" "${KK_CP_ENV}"
+}
+
+main() {
+  local t0=${SECONDS}
+  mkdir -p "${KK_WORK}"
+  if reusable; then
+    kk_log "control plane already running and ready (etcd pid $(env_value KK_ETCD_PID), kube-apiserver pid $(env_value KK_APISERVER_PID)); reusing it"
+    printf '%s\n' "$(env_value KK_APISERVER_URL)"
+    return 0
+  fi
+  # Clear whatever an earlier or crashed run left (daemons, data, keys).
+  "${HACK_DIR}/controlplane-stop.sh" >&2
+  write_credentials
+  start_etcd
+  start_apiserver
+  bootstrap_objects
+  write_kubeconfig "${KK_KUBECONFIG}" kubeletkit-admin "${ADMIN_TOKEN}"
+  write_kubeconfig "${KK_CP_DIR}/kubeconfig-node" "system:node:${NODE_NAME}" "${NODE_TOKEN}"
+  write_env
+  kk_log "control plane ready in $((SECONDS - t0))s; env file ${KK_CP_ENV}"
+  printf '%s\n' "${APISERVER_URL}"
+}
+
+main "$@"
