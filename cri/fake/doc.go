@@ -75,10 +75,11 @@
 // "echo ARGS..." prints ARGS joined by spaces and a newline ("-n" drops the
 // newline), "sh -c 'echo ARGS...'" likewise when the script is a plain echo
 // with no quoting, redirection or other shell syntax, "cat FILE..." prints
-// the files as the container would see them through its mounts (the host
-// file behind the longest mount's ContainerPath; busybox's messages for a
-// missing file), "false" exits 1, and everything else, "true" included,
-// exits 0 with no output. This is a convenience, not an interpreter: script
+// the files under the container's mounts as the container would see them
+// (the host file behind the longest mount's ContainerPath; busybox's
+// messages for a missing file; nothing for a path outside every mount),
+// "false" exits 1, and everything else, "true" included, exits 0 with no
+// output. This is a convenience, not an interpreter: script
 // anything else with an ExecRule.
 //
 // SetPullBehavior gives pulls of an image latency or failure, and says

@@ -95,16 +95,21 @@ func (r *Runtime) streaming(ctx context.Context, m Method, req proto.Message) er
 
 // catThroughMounts is the built-in "cat FILE...": each file is read on the
 // host through the container's mounts (the longest ContainerPath that
-// contains it), as busybox cat would read it inside the container. The
-// fake has no root filesystem, so a path outside every mount does not
-// exist, and a symlink that leads out of its mount's host path is refused
-// as missing. Messages are busybox's.
+// contains it), as busybox cat would read it inside the container; a
+// symlink that leads out of its mount's host path is refused as missing.
+// Messages are busybox's. The fake has no root filesystem: a path outside
+// every mount prints nothing, the default of commands the fake does not
+// know.
 func catThroughMounts(mounts []*runtimeapi.Mount, files []string) ExecRule {
 	var out, errs strings.Builder
 	var code int32
 	for _, f := range files {
 		data, err := readThroughMounts(mounts, f)
 		switch {
+		case errors.Is(err, errNoMount):
+			// Outside every mount: the fake has no root filesystem, and
+			// keeps its default for it (no output). critest reads
+			// /proc/self/status and /proc/1/cmdline this way.
 		case errors.Is(err, fs.ErrNotExist):
 			fmt.Fprintf(&errs, "cat: can't open '%s': No such file or directory\n", f)
 			code = 1
@@ -129,7 +134,7 @@ func readThroughMounts(mounts []*runtimeapi.Mount, file string) ([]byte, error) 
 		}
 	}
 	if best == nil {
-		return nil, fs.ErrNotExist
+		return nil, errNoMount
 	}
 	rel := strings.TrimPrefix(strings.TrimPrefix(p, path.Clean(best.GetContainerPath())), "/")
 	host := filepath.Join(best.GetHostPath(), filepath.FromSlash(rel))
@@ -153,6 +158,9 @@ func readThroughMounts(mounts []*runtimeapi.Mount, file string) ([]byte, error) 
 	}
 	return os.ReadFile(real)
 }
+
+// errNoMount says that a path is outside every mount of a container.
+var errNoMount = errors.New("not under any mount")
 
 // errorText is an error's message without Go's "op path: " prefix.
 func errorText(err error) string {
