@@ -300,7 +300,7 @@ func TestTearDownFailureIsRetried(t *testing.T) {
 	h := newHarness(t, nil).run()
 	pod := newPod("p", v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}})
 	require.NoError(t, h.mount(pod))
-	h.mnt.UnmountErr = errors.New("device busy")
+	h.mnt.SetUnmountErr(errors.New("device busy"))
 	h.m.RemovePod(pod.UID)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -310,7 +310,7 @@ func TestTearDownFailureIsRetried(t *testing.T) {
 	waitFor(t, "an unmount attempt", func() bool { return len(h.mnt.Calls()) >= 2 })
 	assert.True(t, exists(dir), "nothing removed while still mounted")
 
-	h.mnt.UnmountErr = nil
+	h.mnt.SetUnmountErr(nil)
 	res := make(chan error, 1)
 	go func() { res <- h.unmount(pod) }()
 	h.clk.Step(time.Second) // past the backoff

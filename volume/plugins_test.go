@@ -48,7 +48,7 @@ func TestEmptyDir(t *testing.T) {
 
 func TestEmptyDirMemoryMountRefused(t *testing.T) {
 	h := newHarness(t, nil).run()
-	h.mnt.MountErr = fs.ErrPermission
+	h.mnt.SetMountErr(fs.ErrPermission)
 	pod := newPod("p", v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}})
 	ok := newPod("ok", v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
 

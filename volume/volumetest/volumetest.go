@@ -24,14 +24,30 @@ type MountCall struct {
 
 // Mounter is a fake volume.Mounter: Mount records the target as mounted
 // (nothing is mounted; the directory stays a plain one), Unmount forgets
-// it, IsMountPoint answers from the record. MountErr and UnmountErr, when
-// set, fail those calls. The zero value is ready.
+// it, IsMountPoint answers from the record. SetMountErr and SetUnmountErr
+// make those calls fail. The zero value is ready; it is safe for concurrent
+// use, so a test may change the errors while a manager runs.
 type Mounter struct {
 	mu         sync.Mutex
 	mounted    map[string]MountCall
 	calls      []MountCall
-	MountErr   error
-	UnmountErr error
+	mountErr   error
+	unmountErr error
+}
+
+// SetMountErr makes every Mount fail with err from now on (nil: succeed).
+func (m *Mounter) SetMountErr(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mountErr = err
+}
+
+// SetUnmountErr makes every Unmount fail with err from now on (nil:
+// succeed).
+func (m *Mounter) SetUnmountErr(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unmountErr = err
 }
 
 var _ volume.Mounter = (*Mounter)(nil)
@@ -42,8 +58,8 @@ func (m *Mounter) Mount(source, target, fstype string, options []string) error {
 	defer m.mu.Unlock()
 	c := MountCall{Op: "mount", Source: source, Target: filepath.Clean(target), FSType: fstype, Options: append([]string(nil), options...)}
 	m.calls = append(m.calls, c)
-	if m.MountErr != nil {
-		return m.MountErr
+	if m.mountErr != nil {
+		return m.mountErr
 	}
 	if m.mounted == nil {
 		m.mounted = map[string]MountCall{}
@@ -61,8 +77,8 @@ func (m *Mounter) Unmount(target string) error {
 	defer m.mu.Unlock()
 	c := MountCall{Op: "unmount", Target: filepath.Clean(target)}
 	m.calls = append(m.calls, c)
-	if m.UnmountErr != nil {
-		return m.UnmountErr
+	if m.unmountErr != nil {
+		return m.unmountErr
 	}
 	if _, ok := m.mounted[c.Target]; !ok {
 		return fmt.Errorf("fake unmount: %s is not mounted", target)
