@@ -1,0 +1,67 @@
+// Package apiserver connects kubeletkit's blocks to a Kubernetes API server
+// through client-go: the adapters a kubelet needs to join a control plane.
+// It lives in the examples module so that the core never depends on
+// client-go; users import it as github.com/kubeletkit/kubeletkit/examples/apiserver.
+//
+// # The adapters
+//
+//   - PodSource lists and watches the pods bound to the node
+//     (spec.nodeName=<node>) with a client-go reflector and sends the
+//     complete list as a syncloop.OpSet after the initial list and after
+//     every change, on a channel from source.Config.Channel(ctx,
+//     syncloop.SourceAPI): the merger turns it into ADD, UPDATE, DELETE,
+//     REMOVE and RECONCILE, and the first SET makes the source ready.
+//   - StatusSink is status.Sink: GetPod (the mirror pod for a static pod),
+//     UpdatePodStatus as a strategic merge patch of pods/status with only
+//     what changed and the pod's UID, DeletePod with grace period 0 and a
+//     UID precondition; NotFound wraps status.ErrPodNotFound; conflicts and
+//     transient errors are retried (Retry).
+//   - MirrorPods creates and deletes the mirror pods of static pods;
+//     PlanMirrorPods is the pure decision (create missing, recreate
+//     outdated, delete orphaned) and Sync carries it out.
+//   - NodeSink is status/node's StatusSink and LeaseSink: it registers the
+//     Node on the first status (create; on AlreadyExists reconcile the
+//     default labels), then patches nodes/status; leases are owned by the
+//     Node.
+//   - NewRecorder returns client-go's record.EventRecorder (component
+//     "kubelet", host the node), whose Eventf the blocks take as it is.
+//   - WatchingSources are volume.ConfigMapSource, SecretSource and
+//     TokenSource: configMaps and secrets from a watch of each object the
+//     node's pods read (upstream's default watch-based managers), tokens
+//     through TokenRequest, bound to the pod. VolumeSources are the same
+//     with a TTL cache of GETs instead of watches (upstream's caching
+//     managers), for servers or credentials that do not allow watches.
+//   - CheckAccess reviews the agent's permissions at start and names every
+//     denied verb and resource.
+//
+// # Driving it
+//
+//	client := kubernetes.NewForConfigOrDie(restConfig)
+//	if err := apiserver.CheckAccess(ctx, client, node); err != nil { return err }
+//	cfg := source.NewConfig(source.ConfigOptions{NodeName: node})
+//	src, _ := apiserver.NewPodSource(client, node, cfg.Channel(ctx, syncloop.SourceAPI), apiserver.PodSourceOptions{})
+//	go src.Run(ctx)
+//	sink, _ := apiserver.NewStatusSink(client, apiserver.StatusSinkOptions{})     // status.Options.Sink
+//	nodes, _ := apiserver.NewNodeSink(client, node, apiserver.NodeSinkOptions{})  // node.Options.Sink and Leases
+//	rec, stop := apiserver.NewRecorder(client, node)                              // every block's Recorder
+//	defer stop()
+//	vols, _ := apiserver.NewWatchingSources(client, apiserver.WatchingSourcesOptions{}) // volume.Options.Sources: vols.Sources()
+//	go vols.Run(ctx)
+//
+// # Threading
+//
+// Constructors start no goroutine, except NewRecorder, whose broadcaster runs
+// until its stop function is called. PodSource.Run runs the reflector in the
+// caller's goroutine and returns when ctx has ended and the reflector has
+// stopped. WatchingSources.Run starts one reflector goroutine per watched
+// object and returns once they have all ended. Every other type is safe for concurrent use and does its I/O in
+// the caller's goroutine, bounded by the caller's ctx.
+//
+// # Testing
+//
+// Every adapter takes a kubernetes.Interface, so tests use client-go's
+// k8s.io/client-go/kubernetes/fake clientset (its tracker applies merge and
+// strategic merge patches but ignores delete preconditions: check the
+// DeleteOptions with a reactor). PodSourceOptions.ListerWatcher takes a
+// test's own lister-watcher (watch.FakeWatcher) to end watches at will.
+package apiserver

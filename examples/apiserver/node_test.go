@@ -1,0 +1,155 @@
+package apiserver_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubeletkit/kubeletkit/examples/apiserver"
+	"github.com/kubeletkit/kubeletkit/status/node"
+)
+
+func nodeStatus(ready v1.ConditionStatus) v1.NodeStatus {
+	return v1.NodeStatus{
+		Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourcePods: resource.MustParse("110")},
+		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourcePods: resource.MustParse("110")},
+		Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: ready, Reason: "KubeletReady"}},
+		Addresses:   []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}},
+		NodeInfo:    v1.NodeSystemInfo{KubeletVersion: "v1.36.3", OperatingSystem: "linux", Architecture: "amd64"},
+	}
+}
+
+func newNodeSink(t *testing.T, opts apiserver.NodeSinkOptions, objs ...runtime.Object) (*apiserver.NodeSink, *fake.Clientset) {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	opts.Retry = fastRetry
+	s, err := apiserver.NewNodeSink(client, "n1", opts)
+	require.NoError(t, err)
+	return s, client
+}
+
+func TestNewNodeSinkArguments(t *testing.T) {
+	_, err := apiserver.NewNodeSink(nil, "n1", apiserver.NodeSinkOptions{})
+	assert.ErrorIs(t, err, apiserver.ErrInvalidArgument)
+	_, err = apiserver.NewNodeSink(fake.NewClientset(), "", apiserver.NodeSinkOptions{})
+	assert.ErrorIs(t, err, apiserver.ErrInvalidArgument)
+}
+
+func TestNodeSinkRegistersOnFirstStatus(t *testing.T) {
+	taint := v1.Taint{Key: "edge", Effect: v1.TaintEffectNoSchedule}
+	s, client := newNodeSink(t, apiserver.NodeSinkOptions{
+		Hostname: "host-1", OS: "linux", Arch: "arm64",
+		Labels: map[string]string{"zone": "z1", v1.LabelOSStable: "windows"},
+		Taints: []v1.Taint{taint},
+	})
+	require.False(t, s.Registered())
+	st := nodeStatus(v1.ConditionFalse)
+	require.NoError(t, s.UpdateNodeStatus(t.Context(), "n1", st))
+	require.True(t, s.Registered())
+
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		"kubernetes.io/hostname": "host-1",
+		"kubernetes.io/os":       "linux", "beta.kubernetes.io/os": "linux",
+		"kubernetes.io/arch": "arm64", "beta.kubernetes.io/arch": "arm64",
+		"zone": "z1",
+	}, n.Labels, "extra labels never override the default ones")
+	assert.Equal(t, []v1.Taint{taint}, n.Spec.Taints)
+	assert.Equal(t, st, n.Status)
+	assert.Equal(t, 1, count(client.Actions(), "create", "nodes", ""))
+	assert.Equal(t, 0, count(client.Actions(), "patch", "nodes", "status"), "created with its status")
+
+	// Unchanged: nothing to patch.
+	require.NoError(t, s.UpdateNodeStatus(t.Context(), "n1", st))
+	assert.Equal(t, 0, count(client.Actions(), "patch", "nodes", "status"))
+
+	// Ready: a patch of nodes/status.
+	ready := nodeStatus(v1.ConditionTrue)
+	require.NoError(t, s.UpdateNodeStatus(t.Context(), "n1", ready))
+	assert.Equal(t, 1, count(client.Actions(), "patch", "nodes", "status"))
+	assert.Equal(t, 1, count(client.Actions(), "create", "nodes", ""), "registered once")
+	n, err = client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, ready, n.Status)
+}
+
+func TestNodeSinkReconcilesAnExistingNode(t *testing.T) {
+	existing := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "old-uid", Labels: map[string]string{
+			"kubernetes.io/hostname": "n1", "kubernetes.io/os": "windows", "team": "a",
+		}},
+		Status: nodeStatus(v1.ConditionUnknown),
+	}
+	s, client := newNodeSink(t, apiserver.NodeSinkOptions{OS: "linux", Arch: "amd64", Labels: map[string]string{"zone": "z1"}}, existing)
+	st := nodeStatus(v1.ConditionTrue)
+	require.NoError(t, s.UpdateNodeStatus(t.Context(), "n1", st))
+	assert.True(t, s.Registered())
+
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "old-uid", string(n.UID), "the same Node")
+	assert.Equal(t, map[string]string{
+		"kubernetes.io/hostname": "n1",
+		"kubernetes.io/os":       "linux", "beta.kubernetes.io/os": "linux",
+		"kubernetes.io/arch": "amd64", "beta.kubernetes.io/arch": "amd64",
+		"team": "a",
+	}, n.Labels, "default labels reconciled, others kept, extra labels only at creation")
+	assert.Equal(t, st, n.Status)
+}
+
+func TestNodeSinkErrors(t *testing.T) {
+	s, client := newNodeSink(t, apiserver.NodeSinkOptions{})
+	err := s.UpdateNodeStatus(t.Context(), "n2", nodeStatus(v1.ConditionTrue))
+	require.ErrorIs(t, err, apiserver.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), `"n2"`)
+
+	require.NoError(t, s.UpdateNodeStatus(t.Context(), "n1", nodeStatus(v1.ConditionTrue)))
+	require.NoError(t, client.CoreV1().Nodes().Delete(t.Context(), "n1", metav1.DeleteOptions{}))
+	err = s.UpdateNodeStatus(t.Context(), "n1", nodeStatus(v1.ConditionFalse))
+	assert.ErrorIs(t, err, node.ErrNodeNotFound)
+}
+
+func TestNodeSinkLeases(t *testing.T) {
+	s, client := newNodeSink(t, apiserver.NodeSinkOptions{}, testNode("n1", "node-uid"))
+	ctx := t.Context()
+	_, err := s.GetLease(ctx, node.DefaultLeaseNamespace, "n1")
+	require.ErrorIs(t, err, node.ErrLeaseNotFound)
+
+	holder, secs := "n1", int32(40)
+	renew := metav1.NewMicroTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: node.DefaultLeaseNamespace, Name: "n1"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &renew},
+	}
+	created, err := s.CreateLease(ctx, lease)
+	require.NoError(t, err)
+	assert.Empty(t, lease.OwnerReferences, "the caller's lease is not modified")
+	require.Len(t, created.OwnerReferences, 1)
+	assert.Equal(t, metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "node-uid"}, created.OwnerReferences[0])
+
+	got, err := s.GetLease(ctx, node.DefaultLeaseNamespace, "n1")
+	require.NoError(t, err)
+	later := metav1.NewMicroTime(renew.Add(10 * time.Second))
+	got.Spec.RenewTime = &later
+	updated, err := s.UpdateLease(ctx, got)
+	require.NoError(t, err)
+	assert.True(t, later.Equal(updated.Spec.RenewTime))
+
+	stored, err := client.CoordinationV1().Leases(node.DefaultLeaseNamespace).Get(ctx, "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "n1", *stored.Spec.HolderIdentity)
+	assert.Equal(t, int32(40), *stored.Spec.LeaseDurationSeconds)
+
+	require.NoError(t, client.CoordinationV1().Leases(node.DefaultLeaseNamespace).Delete(ctx, "n1", metav1.DeleteOptions{}))
+	_, err = s.UpdateLease(ctx, got)
+	assert.ErrorIs(t, err, node.ErrLeaseNotFound)
+}

@@ -1,0 +1,177 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/syncloop"
+)
+
+// StatusSinkOptions configure a StatusSink. Every field is optional.
+type StatusSinkOptions struct {
+	// Logger receives the sink's logs; nil discards them.
+	Logger *slog.Logger
+	// Clock times the waits between retries; nil means the real clock.
+	Clock clock.Clock
+	// Retry bounds the retries of each call; the zero value is its
+	// defaults (5 attempts, 100ms doubling to 2s).
+	Retry Retry
+}
+
+// StatusSink is status.Sink on the API server: it reads pods, patches
+// pods/status with what changed and deletes finished pods, as upstream's
+// status manager does. Safe for concurrent use.
+type StatusSink struct {
+	client kubernetes.Interface
+	log    *slog.Logger
+	clock  clock.Clock
+	retry  Retry
+}
+
+var _ status.Sink = (*StatusSink)(nil)
+
+// NewStatusSink returns a StatusSink writing through client.
+func NewStatusSink(client kubernetes.Interface, opts StatusSinkOptions) (*StatusSink, error) {
+	if client == nil {
+		return nil, fmt.Errorf("new status sink: client is nil: %w", ErrInvalidArgument)
+	}
+	return &StatusSink{client: client, log: orDiscard(opts.Logger), clock: orClock(opts.Clock), retry: opts.Retry}, nil
+}
+
+// GetPod reads pod's namespace/name from the API server. The pod found must
+// be the same pod: for a static pod (status.IsStaticPod) a mirror pod whose
+// kubernetes.io/config.mirror annotation holds the static pod's hash; for any
+// other pod one with pod's UID. Anything else (absent, re-created under the
+// same name, a mirror pod of an older manifest) is an error wrapping
+// status.ErrPodNotFound, as upstream skips the status update of a pod that
+// was deleted and re-created.
+func (s *StatusSink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	var got *v1.Pod
+	err := s.retry.do(ctx, s.clock, func(ctx context.Context) error {
+		var err error
+		got, err = s.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err
+	})
+	name := pod.Namespace + "/" + pod.Name
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get pod %s: %w", name, errors.Join(status.ErrPodNotFound, err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get pod %s: %w", name, err)
+	}
+	if status.IsStaticPod(pod) {
+		if !IsMirrorPodOf(got, pod) {
+			return nil, fmt.Errorf("get pod %s: no mirror pod for static pod %s: %w", name, pod.UID, status.ErrPodNotFound)
+		}
+		return got, nil
+	}
+	if got.UID != pod.UID {
+		return nil, fmt.Errorf("get pod %s: holds pod %s, not %s (deleted and re-created): %w", name, got.UID, pod.UID, status.ErrPodNotFound)
+	}
+	return got, nil
+}
+
+// UpdatePodStatus patches pod's status subresource with a strategic merge
+// patch from pod.Status to st, as upstream's podutil.PatchPodStatus: only
+// what changed, conditions and container statuses merged by their keys, and
+// the pod's UID in the patch so that the API server refuses it for another
+// pod of the same name.
+func (s *StatusSink) UpdatePodStatus(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
+	patch, err := PodStatusPatch(pod.UID, pod.Status, st)
+	if err != nil {
+		return nil, fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	var got *v1.Pod
+	err = s.retry.do(ctx, s.clock, func(ctx context.Context) error {
+		var err error
+		got, err = s.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, errors.Join(status.ErrPodNotFound, err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	s.log.Debug("patched pod status", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "patch", string(patch))
+	return got, nil
+}
+
+// DeletePod deletes pod at once (grace period 0) with a precondition on its
+// UID, so that a pod re-created under the same name is never deleted. A pod
+// already gone, or replaced by another of the same name (the precondition
+// fails with a conflict, which is then not retried), is an error wrapping
+// status.ErrPodNotFound.
+func (s *StatusSink) DeletePod(ctx context.Context, pod *v1.Pod) error {
+	transient := func(err error) bool { return Retryable(err) && !apierrors.IsConflict(err) }
+	err := s.retry.doIf(ctx, s.clock, transient, func(ctx context.Context) error {
+		return s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteNowOptions(pod.UID))
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, errors.Join(status.ErrPodNotFound, err))
+	}
+	if err != nil {
+		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	s.log.Info("deleted pod", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
+	return nil
+}
+
+// deleteNowOptions are grace period 0 and a UID precondition.
+func deleteNowOptions(uid types.UID) metav1.DeleteOptions {
+	grace := int64(0)
+	return metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: metav1.NewUIDPreconditions(string(uid))}
+}
+
+// PodStatusPatch returns the strategic merge patch that turns a pod's
+// status from old into next: what changed under "status", and
+// metadata.uid=uid, which the API server takes as a precondition (a UID
+// cannot change). With nothing changed the patch holds only the UID.
+func PodStatusPatch(uid types.UID, old, next v1.PodStatus) ([]byte, error) {
+	oldJSON, err := json.Marshal(v1.Pod{Status: old})
+	if err != nil {
+		return nil, fmt.Errorf("encode old status: %w", err)
+	}
+	newJSON, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: next})
+	if err != nil {
+		return nil, fmt.Errorf("encode new status: %w", err)
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("create status patch: %w", err)
+	}
+	return patch, nil
+}
+
+// IsMirrorPodOf reports whether mirror is the mirror pod of the static pod:
+// same namespace and name, and a kubernetes.io/config.mirror annotation
+// holding the static pod's hash (StaticPodHash).
+func IsMirrorPodOf(mirror, static *v1.Pod) bool {
+	if mirror == nil || static == nil || mirror.Namespace != static.Namespace || mirror.Name != static.Name {
+		return false
+	}
+	h, ok := mirror.Annotations[syncloop.ConfigMirrorAnnotation]
+	return ok && h == StaticPodHash(static)
+}
+
+// StaticPodHash is the hash a static pod is known by: its
+// kubernetes.io/config.hash annotation, or its UID (which the file and URL
+// sources derive from the same hash) when the annotation is absent.
+func StaticPodHash(pod *v1.Pod) string {
+	if h, ok := pod.Annotations[syncloop.ConfigHashAnnotation]; ok && h != "" {
+		return h
+	}
+	return string(pod.UID)
+}
