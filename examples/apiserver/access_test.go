@@ -29,7 +29,7 @@ func TestCheckAccess(t *testing.T) {
 			deny:      map[key]string{{"patch", "pods", "status"}: "no RBAC rule", {"get", "leases", ""}: ""},
 			wantErrIs: apiserver.ErrAccessDenied,
 			wantInText: []string{
-				"2 of 18 denied",
+				"2 of 14 denied",
 				"patch pods/status (no RBAC rule)",
 				"get leases.coordination.k8s.io kube-node-lease/n1",
 			},
@@ -65,4 +65,17 @@ func TestCheckAccess(t *testing.T) {
 		})
 	}
 	assert.ErrorIs(t, apiserver.CheckAccess(t.Context(), nil, "n1"), apiserver.ErrInvalidArgument)
+}
+
+// The node's pods are reviewed with the field selector the Node authorizer
+// requires; per-object reads are not reviewed ahead.
+func TestNeededAccessIsNodeShaped(t *testing.T) {
+	for _, ra := range apiserver.NeededAccess("n1") {
+		if ra.Resource == "pods" && (ra.Verb == "list" || ra.Verb == "watch") {
+			require.NotNil(t, ra.FieldSelector, ra.Verb)
+			assert.Equal(t, "spec.nodeName", ra.FieldSelector.Requirements[0].Key)
+			assert.Equal(t, []string{"n1"}, ra.FieldSelector.Requirements[0].Values)
+		}
+		assert.NotContains(t, []string{"configmaps", "secrets", "serviceaccounts"}, ra.Resource)
+	}
 }
