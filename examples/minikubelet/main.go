@@ -14,10 +14,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/eviction"
@@ -40,7 +44,8 @@ var defaultManifests = filepath.Join("examples", "minikubelet", "manifests")
 // config is what the flags say.
 type config struct {
 	endpoint, manifestPath, manifestURL, nodeName, rootDir, address string
-	objectPath                                                      string
+	objectPath, kubeconfig, nodeLabels                              string
+	nodeStatusFrequency                                             time.Duration
 	port                                                            int
 	runOnce, evented                                                bool
 	runOnceTimeout                                                  time.Duration
@@ -55,6 +60,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.endpoint, "container-runtime-endpoint", "", "CRI endpoint (unix:///run/containerd/containerd.sock); empty runs the embedded fake runtime")
 	fs.StringVar(&c.manifestPath, "pod-manifest-path", "", "directory (or file) of static pod manifests; empty means examples/minikubelet/manifests when it exists, else the embedded copy")
 	fs.StringVar(&c.manifestURL, "manifest-url", "", "URL of a pod or pod list to run")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of an API server to join (pods bound to the node, statuses, the Node and its Lease, events, mirror pods); empty runs standalone")
+	fs.StringVar(&c.nodeLabels, "node-labels", "", "labels added to the Node when it is registered (key=value,...)")
+	fs.DurationVar(&c.nodeStatusFrequency, "node-status-update-frequency", 10*time.Second, "how often the node's status is computed (and posted when it changed)")
 	fs.StringVar(&c.objectPath, "object-manifest-path", "", "directory of ConfigMap and Secret manifests (one per file) for pods' configMap, secret and projected volumes")
 	fs.StringVar(&c.nodeName, "node-name", "", "node name (default: the host name)")
 	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "minikubelet"), "directory for pod data and logs")
@@ -94,6 +102,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if c.port != 0 && !c.runOnce {
 		opts.Listen = net.JoinHostPort(c.address, strconv.Itoa(c.port))
+	}
+	opts.Timings.NodeStatus = c.nodeStatusFrequency
+	if c.kubeconfig != "" {
+		labels, err := parseLabels(c.nodeLabels)
+		if err != nil {
+			return err
+		}
+		rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+		if err != nil {
+			return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
+		}
+		client, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
+		}
+		opts.API = &agent.APIOptions{Client: client, NodeLabels: labels}
+	} else if c.nodeLabels != "" {
+		return errors.New("--node-labels needs --kubeconfig")
 	}
 	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
 	if err != nil {
@@ -136,11 +162,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runOnce(ctx, a, c.runOnceTimeout, stdout)
 }
 
+// parseLabels reads "key=value,key=value" (upstream's --node-labels).
+func parseLabels(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--node-labels: %q is not key=value", kv)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("--node-labels: key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return nil, fmt.Errorf("--node-labels: value %q of %s: %s", v, k, strings.Join(errs, "; "))
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
 // manifestPath picks the manifest directory: the flag, else
 // examples/minikubelet/manifests under the working directory, else the embedded copy
 // written under the root dir.
 func manifestPath(c *config) (string, error) {
-	if c.manifestPath != "" || c.manifestURL != "" {
+	if c.manifestPath != "" || c.manifestURL != "" || c.kubeconfig != "" {
+		// With an API server, static pods are only those asked for.
 		return c.manifestPath, nil
 	}
 	if st, err := os.Stat(defaultManifests); err == nil && st.IsDir() {

@@ -26,6 +26,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--eviction-soft", "memory.available<1Gi"}, "grace period must be specified"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--node-labels", "a=b"}, "--node-labels needs --kubeconfig"},
+		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig /nonexistent/kubeconfig"},
+		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-labels", "novalue"}, `"novalue" is not key=value`},
+		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-labels", "bad key=x"}, `key "bad key"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

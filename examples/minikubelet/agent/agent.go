@@ -85,6 +85,9 @@ type Options struct {
 	// ManifestURL is an HTTP URL serving a pod or a pod list; empty means
 	// none.
 	ManifestURL string
+	// API joins the agent to an API server (see APIOptions); nil means
+	// standalone.
+	API *APIOptions
 	// APIUpdates are pods from an API-server adapter (the source named
 	// "api"): SET, ADD, UPDATE, DELETE, REMOVE and RECONCILE, merged with
 	// the static pods. Nil means none. Unlike static pods, these pods can
@@ -148,6 +151,7 @@ type Agent struct {
 	node    *node.Controller
 	vol     *volume.Manager
 	objects *volume.StaticSources // configMaps and secrets from ObjectPath
+	api     *api                  // nil when standalone
 	sink    *memorySink
 	metrics *metrics
 	msgs    status.MessageReader
@@ -208,6 +212,12 @@ func New(opts Options) (*Agent, error) {
 	a.metrics = newMetrics()
 	a.pods = syncloop.NewPodSet()
 	a.sink = newMemorySink(opts.Out)
+	if opts.API != nil {
+		if err := a.newAPI(); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		a.sink.inner = a.api.status
+	}
 	a.msgs = status.FileMessageReader{PodsDir: a.podsDir(), LogsDir: a.logsDir()}
 	a.cache = pleg.NewCache()
 
@@ -303,7 +313,7 @@ func (a *Agent) sources() []string {
 	if a.opts.ManifestURL != "" {
 		s = append(s, syncloop.SourceHTTP)
 	}
-	if a.opts.APIUpdates != nil {
+	if a.opts.APIUpdates != nil || a.opts.API != nil {
 		s = append(s, syncloop.SourceAPI)
 	}
 	return s
@@ -426,6 +436,11 @@ func (a *Agent) startSources(ctx context.Context, g *group) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 		g.go_("http-source", func() error { return u.Run(ctx) })
+	}
+	if a.api != nil {
+		if err := a.startAPI(ctx, g); err != nil {
+			return err
+		}
 	}
 	if a.opts.APIUpdates != nil {
 		out := a.config.Channel(ctx, syncloop.SourceAPI)

@@ -61,7 +61,10 @@ func startNode(t *testing.T, rt agent.Runtime, manifests, root string) *node {
 // own disk or memory never evicts a test's pods.
 func startNodeWith(t *testing.T, opts agent.Options) *node {
 	t.Helper()
-	opts.NodeName, opts.HostIPs, opts.Listen, opts.Timings = "node1", []string{"192.0.2.10"}, "127.0.0.1:0", fast
+	if opts.NodeName == "" {
+		opts.NodeName = "node1"
+	}
+	opts.HostIPs, opts.Listen, opts.Timings = []string{"192.0.2.10"}, "127.0.0.1:0", fast
 	if opts.Eviction.Stats == nil {
 		opts.Eviction.Stats = &evictiontest.Stats{}
 	}

@@ -27,6 +27,11 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 	sortByCreation(pods)
 	for _, pod := range pods {
 		a.pods.Add(pod)
+		if syncloop.IsMirrorPod(pod) {
+			// A mirror pod is the API server's copy of a static pod: it
+			// is reported on, never run.
+			continue
+		}
 		a.mu.Lock()
 		a.seen[pod.UID] = struct{}{}
 		if a.latency[pod.UID] == nil {
@@ -72,7 +77,7 @@ func (a *Agent) isRejected(uid types.UID) bool {
 func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Update(pod)
-		if a.isRejected(pod.UID) {
+		if syncloop.IsMirrorPod(pod) || a.isRejected(pod.UID) {
 			continue
 		}
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: pod})
@@ -83,6 +88,9 @@ func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 func (a *Agent) HandlePodRemoves(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Remove(pod)
+		if syncloop.IsMirrorPod(pod) {
+			continue
+		}
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodKill, Pod: pod})
 	}
 }
@@ -92,6 +100,9 @@ func (a *Agent) HandlePodRemoves(pods []*v1.Pod) {
 func (a *Agent) HandlePodReconcile(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Update(pod)
+		if syncloop.IsMirrorPod(pod) {
+			continue
+		}
 		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 			a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod})
 		}
@@ -171,6 +182,9 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		a.vol.RemovePod(uid)
 	}
 	a.cleanupOrphanedPodDirs(want)
+	if a.api != nil {
+		a.syncMirrorPods(ctx)
+	}
 
 	a.mu.Lock()
 	a.cleanups++

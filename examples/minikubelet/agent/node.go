@@ -35,6 +35,9 @@ func (a *Agent) newNodeStatus() (*node.Controller, error) {
 	if a.evict != nil {
 		opts.Pressure = a.evict
 	}
+	if a.api != nil {
+		opts.Sink, opts.Leases = a.api.nodes, a.api.nodes
+	}
 	return node.New(opts)
 }
 

@@ -20,6 +20,9 @@ import (
 // whenever a pod's phase or container states change.
 type memorySink struct {
 	out io.Writer
+	// inner, when set, is the API server's sink: reads and writes go to
+	// it, and the lines are still printed.
+	inner status.Sink
 
 	mu      sync.Mutex
 	pods    map[types.UID]*v1.Pod
@@ -36,7 +39,10 @@ func newMemorySink(out io.Writer) *memorySink {
 // A static pod stands for its own mirror pod (marked with the mirror
 // annotation), as the mirror pod an API server would hold; the status
 // manager pushes a static pod's status only to a mirror pod.
-func (s *memorySink) GetPod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
+func (s *memorySink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	if s.inner != nil {
+		return s.inner.GetPod(ctx, pod)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.pods[pod.UID]; ok {
@@ -54,9 +60,19 @@ func (s *memorySink) GetPod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
 }
 
 // UpdatePodStatus implements status.Sink.
-func (s *memorySink) UpdatePodStatus(_ context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
-	p := pod.DeepCopy()
-	p.Status = st
+func (s *memorySink) UpdatePodStatus(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
+	var p *v1.Pod
+	if s.inner != nil {
+		updated, err := s.inner.UpdatePodStatus(ctx, pod, st)
+		if err != nil {
+			return nil, err
+		}
+		p = updated
+	}
+	if p == nil {
+		p = pod.DeepCopy()
+		p.Status = st
+	}
 	line := summary(p)
 	s.mu.Lock()
 	s.pods[pod.UID] = p
@@ -70,7 +86,12 @@ func (s *memorySink) UpdatePodStatus(_ context.Context, pod *v1.Pod, st v1.PodSt
 }
 
 // DeletePod implements status.Sink.
-func (s *memorySink) DeletePod(_ context.Context, pod *v1.Pod) error {
+func (s *memorySink) DeletePod(ctx context.Context, pod *v1.Pod) error {
+	if s.inner != nil {
+		if err := s.inner.DeletePod(ctx, pod); err != nil {
+			return err
+		}
+	}
 	s.forget(pod.UID)
 	return nil
 }
@@ -139,6 +160,9 @@ func orDash(s string) string {
 // is every block's EventRecorder (client-go's method shape).
 func (a *Agent) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
 	a.metrics.event(eventtype, reason)
+	if a.api != nil {
+		a.api.event(object, eventtype, reason, messageFmt, args...)
+	}
 	attrs := []any{"type", eventtype, "reason", reason, "message", fmt.Sprintf(messageFmt, args...)}
 	if pod, ok := object.(*v1.Pod); ok {
 		attrs = append(attrs, "pod", pod.Namespace+"/"+pod.Name)
