@@ -161,8 +161,8 @@ type Agent struct {
 
 	mu       sync.Mutex
 	cleanups int
-	rejected map[types.UID]rejection // pods refused at admission, with why
-	seen     map[types.UID]struct{}  // pods added and not yet forgotten
+	rejected map[types.UID]struct{} // pods refused at admission
+	seen     map[types.UID]struct{} // pods added and not yet forgotten
 	latency  map[types.UID]*startup
 }
 
@@ -204,7 +204,7 @@ func New(opts Options) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{opts: opts, log: log, clock: clock.RealClock{}, rt: opts.Runtime,
-		ready: make(chan struct{}), rejected: map[types.UID]rejection{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}}
+		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}}
 	if a.rt == nil {
 		a.fakeRT = NewFakeRuntime(log.With("component", "fake-runtime"))
 		a.rt = a.fakeRT
@@ -476,10 +476,12 @@ func (a *Agent) PodStatuses() []v1.Pod {
 			cp.Status = st
 		}
 		a.mu.Lock()
-		r, rejected := a.rejected[p.UID]
+		_, rejected := a.rejected[p.UID]
 		a.mu.Unlock()
-		if rejected {
-			cp.Status.Phase, cp.Status.Reason, cp.Status.Message = v1.PodFailed, r.reason, r.message
+		if rejected && cp.Status.Phase != v1.PodFailed {
+			// The status manager refused the rejection's status: show it
+			// all the same.
+			cp.Status.Phase = v1.PodFailed
 		}
 		out = append(out, *cp)
 	}

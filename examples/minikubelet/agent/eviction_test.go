@@ -145,5 +145,5 @@ spec:
 	send(syncloop.OpAdd, apiPod("late", ""))
 	late := n.waitPod("late", "rejected", func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	assert.Equal(t, "Evicted", late.Status.Reason)
-	assert.Equal(t, "The node had condition: [MemoryPressure]. ", late.Status.Message)
+	assert.Equal(t, "Pod was rejected: The node had condition: [MemoryPressure]. ", late.Status.Message)
 }

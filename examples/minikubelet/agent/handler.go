@@ -11,6 +11,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/podworkers"
+	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
@@ -57,14 +58,17 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 // reason and message and never runs, and no other pod is affected.
 func (a *Agent) reject(pod *v1.Pod, reason, msg string) {
 	a.mu.Lock()
-	a.rejected[pod.UID] = rejection{reason: reason, message: msg}
+	a.rejected[pod.UID] = struct{}{}
 	a.mu.Unlock()
+	// The status says so, as upstream's rejectPod writes it, and reaches
+	// the API server through the status manager.
+	st := v1.PodStatus{QOSClass: status.QOSClass(pod), Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg}
+	if err := a.status.Set(pod, st); err != nil {
+		a.log.Warn("Cannot record the status of a rejected pod", "pod", podDesc(pod), "err", err)
+	}
 	a.Eventf(pod, v1.EventTypeWarning, reason, "%s", msg)
 	a.log.Warn("Pod rejected", "pod", podDesc(pod), "reason", reason, "message", msg)
 }
-
-// rejection is why a pod was not admitted.
-type rejection struct{ reason, message string }
 
 func (a *Agent) isRejected(uid types.UID) bool {
 	a.mu.Lock()
