@@ -26,9 +26,9 @@ const (
 	DefaultStatusReportPeriod = 5 * time.Minute
 	// DefaultLeaseDuration is the lease's duration (nodeLeaseDurationSeconds).
 	DefaultLeaseDuration = 40 * time.Second
-	// DefaultLeaseRenewPeriod is how often the lease is renewed (a quarter
-	// of its duration).
-	DefaultLeaseRenewPeriod = 10 * time.Second
+	// DefaultLeaseRenewPeriod is how often the default lease is renewed: a
+	// quarter of its duration, as upstream's renew interval fraction.
+	DefaultLeaseRenewPeriod = DefaultLeaseDuration / 4
 	// DefaultLeaseNamespace holds node leases.
 	DefaultLeaseNamespace = "kube-node-lease"
 	// DefaultCallTimeout bounds each call to a provider or a sink, on the
@@ -140,7 +140,8 @@ type Options struct {
 	// KubeletPort is reported in daemonEndpoints. 0 means none.
 	KubeletPort int32
 	// StatusUpdatePeriod, StatusReportPeriod, LeaseDuration,
-	// LeaseRenewPeriod, CallTimeout: 0 means the defaults.
+	// LeaseRenewPeriod, CallTimeout: 0 means the defaults; the default
+	// LeaseRenewPeriod is a quarter of LeaseDuration.
 	StatusUpdatePeriod, StatusReportPeriod time.Duration
 	LeaseDuration, LeaseRenewPeriod        time.Duration
 	CallTimeout                            time.Duration
@@ -190,7 +191,7 @@ func New(opts Options) (*Controller, error) {
 	def(&opts.StatusUpdatePeriod, DefaultStatusUpdatePeriod)
 	def(&opts.StatusReportPeriod, DefaultStatusReportPeriod)
 	def(&opts.LeaseDuration, DefaultLeaseDuration)
-	def(&opts.LeaseRenewPeriod, DefaultLeaseRenewPeriod)
+	def(&opts.LeaseRenewPeriod, opts.LeaseDuration/4)
 	def(&opts.CallTimeout, DefaultCallTimeout)
 	if opts.LeaseNamespace == "" {
 		opts.LeaseNamespace = DefaultLeaseNamespace

@@ -221,6 +221,18 @@ func TestControllerLease(t *testing.T) {
 	})
 }
 
+func TestControllerLeaseRenewPeriodIsAQuarterOfItsDuration(t *testing.T) {
+	sink := &nodetest.Sink{}
+	f := start(t, sink, func(o *node.Options) { o.LeaseDuration = 8 * time.Second })
+	f.wait(okCalls(nodetest.OpCreateLease, 1))
+	assert.Equal(t, int32(8), *sink.Lease().Spec.LeaseDurationSeconds)
+
+	f.stepUntil(100*time.Millisecond, okCalls(nodetest.OpUpdateLease, 1))
+	renewed := sink.Lease().Spec.RenewTime.Time
+	assert.False(t, renewed.Before(t0.Add(2*time.Second)), "renewed before a quarter of the duration: %s", renewed)
+	assert.True(t, renewed.Before(t0.Add(2*time.Second+200*time.Millisecond)), "renewed late: %s", renewed)
+}
+
 func TestNew(t *testing.T) {
 	good := node.Options{NodeName: "n", Sink: &nodetest.Sink{}, Runtime: nodetest.NewRuntime("x", "1"), Machine: nodetest.Machine{}}
 	_, err := node.New(good)
