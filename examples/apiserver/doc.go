@@ -22,7 +22,8 @@
 //   - NodeSink is status/node's StatusSink and LeaseSink: it registers the
 //     Node on the first status (create; on AlreadyExists reconcile the
 //     default labels), then patches nodes/status; leases are owned by the
-//     Node.
+//     Node. With SkipRegistration (--register-node=false) it only patches
+//     the status of a Node someone else created.
 //   - NewRecorder returns client-go's record.EventRecorder (component
 //     "kubelet", host the node), whose Eventf the blocks take as it is.
 //   - WatchingSources are volume.ConfigMapSource, SecretSource and

@@ -52,12 +52,20 @@ type NodeSinkOptions struct {
 	Taints []v1.Taint
 	// Unschedulable registers the Node cordoned (--register-schedulable=false).
 	Unschedulable bool
+	// SkipRegistration leaves the Node to someone else (upstream's
+	// --register-node=false): the sink never creates it nor touches its
+	// labels, and only patches the status of a Node that exists; while
+	// there is none, UpdateNodeStatus is an error wrapping
+	// node.ErrNodeNotFound. Labels, Taints and Unschedulable are then
+	// unused.
+	SkipRegistration bool
 }
 
 // NodeSink is node.StatusSink and node.LeaseSink on the API server. The
 // first UpdateNodeStatus registers the Node as upstream's
 // registerWithAPIServer: it creates it with its labels and the status; if it
-// already exists it reconciles the default labels and goes on. Later calls
+// already exists it reconciles the default labels and goes on (unless
+// SkipRegistration). Later calls
 // patch nodes/status with a strategic merge patch of what changed. Leases
 // live where the controller says (kube-node-lease) and are owned by the
 // Node. Safe for concurrent use.
@@ -137,7 +145,7 @@ func (s *NodeSink) UpdateNodeStatus(ctx context.Context, nodeName string, st v1.
 	if nodeName != s.nodeName {
 		return fmt.Errorf("update node status: sink of node %q asked for node %q: %w", s.nodeName, nodeName, ErrInvalidArgument)
 	}
-	if !s.Registered() {
+	if !s.o.SkipRegistration && !s.Registered() {
 		created, err := s.register(ctx, st)
 		if err != nil {
 			return err
@@ -237,6 +245,9 @@ func (s *NodeSink) patchStatus(ctx context.Context, st v1.NodeStatus, fromCache 
 	}
 	if err != nil {
 		return fmt.Errorf("update node status %s: get node: %w", s.nodeName, err)
+	}
+	if !s.Registered() { // SkipRegistration: someone else registered it
+		s.setRegistered(cur.UID)
 	}
 	want := cur.DeepCopy()
 	want.Status = *st.DeepCopy()

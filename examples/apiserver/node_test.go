@@ -106,6 +106,38 @@ func TestNodeSinkReconcilesAnExistingNode(t *testing.T) {
 	assert.Equal(t, st, n.Status)
 }
 
+func TestNodeSinkSkipRegistration(t *testing.T) {
+	s, client := newNodeSink(t, apiserver.NodeSinkOptions{SkipRegistration: true, Labels: map[string]string{"zone": "z1"}})
+	// No Node: the sink waits for someone else to create it.
+	err := s.UpdateNodeStatus(t.Context(), "n1", nodeStatus(v1.ConditionTrue))
+	require.ErrorIs(t, err, node.ErrNodeNotFound)
+	assert.False(t, s.Registered())
+	assert.Equal(t, 0, count(client.Actions(), "create", "nodes", ""), "never registers")
+
+	// An administrator creates it: its status is patched, its labels are
+	// left as they are.
+	_, err = client.CoreV1().Nodes().Create(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "admin-uid",
+		Labels: map[string]string{"kubernetes.io/os": "windows"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	st := nodeStatus(v1.ConditionTrue)
+	require.NoError(t, s.UpdateNodeStatus(t.Context(), "n1", st))
+	assert.True(t, s.Registered())
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, st, n.Status)
+	assert.Equal(t, map[string]string{"kubernetes.io/os": "windows"}, n.Labels, "labels untouched")
+	assert.Equal(t, 1, count(client.Actions(), "create", "nodes", ""), "the administrator's only")
+	assert.Equal(t, 0, count(client.Actions(), "patch", "nodes", ""), "only nodes/status is patched")
+
+	// Its lease is owned by the Node found.
+	holder := "n1"
+	created, err := s.CreateLease(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: node.DefaultLeaseNamespace, Name: "n1"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}})
+	require.NoError(t, err)
+	require.Len(t, created.OwnerReferences, 1)
+	assert.Equal(t, "admin-uid", string(created.OwnerReferences[0].UID))
+}
+
 func TestNodeSinkErrors(t *testing.T) {
 	s, client := newNodeSink(t, apiserver.NodeSinkOptions{})
 	err := s.UpdateNodeStatus(t.Context(), "n2", nodeStatus(v1.ConditionTrue))

@@ -21,8 +21,8 @@
 // Flags: --container-runtime-endpoint (a containerd or CRI-O socket; empty
 // means the embedded fake), --pod-manifest-path, --manifest-url,
 // --object-manifest-path (ConfigMaps and Secrets for pods' volumes),
-// --kubeconfig (join an API server), --node-labels,
-// --node-status-update-frequency,
+// --kubeconfig (join an API server), --register-node, --node-labels,
+// --node-status-update-frequency, --node-lease-duration-seconds,
 // --node-name, --root-dir, --address, --port, --runonce, --evented-pleg,
 // --eviction-hard, --eviction-soft, --eviction-soft-grace-period,
 // --eviction-minimum-reclaim (upstream's syntax and defaults), -v (debug

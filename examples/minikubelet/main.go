@@ -46,11 +46,12 @@ type config struct {
 	endpoint, manifestPath, manifestURL, nodeName, rootDir, address string
 	objectPath, kubeconfig, nodeLabels                              string
 	nodeStatusFrequency                                             time.Duration
-	port                                                            int
-	runOnce, evented                                                bool
+	port, nodeLeaseSeconds                                          int
+	runOnce, evented, registerNode                                  bool
 	runOnceTimeout                                                  time.Duration
 	verbose                                                         bool
 	evictionHard, evictionSoft, evictionSoftGrace, evictionReclaim  string
+	set                                                             map[string]bool // the flags given
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -62,6 +63,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.manifestURL, "manifest-url", "", "URL of a pod or pod list to run")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of an API server to join (pods bound to the node, statuses, the Node and its Lease, events, mirror pods); empty runs standalone")
 	fs.StringVar(&c.nodeLabels, "node-labels", "", "labels added to the Node when it is registered (key=value,...)")
+	fs.BoolVar(&c.registerNode, "register-node", true, "register the Node with the API server; false updates the status of a Node someone else created")
+	fs.IntVar(&c.nodeLeaseSeconds, "node-lease-duration-seconds", 40, "duration of the node's Lease, renewed every quarter of it")
 	fs.DurationVar(&c.nodeStatusFrequency, "node-status-update-frequency", 10*time.Second, "how often the node's status is computed (and posted when it changed)")
 	fs.StringVar(&c.objectPath, "object-manifest-path", "", "directory of ConfigMap and Secret manifests (one per file) for pods' configMap, secret and projected volumes")
 	fs.StringVar(&c.nodeName, "node-name", "", "node name (default: the host name)")
@@ -82,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if fs.NArg() != 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	c.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 	return c, nil
 }
 
@@ -109,6 +114,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if c.nodeLeaseSeconds <= 0 {
+			return fmt.Errorf("--node-lease-duration-seconds=%d: must be positive", c.nodeLeaseSeconds)
+		}
+		if !c.registerNode && len(labels) > 0 {
+			return errors.New("--node-labels are set when the Node is registered, and --register-node=false skips that")
+		}
 		rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 		if err != nil {
 			return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
@@ -117,9 +128,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
 		}
-		opts.API = &agent.APIOptions{Client: client, NodeLabels: labels}
-	} else if c.nodeLabels != "" {
-		return errors.New("--node-labels needs --kubeconfig")
+		opts.API = &agent.APIOptions{Client: client, NodeLabels: labels, SkipNodeRegistration: !c.registerNode,
+			NodeLeaseDuration: time.Duration(c.nodeLeaseSeconds) * time.Second}
+	} else {
+		for _, f := range []string{"node-labels", "register-node", "node-lease-duration-seconds"} {
+			if c.set[f] {
+				return fmt.Errorf("--%s needs --kubeconfig", f)
+			}
+		}
 	}
 	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
 	if err != nil {

@@ -30,6 +30,10 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig /nonexistent/kubeconfig"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-labels", "novalue"}, `"novalue" is not key=value`},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-labels", "bad key=x"}, `key "bad key"`},
+		{[]string{"--register-node=false"}, "--register-node needs --kubeconfig"},
+		{[]string{"--node-lease-duration-seconds", "10"}, "--node-lease-duration-seconds needs --kubeconfig"},
+		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-lease-duration-seconds", "0"}, "--node-lease-duration-seconds=0: must be positive"},
+		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--register-node=false", "--node-labels", "a=b"}, "--register-node=false skips"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -26,6 +26,13 @@ type APIOptions struct {
 	// NodeLabels are added to the Node when it is registered (upstream's
 	// --node-labels).
 	NodeLabels map[string]string
+	// SkipNodeRegistration leaves the Node to someone else (upstream's
+	// --register-node=false): the agent only updates the status of a Node
+	// that exists, and renews its lease.
+	SkipNodeRegistration bool
+	// NodeLeaseDuration is the lease's duration; it is renewed every
+	// quarter of it. 0 means upstream's 40s (nodeLeaseDurationSeconds).
+	NodeLeaseDuration time.Duration
 }
 
 // api is what the agent holds in API-server mode.
@@ -46,12 +53,18 @@ func (a *Agent) newAPI() error {
 	if o.Client == nil {
 		return fmt.Errorf("API.Client is required: %w", ErrInvalidOptions)
 	}
+	if o.NodeLeaseDuration < 0 || (o.NodeLeaseDuration > 0 && o.NodeLeaseDuration%time.Second != 0) {
+		return fmt.Errorf("API.NodeLeaseDuration %s is not a positive number of seconds: %w", o.NodeLeaseDuration, ErrInvalidOptions)
+	}
+	if o.SkipNodeRegistration && len(o.NodeLabels) > 0 {
+		return fmt.Errorf("API.NodeLabels are set at registration, and API.SkipNodeRegistration skips it: %w", ErrInvalidOptions)
+	}
 	x := &api{client: o.Client}
 	var err error
 	if x.status, err = apiserver.NewStatusSink(o.Client, apiserver.StatusSinkOptions{Logger: a.log.With("component", "api-status")}); err != nil {
 		return err
 	}
-	if x.nodes, err = apiserver.NewNodeSink(o.Client, a.opts.NodeName, apiserver.NodeSinkOptions{Logger: a.log.With("component", "api-node"), Labels: o.NodeLabels}); err != nil {
+	if x.nodes, err = apiserver.NewNodeSink(o.Client, a.opts.NodeName, apiserver.NodeSinkOptions{Logger: a.log.With("component", "api-node"), Labels: o.NodeLabels, SkipRegistration: o.SkipNodeRegistration}); err != nil {
 		return err
 	}
 	if x.mirrors, err = apiserver.NewMirrorPods(o.Client, a.opts.NodeName, apiserver.MirrorPodsOptions{Logger: a.log.With("component", "api-mirror")}); err != nil {

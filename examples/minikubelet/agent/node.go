@@ -37,6 +37,7 @@ func (a *Agent) newNodeStatus() (*node.Controller, error) {
 	}
 	if a.api != nil {
 		opts.Sink, opts.Leases = a.api.nodes, a.api.nodes
+		opts.LeaseDuration = a.opts.API.NodeLeaseDuration
 	}
 	return node.New(opts)
 }
