@@ -54,31 +54,13 @@ stop_containerd() {
     # started by containerd-start.sh (e.g. the pid file was deleted).
     for pid in $(kk_find_our_containerd); do
       kk_log "found containerd with our config but no pid file: pid ${pid}"
-      stop_pid "${pid}"
+      kk_stop_pid containerd "${pid}" "${STOP_TIMEOUT}" || true
     done
     rm -f "${KK_PIDFILE}"
     return 0
   fi
-  stop_pid "${pid}"
+  kk_stop_pid containerd "${pid}" "${STOP_TIMEOUT}" || true
   rm -f "${KK_PIDFILE}"
-}
-
-stop_pid() {
-  local pid="$1" deadline
-  kk_log "stopping containerd (pid ${pid})"
-  kill -TERM "${pid}" 2>/dev/null || true
-  deadline=$((SECONDS + STOP_TIMEOUT))
-  while kk_pid_alive "${pid}" && ((SECONDS < deadline)); do
-    sleep 0.2
-  done
-  if kk_pid_alive "${pid}"; then
-    kk_log "containerd did not exit within ${STOP_TIMEOUT}s: SIGKILL"
-    kill -KILL "${pid}" 2>/dev/null || true
-    deadline=$((SECONDS + 5))
-    while kk_pid_alive "${pid}" && ((SECONDS < deadline)); do
-      sleep 0.1
-    done
-  fi
 }
 
 delete_runc_containers() {

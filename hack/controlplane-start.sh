@@ -23,6 +23,12 @@
 #      $KK_WORK/controlplane/kubeconfig-node (node identity) and
 #      $KK_WORK/controlplane/env, and prints the API server URL.
 #
+# hack/controlplane-start.sh --restart-apiserver restarts the kube-apiserver
+# of a running control plane with its very command line (same port, certs,
+# tokens and etcd), waits until it is ready and updates the pid and env
+# files: the API-server tests use it to check that clients resume their
+# watches. It fails when no control plane of $KK_WORK runs.
+#
 # Environment variables:
 #   KK_WORK                 work dir (default /tmp/kubeletkit-e2e)
 #   KK_K8S_VERSION          kube-apiserver version to run (default v1.36.3)
@@ -70,19 +76,24 @@ env_value() {
   sed -n "s/^export $1=//p" "${KK_CP_ENV}" 2>/dev/null | head -1
 }
 
-# reusable: true when both daemons in the pid files are ours and the API
+# running: true when both daemons in the pid files are ours and the API
 # server answers /readyz with the token in the env file.
-reusable() {
+running() {
   local etcd_pid api_pid url
   etcd_pid="$(kk_pidfile_pid "${KK_ETCD_PIDFILE}" kk_is_our_etcd)"
   api_pid="$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)"
   [[ -n "${etcd_pid}" && -n "${api_pid}" && -f "${KK_CP_ENV}" && -f "${CA_FILE}" ]] || return 1
-  # A different KK_K8S_VERSION asks for a different binary: restart.
-  [[ "$(kk_cmdline "${api_pid}")" == "${KK_APISERVER_BIN} "* ]] || return 1
   ADMIN_TOKEN="$(env_value KK_APISERVER_TOKEN)"
   url="$(env_value KK_APISERVER_URL)"
   [[ -n "${ADMIN_TOKEN}" && -n "${url}" ]] || return 1
   [[ "$(kcurl "${url}/readyz" 2>/dev/null)" == ok ]]
+}
+
+# reusable: running, and on the binary of KK_K8S_VERSION (another version
+# asks for a restart).
+reusable() {
+  running || return 1
+  [[ "$(kk_cmdline "$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)")" == "${KK_APISERVER_BIN} "* ]]
 }
 
 write_credentials() {
@@ -291,13 +302,45 @@ export KK_ETCD_ENDPOINT=${ETCD_URL}
 export KK_ETCD_PID=$(tr -dc '0-9' <"${KK_ETCD_PIDFILE}")
 export KK_APISERVER_PID=$(tr -dc '0-9' <"${KK_APISERVER_PIDFILE}")
 export KK_K8S_VERSION=${KK_K8S_VERSION}
+export KK_WORK=${KK_WORK}
 EOF
   )
   mv -f "${KK_CP_ENV}.new" "${KK_CP_ENV}"
 }
 
+# restart_apiserver: stop the running kube-apiserver and start it again with
+# the same arguments; clients' kubeconfigs stay valid (same URL, same CA).
+restart_apiserver() {
+  local t0=${SECONDS} pid args=()
+  running || kk_die "no running, ready control plane in ${KK_WORK}: run hack/controlplane-start.sh first"
+  pid="$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)"
+  mapfile -d '' args <"/proc/${pid}/cmdline"
+  ((${#args[@]} > 0)) || kk_die "cannot read the command line of kube-apiserver (pid ${pid})"
+  APISERVER_URL="$(env_value KK_APISERVER_URL)"
+  cp -f "${CA_FILE}" "${CA_FILE}.before"
+  # It stops listening at once on SIGTERM, then can wait on open watches
+  # long after: 3s, then SIGKILL.
+  kk_stop_pid kube-apiserver "${pid}" 3 || exit 1
+  launch kube-apiserver "${KK_APISERVER_PIDFILE}" "${KK_APISERVER_LOG}" "${args[@]}"
+  wait_for kube-apiserver "${KK_APISERVER_PIDFILE}" "${KK_APISERVER_LOG}" apiserver_ready
+  write_ca
+  cmp -s "${CA_FILE}" "${CA_FILE}.before" ||
+    kk_die "the restarted API server serves with another CA: kubeconfigs written before no longer verify"
+  rm -f "${CA_FILE}.before"
+  sed -i "s/^export KK_APISERVER_PID=.*/export KK_APISERVER_PID=$(tr -dc '0-9' <"${KK_APISERVER_PIDFILE}")/" "${KK_CP_ENV}"
+  kk_log "kube-apiserver restarted (pid $(cat "${KK_APISERVER_PIDFILE}")) on ${APISERVER_URL} in $((SECONDS - t0))s"
+}
+
 main() {
   local t0=${SECONDS}
+  case "${1:-}" in
+    "") ;;
+    --restart-apiserver)
+      restart_apiserver
+      return 0
+      ;;
+    *) kk_die "unknown argument ${1} (the only one is --restart-apiserver)" ;;
+  esac
   mkdir -p "${KK_WORK}"
   if reusable; then
     kk_log "control plane already running and ready (etcd pid $(env_value KK_ETCD_PID), kube-apiserver pid $(env_value KK_APISERVER_PID)); reusing it"

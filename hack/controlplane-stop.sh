@@ -23,40 +23,19 @@ source "${HACK_DIR}/lib.sh"
 
 STOP_TIMEOUT="${KK_STOP_TIMEOUT:-15}"
 
-# stop_pid NAME PID [TIMEOUT]: SIGTERM, wait up to TIMEOUT (default
-# STOP_TIMEOUT) seconds, SIGKILL.
-stop_pid() {
-  local name="$1" pid="$2" timeout="${3:-${STOP_TIMEOUT}}" deadline
-  kk_log "stopping ${name} (pid ${pid})"
-  kill -TERM "${pid}" 2>/dev/null || true
-  deadline=$((SECONDS + timeout))
-  while kk_pid_alive "${pid}" && ((SECONDS < deadline)); do
-    sleep 0.1
-  done
-  if kk_pid_alive "${pid}"; then
-    kk_log "${name} did not exit within ${timeout}s: SIGKILL"
-    kill -KILL "${pid}" 2>/dev/null || true
-    deadline=$((SECONDS + 5))
-    while kk_pid_alive "${pid}" && ((SECONDS < deadline)); do
-      sleep 0.1
-    done
-    ! kk_pid_alive "${pid}" || kk_die "${name} (pid ${pid}) survived SIGKILL"
-  fi
-}
-
 # stop_daemon NAME PIDFILE CHECK COMM [TIMEOUT]: stop the daemon in PIDFILE
 # if CHECK accepts it, then any other process named COMM that CHECK accepts.
 stop_daemon() {
   local name="$1" pidfile="$2" check="$3" comm="$4" timeout="${5:-${STOP_TIMEOUT}}" pid
   pid="$(kk_pidfile_pid "${pidfile}" "${check}")"
   if [[ -n "${pid}" ]]; then
-    stop_pid "${name}" "${pid}" "${timeout}"
+    kk_stop_pid "${name}" "${pid}" "${timeout}" || exit 1
   elif [[ -f "${pidfile}" ]]; then
     kk_log "${name} from ${pidfile} is not running"
   fi
   for pid in $(kk_find_pids "${check}" "${comm}"); do
     kk_log "found ${name} with our command line but not in ${pidfile}: pid ${pid}"
-    stop_pid "${name}" "${pid}" "${timeout}"
+    kk_stop_pid "${name}" "${pid}" "${timeout}" || exit 1
   done
   rm -f "${pidfile}"
 }

@@ -164,6 +164,31 @@ kk_find_pids() {
   done
 }
 
+# kk_stop_pid NAME PID [TIMEOUT]: SIGTERM, wait up to TIMEOUT seconds
+# (default $KK_STOP_TIMEOUT, else 15), then SIGKILL; fails when PID is still
+# alive 5s after that.
+kk_stop_pid() {
+  local name="$1" pid="$2" timeout="${3:-${KK_STOP_TIMEOUT:-15}}" deadline
+  kk_log "stopping ${name} (pid ${pid})"
+  kill -TERM "${pid}" 2>/dev/null || true
+  deadline=$((SECONDS + timeout))
+  while kk_pid_alive "${pid}" && ((SECONDS < deadline)); do
+    sleep 0.1
+  done
+  if kk_pid_alive "${pid}"; then
+    kk_log "${name} did not exit within ${timeout}s: SIGKILL"
+    kill -KILL "${pid}" 2>/dev/null || true
+    deadline=$((SECONDS + 5))
+    while kk_pid_alive "${pid}" && ((SECONDS < deadline)); do
+      sleep 0.1
+    done
+    if kk_pid_alive "${pid}"; then
+      kk_log "${name} (pid ${pid}) survived SIGKILL"
+      return 1
+    fi
+  fi
+}
+
 # kk_free_port: print a TCP port on 127.0.0.1 that nothing listens on or
 # connects from right now, from the range 20000-44999 (below Linux's default
 # ephemeral range, so outgoing connections rarely take it). A small race

@@ -51,6 +51,32 @@ func clientFrom(t *testing.T, env string) kubernetes.Interface {
 	return c
 }
 
+// apiEnv returns the control plane's admin client, the node's client and
+// the node's name.
+func apiEnv(t *testing.T) (admin, node kubernetes.Interface, nodeName string) {
+	t.Helper()
+	nodeName = os.Getenv("KK_NODE_NAME")
+	require.NotEmpty(t, nodeName, "KK_NODE_NAME is not set: run hack/controlplane-start.sh and source its env file")
+	return clientFrom(t, "KK_KUBECONFIG"), clientFrom(t, "KK_NODE_KUBECONFIG"), nodeName
+}
+
+// waitAPINodeReady waits until the API server has the Node Ready.
+func waitAPINodeReady(t *testing.T, admin kubernetes.Interface, nodeName string) {
+	t.Helper()
+	eventually(t, "the Node Ready", func() bool {
+		nd, err := admin.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range nd.Status.Conditions {
+			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // eventually polls cond until it holds or fails after a deadline.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -74,10 +100,7 @@ func TestAPIServerNodePodsVolumesMirrorPods(t *testing.T) {
 // configMap and service account token and turns Ready, a configMap update
 // reaches it, a static pod gets a mirror pod, and deletions go through.
 func apiScenario(t *testing.T, rt agent.Runtime, image, idPrefix string) {
-	admin := clientFrom(t, "KK_KUBECONFIG")
-	nodeClient := clientFrom(t, "KK_NODE_KUBECONFIG")
-	nodeName := os.Getenv("KK_NODE_NAME")
-	require.NotEmpty(t, nodeName, "KK_NODE_NAME")
+	admin, nodeClient, nodeName := apiEnv(t)
 	ctx := context.Background()
 	suffix := rand.String(5)
 
@@ -99,18 +122,7 @@ spec:
 
 	// The node registers with its labels and turns Ready; its lease is
 	// renewed by the node.
-	eventually(t, "the Node Ready", func() bool {
-		nd, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, c := range nd.Status.Conditions {
-			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
+	waitAPINodeReady(t, admin, nodeName)
 	nd, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, nodeName, nd.Labels["kubernetes.io/hostname"])
