@@ -219,12 +219,16 @@ spec:
 
 	// Deleting the pod stops its containers within its grace period and
 	// the pod object goes once it is terminal.
+	deleted := time.Now()
 	require.NoError(t, admin.CoreV1().Pods("default").Delete(ctx, podName, metav1.DeleteOptions{}))
+	waitNoRunning(t, rt, string(created.UID))
+	// The containers are killed at the end of the grace period; the slack
+	// covers the watch, the sync and a loaded CI machine.
+	assert.Less(t, time.Since(deleted), time.Duration(grace)*time.Second+10*time.Second, "containers stopped within the grace period")
 	eventually(t, "the pod object gone", func() bool {
 		_, err := admin.CoreV1().Pods("default").Get(ctx, podName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	waitNoRunning(t, rt, string(created.UID))
 
 	// Removing the static manifest removes the mirror pod.
 	require.NoError(t, os.Remove(filepath.Join(manifests, "static.yaml")))
