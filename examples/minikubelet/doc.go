@@ -25,8 +25,9 @@
 // --node-status-update-frequency, --node-lease-duration-seconds,
 // --node-name, --root-dir, --address, --port, --runonce, --evented-pleg,
 // --eviction-hard, --eviction-soft, --eviction-soft-grace-period,
-// --eviction-minimum-reclaim (upstream's syntax and defaults), -v (debug
-// logs).
+// --eviction-minimum-reclaim (upstream's syntax and defaults),
+// --image-gc-high-threshold, --image-gc-low-threshold,
+// --minimum-image-ttl-duration, -v (debug logs).
 //
 // The composition itself is package agent, which a custom agent can import.
 package main

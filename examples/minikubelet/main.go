@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/examples/minikubelet/agent"
 )
@@ -46,7 +47,8 @@ type config struct {
 	endpoint, manifestPath, manifestURL, nodeName, rootDir, address string
 	objectPath, kubeconfig, nodeLabels                              string
 	nodeStatusFrequency                                             time.Duration
-	port, nodeLeaseSeconds                                          int
+	port, nodeLeaseSeconds, imageGCHigh, imageGCLow                 int
+	imageMinTTL                                                     time.Duration
 	runOnce, evented, registerNode                                  bool
 	runOnceTimeout                                                  time.Duration
 	verbose                                                         bool
@@ -78,6 +80,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.evictionSoft, "eviction-soft", "", "soft eviction thresholds, same syntax; each needs a grace period")
 	fs.StringVar(&c.evictionSoftGrace, "eviction-soft-grace-period", "", "grace periods of the soft thresholds (memory.available=1m30s,...)")
 	fs.StringVar(&c.evictionReclaim, "eviction-minimum-reclaim", "", "minimum reclaims (memory.available=0Mi,nodefs.available=500Mi,...)")
+	fs.IntVar(&c.imageGCHigh, "image-gc-high-threshold", imagegc.DefaultHighThresholdPercent, "percent of the image filesystem in use at which unused images are removed (100 turns it off)")
+	fs.IntVar(&c.imageGCLow, "image-gc-low-threshold", imagegc.DefaultLowThresholdPercent, "percent of the image filesystem in use that image garbage collection frees down to")
+	fs.DurationVar(&c.imageMinTTL, "minimum-image-ttl-duration", imagegc.DefaultMinAge, "minimum age of an unused image before it may be removed")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -109,6 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		opts.Listen = net.JoinHostPort(c.address, strconv.Itoa(c.port))
 	}
 	opts.Timings.NodeStatus = c.nodeStatusFrequency
+	opts.ImageGC = imagegc.Policy{HighThresholdPercent: c.imageGCHigh, LowThresholdPercent: c.imageGCLow, MinAge: c.imageMinTTL}
 	if c.kubeconfig != "" {
 		labels, err := parseLabels(c.nodeLabels)
 		if err != nil {

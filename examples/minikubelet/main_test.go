@@ -31,6 +31,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-labels", "novalue"}, `"novalue" is not key=value`},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-labels", "bad key=x"}, `key "bad key"`},
 		{[]string{"--register-node=false"}, "--register-node needs --kubeconfig"},
+		{[]string{"--image-gc-high-threshold", "70"}, "image GC low threshold 80% is above the high threshold 70%"},
+		{[]string{"--minimum-image-ttl-duration", "-1s"}, "image GC minimum age -1s is negative"},
 		{[]string{"--node-lease-duration-seconds", "10"}, "--node-lease-duration-seconds needs --kubeconfig"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-lease-duration-seconds", "0"}, "--node-lease-duration-seconds=0: must be positive"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--register-node=false", "--node-labels", "a=b"}, "--register-node=false skips"},

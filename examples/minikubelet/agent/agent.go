@@ -19,8 +19,10 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/eviction"
+	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
@@ -62,6 +64,8 @@ type Timings struct {
 	// VolumeRefresh is how often configMap, secret, downwardAPI and
 	// projected volumes are written again from their sources (1m).
 	VolumeRefresh time.Duration
+	// ImageGC is the period of image garbage collection (5m).
+	ImageGC time.Duration
 }
 
 // Options configure an Agent. The zero value runs the embedded fake runtime
@@ -117,6 +121,14 @@ type Options struct {
 	EventedPLEG bool
 	// Eviction configures node-pressure eviction.
 	Eviction EvictionOptions
+	// ImageGC is the image garbage collection policy; the zero value is
+	// upstream's (imagegc.DefaultPolicy: at 85% of the image filesystem
+	// used, remove the least recently used images down to 80%; never an
+	// image first seen less than 2m ago). Collection runs every
+	// Timings.ImageGC on the image filesystem that Eviction.Stats (or the
+	// machine) measures, and under disk pressure eviction removes every
+	// unused image first.
+	ImageGC imagegc.Policy
 	// Timings overrides default periods.
 	Timings Timings
 }
@@ -148,6 +160,7 @@ type Agent struct {
 	config  *source.Config
 	loop    *syncloop.Loop
 	evict   *eviction.Manager // nil when disabled
+	imageGC *imagegc.Manager
 	node    *node.Controller
 	vol     *volume.Manager
 	objects *volume.StaticSources // configMaps and secrets from ObjectPath
@@ -155,6 +168,11 @@ type Agent struct {
 	sink    *memorySink
 	metrics *metrics
 	msgs    status.MessageReader
+
+	// stats measures the node (Eviction.Stats or the machine's); nil, with
+	// statsErr saying why, where there is no measurement.
+	stats    stats.Provider
+	statsErr error
 
 	listener net.Listener
 	ready    chan struct{} // closed once Run has started everything
@@ -271,6 +289,12 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	if a.stats = opts.Eviction.Stats; a.stats == nil {
+		a.stats, a.statsErr = a.machineStats()
+	}
+	if a.imageGC, err = a.newImageGC(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	if !opts.Eviction.Disabled {
 		if a.evict, err = a.newEviction(); err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
@@ -381,6 +405,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.go_("podworkers", func() error { return a.workers.Run(ctx) })
 	g.go_("status", func() error { return a.status.Run(ctx) })
 	g.go_("prober", func() error { return a.prober.Run(ctx) })
+	if a.stats != nil {
+		g.go_("image-gc", func() error { return a.imageGC.Run(ctx) })
+	}
 	if a.evict != nil {
 		g.go_("eviction", func() error { return a.evict.Run(ctx) })
 	}

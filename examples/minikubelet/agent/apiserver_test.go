@@ -77,18 +77,6 @@ func waitAPINodeReady(t *testing.T, admin kubernetes.Interface, nodeName string)
 	})
 }
 
-// eventually polls cond until it holds or fails after a deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within 60s", what)
-		}
-		time.Sleep(100 * time.Millisecond) // polling interval, not a wait for an event
-	}
-}
-
 func TestAPIServerNodePodsVolumesMirrorPods(t *testing.T) {
 	rt := agent.NewFakeRuntime(nil)
 	t.Cleanup(rt.Close)

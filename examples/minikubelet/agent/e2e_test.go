@@ -64,7 +64,10 @@ func startNodeWith(t *testing.T, opts agent.Options) *node {
 	if opts.NodeName == "" {
 		opts.NodeName = "node1"
 	}
-	opts.HostIPs, opts.Listen, opts.Timings = []string{"192.0.2.10"}, "127.0.0.1:0", fast
+	opts.HostIPs, opts.Listen = []string{"192.0.2.10"}, "127.0.0.1:0"
+	if opts.Timings == (agent.Timings{}) {
+		opts.Timings = fast
+	}
 	if opts.Eviction.Stats == nil {
 		opts.Eviction.Stats = &evictiontest.Stats{}
 	}
@@ -155,6 +158,18 @@ func (n *node) waitGone(name string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	n.t.Fatalf("pod %s still listed", name)
+}
+
+// eventually polls cond until it holds or fails after a deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within 60s", what)
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval, not a wait for an event
+	}
 }
 
 func condition(p v1.Pod, t v1.PodConditionType) v1.ConditionStatus {

@@ -23,8 +23,10 @@ type EvictionOptions struct {
 	// upstream's --eviction-hard and --eviction-soft do; parse them with
 	// eviction.ParseThresholds.
 	Thresholds []eviction.Threshold
-	// Stats measures the node and its pods. Nil means stats.NewLinux over
-	// the runtime, with nodefs the root directory's filesystem.
+	// Stats measures the node and its pods (and the image filesystem for
+	// image garbage collection, even with Disabled). Nil means
+	// stats.NewLinux over the runtime, with nodefs the root directory's
+	// filesystem.
 	Stats stats.Provider
 	// MonitoringInterval is how often pressure is checked (10s).
 	MonitoringInterval time.Duration
@@ -38,12 +40,8 @@ type EvictionOptions struct {
 // synchronous kill, container collection through podsync.
 func (a *Agent) newEviction() (*eviction.Manager, error) {
 	o := a.opts.Eviction
-	provider := o.Stats
-	if provider == nil {
-		var err error
-		if provider, err = a.machineStats(); err != nil {
-			return nil, fmt.Errorf("eviction stats: %w", err)
-		}
+	if a.stats == nil {
+		return nil, fmt.Errorf("eviction stats: %w", a.statsErr)
 	}
 	thresholds := o.Thresholds
 	if thresholds == nil {
@@ -51,10 +49,11 @@ func (a *Agent) newEviction() (*eviction.Manager, error) {
 	}
 	return eviction.New(eviction.Options{
 		Thresholds:               thresholds,
-		Stats:                    provider,
+		Stats:                    a.stats,
 		Pods:                     a.activePods,
 		Killer:                   eviction.PodKillerFunc(a.killForEviction),
 		ContainerGC:              eviction.ContainerGarbageCollectorFunc(a.collectDeadContainers),
+		ImageGC:                  a.imageGC,
 		PodCleanedUp:             func(pod *v1.Pod) bool { return !a.workers.CouldHaveRunningContainers(pod.UID) },
 		MonitoringInterval:       o.MonitoringInterval,
 		PressureTransitionPeriod: o.PressureTransitionPeriod,
