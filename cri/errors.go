@@ -128,3 +128,22 @@ func ToStatus(err error) *status.Status {
 	}
 	return status.New(codes.Unknown, err.Error())
 }
+
+// RuntimeMessage returns the runtime's own message for err: for an error a
+// CRI call returned, the message of its gRPC status, without the method and
+// code this package puts before it (what upstream kubelet shows in a
+// container's waiting message and events); for any other error, its
+// Error().
+func RuntimeMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Message()
+	}
+	return err.Error()
+}

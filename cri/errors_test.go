@@ -68,3 +68,23 @@ func TestErrorIs(t *testing.T) {
 	assert.Equal(t, `cri ContainerStatus: NotFound: container "abc": not found`, err.Error())
 	assert.NotErrorIs(t, &cri.Error{Code: codes.Internal}, cri.ErrNotFound)
 }
+
+func TestRuntimeMessage(t *testing.T) {
+	runtimeErr := &cri.Error{Method: "StartContainer", Code: codes.Unknown, Message: `exec: "/no/such/binary": stat /no/such/binary: no such file or directory`}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"a CRI call's error", runtimeErr, runtimeErr.Message},
+		{"wrapped", fmt.Errorf("start container app: %w", runtimeErr), runtimeErr.Message},
+		{"a raw gRPC status", status.Error(codes.NotFound, "no such container"), "no such container"},
+		{"anything else", errors.New("disk full"), "disk full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, cri.RuntimeMessage(tc.err))
+		})
+	}
+	assert.Equal(t, "cri StartContainer: Unknown: "+runtimeErr.Message, runtimeErr.Error(), "Error() keeps method and code")
+}

@@ -71,14 +71,15 @@ func (b *backoff) forgetPrefix(prefix string) {
 	}
 }
 
-// inBackoffSinceUpdate reports whether less than the key's delay has passed
-// since its last update (as of now).
-func (b *backoff) inBackoffSinceUpdate(key string, now time.Time) (bool, time.Duration) {
+// inBackoffUntil reports whether less than the key's delay has passed
+// since its last update (as of now), and when it will have.
+func (b *backoff) inBackoffUntil(key string, now time.Time) (bool, time.Time) {
 	e, ok := b.entries[key]
 	if !ok || b.expired(e, now) {
-		return false, 0
+		return false, time.Time{}
 	}
-	return now.Sub(e.lastUpdate) < e.delay, e.delay
+	until := e.lastUpdate.Add(e.delay)
+	return now.Before(until), until
 }
 
 func timeFromNanos(ns int64) time.Time { return time.Unix(0, ns) }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -257,9 +259,23 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 		s.setReason(pod.UID, c.Name, reason, step.Message)
 		return step
 	}
+	// A failed CRI call is reported with the runtime's own message, as
+	// upstream's (the gRPC status message, without method and code).
+	failRuntime := func(reason string, sentinel error, err error) StepResult {
+		msg := cri.RuntimeMessage(err)
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %s", msg)
+		step := fail(reason, sentinel, err)
+		step.Message = msg
+		s.setReason(pod.UID, c.Name, reason, msg)
+		return step
+	}
 	latest := status.ContainerByName(c.Name)
-	if latest.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-		finished := timeFromNanos(latest.GetFinishedAt())
+	// The back-off counts from the newest instance that exited, as
+	// upstream's: a container killed in this sync (liveness, startup)
+	// restarts at once the first time, and after that backs off from its
+	// predecessor's exit.
+	if dead := lastExited(status, c.Name); dead != nil {
+		finished := timeFromNanos(dead.GetFinishedAt())
 		key := backoffKey(pod, c)
 		s.mu.Lock()
 		in, delay := s.crashBackoff.inBackoffSince(key, finished)
@@ -269,8 +285,10 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 		s.mu.Unlock()
 		if in {
 			s.event(pod, v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container %s in pod %s", c.Name, podDesc(pod))
-			return fail(ReasonCrashLoopBackOff, ErrCrashLoopBackOff,
-				fmt.Errorf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podDesc(pod)))
+			return fail(ReasonCrashLoopBackOff, ErrCrashLoopBackOff, &BackoffError{
+				Err:   fmt.Errorf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podDesc(pod)),
+				Until: finished.Add(delay),
+			})
 		}
 	}
 	imageRef, reason, sentinel, err := s.ensureImage(ctx, pod, c, sb.config)
@@ -281,6 +299,12 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 	if latest != nil {
 		n, _ := cri.RestartCountFromAnnotations(latest.GetAnnotations())
 		restartCount = n + 1
+	} else {
+		// The runtime knows no instance, yet the container may have run
+		// before (the runtime lost its state in a reboot while the logs
+		// stayed): go on from its newest log file, as upstream does, so
+		// that no log is overwritten.
+		restartCount = restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
 	}
 	config, err := s.ContainerConfig(pod, c, ctype, restartCount, sb.ips, imageRef)
 	if err != nil {
@@ -292,14 +316,12 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 	}
 	id, err := s.rt.CreateContainer(ctx, sb.id, config, sb.config)
 	if err != nil {
-		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
-		return fail(ReasonCreateContainerError, ErrCreateContainer, err)
+		return failRuntime(ReasonCreateContainerError, ErrCreateContainer, err)
 	}
 	step.ContainerID = id
 	s.event(pod, v1.EventTypeNormal, EventCreated, "Created container: %s", c.Name)
 	if err := s.rt.StartContainer(ctx, id); err != nil {
-		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
-		return fail(ReasonRunContainerError, ErrRunContainer, err)
+		return failRuntime(ReasonRunContainerError, ErrRunContainer, err)
 	}
 	s.event(pod, v1.EventTypeNormal, EventStarted, "Started container %s", c.Name)
 	s.clearReason(pod.UID, c.Name)
@@ -349,11 +371,14 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	key := string(pod.UID) + "/" + c.Image
 	now := s.clock.Now()
 	s.mu.Lock()
-	in, _ := s.pullBackoff.inBackoffSinceUpdate(key, now)
+	in, until := s.pullBackoff.inBackoffUntil(key, now)
 	s.mu.Unlock()
 	if in {
 		s.event(pod, v1.EventTypeNormal, EventBackOff, "Back-off pulling image %q", c.Image)
-		return "", ReasonImagePullBackOff, ErrImagePullBackOff, fmt.Errorf("Back-off pulling image %q", c.Image) //nolint:staticcheck // upstream's message
+		return "", ReasonImagePullBackOff, ErrImagePullBackOff, &BackoffError{
+			Err:   fmt.Errorf("Back-off pulling image %q", c.Image), //nolint:staticcheck // upstream's message
+			Until: until,
+		}
 	}
 	s.event(pod, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
 	start := s.clock.Now()
@@ -367,4 +392,60 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	s.event(pod, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %s", c.Image, s.clock.Since(start))
 	return ref, "", nil, nil
+}
+
+// lastExited returns the newest instance of the named container that has
+// exited, or nil.
+func lastExited(status *cri.PodStatus, name string) *runtimeapi.ContainerStatus {
+	for _, c := range status.ContainersByName(name) {
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			return c
+		}
+	}
+	return nil
+}
+
+// BackoffError is a start that was refused because its container or image
+// is backing off (CrashLoopBackOff, ImagePullBackOff). Until is when the
+// back-off ends: a pod worker retries the pod then rather than after its
+// generic error back-off (podworkers reads BackoffExpiration), as upstream's
+// kubelet 1.3x does.
+type BackoffError struct {
+	Err   error
+	Until time.Time
+}
+
+// Error returns the back-off's message.
+func (e *BackoffError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the message's error.
+func (e *BackoffError) Unwrap() error { return e.Err }
+
+// BackoffExpiration is when the back-off ends.
+func (e *BackoffError) BackoffExpiration() time.Time { return e.Until }
+
+// restartCountFromLogs returns one more than the highest N of the log files
+// "N.log" (or "N.log.<suffix>", rotated) in dir, or 0 when there is none
+// (or no dir).
+func restartCountFromLogs(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	count := 0
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		num, rest, ok := strings.Cut(e.Name(), ".log")
+		if !ok || num == "" || (rest != "" && rest[0] != '.') {
+			continue
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 0 || strings.TrimLeft(num, "0123456789") != "" {
+			continue
+		}
+		count = max(count, n+1)
+	}
+	return count
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -146,6 +149,97 @@ func TestSyncPodCrashLoopBackOff(t *testing.T) {
 	require.NoError(t, step(t, h.sync(pod), "app").Err, "restart after a long run is immediate")
 	s := step(t, h.sync(pod), "app")
 	assert.Equal(t, "back-off 10s restarting failed container=app pod=web_default(uid-1)", s.Message)
+}
+
+// A container its liveness probe kills restarts at once while no earlier
+// instance has exited; after that it backs off from its predecessor's exit,
+// as upstream's: the kill goes ahead, the start waits.
+func TestSyncPodLivenessKillsBackOff(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t0 := clk.Now()
+	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}})
+	t.Cleanup(rt.Close)
+	var unhealthy string // the container ID whose liveness probe failed
+	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, LogRoot: t.TempDir(), NodeName: "node-1",
+		Probes: podsync.Probes{Liveness: podsync.ProbeResultsFunc(func(id string) bool { return id == unhealthy })}})
+	require.NoError(t, err)
+	h := &harness{t: t, clk: clk, rt: rt, s: s}
+	app := ctr("app")
+	app.LivenessProbe = &v1.Probe{}
+	pod := newPod(v1.RestartPolicyAlways, nil, app)
+	require.NoError(t, h.sync(pod).Err())
+
+	kill := func() podsync.StepResult {
+		t.Helper()
+		unhealthy = h.status(pod).ContainerByName("app").GetId()
+		r := h.sync(pod)
+		assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, h.status(pod).ContainerByID(unhealthy).GetState(), "killed")
+		return step(t, r, "app")
+	}
+	require.NoError(t, kill().Err, "first kill: restarted at once")
+	clk.Step(5 * time.Second)
+	require.NoError(t, kill().Err, "second kill: the first instance's exit arms the back-off, restarted at once")
+	clk.Step(3 * time.Second)
+	st := kill()
+	require.ErrorIs(t, st.Err, podsync.ErrCrashLoopBackOff, "third kill: backing off from the second instance's exit")
+	assert.Equal(t, "back-off 10s restarting failed container=app pod=web_default(uid-1)", st.Message)
+	var be *podsync.BackoffError
+	require.ErrorAs(t, st.Err, &be)
+	assert.True(t, t0.Add(5*time.Second+10*time.Second).Equal(be.BackoffExpiration()), "the second instance exited at t0+5s: %s", be.BackoffExpiration())
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_EXITED, h.status(pod).ContainerByName("app").GetState(), "nothing runs until the back-off ends")
+}
+
+// A start the runtime refuses is reported with the runtime's own message,
+// as upstream's: no "cri StartContainer: Unknown:" before it.
+func TestSyncPodRunContainerErrorMessage(t *testing.T) {
+	h := newHarness(t)
+	msg := `failed to create containerd task: exec: "/no/such/binary": stat /no/such/binary: no such file or directory: unknown`
+	h.rt.InjectFault(fake.StartContainer, fake.Fault{Err: &cri.Error{Method: "StartContainer", Code: codes.Unknown, Message: msg}, Times: 1})
+	pod := newPod(v1.RestartPolicyAlways, nil, ctr("app"))
+	st := step(t, h.sync(pod), "app")
+	require.ErrorIs(t, st.Err, podsync.ErrRunContainer)
+	assert.Equal(t, podsync.ReasonRunContainerError, st.Reason)
+	assert.Equal(t, msg, st.Message)
+	w, ok := h.s.WaitingReason("uid-1", "app")
+	require.True(t, ok)
+	assert.Equal(t, v1.ContainerStateWaiting{Reason: podsync.ReasonRunContainerError, Message: msg}, w)
+	assert.Contains(t, h.rec.Strings(), "Warning Failed Error: "+msg)
+}
+
+// When the runtime knows no instance of a container but its log files are
+// there (the runtime lost its state, the logs stayed), the restart count
+// goes on from the newest log file, as upstream's.
+func TestSyncPodRestartCountFromLogs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"no logs", nil, "0"},
+		{"0.log", []string{"0.log"}, "1"},
+		{"the highest, rotated ones too", []string{"0.log", "3.log", "5.log.20260101-000000.gz", "2.log"}, "6"},
+		{"other files are ignored", []string{"1.log", "notes.txt", "x7.log", "8.logs", "-9.log"}, "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}})
+			t.Cleanup(rt.Close)
+			root := t.TempDir()
+			s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, LogRoot: root, NodeName: "node-1"})
+			require.NoError(t, err)
+			pod := newPod(v1.RestartPolicyAlways, nil, ctr("app"))
+			dir := filepath.Join(podsync.LogDirectory(root, pod), "app")
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "9.log"), 0o755), "a directory is not a log")
+			for _, f := range tc.files {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
+			}
+			h := &harness{t: t, clk: clk, rt: rt, s: s}
+			require.NoError(t, h.sync(pod).Err())
+			c := h.status(pod).ContainerByName("app")
+			assert.Equal(t, tc.want, c.GetAnnotations()[cri.ContainerRestartCountAnnotation])
+		})
+	}
 }
 
 func TestSyncPodRestartPolicies(t *testing.T) {
