@@ -48,3 +48,41 @@ func (e *RetryAfterError) Error() string {
 
 // Unwrap returns the wrapped error.
 func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// BackoffExpirer is implemented by sync errors that know when the back-off
+// they ran into ends, such as cri/podsync's CrashLoopBackOff and
+// ImagePullBackOff errors.
+type BackoffExpirer interface {
+	BackoffExpiration() time.Time
+}
+
+// MinBackoffExpiration returns the earliest BackoffExpiration among the
+// errors in err's tree (followed through Unwrap() error and Unwrap()
+// []error), and whether there is one. A failed sync whose error has one is
+// retried when that back-off ends, as upstream's kubelet does, rather than
+// after the generic back-off period.
+func MinBackoffExpiration(err error) (time.Time, bool) {
+	var earliest time.Time
+	found := false
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if b, ok := e.(BackoffExpirer); ok {
+			if t := b.BackoffExpiration(); !found || t.Before(earliest) {
+				earliest, found = t, true
+			}
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		}
+	}
+	walk(err)
+	return earliest, found
+}

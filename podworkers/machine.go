@@ -413,7 +413,8 @@ func (m *Machine) finishUnstarted(now time.Time, s *podState) {
 // SyncTerminatingPod makes the pod terminated and SyncTerminatedPod runs at
 // once; a successful SyncTerminatedPod finishes it; a successful
 // SyncTerminatingRuntimePod forgets the UID. A failed work is requeued with
-// backoff (RetryAfter sets the delay). The worker then calls Next again. It
+// backoff (RetryAfter sets the delay; an error with a BackoffExpiration is
+// retried when that back-off ends, at most ResyncInterval later). The worker then calls Next again. It
 // returns an error wrapping ErrNoWorkInFlight if no work was in flight.
 func (m *Machine) Complete(now time.Time, uid types.UID, r Result) error {
 	s := m.pods[uid]
@@ -426,6 +427,9 @@ func (m *Machine) Complete(now time.Time, uid types.UID, r Result) error {
 		d := m.opts.BackOffPeriod
 		if ra := (*RetryAfterError)(nil); errors.As(r.Err, &ra) && ra.Delay >= 0 {
 			d = ra.Delay
+		} else if until, ok := MinBackoffExpiration(r.Err); ok {
+			// Retry when the back-off ends, within [0, resync interval].
+			d = min(max(until.Sub(now), 0), m.opts.ResyncInterval)
 		}
 		m.requeue(s, now.Add(m.jitter(d)))
 		return nil

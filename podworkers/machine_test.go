@@ -192,6 +192,11 @@ func TestRequeueDelays(t *testing.T) {
 		{name: "error backs off", result: Result{Err: errors.New("boom")}, want: 10 * time.Second},
 		{name: "error with jitter", rand: 0.5, result: Result{Err: errors.New("boom")}, want: 12500 * time.Millisecond},
 		{name: "retry after overrides backoff", result: Result{Err: fmt.Errorf("sync: %w", RetryAfter(time.Second, errors.New("network not ready")))}, want: time.Second},
+		{name: "a back-off is retried when the earliest ends", result: Result{Err: fmt.Errorf("sync: %w", errors.Join(errors.New("other"),
+			backoffErr(base.Add(30*time.Second)), fmt.Errorf("start: %w", backoffErr(base.Add(7*time.Second)))))}, want: 7 * time.Second},
+		{name: "a back-off with jitter", rand: 0.5, result: Result{Err: backoffErr(base.Add(8 * time.Second))}, want: 10 * time.Second},
+		{name: "an ended back-off is retried at once", result: Result{Err: backoffErr(base.Add(-time.Second))}, want: 0},
+		{name: "a back-off beyond the resync interval waits the interval", result: Result{Err: backoffErr(base.Add(5 * time.Minute))}, want: time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,6 +221,26 @@ func TestRequeueDelays(t *testing.T) {
 				t.Fatalf("Next = %+v, %v; want a sync of type sync", w, ok)
 			}
 		})
+	}
+}
+
+// backoffErr is a sync error whose back-off ends at until.
+type backoffErr time.Time
+
+func (e backoffErr) Error() string                { return "back-off" }
+func (e backoffErr) BackoffExpiration() time.Time { return time.Time(e) }
+
+func TestMinBackoffExpiration(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	if _, ok := MinBackoffExpiration(errors.New("plain")); ok {
+		t.Error("found a back-off in a plain error")
+	}
+	if _, ok := MinBackoffExpiration(nil); ok {
+		t.Error("found a back-off in nil")
+	}
+	err := errors.Join(fmt.Errorf("a: %w", backoffErr(t0.Add(time.Minute))), errors.Join(errors.New("b"), backoffErr(t0.Add(time.Second))))
+	if got, ok := MinBackoffExpiration(err); !ok || !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("MinBackoffExpiration = %s, %v; want %s", got, ok, t0.Add(time.Second))
 	}
 }
 
