@@ -389,8 +389,25 @@ func (m *Manager) UpdatePodStatus(pod *v1.Pod, status *v1.PodStatus) {
 			m.fill(pod.UID, cs)
 			continue
 		}
+		// A regular init container is started while it runs (past its
+		// startup probe, if any), and ready once it succeeded.
+		id, _ := ParseContainerID(cs.ContainerID)
+		started := m.started(pod.UID, cs, id)
+		cs.Started = &started
 		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 	}
+}
+
+// started reports whether a container is running and past its startup
+// probe (or has none).
+func (m *Manager) started(uid types.UID, cs *v1.ContainerStatus, id string) bool {
+	if cs.State.Running == nil {
+		return false
+	}
+	if r, ok := m.startup.Get(id); ok && id != "" {
+		return r == Success
+	}
+	return !m.hasWorker(uid, cs.Name, Startup)
 }
 
 func (m *Manager) hasWorker(uid types.UID, name string, t ProbeType) bool {
@@ -402,14 +419,7 @@ func (m *Manager) hasWorker(uid types.UID, name string, t ProbeType) bool {
 
 func (m *Manager) fill(uid types.UID, cs *v1.ContainerStatus) {
 	id, _ := ParseContainerID(cs.ContainerID)
-	started := false
-	if cs.State.Running != nil {
-		if r, ok := m.startup.Get(id); ok && id != "" {
-			started = r == Success
-		} else {
-			started = !m.hasWorker(uid, cs.Name, Startup)
-		}
-	}
+	started := m.started(uid, cs, id)
 	cs.Started = &started
 	if !started {
 		cs.Ready = false

@@ -186,6 +186,8 @@ func TestUpdatePodStatusInitContainers(t *testing.T) {
 	h.st.Set("uid-1", st)
 	h.m.UpdatePodStatus(pod, &st)
 	assert.True(t, st.InitContainerStatuses[0].Ready, "init container exited 0")
+	require.NotNil(t, st.InitContainerStatuses[0].Started, "started is reported for init containers too, as upstream")
+	assert.False(t, *st.InitContainerStatuses[0].Started, "an init container that exited is not started")
 	assert.False(t, st.InitContainerStatuses[1].Ready, "sidecar readiness not yet succeeded")
 	assert.True(t, *st.InitContainerStatuses[1].Started)
 	assert.True(t, st.ContainerStatuses[0].Ready)

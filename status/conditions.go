@@ -138,11 +138,16 @@ func sandboxNeeded(pod *v1.Pod, rt *cri.PodStatus) bool {
 }
 
 // InitializedCondition is True when every regular init container succeeded
-// and every sidecar started, or once a regular container has run.
+// and every sidecar started, or once a regular container has run; in a
+// Succeeded pod (with or without init containers) its reason is
+// PodCompleted, as upstream's.
 func InitializedCondition(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
 	spec := &pod.Spec
 	c := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
 	if len(spec.InitContainers) == 0 {
+		if phase == v1.PodSucceeded {
+			c.Reason = ReasonPodCompleted
+		}
 		return c
 	}
 	if initStatuses == nil && statuses == nil {

@@ -170,6 +170,11 @@ func Generate(in Input) (v1.PodStatus, error) {
 
 	s.Conditions = g.conditions(&s, now)
 	setIPs(pod, &s, in.Runtime, in.HostIPs)
+	if len(s.PodIPs) == 0 && len(old.PodIPs) > 0 {
+		// The sandbox is gone or stopped (a finished pod): the pod keeps
+		// the last IPs it had, as upstream's.
+		s.PodIP, s.PodIPs = old.PodIP, slices.Clone(old.PodIPs)
+	}
 	s.StartTime = startTime(old, now)
 	return s, nil
 }

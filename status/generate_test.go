@@ -629,6 +629,21 @@ func TestGenerateIPsAndQoS(t *testing.T) {
 			assert.Equal(t, tc.want, s.QOSClass)
 		})
 	}
+	t.Run("a finished pod keeps its last IPs once its sandbox is stopped", func(t *testing.T) {
+		pod := mkPod(v1.RestartPolicyNever, nil, ctr("a"))
+		running := rt(running("a", "a1", 1, 0))
+		s, err := Generate(Input{Pod: pod, Runtime: running, Now: at(3)})
+		require.NoError(t, err)
+		require.Equal(t, "10.0.0.5", s.PodIP)
+		done := rt(exited("a", "a1", 1, 0, 0, "Completed"))
+		done.IPs = nil // the sandbox was stopped
+		s, err = Generate(Input{Pod: pod, Runtime: done, Old: &s, Now: at(5)})
+		require.NoError(t, err)
+		assert.Equal(t, v1.PodSucceeded, s.Phase)
+		assert.Equal(t, "10.0.0.5", s.PodIP)
+		assert.Equal(t, []v1.PodIP{{IP: "10.0.0.5"}}, s.PodIPs)
+		checkCond(t, s, v1.PodInitialized, condWant{v1.ConditionTrue, ReasonPodCompleted, ""})
+	})
 	t.Run("status QoS is kept", func(t *testing.T) {
 		p := mkPod(v1.RestartPolicyAlways, nil, q("", ""))
 		p.Status.QOSClass = v1.PodQOSGuaranteed

@@ -158,6 +158,7 @@ spec:
 		assert.Equal(t, v1.ConditionTrue, condition(*got, c), c)
 	}
 	require.Len(t, got.Status.ContainerStatuses, 1)
+	assert.NotEmpty(t, got.Status.HostIP, "with an API server the node's IP is reported")
 	assert.True(t, got.Status.ContainerStatuses[0].Ready)
 	assert.True(t, strings.HasPrefix(got.Status.ContainerStatuses[0].ContainerID, idPrefix))
 	out, code := cat(t, rt, *got, "/etc/config/greeting")

@@ -26,7 +26,13 @@ var _ podworkers.Syncer = (*Agent)(nil)
 // agent knows, and stores it in the status manager.
 func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit podworkers.PodStatusFunc) (v1.PodStatus, error) {
 	in := status.Input{Pod: pod, Runtime: rs, PodIsTerminal: terminal, RuntimeName: a.runtimeName(),
-		HostIPs: a.opts.HostIPs, Probes: a.prober, Waiting: a.syncer, Messages: a.msgs, Now: a.clock.Now()}
+		Probes: a.prober, Waiting: a.syncer, Messages: a.msgs, Now: a.clock.Now()}
+	if a.api != nil {
+		// As upstream's, a kubelet reports its node's IPs in pod statuses
+		// only when it has an API server (and so a Node); standalone, pod
+		// statuses have no hostIP.
+		in.HostIPs = a.opts.HostIPs
+	}
 	if old, ok := a.status.GetPodStatus(pod.UID); ok {
 		in.Old = &old
 	}
