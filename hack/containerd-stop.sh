@@ -116,28 +116,9 @@ kill_shims() {
   done
 }
 
-# our_mounts: mount points at or under $KK_WORK, deepest (longest) first.
-our_mounts() {
-  local mp
-  while read -r _ _ _ _ mp _; do
-    mp="$(printf '%b' "${mp}")" # decode \040-style escapes
-    [[ "${mp}" == "${KK_WORK}" || "${mp}" == "${KK_WORK}/"* ]] && printf '%s\n' "${mp}"
-  done </proc/self/mountinfo | awk '{ print length($0) "\t" $0 }' | sort -rn -k1,1 | cut -f2-
-}
-
+# unmount_all: unmount everything under $KK_WORK, deepest first.
 unmount_all() {
-  local mp n=0 pass
-  for pass in 1 2 3; do
-    while IFS= read -r mp; do
-      [[ -n "${mp}" ]] || continue
-      n=$((n + 1))
-      umount "${mp}" 2>/dev/null || umount -l "${mp}" 2>/dev/null ||
-        kk_log "warning: cannot unmount ${mp}"
-    done < <(our_mounts)
-    [[ -z "$(our_mounts)" ]] && break
-    [[ "${pass}" == 3 ]] || sleep 0.5
-  done
-  ((n == 0)) || kk_log "unmounted ${n} mount(s) under ${KK_WORK}"
+  kk_unmount_under "${KK_WORK}"
 }
 
 # cleanup_host: remove what pods leave on the host outside $KK_WORK once no
@@ -160,7 +141,7 @@ cleanup_host() {
 }
 
 remove_state() {
-  if [[ -n "$(our_mounts)" ]]; then
+  if [[ -n "$(kk_mounts_under "${KK_WORK}")" ]]; then
     kk_log "warning: mounts remain under ${KK_WORK}; keeping state dirs"
     return 0
   fi

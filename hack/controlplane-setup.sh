@@ -60,34 +60,7 @@ install_etcd() {
 }
 
 build_apiserver() {
-  if [[ -x "${KK_APISERVER_BIN}" && "${KK_REBUILD:-0}" != 1 ]]; then
-    kk_log "kube-apiserver cached: ${KK_APISERVER_BIN}"
-    return 0
-  fi
-  command -v go >/dev/null 2>&1 || kk_die "go not found"
-  grep -Eq "^require k8s.io/kubernetes ${KK_K8S_VERSION//./\\.}( |\$)" "${KK_APISERVER_MODULE_DIR}/go.mod" ||
-    kk_die "KK_K8S_VERSION=${KK_K8S_VERSION} is not what ${KK_APISERVER_MODULE_DIR}/go.mod requires"
-  local v="${KK_K8S_VERSION#v}" major minor t0=${SECONDS} ldflags pkg
-  major="${v%%.*}"
-  minor="${v#*.}"
-  minor="${minor%%.*}"
-  # The version the release build stamps in; without it the server reports
-  # v0.0.0-master and /version is useless to clients.
-  ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
-    ldflags+=" -X ${pkg}.gitVersion=${KK_K8S_VERSION} -X ${pkg}.gitTreeState=clean"
-  done
-  mkdir -p "${KK_APISERVER_CACHE}"
-  kk_log "building kube-apiserver ${KK_K8S_VERSION} (about 4 minutes on 2 cores with an empty Go build cache)"
-  (
-    cd "${KK_APISERVER_MODULE_DIR}"
-    GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 nice -n 10 \
-      go build -trimpath -ldflags "${ldflags}" \
-      -o "${KK_APISERVER_BIN}.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-  ) || { rm -f "${KK_APISERVER_BIN}.tmp"; kk_die "kube-apiserver build failed"; }
-  mv -f "${KK_APISERVER_BIN}.tmp" "${KK_APISERVER_BIN}"
-  kk_log "built ${KK_APISERVER_BIN} in $((SECONDS - t0))s: $("${KK_APISERVER_BIN}" --version)"
+  kk_build_upstream kube-apiserver "${KK_APISERVER_BIN}"
 }
 
 main() {

@@ -113,6 +113,7 @@ KK_K8S_VERSION="${KK_K8S_VERSION:-v1.36.3}"
 KK_APISERVER_MODULE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/apiserver"
 KK_APISERVER_CACHE="${KK_APISERVER_CACHE:-${KK_BIN}}"
 KK_APISERVER_BIN="${KK_APISERVER_CACHE}/kube-apiserver-${KK_K8S_VERSION}"
+KK_KUBELET_BIN="${KK_APISERVER_CACHE}/kubelet-${KK_K8S_VERSION}"
 KK_CP_DIR="${KK_WORK}/controlplane"        # certs, keys, kubeconfig, env
 KK_ETCD_DATA="${KK_CP_DIR}/etcd-data"
 KK_ETCD_PIDFILE="${KK_WORK}/etcd.pid"
@@ -189,6 +190,32 @@ kk_stop_pid() {
   fi
 }
 
+# kk_mounts_under DIR: the mount points at or below DIR, deepest first.
+kk_mounts_under() {
+  local dir="$1" mp
+  while read -r _ _ _ _ mp _; do
+    mp="$(printf '%b' "${mp}")" # decode \040-style escapes
+    [[ "${mp}" == "${dir}" || "${mp}" == "${dir}/"* ]] && printf '%s\n' "${mp}"
+  done </proc/self/mountinfo | awk '{ print length($0) "\t" $0 }' | sort -rn -k1,1 | cut -f2-
+}
+
+# kk_unmount_under DIR: unmount everything mounted at or below DIR, deepest
+# first, falling back to a lazy unmount; up to three passes.
+kk_unmount_under() {
+  local dir="$1" mp n=0 pass
+  for pass in 1 2 3; do
+    while IFS= read -r mp; do
+      [[ -n "${mp}" ]] || continue
+      n=$((n + 1))
+      umount "${mp}" 2>/dev/null || umount -l "${mp}" 2>/dev/null ||
+        kk_log "warning: cannot unmount ${mp}"
+    done < <(kk_mounts_under "${dir}")
+    [[ -z "$(kk_mounts_under "${dir}")" ]] && break
+    [[ "${pass}" == 3 ]] || sleep 0.5
+  done
+  ((n == 0)) || kk_log "unmounted ${n} mount(s) under ${dir}"
+}
+
 # kk_free_port: print a TCP port on 127.0.0.1 that nothing listens on or
 # connects from right now, from the range 20000-44999 (below Linux's default
 # ephemeral range, so outgoing connections rarely take it). A small race
@@ -203,4 +230,38 @@ kk_free_port() {
     fi
   done
   kk_die "no free TCP port found on 127.0.0.1"
+}
+
+# kk_build_upstream NAME BIN: build k8s.io/kubernetes/cmd/NAME at
+# KK_K8S_VERSION from hack/apiserver's module into BIN, unless BIN exists
+# (KK_REBUILD=1 builds anyway).
+kk_build_upstream() {
+  local name="$1" bin="$2"
+  if [[ -x "${bin}" && "${KK_REBUILD:-0}" != 1 ]]; then
+    kk_log "${name} cached: ${bin}"
+    return 0
+  fi
+  command -v go >/dev/null 2>&1 || kk_die "go not found"
+  grep -Eq "^require k8s.io/kubernetes ${KK_K8S_VERSION//./\\.}( |\$)" "${KK_APISERVER_MODULE_DIR}/go.mod" ||
+    kk_die "KK_K8S_VERSION=${KK_K8S_VERSION} is not what ${KK_APISERVER_MODULE_DIR}/go.mod requires"
+  local v="${KK_K8S_VERSION#v}" major minor t0=${SECONDS} ldflags pkg
+  major="${v%%.*}"
+  minor="${v#*.}"
+  minor="${minor%%.*}"
+  # The version a release build stamps in; without it the binary reports
+  # v0.0.0-master.
+  ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
+    ldflags+=" -X ${pkg}.gitVersion=${KK_K8S_VERSION} -X ${pkg}.gitTreeState=clean"
+  done
+  mkdir -p "$(dirname "${bin}")"
+  kk_log "building ${name} ${KK_K8S_VERSION} (about 4 minutes on 2 cores with an empty Go build cache)"
+  (
+    cd "${KK_APISERVER_MODULE_DIR}"
+    GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 nice -n 10 \
+      go build -trimpath -ldflags "${ldflags}" -o "${bin}.tmp" "k8s.io/kubernetes/cmd/${name}"
+  ) || { rm -f "${bin}.tmp"; kk_die "${name} build failed"; }
+  mv -f "${bin}.tmp" "${bin}"
+  kk_log "built ${bin} in $((SECONDS - t0))s: $("${bin}" --version)"
 }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# hack/fidelity.sh: run the same static pods under upstream kubelet and under
+# examples/minikubelet, one after the other on the same containerd, record
+# the pod statuses each serves on its read-only /pods endpoint, and compare
+# them field by field (hack/fidelity/main.go says which fields).
+#
+#   bash hack/containerd-setup.sh && bash hack/containerd-start.sh
+#   bash hack/fidelity.sh [MANIFEST_DIR]    # default hack/fidelity/manifests
+#
+# It builds kubelet $KK_K8S_VERSION from hack/apiserver's module (cached in
+# $KK_APISERVER_CACHE, like kube-apiserver) and minikubelet, then for each
+# agent: removes every pod sandbox from containerd, starts the agent (node
+# name kk-node, a fresh root dir under $KK_WORK/fidelity), records for
+# $KK_FIDELITY_SECONDS (90) and stops it. Upstream kubelet runs standalone
+# with cgroupsPerQOS off and failCgroupV1 false (no systemd here, and the
+# machine may have cgroup v1). The report is $KK_WORK/fidelity/report.txt;
+# the script exits 1 when the last statuses differ. Needs root.
+set -euo pipefail
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "${HACK_DIR}/lib.sh"
+
+SECS="${KK_FIDELITY_SECONDS:-90}"
+MANIFESTS="$(cd "${1:-${HACK_DIR}/fidelity/manifests}" && pwd)"
+DIR="${KK_WORK}/fidelity"
+UP_PORT=10255
+MINI_PORT=10256
+AGENT_PID=""
+
+[[ -S "${KK_SOCK}" ]] || kk_die "no containerd at ${KK_SOCK}: run hack/containerd-start.sh"
+[[ "$(id -u)" == 0 ]] || kk_die "needs root (the agents run containers)"
+
+crictl() { "${KK_BIN}/crictl" --runtime-endpoint "${KK_ENDPOINT}" --image-endpoint "${KK_ENDPOINT}" "$@"; }
+
+# clean: remove every pod sandbox, so an agent starts from an empty node.
+clean() {
+  crictl rmp -fa >/dev/null 2>&1 || true
+  [[ -z "$(crictl pods -q 2>/dev/null)" ]] || kk_die "pods left in containerd after crictl rmp -fa"
+}
+
+stop_agent() {
+  if [[ -n "${AGENT_PID}" ]] && kk_pid_alive "${AGENT_PID}"; then
+    kk_stop_pid agent "${AGENT_PID}" 20 || true
+  fi
+  AGENT_PID=""
+}
+trap 'stop_agent; clean; kk_unmount_under "${DIR}"' EXIT
+
+# run NAME PORT CMD...: start the agent, record its /pods, stop it.
+run() {
+  local name="$1" port="$2"
+  shift 2
+  clean
+  kk_log "${name}: starting"
+  setsid "$@" >"${DIR}/${name}.log" 2>&1 </dev/null &
+  AGENT_PID=$!
+  "${DIR}/fidelity" record --url "http://127.0.0.1:${port}/pods" --duration "${SECS}s" --out "${DIR}/${name}.json" ||
+    { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: recording failed; see ${DIR}/${name}.log"; }
+  kk_pid_alive "${AGENT_PID}" || kk_die "${name} exited during the recording; see ${DIR}/${name}.log"
+  stop_agent
+  kk_log "${name}: recorded ${SECS}s into ${DIR}/${name}.json"
+}
+
+main() {
+  # Upstream kubelet leaves its pods' volumes mounted when it stops.
+  kk_unmount_under "${DIR}"
+  rm -rf "${DIR}"
+  mkdir -p "${DIR}/manifests"
+  cp "${MANIFESTS}"/*.yaml "${DIR}/manifests/"
+  kk_build_upstream kubelet "${KK_KUBELET_BIN}"
+  (cd "${HACK_DIR}/.." && go build -o "${DIR}/fidelity" ./hack/fidelity && go build -o "${DIR}/minikubelet" ./examples/minikubelet)
+
+  cat >"${DIR}/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: ${DIR}/manifests
+podLogsDir: ${DIR}/upstream-logs
+containerRuntimeEndpoint: ${KK_ENDPOINT}
+address: 127.0.0.1
+readOnlyPort: ${UP_PORT}
+port: 10250
+healthzPort: 0
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+failSwapOn: false
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+resolvConf: /etc/resolv.conf
+EOF
+  run upstream "${UP_PORT}" "${KK_KUBELET_BIN}" --config="${DIR}/kubelet.yaml" \
+    --root-dir="${DIR}/upstream-root" --hostname-override=kk-node --v=2
+  # kubelet falls back to lenient decoding on a field it does not know,
+  # silently using its default: refuse that, so the setup is what it says.
+  if grep -q 'strict decoding error' "${DIR}/upstream.log"; then
+    grep 'strict decoding error' "${DIR}/upstream.log" >&2
+    kk_die "kubelet did not take ${DIR}/kubelet.yaml as written"
+  fi
+  run minikubelet "${MINI_PORT}" "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
+    --pod-manifest-path "${DIR}/manifests" --node-name kk-node --root-dir "${DIR}/minikubelet-root" \
+    --port "${MINI_PORT}" -v
+
+  local rc=0
+  "${DIR}/fidelity" compare "${DIR}/upstream.json" "${DIR}/minikubelet.json" >"${DIR}/report.txt" || rc=$?
+  cat "${DIR}/report.txt"
+  kk_log "report: ${DIR}/report.txt"
+  return "${rc}"
+}
+
+main "$@"

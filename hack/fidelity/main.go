@@ -1,0 +1,387 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// ContainerView is what a recording keeps of a container status.
+type ContainerView struct {
+	Name         string `json:"name"`
+	State        string `json:"state"`
+	Message      string `json:"message,omitempty"`
+	Last         string `json:"last,omitempty"`
+	Ready        bool   `json:"ready"`
+	Started      string `json:"started"`
+	RestartCount int32  `json:"restartCount"`
+	Image        string `json:"image"`
+}
+
+// PodView is what a recording keeps of a pod's status.
+type PodView struct {
+	Phase        string          `json:"phase"`
+	Reason       string          `json:"reason,omitempty"`
+	Message      string          `json:"message,omitempty"`
+	Conditions   []string        `json:"conditions"`
+	Init         []ContainerView `json:"init,omitempty"`
+	Containers   []ContainerView `json:"containers"`
+	QOS          string          `json:"qosClass"`
+	HasPodIP     bool            `json:"hasPodIP"`
+	HasHostIP    bool            `json:"hasHostIP"`
+	HasStartTime bool            `json:"hasStartTime"`
+}
+
+// Sample is the pods seen at one moment, by name.
+type Sample struct {
+	Elapsed time.Duration       `json:"elapsed"`
+	Pods    map[string]*PodView `json:"pods"`
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: fidelity record|compare ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "record":
+		err = record(os.Args[2:])
+	case "compare":
+		var same bool
+		same, err = compare(os.Args[2:], os.Stdout)
+		if err == nil && !same {
+			os.Exit(1)
+		}
+	default:
+		err = fmt.Errorf("unknown command %q (record or compare)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fidelity:", err)
+		os.Exit(2)
+	}
+}
+
+func record(args []string) error {
+	fs := flag.NewFlagSet("record", flag.ContinueOnError)
+	url := fs.String("url", "http://127.0.0.1:10255/pods", "the kubelet's /pods endpoint")
+	duration := fs.Duration("duration", time.Minute, "how long to record, from the first answer")
+	interval := fs.Duration("interval", 500*time.Millisecond, "time between samples")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the first answer")
+	out := fs.String("out", "", "the recording (JSON); required")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("record: --out is required")
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(*wait)
+	var t0 time.Time
+	var samples []Sample
+	for {
+		pods, err := get(client, *url)
+		now := time.Now()
+		if err != nil {
+			if t0.IsZero() && now.Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if t0.IsZero() {
+				return fmt.Errorf("record: %s did not answer within %s: %w", *url, *wait, err)
+			}
+			return fmt.Errorf("record: %w", err)
+		}
+		if t0.IsZero() {
+			t0 = now
+		}
+		samples = append(samples, Sample{Elapsed: now.Sub(t0), Pods: pods})
+		if now.Sub(t0) >= *duration {
+			break
+		}
+		time.Sleep(*interval)
+	}
+	data, err := jsonIndent(samples)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*out, data, 0o644)
+}
+
+// get reads the pod list and turns it into views, by pod name.
+func get(client *http.Client, url string) (map[string]*PodView, error) {
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	var list v1.PodList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	out := map[string]*PodView{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = view(&list.Items[i])
+	}
+	return out, nil
+}
+
+func view(p *v1.Pod) *PodView {
+	st := p.Status
+	v := &PodView{
+		Phase: string(st.Phase), Reason: st.Reason, Message: st.Message, QOS: string(st.QOSClass),
+		HasPodIP: st.PodIP != "", HasHostIP: st.HostIP != "", HasStartTime: st.StartTime != nil,
+		Conditions: []string{},
+	}
+	for _, c := range st.Conditions {
+		v.Conditions = append(v.Conditions, fmt.Sprintf("%s=%s reason=%q message=%q", c.Type, c.Status, c.Reason, c.Message))
+	}
+	slices.Sort(v.Conditions)
+	v.Init = containers(st.InitContainerStatuses)
+	v.Containers = containers(st.ContainerStatuses)
+	// A pod's UID is its identity, not its status (a static pod's is a
+	// hash of how each agent decoded the manifest): messages name it as
+	// <uid>.
+	if p.UID != "" {
+		for _, cs := range [][]ContainerView{v.Init, v.Containers} {
+			for i := range cs {
+				cs[i].Message = strings.ReplaceAll(cs[i].Message, string(p.UID), "<uid>")
+			}
+		}
+		v.Message = strings.ReplaceAll(v.Message, string(p.UID), "<uid>")
+	}
+	return v
+}
+
+func containers(sts []v1.ContainerStatus) []ContainerView {
+	var out []ContainerView
+	for _, s := range sts {
+		c := ContainerView{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount, Image: s.Image, Started: "nil"}
+		if s.Started != nil {
+			c.Started = fmt.Sprint(*s.Started)
+		}
+		c.State, c.Message = state(s.State)
+		c.Last, _ = state(s.LastTerminationState)
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b ContainerView) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// state describes a container state without its timestamps and IDs.
+func state(s v1.ContainerState) (string, string) {
+	switch {
+	case s.Waiting != nil:
+		return "waiting:" + s.Waiting.Reason, s.Waiting.Message
+	case s.Running != nil:
+		return "running", ""
+	case s.Terminated != nil:
+		t := s.Terminated
+		return fmt.Sprintf("terminated:%s:exit=%d:signal=%d", t.Reason, t.ExitCode, t.Signal), t.Message
+	}
+	return "", ""
+}
+
+func load(path string) ([]Sample, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s []Sample
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(s) == 0 {
+		return nil, fmt.Errorf("%s: no samples", path)
+	}
+	return s, nil
+}
+
+// compare reports whether the last samples of the two recordings are the
+// same, and prints what differs and the two timelines.
+func compare(args []string, w io.Writer) (bool, error) {
+	if len(args) != 2 {
+		return false, errors.New("compare: want two recordings (upstream, then ours)")
+	}
+	a, err := load(args[0])
+	if err != nil {
+		return false, err
+	}
+	b, err := load(args[1])
+	if err != nil {
+		return false, err
+	}
+	la, lb := a[len(a)-1], b[len(b)-1]
+	fmt.Fprintf(w, "last samples: %s at %s, %s at %s\n\n", args[0], la.Elapsed.Round(time.Millisecond), args[1], lb.Elapsed.Round(time.Millisecond))
+	same := true
+	for _, name := range podNames(la, lb) {
+		pa, pb := la.Pods[name], lb.Pods[name]
+		switch {
+		case pa == nil:
+			fmt.Fprintf(w, "%s: only in %s\n", name, args[1])
+			same = false
+			continue
+		case pb == nil:
+			fmt.Fprintf(w, "%s: only in %s\n", name, args[0])
+			same = false
+			continue
+		}
+		diffs := diff("", pa, pb)
+		var real []string
+		for _, d := range diffs {
+			if !d.timing {
+				real = append(real, d.text)
+			}
+		}
+		switch {
+		case len(diffs) == 0:
+			fmt.Fprintf(w, "%s: same\n", name)
+		case len(real) == 0:
+			fmt.Fprintf(w, "%s: same but for timing\n", name)
+		default:
+			same = false
+			fmt.Fprintf(w, "%s: %d differences\n", name, len(real))
+		}
+		for _, d := range diffs {
+			if d.timing {
+				fmt.Fprintf(w, "  (timing) %s\n", d.text)
+			} else {
+				fmt.Fprintf(w, "  %s\n", d.text)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\ntimelines (seconds from the first answer; upstream | ours):\n")
+	for _, name := range podNames(la, lb) {
+		ta, tb := timeline(a, name), timeline(b, name)
+		for _, k := range unionKeys(ta, tb) {
+			fmt.Fprintf(w, "  %s %-40s %8s | %s\n", name, k, secs(ta, k), secs(tb, k))
+		}
+	}
+	return same, nil
+}
+
+func podNames(a, b Sample) []string { return unionKeys(a.Pods, b.Pods) }
+
+// unionKeys returns the keys of a and b, sorted.
+func unionKeys[V any](a, b map[string]V) []string {
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// difference is one field that differs. A restart count off by one is
+// timing: each kubelet jitters its retries (up to 50% of the back-off), so
+// a sample can fall between the two agents' restarts.
+type difference struct {
+	text   string
+	timing bool
+}
+
+// diff lists the fields of the two views that differ, as JSON paths.
+func diff(prefix string, a, b any) []difference {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	var ma, mb any
+	_ = json.Unmarshal(ja, &ma)
+	_ = json.Unmarshal(jb, &mb)
+	var out []difference
+	walk(prefix, ma, mb, &out)
+	return out
+}
+
+func walk(path string, a, b any, out *[]difference) {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		for _, k := range unionKeys(av, bv) {
+			walk(path+"."+k, av[k], bv[k], out)
+		}
+		return
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av) != len(bv) {
+			break
+		}
+		for i := range av {
+			walk(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i], out)
+		}
+		return
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		fa, aok := a.(float64)
+		fb, bok := b.(float64)
+		timing := strings.HasSuffix(path, ".restartCount") && aok && bok && (fa-fb == 1 || fb-fa == 1)
+		*out = append(*out, difference{fmt.Sprintf("%s: upstream %s, ours %s", strings.TrimPrefix(path, "."), ja, jb), timing})
+	}
+}
+
+// timeline is when things first happened to a pod: each phase, Ready,
+// and each container's restarts and states.
+func timeline(samples []Sample, name string) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	first := func(k string, at time.Duration) {
+		if _, ok := out[k]; !ok {
+			out[k] = at
+		}
+	}
+	for _, s := range samples {
+		p := s.Pods[name]
+		if p == nil {
+			continue
+		}
+		first("phase="+p.Phase, s.Elapsed)
+		for _, c := range p.Conditions {
+			if strings.HasPrefix(c, "Ready=True") {
+				first("Ready", s.Elapsed)
+			}
+		}
+		for _, c := range slices.Concat(p.Init, p.Containers) {
+			if c.RestartCount > 0 {
+				first(fmt.Sprintf("%s restartCount=%d", c.Name, c.RestartCount), s.Elapsed)
+			}
+			kind, _, _ := strings.Cut(c.State, ":exit")
+			first(fmt.Sprintf("%s %s", c.Name, kind), s.Elapsed)
+		}
+	}
+	return out
+}
+
+func secs(t map[string]time.Duration, k string) string {
+	d, ok := t[k]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", d.Seconds())
+}
+
+func jsonIndent(samples []Sample) ([]byte, error) { return json.MarshalIndent(samples, "", " ") }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func crashing(uid string, restarts int32, state v1.ContainerState) *v1.Pod {
+	started := false
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "crash-n1", UID: types.UID("uid-" + uid)},
+		Status: v1.PodStatus{
+			Phase: v1.PodRunning, PodIP: "10.0.0.1", StartTime: &metav1.Time{Time: time.Now()},
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [crash]"}},
+			ContainerStatuses: []v1.ContainerStatus{{
+				Name: "crash", State: state, RestartCount: restarts, Started: &started, Image: "busybox:1", ContainerID: "containerd://" + uid,
+			}},
+		},
+	}
+}
+
+func backOff(p *v1.Pod) v1.ContainerState {
+	return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+		Message: "back-off 20s restarting failed container=crash pod=crash-n1_default(" + string(p.UID) + ")"}}
+}
+
+func TestViewLeavesOutIdentity(t *testing.T) {
+	a, b := crashing("a", 2, v1.ContainerState{}), crashing("b", 2, v1.ContainerState{})
+	a.Status.ContainerStatuses[0].State, b.Status.ContainerStatuses[0].State = backOff(a), backOff(b)
+	va, vb := view(a), view(b)
+	assert.Equal(t, va, vb, "UIDs, container IDs, IPs and times differ; the views do not")
+	assert.Equal(t, "back-off 20s restarting failed container=crash pod=crash-n1_default(<uid>)", va.Containers[0].Message)
+	assert.Equal(t, "waiting:CrashLoopBackOff", va.Containers[0].State)
+	assert.Equal(t, "false", va.Containers[0].Started)
+	assert.True(t, va.HasPodIP)
+	assert.False(t, va.HasHostIP)
+}
+
+func writeRecording(t *testing.T, dir, name string, pods ...*v1.Pod) string {
+	t.Helper()
+	s := Sample{Elapsed: time.Minute, Pods: map[string]*PodView{}}
+	for _, p := range pods {
+		s.Pods[p.Name] = view(p)
+	}
+	path := filepath.Join(dir, name)
+	data, err := jsonIndent([]Sample{s})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
+}
+
+func TestCompare(t *testing.T) {
+	dir := t.TempDir()
+	terminated := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}
+	up := writeRecording(t, dir, "up.json", crashing("a", 2, terminated))
+	for _, tc := range []struct {
+		name     string
+		ours     *v1.Pod
+		same     bool
+		contains string
+	}{
+		{"identical", crashing("b", 2, terminated), true, "crash-n1: same\n"},
+		{"a restart apart is timing", crashing("b", 3, terminated), true, "(timing) containers[0].restartCount: upstream 2, ours 3"},
+		{"two restarts apart differ", crashing("b", 4, terminated), false, "containers[0].restartCount: upstream 2, ours 4"},
+		{"another state differs", crashing("b", 2, v1.ContainerState{Running: &v1.ContainerStateRunning{}}), false,
+			`containers[0].state: upstream "terminated:Error:exit=1:signal=0", ours "running"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ours := writeRecording(t, dir, strings.ReplaceAll(tc.name, " ", "-")+".json", tc.ours)
+			var out strings.Builder
+			same, err := compare([]string{up, ours}, &out)
+			require.NoError(t, err)
+			assert.Equal(t, tc.same, same, out.String())
+			assert.Contains(t, out.String(), tc.contains)
+		})
+	}
+	_, err := compare([]string{up}, &strings.Builder{})
+	assert.ErrorContains(t, err, "want two recordings")
+	_, err = compare([]string{up, filepath.Join(dir, "missing.json")}, &strings.Builder{})
+	assert.Error(t, err)
+}
