@@ -36,8 +36,8 @@
 // After a successful SyncPod the pod is synced again after the resync interval
 // (1m) plus up to 50% jitter; after a failure it is retried after the backoff
 // (10s) plus jitter, or after the delay of a RetryAfter error, or, for an
-// error that carries a back-off's end (BackoffExpirer: CrashLoopBackOff,
-// ImagePullBackOff), when that back-off ends, plus jitter, as upstream's
+// error that carries a back-off's end (BackoffExpirer: cri/podsync's
+// CrashLoopBackOff), when that back-off ends, plus jitter, as upstream's
 // kubelet 1.3x (MinBackoffExpiration); after a phase
 // change (terminal, terminated) the next work runs at once. Before every sync
 // except of a runtime-only orphan, the worker waits through StatusWaiter until

@@ -50,8 +50,7 @@ func (e *RetryAfterError) Error() string {
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // BackoffExpirer is implemented by sync errors that know when the back-off
-// they ran into ends, such as cri/podsync's CrashLoopBackOff and
-// ImagePullBackOff errors.
+// they ran into ends, such as cri/podsync's CrashLoopBackOff errors.
 type BackoffExpirer interface {
 	BackoffExpiration() time.Time
 }

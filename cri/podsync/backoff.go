@@ -29,6 +29,9 @@ type backoff struct {
 type backoffEntry struct {
 	delay      time.Duration
 	lastUpdate time.Time
+	// note is what the last failure said (image pulls: "ErrImagePull:
+	// <the runtime's message>"), for the back-off's message.
+	note string
 }
 
 func newBackoff(c clock.PassiveClock, initial, max time.Duration) *backoff {
@@ -71,15 +74,21 @@ func (b *backoff) forgetPrefix(prefix string) {
 	}
 }
 
-// inBackoffUntil reports whether less than the key's delay has passed
-// since its last update (as of now), and when it will have.
-func (b *backoff) inBackoffUntil(key string, now time.Time) (bool, time.Time) {
+// inBackoffSinceUpdate reports whether less than the key's delay has
+// passed since its last update (as of now), and the note of that update.
+func (b *backoff) inBackoffSinceUpdate(key string, now time.Time) (bool, string) {
 	e, ok := b.entries[key]
 	if !ok || b.expired(e, now) {
-		return false, time.Time{}
+		return false, ""
 	}
-	until := e.lastUpdate.Add(e.delay)
-	return now.Before(until), until
+	return now.Sub(e.lastUpdate) < e.delay, e.note
+}
+
+// note records what the key's last failure said.
+func (b *backoff) setNote(key, note string) {
+	if e, ok := b.entries[key]; ok {
+		e.note = note
+	}
 }
 
 func timeFromNanos(ns int64) time.Time { return time.Unix(0, ns) }

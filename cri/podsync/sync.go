@@ -371,24 +371,31 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	key := string(pod.UID) + "/" + c.Image
 	now := s.clock.Now()
 	s.mu.Lock()
-	in, until := s.pullBackoff.inBackoffUntil(key, now)
+	in, last := s.pullBackoff.inBackoffSinceUpdate(key, now)
 	s.mu.Unlock()
 	if in {
 		s.event(pod, v1.EventTypeNormal, EventBackOff, "Back-off pulling image %q", c.Image)
-		return "", ReasonImagePullBackOff, ErrImagePullBackOff, &BackoffError{
-			Err:   fmt.Errorf("Back-off pulling image %q", c.Image), //nolint:staticcheck // upstream's message
-			Until: until,
+		// Upstream names the failure it is backing off from. (Unlike a
+		// crash loop's, this back-off's end is not handed to the pod
+		// workers: upstream retries it after the generic error back-off.)
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		if last != "" {
+			msg += ": " + last
 		}
+		return "", ReasonImagePullBackOff, ErrImagePullBackOff, errors.New(msg)
 	}
 	s.event(pod, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
 	start := s.clock.Now()
 	ref, err := s.rt.PullImage(ctx, spec, nil, sbConfig)
 	if err != nil {
+		// The waiting message is the runtime's own, as upstream's.
+		msg := cri.RuntimeMessage(err)
 		s.mu.Lock()
 		s.pullBackoff.next(key, now)
+		s.pullBackoff.setNote(key, ReasonErrImagePull+": "+msg)
 		s.mu.Unlock()
-		s.event(pod, v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", c.Image, err)
-		return "", ReasonErrImagePull, ErrImagePull, fmt.Errorf("failed to pull image %q: %w", c.Image, err)
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %s", c.Image, msg)
+		return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: msg, err: fmt.Errorf("pull image %q: %w", c.Image, err)}
 	}
 	s.event(pod, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %s", c.Image, s.clock.Since(start))
 	return ref, "", nil, nil
@@ -405,11 +412,21 @@ func lastExited(status *cri.PodStatus, name string) *runtimeapi.ContainerStatus 
 	return nil
 }
 
-// BackoffError is a start that was refused because its container or image
-// is backing off (CrashLoopBackOff, ImagePullBackOff). Until is when the
-// back-off ends: a pod worker retries the pod then rather than after its
-// generic error back-off (podworkers reads BackoffExpiration), as upstream's
-// kubelet 1.3x does.
+// messageError reads msg and wraps err.
+type messageError struct {
+	msg string
+	err error
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.err }
+
+// BackoffError is a start that was refused because its container is in a
+// crash loop (CrashLoopBackOff). Until is when the back-off ends: a pod
+// worker retries the pod then rather than after its generic error back-off
+// (podworkers reads BackoffExpiration), as upstream's kubelet 1.3x does.
+// (An image pull back-off is a plain error: upstream retries it after the
+// generic back-off.)
 type BackoffError struct {
 	Err   error
 	Until time.Time

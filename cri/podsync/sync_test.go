@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -342,7 +343,15 @@ func TestSyncPodImagePullBackOff(t *testing.T) {
 		assert.Equal(t, reason, w.Reason)
 	}
 	expect(podsync.ReasonErrImagePull, podsync.ErrImagePull)
+	w, _ := h.s.WaitingReason("uid-1", "app")
+	assert.Contains(t, w.Message, "manifest unknown", "the runtime's message")
+	assert.NotContains(t, w.Message, "cri PullImage")
 	expect(podsync.ReasonImagePullBackOff, podsync.ErrImagePullBackOff)
+	w, _ = h.s.WaitingReason("uid-1", "app")
+	assert.True(t, strings.HasPrefix(w.Message, `Back-off pulling image "example.com/app:2": ErrImagePull: `), "names the failure it backs off from: %s", w.Message)
+	assert.Contains(t, w.Message, "manifest unknown")
+	var be *podsync.BackoffError
+	assert.False(t, errors.As(step(t, h.sync(pod), "app").Err, &be), "an image pull back-off is retried after the generic back-off, as upstream's")
 	h.clk.Step(10 * time.Second)
 	expect(podsync.ReasonErrImagePull, podsync.ErrImagePull)
 	h.clk.Step(19 * time.Second)

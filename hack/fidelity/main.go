@@ -243,7 +243,8 @@ func compare(args []string, w io.Writer) (bool, error) {
 			same = false
 			continue
 		}
-		diffs := diff("", pa, pb)
+		pb, notes := alignRetryCycles(pa, pb)
+		diffs := append(notes, diff("", pa, pb)...)
 		var real []string
 		for _, d := range diffs {
 			if !d.timing {
@@ -385,3 +386,29 @@ func secs(t map[string]time.Duration, k string) string {
 }
 
 func jsonIndent(samples []Sample) ([]byte, error) { return json.MarshalIndent(samples, "", " ") }
+
+// pullCycle are the states an image that cannot be pulled alternates
+// between, each kubelet on its own jittered retries.
+var pullCycle = map[string]bool{"waiting:ErrImagePull": true, "waiting:ImagePullBackOff": true}
+
+// alignRetryCycles returns ours with each container that is at another
+// point of the image pull retry cycle than upstream's set to upstream's
+// state and message, and a timing note for each.
+func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
+	cp := *ours
+	var notes []difference
+	align := func(kind string, a, b []ContainerView) []ContainerView {
+		b = slices.Clone(b)
+		for i := range b {
+			if i >= len(a) || a[i].Name != b[i].Name || a[i].State == b[i].State || !pullCycle[a[i].State] || !pullCycle[b[i].State] {
+				continue
+			}
+			notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (image pull retries)", kind, i, a[i].State, b[i].State), true})
+			b[i].State, b[i].Message = a[i].State, a[i].Message
+		}
+		return b
+	}
+	cp.Init = align("init", up.Init, ours.Init)
+	cp.Containers = align("containers", up.Containers, ours.Containers)
+	return &cp, notes
+}

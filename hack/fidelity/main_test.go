@@ -86,6 +86,22 @@ func TestCompare(t *testing.T) {
 			assert.Contains(t, out.String(), tc.contains)
 		})
 	}
+	t.Run("image pull retries are timing", func(t *testing.T) {
+		waiting := func(reason, msg string) v1.ContainerState {
+			return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason, Message: msg}}
+		}
+		up := writeRecording(t, dir, "pull-up.json", crashing("a", 0, waiting("ErrImagePull", "connection refused")))
+		ours := writeRecording(t, dir, "pull-ours.json", crashing("b", 0, waiting("ImagePullBackOff", `Back-off pulling image "x": ErrImagePull: connection refused`)))
+		var out strings.Builder
+		same, err := compare([]string{up, ours}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		assert.Contains(t, out.String(), `(timing) containers[0].state: upstream "waiting:ErrImagePull", ours "waiting:ImagePullBackOff" (image pull retries)`)
+		other := writeRecording(t, dir, "pull-other.json", crashing("b", 0, waiting("CrashLoopBackOff", "back-off")))
+		same, err = compare([]string{up, other}, &out)
+		require.NoError(t, err)
+		assert.False(t, same, "another reason is a difference")
+	})
 	_, err := compare([]string{up}, &strings.Builder{})
 	assert.ErrorContains(t, err, "want two recordings")
 	_, err = compare([]string{up, filepath.Join(dir, "missing.json")}, &strings.Builder{})
