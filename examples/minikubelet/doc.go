@@ -23,6 +23,7 @@
 // --object-manifest-path (ConfigMaps and Secrets for pods' volumes),
 // --kubeconfig (join an API server), --register-node, --node-labels,
 // --node-status-update-frequency, --node-lease-duration-seconds,
+// --kube-api-qps, --kube-api-burst (50 and 100, upstream's),
 // --node-name, --root-dir, --address, --port, --runonce, --evented-pleg,
 // --eviction-hard, --eviction-soft, --eviction-soft-grace-period,
 // --eviction-minimum-reclaim (upstream's syntax and defaults),

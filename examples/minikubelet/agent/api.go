@@ -21,7 +21,11 @@ import (
 // its Lease go to it, static pods get mirror pods, and configMaps, secrets
 // and service account tokens for volumes come from it.
 type APIOptions struct {
-	// Client talks to the API server. Required.
+	// Client talks to the API server. Required. Give its rest.Config
+	// upstream kubelet's limits (QPS 50, Burst 100, as minikubelet's
+	// --kube-api-qps and --kube-api-burst do): with client-go's default of
+	// 5 queries per second the agent's status patches, events and lease
+	// renewals queue behind each other, seconds late with a few pods.
 	Client kubernetes.Interface
 	// NodeLabels are added to the Node when it is registered (upstream's
 	// --node-labels).
