@@ -27,6 +27,7 @@ DIR="${KK_WORK}/fidelity"
 UP_PORT=10255
 MINI_PORT=10256
 AGENT_PID=""
+DIFFERS=0
 
 [[ -S "${KK_SOCK}" ]] || kk_die "no containerd at ${KK_SOCK}: run hack/containerd-start.sh"
 [[ "$(id -u)" == 0 ]] || kk_die "needs root (the agents run containers)"
@@ -90,6 +91,20 @@ cgroupsPerQOS: false
 enforceNodeAllocatable: []
 resolvConf: /etc/resolv.conf
 EOF
+  # The phases run under set -e (never as `phase || ...`, which would turn
+  # it off inside them); a comparison that differs sets DIFFERS.
+  if [[ "${KK_FIDELITY_STANDALONE:-1}" == 1 ]]; then
+    standalone_phase
+  fi
+  if [[ "${KK_FIDELITY_API:-1}" == 1 ]]; then
+    api_phase
+  fi
+  return "${DIFFERS}"
+}
+
+# standalone_phase: the pods as static pods of each agent, compared as each
+# serves them on its read-only /pods.
+standalone_phase() {
   run upstream "${UP_PORT}" "${KK_KUBELET_BIN}" --config="${DIR}/kubelet.yaml" \
     --root-dir="${DIR}/upstream-root" --hostname-override=kk-node --v=2
   # kubelet falls back to lenient decoding on a field it does not know,
@@ -102,11 +117,52 @@ EOF
     --pod-manifest-path "${DIR}/manifests" --node-name kk-node --root-dir "${DIR}/minikubelet-root" \
     --port "${MINI_PORT}" -v
 
-  local rc=0
-  "${DIR}/fidelity" compare "${DIR}/upstream.json" "${DIR}/minikubelet.json" >"${DIR}/report.txt" || rc=$?
+  "${DIR}/fidelity" compare "${DIR}/upstream.json" "${DIR}/minikubelet.json" >"${DIR}/report.txt" || DIFFERS=1
   cat "${DIR}/report.txt"
   kk_log "report: ${DIR}/report.txt"
-  return "${rc}"
+}
+
+# api_phase: the same pods created through an API server and bound to the
+# node, under each agent joined to it with the node's credentials; the
+# statuses compared are the API server's.
+api_phase() {
+  bash "${HACK_DIR}/controlplane-start.sh" >/dev/null
+  # shellcheck disable=SC1090,SC1091
+  source "${KK_CP_ENV}"
+  local api=(--server "${KK_APISERVER_URL}" --token "${KK_APISERVER_TOKEN}" --ca "${KK_APISERVER_CA}")
+  local empty="${DIR}/api-static"
+  mkdir -p "${empty}"
+  sed -e "s|^staticPodPath: .*|staticPodPath: ${empty}|" -e "s|upstream-logs|upstream-api-logs|" \
+    "${DIR}/kubelet.yaml" >"${DIR}/kubelet-api.yaml"
+  run_api upstream-api "${KK_KUBELET_BIN}" --config="${DIR}/kubelet-api.yaml" --kubeconfig="${KK_NODE_KUBECONFIG}" \
+    --root-dir="${DIR}/upstream-api-root" --hostname-override=kk-node --v=2
+  run_api minikubelet-api "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
+    --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
+    --port "${MINI_PORT}" -v
+  "${DIR}/fidelity" compare "${DIR}/upstream-api.json" "${DIR}/minikubelet-api.json" >"${DIR}/report-api.txt" || DIFFERS=1
+  cat "${DIR}/report-api.txt"
+  kk_log "report, API-server pods: ${DIR}/report-api.txt"
+}
+
+# run_api NAME CMD...: from an empty node and no pods bound to it, start the
+# agent, create the pods once its Node is Ready, record their statuses as
+# the API server has them, stop the agent and delete the pods and the Node.
+run_api() {
+  local name="$1"
+  shift
+  clean
+  "${DIR}/fidelity" clean "${api[@]}"
+  kk_log "${name}: starting"
+  setsid "$@" >"${DIR}/${name}.log" 2>&1 </dev/null &
+  AGENT_PID=$!
+  "${DIR}/fidelity" create "${api[@]}" "${DIR}/manifests" ||
+    { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: creating the pods failed; see ${DIR}/${name}.log"; }
+  "${DIR}/fidelity" record "${api[@]}" --duration "${SECS}s" --out "${DIR}/${name}.json" ||
+    { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: recording failed; see ${DIR}/${name}.log"; }
+  kk_pid_alive "${AGENT_PID}" || kk_die "${name} exited during the recording; see ${DIR}/${name}.log"
+  stop_agent
+  "${DIR}/fidelity" clean "${api[@]}"
+  kk_log "${name}: recorded ${SECS}s into ${DIR}/${name}.json"
 }
 
 main "$@"

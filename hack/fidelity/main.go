@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,11 +12,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // ContainerView is what a recording keeps of a container status.
@@ -50,13 +56,17 @@ type Sample struct {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fidelity record|compare ...")
+		fmt.Fprintln(os.Stderr, "usage: fidelity record|compare|create|clean ...")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "record":
 		err = record(os.Args[2:])
+	case "create":
+		err = create(os.Args[2:])
+	case "clean":
+		err = clean(os.Args[2:])
 	case "compare":
 		var same bool
 		same, err = compare(os.Args[2:], os.Stdout)
@@ -64,7 +74,7 @@ func main() {
 			os.Exit(1)
 		}
 	default:
-		err = fmt.Errorf("unknown command %q (record or compare)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (record, compare, create or clean)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
@@ -74,23 +84,31 @@ func main() {
 
 func record(args []string) error {
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	url := fs.String("url", "http://127.0.0.1:10255/pods", "the kubelet's /pods endpoint")
+	url := fs.String("url", "http://127.0.0.1:10255/pods", "the kubelet's /pods endpoint (with --server: the node's pods on the API server)")
 	duration := fs.Duration("duration", time.Minute, "how long to record, from the first answer")
 	interval := fs.Duration("interval", 500*time.Millisecond, "time between samples")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the first answer")
 	out := fs.String("out", "", "the recording (JSON); required")
+	var a apiFlags
+	a.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return errors.New("record: --out is required")
 	}
-	client := &http.Client{Timeout: 5 * time.Second}
+	client, err := a.client()
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	if a.server != "" {
+		*url = a.podsURL()
+	}
 	deadline := time.Now().Add(*wait)
 	var t0 time.Time
 	var samples []Sample
 	for {
-		pods, err := get(client, *url)
+		pods, err := get(client, a.token, *url)
 		now := time.Now()
 		if err != nil {
 			if t0.IsZero() && now.Before(deadline) {
@@ -119,22 +137,10 @@ func record(args []string) error {
 }
 
 // get reads the pod list and turns it into views, by pod name.
-func get(client *http.Client, url string) (map[string]*PodView, error) {
-	resp, err := client.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
+func get(client *http.Client, token, url string) (map[string]*PodView, error) {
 	var list v1.PodList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
+	if err := call(client, token, http.MethodGet, url, nil, &list, http.StatusOK); err != nil {
+		return nil, err
 	}
 	out := map[string]*PodView{}
 	for i := range list.Items {
@@ -411,4 +417,192 @@ func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 	cp.Init = align("init", up.Init, ours.Init)
 	cp.Containers = align("containers", up.Containers, ours.Containers)
 	return &cp, notes
+}
+
+// apiFlags are how to reach an endpoint: a kubelet's read-only port needs
+// nothing, an API server a bearer token and its CA.
+type apiFlags struct{ server, node, token, ca string }
+
+func (a *apiFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.server, "server", "", "API server URL")
+	fs.StringVar(&a.node, "node", "kk-node", "the node whose pods these are")
+	fs.StringVar(&a.token, "token", "", "bearer token (an API server's)")
+	fs.StringVar(&a.ca, "ca", "", "CA file to verify the server with (an API server's)")
+}
+
+// podsURL lists the node's pods on the API server.
+func (a *apiFlags) podsURL() string {
+	return fmt.Sprintf("%s/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", a.server, a.node)
+}
+
+func (a *apiFlags) client() (*http.Client, error) {
+	tr := &http.Transport{}
+	if a.ca != "" {
+		pem, err := os.ReadFile(a.ca)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no certificate", a.ca)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: tr}, nil
+}
+
+// call sends a request with body encoded as JSON (nil: none) and decodes
+// the answer into out (nil: ignored); a status not in ok is an error with
+// the server's answer.
+func call(client *http.Client, token, method, url string, body, out any, ok ...int) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(ok, resp.StatusCode) {
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s %s: %w", method, url, err)
+		}
+	}
+	return nil
+}
+
+// create makes a pod of each manifest of a directory through an API
+// server, bound to a node, in its namespace (default when it has none).
+func create(args []string) error {
+	fs := flag.NewFlagSet("create", flag.ContinueOnError)
+	waitReady := fs.Duration("wait-ready", time.Minute, "how long to wait for the Node to be Ready first")
+	var a apiFlags
+	a.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if a.server == "" || fs.NArg() != 1 {
+		return errors.New("create: want --server and one manifest directory")
+	}
+	client, err := a.client()
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	if err := waitNodeReady(client, a.token, a.server, a.node, *waitReady); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	files, err := filepath.Glob(filepath.Join(fs.Arg(0), "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var pod v1.Pod
+		if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+			return fmt.Errorf("create: %s: %w", f, err)
+		}
+		if pod.Namespace == "" {
+			pod.Namespace = metav1.NamespaceDefault
+		}
+		pod.Spec.NodeName = a.node
+		url := fmt.Sprintf("%s/api/v1/namespaces/%s/pods", a.server, pod.Namespace)
+		if err := call(client, a.token, http.MethodPost, url, &pod, nil, http.StatusCreated); err != nil {
+			return fmt.Errorf("create: %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// clean deletes, through an API server, every pod bound to a node (grace
+// 0), waits until they are gone, then deletes the Node and its Lease.
+func clean(args []string) error {
+	fs := flag.NewFlagSet("clean", flag.ContinueOnError)
+	wait := fs.Duration("wait", time.Minute, "how long to wait for the pods to go")
+	var a apiFlags
+	a.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if a.server == "" {
+		return errors.New("clean: --server is required")
+	}
+	client, err := a.client()
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	list := a.podsURL()
+	zero := int64(0)
+	deadline := time.Now().Add(*wait)
+	for {
+		var pods v1.PodList
+		if err := call(client, a.token, http.MethodGet, list, nil, &pods, http.StatusOK); err != nil {
+			return fmt.Errorf("clean: %w", err)
+		}
+		if len(pods.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("clean: %d pods of %s still there after %s", len(pods.Items), a.node, *wait)
+		}
+		for _, p := range pods.Items {
+			url := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s", a.server, p.Namespace, p.Name)
+			opts := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+			if err := call(client, a.token, http.MethodDelete, url, &opts, nil, http.StatusOK, http.StatusAccepted, http.StatusNotFound); err != nil {
+				return fmt.Errorf("clean: %w", err)
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // polling interval
+	}
+	for _, url := range []string{
+		fmt.Sprintf("%s/api/v1/nodes/%s", a.server, a.node),
+		fmt.Sprintf("%s/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/%s", a.server, a.node),
+	} {
+		if err := call(client, a.token, http.MethodDelete, url, nil, nil, http.StatusOK, http.StatusAccepted, http.StatusNotFound); err != nil {
+			return fmt.Errorf("clean: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitNodeReady polls the Node until its Ready condition is True.
+func waitNodeReady(client *http.Client, token, server, node string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	var last error
+	for time.Now().Before(deadline) {
+		var n v1.Node
+		last = call(client, token, http.MethodGet, server+"/api/v1/nodes/"+node, nil, &n, http.StatusOK)
+		if last == nil {
+			for _, c := range n.Status.Conditions {
+				if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+					return nil
+				}
+			}
+			last = errors.New("not Ready")
+		}
+		time.Sleep(200 * time.Millisecond) // polling interval
+	}
+	return fmt.Errorf("node %s not Ready within %s: %w", node, wait, last)
 }
