@@ -254,7 +254,7 @@ func backoffKey(pod *v1.Pod, c *v1.Container) string {
 func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, sb sandboxRef, c *v1.Container, ctype string) StepResult {
 	step := StepResult{Step: StepStartContainer, Target: c.Name}
 	fail := func(reason string, sentinel error, err error) StepResult {
-		step.Reason, step.Message = reason, err.Error()
+		step.Reason, step.Message = reason, waitingMessage(err)
 		step.Err = fmt.Errorf("start container %s of %s: %w: %w", c.Name, podDesc(pod), sentinel, err)
 		s.setReason(pod.UID, c.Name, reason, step.Message)
 		return step
@@ -264,10 +264,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 	failRuntime := func(reason string, sentinel error, err error) StepResult {
 		msg := cri.RuntimeMessage(err)
 		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %s", msg)
-		step := fail(reason, sentinel, err)
-		step.Message = msg
-		s.setReason(pod.UID, c.Name, reason, msg)
-		return step
+		return fail(reason, sentinel, &messageError{msg: msg, err: err})
 	}
 	latest := status.ContainerByName(c.Name)
 	// The back-off counts from the newest instance that exited, as
@@ -412,14 +409,25 @@ func lastExited(status *cri.PodStatus, name string) *runtimeapi.ContainerStatus 
 	return nil
 }
 
-// messageError reads msg and wraps err.
+// messageError is err, with msg as the container's waiting message (the
+// runtime's own words, where err has more context for logs).
 type messageError struct {
 	msg string
 	err error
 }
 
-func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Error() string { return e.err.Error() }
 func (e *messageError) Unwrap() error { return e.err }
+
+// waitingMessage is the waiting message for a failed start: a
+// messageError's message, else the error's text.
+func waitingMessage(err error) string {
+	var me *messageError
+	if errors.As(err, &me) {
+		return me.msg
+	}
+	return err.Error()
+}
 
 // BackoffError is a start that was refused because its container is in a
 // crash loop (CrashLoopBackOff). Until is when the back-off ends: a pod

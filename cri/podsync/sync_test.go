@@ -338,6 +338,9 @@ func TestSyncPodImagePullBackOff(t *testing.T) {
 		s := step(t, h.sync(pod), "app")
 		require.ErrorIs(t, s.Err, sentinel)
 		assert.Equal(t, reason, s.Reason)
+		if reason == podsync.ReasonErrImagePull {
+			assert.Contains(t, s.Err.Error(), `pull image "example.com/app:2"`, "the error keeps its context for logs")
+		}
 		w, ok := h.s.WaitingReason("uid-1", "app")
 		assert.True(t, ok)
 		assert.Equal(t, reason, w.Reason)
