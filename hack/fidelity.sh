@@ -70,6 +70,10 @@ main() {
   mkdir -p "${DIR}/manifests"
   cp "${MANIFESTS}"/*.yaml "${DIR}/manifests/"
   kk_build_upstream kubelet "${KK_KUBELET_BIN}"
+  # The web server image (hack/webserver) for the HTTP and TCP probes;
+  # containerd-start.sh imports only busybox and pause.
+  [[ -f "${KK_IMAGES}/webserver.oci.tar" ]] || kk_die "${KK_IMAGES}/webserver.oci.tar missing: run hack/containerd-setup.sh"
+  kk_ctr images import --base-name "${KK_WEBSERVER_IMAGE%:*}" "${KK_IMAGES}/webserver.oci.tar" >/dev/null
   (cd "${HACK_DIR}/.." && go build -o "${DIR}/fidelity" ./hack/fidelity && go build -o "${DIR}/minikubelet" ./examples/minikubelet)
 
   cat >"${DIR}/kubelet.yaml" <<EOF
