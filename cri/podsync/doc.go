@@ -30,7 +30,9 @@
 // image (ErrImagePull, then ImagePullBackOff; ErrImageNeverPull), creates
 // the sandbox (hostname, DNS, port mappings, host namespaces, labels and
 // annotations), runs init containers one at a time, keeps sidecars running,
-// starts app containers, and holds each crashing container in
+// starts app containers (running each one's postStart hook before the
+// next: a failed hook kills the container, which then waits as
+// PostStartHookError), and holds each crashing container in
 // CrashLoopBackOff: restarted at once the first time, then after 10s, 20s,
 // 40s ... up to 5m, starting over once a container ran for 10 minutes.
 // Container configs carry command, args, env (with the downward API

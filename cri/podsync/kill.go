@@ -3,16 +3,12 @@ package podsync
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
@@ -62,7 +58,7 @@ func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 				if pod != nil {
 					c = findContainer(pod, cri.ContainerName(st))
 				}
-				steps[i] = s.killContainer(ctx, pod, c, st, gracePeriodOverride, "")
+				steps[i] = s.killContainer(ctx, pod, c, st, status.IPs, gracePeriodOverride, "")
 			}()
 		}
 		wg.Wait()
@@ -102,8 +98,9 @@ func gracePeriod(pod *v1.Pod, st *runtimeapi.ContainerStatus, override *int64) i
 	return DefaultTerminationGracePeriod
 }
 
-// killContainer runs the preStop hook and stops one container.
-func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus, override *int64, message string) StepResult {
+// killContainer runs the preStop hook and stops one container. podIPs are
+// the pod's IPs from the runtime, for an HTTP hook without a host.
+func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus, podIPs []string, override *int64, message string) StepResult {
 	name := cri.ContainerName(st)
 	step := StepResult{Step: StepKillContainer, Target: name, ContainerID: st.GetId(), Message: message}
 	grace := gracePeriod(pod, st, override)
@@ -120,10 +117,12 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 	}
 	if hook != nil && grace > 0 && st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		start := s.clock.Now()
-		if err := s.runPreStop(ctx, pod, c, st, hook, time.Duration(grace)*time.Second); err != nil {
-			s.log.Info("preStop hook failed", "container", name, "err", err)
+		t := hookTarget{pod: pod, container: c, name: name, containerID: st.GetId(), podIPs: podIPs}
+		if _, err := s.runHook(ctx, t, hook, time.Duration(grace)*time.Second); err != nil {
+			s.log.Info("preStop hook failed", "container", name, "err", logValue(err))
 			if pod != nil {
-				s.event(pod, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed: %v", err)
+				// As upstream's, the event leaves the hook's output out.
+				s.event(pod, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed")
 			}
 		}
 		grace -= int64(s.clock.Since(start) / time.Second)
@@ -142,93 +141,4 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 		step.Err = fmt.Errorf("stop container %s (%s): %w: %w", name, st.GetId(), ErrKillContainer, err)
 	}
 	return step
-}
-
-// runPreStop runs a preStop handler, bounded by timeout and ctx.
-func (s *Syncer) runPreStop(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus, h *v1.LifecycleHandler, timeout time.Duration) error {
-	switch {
-	case h.Exec != nil:
-		resp, err := s.rt.ExecSync(ctx, st.GetId(), h.Exec.Command, timeout)
-		if err != nil {
-			return fmt.Errorf("exec %v: %w", h.Exec.Command, err)
-		}
-		if resp.GetExitCode() != 0 {
-			return fmt.Errorf("exec %v: exit code %d: %s", h.Exec.Command, resp.GetExitCode(), resp.GetStderr())
-		}
-		return nil
-	case h.HTTPGet != nil:
-		return s.httpHook(ctx, pod, c, h.HTTPGet, timeout)
-	case h.Sleep != nil:
-		d := time.Duration(h.Sleep.Seconds) * time.Second
-		if d > timeout {
-			d = timeout
-		}
-		t := s.clock.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C():
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return errors.New("preStop handler has no action")
-}
-
-func (s *Syncer) httpHook(ctx context.Context, pod *v1.Pod, c *v1.Container, g *v1.HTTPGetAction, timeout time.Duration) error {
-	host := g.Host
-	if host == "" && pod != nil {
-		host = pod.Status.PodIP
-		if pod.Spec.HostNetwork && host == "" && len(s.opts.HostIPs) != 0 {
-			host = s.opts.HostIPs[0]
-		}
-	}
-	if host == "" {
-		return errors.New("http hook: no host (pod IP unknown)")
-	}
-	port, err := hookPort(c, g.Port)
-	if err != nil {
-		return err
-	}
-	scheme := "http"
-	if g.Scheme == v1.URISchemeHTTPS {
-		scheme = "https"
-	}
-	url := scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + g.Path
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("http hook %s: %w", url, err)
-	}
-	req.Close = true // one request: leave no idle connection behind
-	for _, hd := range g.HTTPHeaders {
-		req.Header.Add(hd.Name, hd.Value)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("http hook %s: %w", url, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("http hook %s: status %d", url, resp.StatusCode)
-	}
-	return nil
-}
-
-func hookPort(c *v1.Container, p intstr.IntOrString) (int, error) {
-	if p.Type == intstr.Int {
-		return p.IntValue(), nil
-	}
-	if c != nil {
-		for _, cp := range c.Ports {
-			if cp.Name == p.StrVal {
-				return int(cp.ContainerPort), nil
-			}
-		}
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return n, nil
-	}
-	return 0, fmt.Errorf("http hook: unknown port %q", p.StrVal)
 }

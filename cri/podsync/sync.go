@@ -29,6 +29,7 @@ const (
 	ReasonCreateContainerConfigError = "CreateContainerConfigError"
 	ReasonCreateContainerError       = "CreateContainerError"
 	ReasonRunContainerError          = "RunContainerError"
+	ReasonPostStartHookError         = "PostStartHookError"
 )
 
 // Event reasons, upstream's.
@@ -42,6 +43,7 @@ const (
 	EventFailed              = "Failed"
 	EventFailedCreateSandbox = "FailedCreatePodSandBox"
 	EventFailedPreStopHook   = "FailedPreStopHook"
+	EventFailedPostStartHook = "FailedPostStartHook"
 	EventSandboxChanged      = "SandboxChanged"
 	EventErrImageNeverPull   = "ErrImageNeverPull"
 	EventFailedKillPod       = "FailedKillPod"
@@ -164,7 +166,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	} else {
 		for _, k := range a.ContainersToKill {
 			c := findContainer(pod, k.Name)
-			res.Steps = append(res.Steps, s.killContainer(ctx, pod, c, status.ContainerByID(k.ID), nil, k.Message))
+			res.Steps = append(res.Steps, s.killContainer(ctx, pod, c, status.ContainerByID(k.ID), status.IPs, nil, k.Message))
 		}
 	}
 
@@ -321,6 +323,23 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 		return failRuntime(ReasonRunContainerError, ErrRunContainer, err)
 	}
 	s.event(pod, v1.EventTypeNormal, EventStarted, "Started container %s", c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		// As upstream's, the hook runs to its end (bounded only by ctx) and
+		// a failure kills the container, which its restart policy may then
+		// restart.
+		t := hookTarget{pod: pod, container: c, name: c.Name, containerID: id, podIPs: sb.ips}
+		if out, err := s.runHook(ctx, t, c.Lifecycle.PostStart, 0); err != nil {
+			s.log.Info("postStart hook failed", "pod", podDesc(pod), "container", c.Name, "err", logValue(err))
+			// The event leaves the hook's output out: it may carry secrets.
+			s.event(pod, v1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook failed")
+			running := &runtimeapi.ContainerStatus{Id: id, Metadata: &runtimeapi.ContainerMetadata{Name: c.Name},
+				State: runtimeapi.ContainerState_CONTAINER_RUNNING}
+			if k := s.killContainer(ctx, pod, c, running, sb.ips, nil, "FailedPostStartHook"); k.Err != nil {
+				s.log.Error("killing a container whose postStart hook failed", "pod", podDesc(pod), "container", c.Name, "err", k.Err)
+			}
+			return fail(ReasonPostStartHookError, ErrPostStartHook, &messageError{msg: hookMessage(t, c.Lifecycle.PostStart, out, err), err: err})
+		}
+	}
 	s.clearReason(pod.UID, c.Name)
 	return step
 }

@@ -177,8 +177,9 @@ func New(opts Options) (*Syncer, error) {
 // WaitingReason returns the last waiting reason and message recorded for a
 // container of a pod (CrashLoopBackOff, ErrImagePull, ImagePullBackOff,
 // ErrImageNeverPull, CreateContainerConfigError, CreateContainerError,
-// RunContainerError), as upstream's reason cache does. It is cleared when
-// the container starts.
+// RunContainerError, PostStartHookError), as upstream's reason cache does.
+// It is cleared when the container starts and its postStart hook, if any,
+// succeeds.
 func (s *Syncer) WaitingReason(uid types.UID, containerName string) (v1.ContainerStateWaiting, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
