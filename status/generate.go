@@ -97,7 +97,8 @@ type Input struct {
 }
 
 // Generate returns the status of in.Pod as upstream kubelet reports it for
-// the same situation: phase, container and init container statuses,
+// the same situation: phase (Failed with reason DeadlineExceeded once the
+// pod outlived its spec.activeDeadlineSeconds), container and init container statuses,
 // conditions with their transition times, IPs, start time and QoS class.
 // It is a pure function of its input (plus what in.Probes, in.Waiting and
 // in.Messages return), safe to call concurrently, and never modifies its
@@ -151,6 +152,11 @@ func Generate(in Input) (v1.PodStatus, error) {
 		if s.Message == "" {
 			s.Message = pod.Status.Message
 		}
+	}
+	// A pod past its active deadline fails, as upstream's (whatever its
+	// containers say; they are then killed).
+	if PastActiveDeadline(pod, old.StartTime, now) {
+		s.Phase, s.Reason, s.Message = v1.PodFailed, ReasonDeadlineExceeded, MessageDeadlineExceeded
 	}
 	// The API server's terminal phase is final.
 	if isTerminal(pod.Status.Phase) && s.Phase != pod.Status.Phase {

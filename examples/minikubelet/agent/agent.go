@@ -312,6 +312,7 @@ func New(opts Options) (*Agent, error) {
 		Readiness:  a.prober.Readiness().Updates(),
 		Startup:    a.prober.Startup().Updates(),
 		Pods:       a.pods,
+		PodsToSync: a.podsPastDeadline,
 		RuntimeHealthy: func() error {
 			if ok, err := a.pleg.Healthy(); !ok {
 				return err

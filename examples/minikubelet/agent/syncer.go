@@ -33,12 +33,18 @@ func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit pod
 		// statuses have no hostIP.
 		in.HostIPs = a.opts.HostIPs
 	}
-	if old, ok := a.status.GetPodStatus(pod.UID); ok {
+	old, ok := a.status.GetPodStatus(pod.UID)
+	if ok {
 		in.Old = &old
+	} else {
+		old = pod.Status
 	}
 	st, err := status.Generate(in)
 	if err != nil {
 		return st, err
+	}
+	if st.Reason == status.ReasonDeadlineExceeded && old.Reason != status.ReasonDeadlineExceeded {
+		a.Eventf(pod, v1.EventTypeNormal, status.ReasonDeadlineExceeded, "%s", status.MessageDeadlineExceeded)
 	}
 	if edit != nil {
 		edit(&st)
@@ -48,6 +54,28 @@ func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit pod
 	}
 	a.observeStartup(pod.UID, &st)
 	return st, nil
+}
+
+// podsPastDeadline returns the pods whose spec.activeDeadlineSeconds has
+// passed and whose status is not terminal yet: the sync loop syncs them
+// every second until it does, as upstream's active deadline handler has its
+// pods synced.
+func (a *Agent) podsPastDeadline(now time.Time) []*v1.Pod {
+	var out []*v1.Pod
+	for _, pod := range a.pods.GetPods() {
+		if pod.Spec.ActiveDeadlineSeconds == nil {
+			continue
+		}
+		st, ok := a.status.GetPodStatus(pod.UID)
+		if !ok {
+			st = pod.Status
+		}
+		terminal := st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed
+		if !terminal && status.PastActiveDeadline(pod, st.StartTime, now) {
+			out = append(out, pod)
+		}
+	}
+	return out
 }
 
 // observeStartup records, once per pod, how long after the agent first saw

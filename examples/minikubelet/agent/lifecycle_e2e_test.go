@@ -1,0 +1,85 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/examples/minikubelet/agent"
+)
+
+// deadlinePod runs forever but may be active for one second only.
+const deadlinePod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: deadline}
+spec:
+  activeDeadlineSeconds: 1
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+`
+
+func TestActiveDeadlineFailsThePod(t *testing.T) {
+	// No periodic resync within the test's time: only the deadline can
+	// sync the pod once it runs.
+	timings := fast
+	timings.Resync = time.Hour
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "manifests")
+	require.NoError(t, os.Mkdir(manifests, 0o750))
+	n := startNodeWith(t, agent.Options{RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, Timings: timings})
+	n.write("deadline.yaml", deadlinePod)
+	p := n.waitPod("deadline-node1", "Failed with its containers stopped", func(p v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed && len(p.Status.ContainerStatuses) == 1 &&
+			p.Status.ContainerStatuses[0].State.Terminated != nil
+	})
+	assert.Equal(t, "DeadlineExceeded", p.Status.Reason)
+	assert.Equal(t, "Pod was active on the node longer than the specified deadline", p.Status.Message)
+	require.NotNil(t, p.Status.StartTime)
+	assert.Equal(t, v1.ConditionFalse, condition(p, v1.PodReady))
+	term := p.Status.ContainerStatuses[0].State.Terminated
+	assert.Equal(t, int32(143), term.ExitCode, "stopped by the kubelet")
+	assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount, "a failed pod's containers are not restarted")
+}
+
+// hookPod's postStart hook always fails.
+const hookPod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: hook}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+    lifecycle:
+      postStart:
+        exec: {command: ["false"]}
+`
+
+func TestFailingPostStartHookKillsTheContainer(t *testing.T) {
+	n := newNode(t)
+	n.write("hook.yaml", hookPod)
+	// The container itself never exits: each instance is killed because
+	// its hook failed, and the container ends up backing off.
+	p := n.waitPod("hook-node1", "a crash loop", func(p v1.Pod) bool {
+		if len(p.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount >= 2 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+	})
+	cs := p.Status.ContainerStatuses[0]
+	require.NotNil(t, cs.LastTerminationState.Terminated)
+	assert.Equal(t, int32(143), cs.LastTerminationState.Terminated.ExitCode, "killed, not exited")
+	assert.Equal(t, v1.PodRunning, p.Status.Phase)
+}
