@@ -1,16 +1,19 @@
 package podsync
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -157,8 +160,8 @@ func (s *Syncer) dnsConfig(pod *v1.Pod) *runtimeapi.DNSConfig {
 // annotations, resources and security context. An error (a reference the
 // container cannot resolve, a missing volume, a bad subPath) is what
 // SyncPod reports as CreateContainerConfigError.
-func (s *Syncer) ContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
-	env, vars, err := s.envs(pod, c, podIPs)
+func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, ctype string, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
+	env, vars, err := s.envs(ctx, pod, c, podIPs)
 	if err != nil {
 		return nil, err
 	}
@@ -303,38 +306,161 @@ func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSec
 	return sc
 }
 
-// envs resolves the container's environment, expanding $(NAME) in values
-// with the variables defined before, and returns the variables too.
-func (s *Syncer) envs(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, map[string]string, error) {
-	if len(c.EnvFrom) != 0 {
-		return nil, nil, fmt.Errorf("container %s: envFrom is not supported", c.Name)
+// envs resolves the container's environment as upstream does: first the
+// keys of envFrom's configMaps and secrets (with their prefix, later sources
+// overriding earlier ones), then env in order, each value expanding $(NAME)
+// with the variables defined before it. It returns the variables too, for
+// the expansion of command and args. A failure's error has upstream's text
+// as its waiting message (e.g. `configmap "x" not found`).
+func (s *Syncer) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, map[string]string, error) {
+	cms := envObjects[*v1.ConfigMap]{ctx: ctx, pod: pod, kind: "configMap", title: "ConfigMap",
+		data: func(cm *v1.ConfigMap) map[string]string { return cm.Data }}
+	secrets := envObjects[*v1.Secret]{ctx: ctx, pod: pod, kind: "secret", title: "Secret",
+		data: func(sec *v1.Secret) map[string]string { return stringData(sec.Data) }}
+	if s.opts.ConfigMaps != nil {
+		cms.get = s.opts.ConfigMaps.GetConfigMap
 	}
-	out := make([]*runtimeapi.KeyValue, 0, len(c.Env))
+	if s.opts.Secrets != nil {
+		secrets.get = s.opts.Secrets.GetSecret
+	}
+	var out []*runtimeapi.KeyValue
 	vars := make(map[string]string, len(c.Env))
+	index := make(map[string]int, len(c.Env))
+	set := func(k, v string) {
+		vars[k] = v
+		if i, ok := index[k]; ok {
+			out[i].Value = []byte(v)
+			return
+		}
+		index[k] = len(out)
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
+	}
+	fail := func(what string, err error) ([]*runtimeapi.KeyValue, map[string]string, error) {
+		return nil, nil, &messageError{msg: err.Error(), err: fmt.Errorf("container %s: %s: %w", c.Name, what, err)}
+	}
+	for _, from := range c.EnvFrom {
+		var data map[string]string
+		var err error
+		switch {
+		case from.ConfigMapRef != nil:
+			data, err = cms.all(from.ConfigMapRef.Name, from.ConfigMapRef.Optional)
+		case from.SecretRef != nil:
+			data, err = secrets.all(from.SecretRef.Name, from.SecretRef.Optional)
+		}
+		if err != nil {
+			return fail("envFrom", err)
+		}
+		for _, k := range sortedKeys(data) {
+			set(from.Prefix+k, data[k])
+		}
+	}
 	for _, e := range c.Env {
-		v := expansion.Expand(e.Value, vars)
-		if vf := e.ValueFrom; vf != nil {
+		v := e.Value
+		if v != "" {
+			v = expansion.Expand(v, vars)
+		} else if vf := e.ValueFrom; vf != nil {
 			var err error
+			skip := false
 			switch {
 			case vf.FieldRef != nil:
 				v, err = s.fieldRef(pod, vf.FieldRef.FieldPath, podIPs)
 			case vf.ResourceFieldRef != nil:
 				v, err = resourceFieldRef(pod, c, vf.ResourceFieldRef)
 			case vf.ConfigMapKeyRef != nil:
-				err = fmt.Errorf("configMapKeyRef %s/%s is not supported", vf.ConfigMapKeyRef.Name, vf.ConfigMapKeyRef.Key)
+				ref := vf.ConfigMapKeyRef
+				v, skip, err = cms.key(ref.Name, ref.Key, ref.Optional)
 			case vf.SecretKeyRef != nil:
-				err = fmt.Errorf("secretKeyRef %s is not supported", vf.SecretKeyRef.Name)
+				ref := vf.SecretKeyRef
+				v, skip, err = secrets.key(ref.Name, ref.Key, ref.Optional)
 			default:
-				err = errors.New("empty valueFrom")
+				err = errors.New("valueFrom names no source")
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
+				return fail("env "+e.Name, err)
+			}
+			if skip {
+				continue
 			}
 		}
-		vars[e.Name] = v
-		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
+		set(e.Name, v)
 	}
 	return out, vars, nil
+}
+
+// envObjects looks up the configMaps (or the secrets) of one container's
+// environment, each at most once.
+type envObjects[T any] struct {
+	ctx context.Context
+	pod *v1.Pod
+	// kind and title name the objects in messages, upstream's way:
+	// "configMap" and "ConfigMap", "secret" and "Secret".
+	kind, title string
+	// get is the source; nil means none.
+	get func(ctx context.Context, namespace, name string) (T, error)
+	// data gives an object's keys and values.
+	data func(T) map[string]string
+	seen map[string]map[string]string
+}
+
+// all returns the keys and values of the named object of the pod's
+// namespace; nil (and no error) when it is missing and optional.
+func (o *envObjects[T]) all(name string, optional *bool) (map[string]string, error) {
+	if d, ok := o.seen[name]; ok {
+		return d, nil
+	}
+	if o.get == nil {
+		return nil, fmt.Errorf("couldn't get %s %s/%s, no kubeClient defined", o.kind, o.pod.Namespace, name)
+	}
+	obj, err := o.get(o.ctx, o.pod.Namespace, name)
+	if err != nil {
+		if apierrors.IsNotFound(err) && optional != nil && *optional {
+			err = nil
+		}
+		return nil, err
+	}
+	d := o.data(obj)
+	if d == nil {
+		d = map[string]string{}
+	}
+	if o.seen == nil {
+		o.seen = map[string]map[string]string{}
+	}
+	o.seen[name] = d
+	return d, nil
+}
+
+// key resolves a key reference; skip says the variable is left out (an
+// optional reference to a missing object or key).
+func (o *envObjects[T]) key(name, key string, optional *bool) (v string, skip bool, err error) {
+	d, err := o.all(name, optional)
+	if err != nil || d == nil {
+		return "", err == nil, err
+	}
+	v, ok := d[key]
+	if !ok {
+		if optional != nil && *optional {
+			return "", true, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in %s %s/%s", key, o.title, o.pod.Namespace, name)
+	}
+	return v, false, nil
+}
+
+func stringData(m map[string][]byte) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // fieldRef resolves a downward API field path.

@@ -59,7 +59,7 @@ func TestContainerConfig(t *testing.T) {
 	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true, SubPath: "sub/dir", MountPropagation: &ro}}
 	pod := newPod("", nil, c)
 	pod.Labels = map[string]string{"app": "web"}
-	cfg, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 2, []string{"10.88.0.5"}, "sha256:abc")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 2, []string{"10.88.0.5"}, "sha256:abc")
 	require.NoError(t, err)
 	env := map[string]string{}
 	for _, kv := range cfg.GetEnvs() {
@@ -111,7 +111,7 @@ func TestContainerConfigUsesTheVolumeManagersMounts(t *testing.T) {
 			c := ctr("app")
 			c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", SubPath: "a/link"}}
 			pod := newPod("", nil, c)
-			cfg, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "sha256:abc")
+			cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "sha256:abc")
 			if tc.want != "" {
 				require.EqualError(t, err, tc.want)
 				return
@@ -134,7 +134,7 @@ func TestContainerConfigRejects(t *testing.T) {
 			c := ctr("app")
 			c.VolumeMounts = []v1.VolumeMount{mount}
 			pod := newPod("", nil, c)
-			_, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+			_, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
 			assert.Error(t, err)
 		})
 	}
@@ -230,14 +230,14 @@ func TestTerminationMessageMount(t *testing.T) {
 	c := ctr("app")
 	c.TerminationMessagePath = "/dev/termination-log"
 	pod := newPod("", nil, c)
-	cfg, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
 	require.NoError(t, err)
 	want := filepath.Join(pods, "uid-1", "containers", "app", "1")
 	assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/dev/termination-log", HostPath: want}}, cfg.GetMounts())
 	assert.FileExists(t, want)
 
 	pod.UID = "../escape"
-	_, err = s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
+	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
 	assert.ErrorContains(t, err, "not a plain path element")
 }
 
@@ -248,7 +248,7 @@ func TestContainerConfigExpandsVariables(t *testing.T) {
 	c.Command = []string{"echo", "$(B)", "$(NOPE)", "$$(A)", "$"}
 	c.Args = []string{"$(C)"}
 	pod := newPod("", nil, c)
-	cfg, err := s.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"echo", "one-two", "$(NOPE)", "$(A)", "$"}, cfg.GetCommand())
 	assert.Equal(t, []string{"$(LATER) $(A) $(A"}, cfg.GetArgs())

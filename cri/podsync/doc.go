@@ -35,8 +35,10 @@
 // PostStartHookError), and holds each crashing container in
 // CrashLoopBackOff: restarted at once the first time, then after 10s, 20s,
 // 40s ... up to 5m, starting over once a container ran for 10 minutes.
-// Container configs carry command, args, env (with the downward API
-// fieldRef and resourceFieldRef, and $(VAR) expansion), working dir,
+// Container configs carry command, args, env (envFrom and
+// configMapKeyRef/secretKeyRef through Options.ConfigMaps and
+// Options.Secrets, the downward API fieldRef and resourceFieldRef, and
+// $(VAR) expansion), working dir,
 // mounts from VolumeHostPaths
 // (subPaths checked against traversal), or from the volume manager itself
 // when it implements ContainerMounts, CRI Linux resources, security

@@ -108,8 +108,17 @@ func grpcStyle(err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	return &messageError{msg: status.New(ce.Code, ce.Message).Err().Error(), err: err}
+	return &textError{text: status.New(ce.Code, ce.Message).Err().Error(), err: err}
 }
+
+// textError is err with another text.
+type textError struct {
+	text string
+	err  error
+}
+
+func (e *textError) Error() string { return e.text }
+func (e *textError) Unwrap() error { return e.err }
 
 // hookMessage is upstream's message for a failed handler, the waiting
 // message of a container whose postStart hook failed.

@@ -305,9 +305,9 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 		// that no log is overwritten.
 		restartCount = restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
 	}
-	config, err := s.ContainerConfig(pod, c, ctype, restartCount, sb.ips, imageRef)
+	config, err := s.ContainerConfig(ctx, pod, c, ctype, restartCount, sb.ips, imageRef)
 	if err != nil {
-		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %v", err)
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %s", waitingMessage(err))
 		return fail(ReasonCreateContainerConfigError, ErrCreateContainerConfig, err)
 	}
 	if err := os.MkdirAll(filepath.Join(sb.config.LogDirectory, c.Name), 0o755); err != nil {

@@ -78,6 +78,20 @@ type ContainerMounts interface {
 	Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mount, error)
 }
 
+// ConfigMapGetter gives the configMaps that containers' environments
+// reference (envFrom, configMapKeyRef). A missing one is an error for which
+// apimachinery's errors.IsNotFound holds. volume.StaticSources and the
+// examples' API-server adapters satisfy it.
+type ConfigMapGetter interface {
+	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+}
+
+// SecretGetter gives the secrets that containers' environments reference
+// (envFrom, secretKeyRef); a missing one is a NotFound error.
+type SecretGetter interface {
+	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
 // DefaultLogRoot is where pod log directories live by default.
 const DefaultLogRoot = "/var/log/pods"
 
@@ -91,6 +105,12 @@ type Options struct {
 	// Volumes gives the host paths of pod volumes (nil: no pod has volumes;
 	// a volumeMount then fails with CreateContainerConfigError).
 	Volumes VolumeHostPaths
+	// ConfigMaps and Secrets resolve environment references to them (nil:
+	// a container referencing one fails with CreateContainerConfigError,
+	// as upstream's kubelet without an API client does). Values are never
+	// logged.
+	ConfigMaps ConfigMapGetter
+	Secrets    SecretGetter
 	// Recorder receives events (nil: none).
 	Recorder EventRecorder
 	// Clock drives backoffs (nil: the real clock).

@@ -263,8 +263,10 @@ func New(opts Options) (*Agent, error) {
 	if a.vol, err = a.newVolumes(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	cms, secrets := a.envSources()
 	a.syncer, err = podsync.New(podsync.Options{
 		Runtime: a.rt, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol,
+		ConfigMaps: cms, Secrets: secrets,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),

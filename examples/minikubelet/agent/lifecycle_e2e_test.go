@@ -3,13 +3,16 @@ package agent_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/examples/minikubelet/agent"
 )
 
@@ -82,4 +85,67 @@ func TestFailingPostStartHookKillsTheContainer(t *testing.T) {
 	require.NotNil(t, cs.LastTerminationState.Terminated)
 	assert.Equal(t, int32(143), cs.LastTerminationState.Terminated.ExitCode, "killed, not exited")
 	assert.Equal(t, v1.PodRunning, p.Status.Phase)
+}
+
+// envPod takes variables from a configMap (all its keys, prefixed), a
+// secret key and a configMap that does not exist yet.
+const envPod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: envs}
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+    envFrom:
+    - configMapRef: {name: app-config}
+      prefix: CFG_
+    env:
+    - name: PASSWORD
+      valueFrom: {secretKeyRef: {name: app-creds, key: password}}
+    - name: LATER
+      valueFrom: {configMapKeyRef: {name: later, key: k}}
+`
+
+const laterConfigMap = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: later}
+data: {k: v}
+`
+
+func TestEnvironmentFromConfigMapsAndSecrets(t *testing.T) {
+	dir := t.TempDir()
+	manifests, objects := filepath.Join(dir, "manifests"), filepath.Join(dir, "objects")
+	for _, d := range []string{manifests, objects} {
+		require.NoError(t, os.Mkdir(d, 0o750))
+	}
+	rt := agent.NewFakeRuntime(nil)
+	t.Cleanup(rt.Close)
+	n := startNodeWith(t, agent.Options{Runtime: rt, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, ObjectPath: objects})
+	require.NoError(t, os.WriteFile(filepath.Join(objects, "config.yaml"), []byte(strings.Replace(configMap, "GREETING", "hello", 1)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(objects, "secret.yaml"), []byte(secret), 0o600))
+	n.write("envs.yaml", envPod)
+
+	// A reference to a configMap that does not exist holds the container,
+	// with upstream's reason and message.
+	p := n.waitPod("envs-node1", "CreateContainerConfigError", func(p v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+			p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+	})
+	assert.Equal(t, `configmap "later" not found`, p.Status.ContainerStatuses[0].State.Waiting.Message)
+
+	// Once it exists, the container starts with every variable.
+	require.NoError(t, os.WriteFile(filepath.Join(objects, "later.yaml"), []byte(laterConfigMap), 0o600))
+	n.waitPod("envs-node1", "Running", func(p v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	creates := rt.CallsOf(fake.CreateContainer)
+	require.Len(t, creates, 1)
+	env := map[string]string{}
+	for _, kv := range creates[0].Request.(*runtimeapi.CreateContainerRequest).GetConfig().GetEnvs() {
+		env[kv.GetKey()] = string(kv.GetValue())
+	}
+	assert.Equal(t, map[string]string{"CFG_greeting": "hello", "PASSWORD": "s3cr3t", "LATER": "v"}, env)
 }

@@ -13,8 +13,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/volume"
 )
+
+// envSources are where containers' environment references to configMaps
+// and secrets (envFrom, configMapKeyRef, secretKeyRef) are resolved: the
+// volume sources (an API server's, or the caller's), else the object
+// manifests of ObjectPath. Without either there are none, and such a
+// reference fails as it does under upstream kubelet without an API server.
+// Call it after newVolumes.
+func (a *Agent) envSources() (podsync.ConfigMapGetter, podsync.SecretGetter) {
+	if s := a.opts.VolumeSources; s.ConfigMaps != nil || s.Secrets != nil || s.Tokens != nil {
+		return s.ConfigMaps, s.Secrets
+	}
+	if a.objects != nil && a.opts.ObjectPath != "" {
+		return a.objects, a.objects
+	}
+	return nil, nil
+}
 
 // newVolumes builds the volume manager: every pod's volumes under
 // RootDir/pods/<uid>/volumes, with configMaps and secrets from
