@@ -92,7 +92,7 @@ kill_shims() {
   local p cmdline ns id pids=() kids
   for p in /proc/[0-9]*; do
     p="${p#/proc/}"
-    cmdline="$(tr '\0' ' ' <"/proc/${p}/cmdline" 2>/dev/null || true)"
+    cmdline="$(tr '\0' ' ' 2>/dev/null <"/proc/${p}/cmdline" || true)"
     [[ "${cmdline}" == *containerd-shim* ]] || continue
     # Shims are started as: containerd-shim-runc-v2 -namespace NS -id ID -address SOCK
     [[ " ${cmdline} " == *" -address ${KK_SOCK} "* ]] || continue

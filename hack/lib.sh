@@ -87,7 +87,7 @@ kk_our_containerd_pid() {
 kk_is_our_containerd() {
   local pid="$1" cmdline
   kk_pid_alive "${pid}" || return 1
-  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null || true)"
+  cmdline="$(tr '\0' ' ' 2>/dev/null <"/proc/${pid}/cmdline" || true)"
   [[ "${cmdline}" == "containerd --config ${KK_CTRD_DIR}/config.toml "* ]]
 }
 
@@ -124,7 +124,7 @@ KK_CP_ENV="${KK_CP_DIR}/env"
 KK_KUBECONFIG="${KK_CP_DIR}/kubeconfig"
 
 # kk_cmdline PID: the command line of PID with NULs turned into spaces.
-kk_cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true; }
+kk_cmdline() { tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" || true; }
 
 # kk_is_our_etcd PID: true when PID is alive and runs etcd with our data dir.
 kk_is_our_etcd() {
