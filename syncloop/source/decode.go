@@ -67,7 +67,17 @@ func DecodeManifest(data []byte) ([]*v1.Pod, error) {
 // and ValidatePod. A pod list is all or nothing, as upstream: one invalid pod
 // makes the whole manifest an error (wrapping ErrInvalidManifest or
 // ErrInvalidPod) and no pod is returned.
+//
+// A static pod that references API objects (APIObjectReference: secrets,
+// configMaps, a service account, ...) is refused, as upstream's kubelet
+// refuses it ("static pods may not reference secrets"); the file and URL
+// sources can allow them (FileOptions.AllowAPIReferences) for an agent
+// that serves such objects itself.
 func ReadManifest(data []byte, source, location, nodeName string) ([]*v1.Pod, error) {
+	return readManifest(data, source, location, nodeName, false)
+}
+
+func readManifest(data []byte, source, location, nodeName string, allowAPIReferences bool) ([]*v1.Pod, error) {
 	pods, err := DecodeManifest(data)
 	if err != nil {
 		return nil, err
@@ -78,6 +88,9 @@ func ReadManifest(data []byte, source, location, nodeName string) ([]*v1.Pod, er
 			DefaultPod(pod)
 			ApplyStaticDefaults(pod, source, location, nodeName)
 			err = ValidatePod(pod)
+		}
+		if err == nil && !allowAPIReferences {
+			err = validateAPIReferences(pod)
 		}
 		if err != nil {
 			if len(pods) > 1 {
@@ -103,8 +116,9 @@ func validateName(pod *v1.Pod) error {
 // subset of the API server's validation: a name that is a DNS-1123
 // subdomain, a namespace that is a DNS-1123 label, at least one container,
 // container names (init, regular and ephemeral together) that are DNS-1123
-// labels and unique, a non-empty image in every container, and a
-// restartPolicy and dnsPolicy among the known values. Every problem is
+// labels and unique, a non-empty image in every container, lifecycle
+// sleep actions within the termination grace period, and a restartPolicy
+// and dnsPolicy among the known values. Every problem is
 // listed, with its field path, in an error that wraps ErrInvalidPod.
 func ValidatePod(pod *v1.Pod) error {
 	var errs field.ErrorList
@@ -126,7 +140,7 @@ func ValidatePod(pod *v1.Pod) error {
 		errs = append(errs, field.Required(spec.Child("containers"), ""))
 	}
 	names := map[string]bool{}
-	check := func(path *field.Path, c *v1.Container) {
+	checkName := func(path *field.Path, c *v1.Container) {
 		if c.Name == "" {
 			errs = append(errs, field.Required(path.Child("name"), ""))
 		} else {
@@ -142,6 +156,23 @@ func ValidatePod(pod *v1.Pod) error {
 			errs = append(errs, field.Required(path.Child("image"), ""))
 		}
 	}
+	checkSleep := func(path *field.Path, h *v1.LifecycleHandler) {
+		grace := pod.Spec.TerminationGracePeriodSeconds
+		if h == nil || h.Sleep == nil || grace == nil {
+			return
+		}
+		if h.Sleep.Seconds < 0 || h.Sleep.Seconds > *grace {
+			errs = append(errs, field.Invalid(path.Child("sleep"), h.Sleep.Seconds,
+				fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", *grace)))
+		}
+	}
+	check := func(path *field.Path, c *v1.Container) {
+		checkName(path, c)
+		if c.Lifecycle != nil {
+			checkSleep(path.Child("lifecycle", "postStart"), c.Lifecycle.PostStart)
+			checkSleep(path.Child("lifecycle", "preStop"), c.Lifecycle.PreStop)
+		}
+	}
 	for i := range pod.Spec.InitContainers {
 		check(spec.Child("initContainers").Index(i), &pod.Spec.InitContainers[i])
 	}
@@ -149,7 +180,7 @@ func ValidatePod(pod *v1.Pod) error {
 		check(spec.Child("containers").Index(i), &pod.Spec.Containers[i])
 	}
 	for i := range pod.Spec.EphemeralContainers {
-		check(spec.Child("ephemeralContainers").Index(i), (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+		checkName(spec.Child("ephemeralContainers").Index(i), (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	switch pod.Spec.RestartPolicy {
 	case v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever:

@@ -55,6 +55,11 @@ type FileOptions struct {
 	// again or is deleted. False is upstream's behaviour: an invalid
 	// manifest's pod is removed, and stopped.
 	KeepLastGood bool
+	// AllowAPIReferences accepts pods that reference API objects (secrets,
+	// configMaps, ...: APIObjectReference), for an agent that serves such
+	// objects to static pods itself. False is upstream's behaviour: such a
+	// manifest is refused.
+	AllowAPIReferences bool
 	// Clock drives the periods; nil means the real clock.
 	Clock clock.Clock
 	// Logger receives the source's logs; nil discards them.
@@ -89,6 +94,7 @@ type File struct {
 	out          chan<- syncloop.PodUpdate
 	period, poll time.Duration
 	keep         bool
+	refs         bool
 	clock        clock.Clock
 	log          *slog.Logger
 	rec          EventRecorder
@@ -129,6 +135,7 @@ func NewFile(opts FileOptions) (*File, error) {
 		period:  opts.Period,
 		poll:    opts.PollInterval,
 		keep:    opts.KeepLastGood,
+		refs:    opts.AllowAPIReferences,
 		clock:   opts.Clock,
 		log:     orDiscard(opts.Logger).With("path", opts.Path),
 		rec:     orNopRecorder(opts.Recorder),
@@ -288,7 +295,7 @@ func (f *File) read(full bool) ([]*v1.Pod, error) {
 func (f *File) readFile(p string, st fs.FileInfo, full bool) []*v1.Pod {
 	c, ok := f.cache[p]
 	if full || !ok || c.size != st.Size() || !c.mtime.Equal(st.ModTime()) || c.mode != st.Mode() {
-		c.pods, c.err = readManifestFile(p, f.node)
+		c.pods, c.err = readManifestFile(p, f.node, f.refs)
 		c.size, c.mtime, c.mode = st.Size(), st.ModTime(), st.Mode()
 		f.cache[p] = c
 	}
@@ -313,7 +320,7 @@ func (f *File) readFile(p string, st fs.FileInfo, full bool) []*v1.Pod {
 	return pods
 }
 
-func readManifestFile(p, node string) ([]*v1.Pod, error) {
+func readManifestFile(p, node string, allowAPIReferences bool) ([]*v1.Pod, error) {
 	fh, err := os.Open(p)
 	if err != nil {
 		return nil, err
@@ -326,7 +333,7 @@ func readManifestFile(p, node string) ([]*v1.Pod, error) {
 	if len(data) > MaxManifestBytes {
 		return nil, fmt.Errorf("larger than %d bytes", MaxManifestBytes)
 	}
-	return ReadManifest(data, syncloop.SourceFile, p, node)
+	return readManifest(data, syncloop.SourceFile, p, node, allowAPIReferences)
 }
 
 // report records a manifest's error, and logs it and makes an event when it

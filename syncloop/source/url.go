@@ -37,6 +37,9 @@ type URLOptions struct {
 	Out chan<- syncloop.PodUpdate
 	// Period is the time between the end of a fetch and the next (20s).
 	Period time.Duration
+	// AllowAPIReferences accepts pods that reference API objects, as
+	// FileOptions.AllowAPIReferences.
+	AllowAPIReferences bool
 	// Client makes the requests; nil means a client with a 10s timeout.
 	Client *http.Client
 	// Clock drives the period; nil means the real clock.
@@ -68,6 +71,7 @@ type URL struct {
 	redacted string
 	header   http.Header
 	node     string
+	refs     bool
 	out      chan<- syncloop.PodUpdate
 	period   time.Duration
 	client   *http.Client
@@ -114,6 +118,7 @@ func NewURL(opts URLOptions) (*URL, error) {
 		redacted: redacted,
 		header:   opts.Header.Clone(),
 		node:     opts.NodeName,
+		refs:     opts.AllowAPIReferences,
 		out:      opts.Out,
 		period:   opts.Period,
 		client:   opts.Client,
@@ -189,7 +194,7 @@ func (u *URL) Fetch(ctx context.Context) error {
 	}
 	if !bytes.Equal(data, u.data) {
 		u.data = data
-		u.pods, u.dataErr = ReadManifest(data, syncloop.SourceHTTP, u.url, u.node)
+		u.pods, u.dataErr = readManifest(data, syncloop.SourceHTTP, u.url, u.node, u.refs)
 		if u.dataErr != nil {
 			u.dataErr = fmt.Errorf("manifest from %s: %w", u.redacted, u.dataErr)
 			u.rec.Eventf(u.nodeRef, v1.EventTypeWarning, ReasonFailedValidation, "Error reading static pod %v", u.dataErr)

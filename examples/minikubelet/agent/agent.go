@@ -99,8 +99,11 @@ type Options struct {
 	APIUpdates <-chan syncloop.PodUpdate
 	// ObjectPath is a directory of ConfigMap and Secret manifests (one
 	// object per file, YAML or JSON) that pods' configMap, secret and
-	// projected volumes read, re-read every SourcePeriod; empty means none.
-	// Ignored when VolumeSources is set.
+	// projected volumes and their environment read, re-read every
+	// SourcePeriod; empty means none. Ignored when VolumeSources is set.
+	// With it, static pods may reference configMaps and secrets (an
+	// extension: upstream's kubelet refuses such manifests, and so does
+	// the agent without ObjectPath).
 	ObjectPath string
 	// VolumeSources give configMaps, secrets and service account tokens to
 	// the pods' volumes (an API-server adapter implements them). Empty
@@ -453,7 +456,8 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) startSources(ctx context.Context, g *group) error {
 	if a.opts.ManifestPath != "" {
 		f, err := source.NewFile(source.FileOptions{Path: a.opts.ManifestPath, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
-			Logger: a.log.With("component", "file-source"), Recorder: a, Out: a.config.Channel(ctx, syncloop.SourceFile)})
+			AllowAPIReferences: a.opts.ObjectPath != "",
+			Logger:             a.log.With("component", "file-source"), Recorder: a, Out: a.config.Channel(ctx, syncloop.SourceFile)})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
@@ -461,7 +465,8 @@ func (a *Agent) startSources(ctx context.Context, g *group) error {
 	}
 	if a.opts.ManifestURL != "" {
 		u, err := source.NewURL(source.URLOptions{URL: a.opts.ManifestURL, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
-			Logger: a.log.With("component", "http-source"), Out: a.config.Channel(ctx, syncloop.SourceHTTP)})
+			AllowAPIReferences: a.opts.ObjectPath != "",
+			Logger:             a.log.With("component", "http-source"), Out: a.config.Channel(ctx, syncloop.SourceHTTP)})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}

@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,4 +150,21 @@ func TestEnvironmentFromConfigMapsAndSecrets(t *testing.T) {
 		env[kv.GetKey()] = string(kv.GetValue())
 	}
 	assert.Equal(t, map[string]string{"CFG_greeting": "hello", "PASSWORD": "s3cr3t", "LATER": "v"}, env)
+}
+
+func TestStaticPodReferencingAPIObjectsIsRefused(t *testing.T) {
+	// Without an object directory, as upstream's kubelet: the manifest is
+	// refused, the other pods run.
+	n := newNode(t)
+	n.write("refs.yaml", envPod)
+	n.write("web.yaml", webPod)
+	n.waitPod("web-node1", "Ready", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
+	_, ok := n.pods()["envs-node1"]
+	assert.False(t, ok, "a static pod that references a secret does not run")
+	resp, err := http.Get(n.base + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `kubeletkit_events_total{reason="FailedValidation",type="Warning"}`)
 }

@@ -177,7 +177,14 @@ func TestContainerReadsMountedFiles(t *testing.T) {
 }
 
 func TestMissingConfigMapHoldsOnlyItsPod(t *testing.T) {
-	n := newNode(t)
+	// An object directory without the configMap: static pods may reference
+	// objects, and this one is missing.
+	dir := t.TempDir()
+	manifests, objects := filepath.Join(dir, "manifests"), filepath.Join(dir, "objects")
+	for _, d := range []string{manifests, objects} {
+		require.NoError(t, os.Mkdir(d, 0o750))
+	}
+	n := startNodeWith(t, agent.Options{RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, ObjectPath: objects})
 	n.write("broken.yaml", `
 apiVersion: v1
 kind: Pod
