@@ -307,8 +307,9 @@ func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSec
 }
 
 // envs resolves the container's environment as upstream does: first the
-// keys of envFrom's configMaps and secrets (with their prefix, later sources
-// overriding earlier ones), then env in order, each value expanding $(NAME)
+// service variables (ServiceEnv), then the keys of envFrom's configMaps and
+// secrets (with their prefix, later sources overriding earlier ones), then
+// env in order, each value expanding $(NAME)
 // with the variables defined before it. It returns the variables too, for
 // the expansion of command and args. A failure's error has upstream's text
 // as its waiting message (e.g. `configmap "x" not found`).
@@ -323,9 +324,13 @@ func (s *Syncer) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs 
 	if s.opts.Secrets != nil {
 		secrets.get = s.opts.Secrets.GetSecret
 	}
+	services, err := s.serviceEnv(pod)
+	if err != nil {
+		return nil, nil, &messageError{msg: err.Error(), err: fmt.Errorf("container %s: service environment: %w", c.Name, err)}
+	}
 	var out []*runtimeapi.KeyValue
-	vars := make(map[string]string, len(c.Env))
-	index := make(map[string]int, len(c.Env))
+	vars := make(map[string]string, len(c.Env)+len(services))
+	index := make(map[string]int, len(c.Env)+len(services))
 	set := func(k, v string) {
 		vars[k] = v
 		if i, ok := index[k]; ok {
@@ -337,6 +342,11 @@ func (s *Syncer) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs 
 	}
 	fail := func(what string, err error) ([]*runtimeapi.KeyValue, map[string]string, error) {
 		return nil, nil, &messageError{msg: err.Error(), err: fmt.Errorf("container %s: %s: %w", c.Name, what, err)}
+	}
+	// The service variables come first: everything the pod defines
+	// overrides them.
+	for _, k := range sortedKeys(services) {
+		set(k, services[k])
 	}
 	for _, from := range c.EnvFrom {
 		var data map[string]string

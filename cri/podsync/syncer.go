@@ -111,6 +111,10 @@ type Options struct {
 	// logged.
 	ConfigMaps ConfigMapGetter
 	Secrets    SecretGetter
+	// Services gives the services whose variables containers get
+	// (ServiceEnv); nil means none, as for upstream's kubelet without an
+	// API server.
+	Services ServiceLister
 	// Recorder receives events (nil: none).
 	Recorder EventRecorder
 	// Clock drives backoffs (nil: the real clock).

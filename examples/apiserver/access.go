@@ -14,9 +14,10 @@ import (
 // can be checked ahead, one SelfSubjectAccessReview each: listing and
 // watching the node's pods (with the spec.nodeName field selector, which the
 // Node authorizer requires), creating and deleting mirror pods, patching pod
-// statuses, the Node and its status, its Lease in kube-node-lease, and
-// events. Reading a pod, the configMaps and secrets of volumes and creating
-// service account tokens are authorized per object (the Node authorizer
+// statuses, the Node and its status, its Lease in kube-node-lease,
+// events, and listing and watching services. Reading a pod, the configMaps
+// and secrets of volumes and creating service account tokens are
+// authorized per object (the Node authorizer
 // allows only those of pods bound to the node), so they cannot be reviewed
 // in general; a refusal there is reported where it happens, on the pod
 // (FailedMount) and in the log.
@@ -44,6 +45,8 @@ func NeededAccess(nodeName string) []authorizationv1.ResourceAttributes {
 		ra("coordination.k8s.io", "leases", "", "update", "kube-node-lease", nodeName),
 		ra("", "events", "", "create", "", ""),
 		ra("", "events", "", "patch", "", ""),
+		ra("", "services", "", "list", "", ""),
+		ra("", "services", "", "watch", "", ""),
 	}
 }
 

@@ -29,7 +29,7 @@ func TestCheckAccess(t *testing.T) {
 			deny:      map[key]string{{"patch", "pods", "status"}: "no RBAC rule", {"get", "leases", ""}: ""},
 			wantErrIs: apiserver.ErrAccessDenied,
 			wantInText: []string{
-				"2 of 14 denied",
+				"2 of 16 denied",
 				"patch pods/status (no RBAC rule)",
 				"get leases.coordination.k8s.io kube-node-lease/n1",
 			},

@@ -267,9 +267,13 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	cms, secrets := a.envSources()
+	var services podsync.ServiceLister
+	if a.api != nil {
+		services = a.api.services
+	}
 	a.syncer, err = podsync.New(podsync.Options{
 		Runtime: a.rt, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol,
-		ConfigMaps: cms, Secrets: secrets,
+		ConfigMaps: cms, Secrets: secrets, Services: services,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),

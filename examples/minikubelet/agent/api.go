@@ -41,11 +41,12 @@ type APIOptions struct {
 
 // api is what the agent holds in API-server mode.
 type api struct {
-	client  kubernetes.Interface
-	status  *apiserver.StatusSink
-	nodes   *apiserver.NodeSink
-	mirrors *apiserver.MirrorPods
-	volumes *apiserver.WatchingSources
+	client   kubernetes.Interface
+	status   *apiserver.StatusSink
+	nodes    *apiserver.NodeSink
+	mirrors  *apiserver.MirrorPods
+	volumes  *apiserver.WatchingSources
+	services *apiserver.Services
 
 	mu       sync.Mutex
 	recorder record.EventRecorder // set while Run runs
@@ -77,6 +78,9 @@ func (a *Agent) newAPI() error {
 	if x.volumes, err = apiserver.NewWatchingSources(o.Client, apiserver.WatchingSourcesOptions{Logger: a.log.With("component", "api-volumes")}); err != nil {
 		return err
 	}
+	if x.services, err = apiserver.NewServices(o.Client, apiserver.ServicesOptions{Logger: a.log.With("component", "api-services")}); err != nil {
+		return err
+	}
 	a.api = x
 	if a.opts.VolumeSources.ConfigMaps == nil && a.opts.VolumeSources.Secrets == nil && a.opts.VolumeSources.Tokens == nil {
 		a.opts.VolumeSources = x.volumes.Sources()
@@ -85,7 +89,7 @@ func (a *Agent) newAPI() error {
 }
 
 // startAPI checks the agent's permissions, starts the event recorder, the
-// pod source and the volume sources' watches.
+// pod source, the volume sources' watches and the services' watch.
 func (a *Agent) startAPI(ctx context.Context, g *group) error {
 	if err := apiserver.CheckAccess(ctx, a.api.client, a.opts.NodeName); err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -109,6 +113,7 @@ func (a *Agent) startAPI(ctx context.Context, g *group) error {
 	}
 	g.go_("api-source", func() error { return src.Run(ctx) })
 	g.go_("api-volumes", func() error { return a.api.volumes.Run(ctx) })
+	g.go_("api-services", func() error { return a.api.services.Run(ctx) })
 	return nil
 }
 

@@ -1,0 +1,110 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+)
+
+// ErrServicesNotSynced is what Services.ListServices returns until the
+// first list from the API server has arrived; its text is upstream's.
+var ErrServicesNotSynced = errors.New("services have not yet been read at least once, cannot construct envvars")
+
+// ServicesOptions configure Services. Every zero value is the default.
+type ServicesOptions struct {
+	// ListerWatcher replaces the client's list and watch of every
+	// namespace's services (tests).
+	ListerWatcher cache.ListerWatcher
+	// Logger (nil: discard).
+	Logger *slog.Logger
+	// Clock drives the reflector's back-off (nil: the real clock).
+	Clock clock.Clock
+}
+
+// Services keeps the cluster's services, listed and watched in every
+// namespace as upstream's kubelet does, for the service environment
+// variables of containers: it is a podsync.ServiceLister.
+type Services struct {
+	lw    cache.ListerWatcher
+	store *listedStore
+	log   *slog.Logger
+	clock clock.Clock
+	r     *cache.Reflector
+}
+
+var _ podsync.ServiceLister = (*Services)(nil)
+
+// NewServices returns the services of the API server client talks to.
+// client is required unless opts.ListerWatcher is set. It starts nothing:
+// call Run.
+func NewServices(client kubernetes.Interface, opts ServicesOptions) (*Services, error) {
+	lw := opts.ListerWatcher
+	if lw == nil {
+		if client == nil {
+			return nil, fmt.Errorf("new services: client is nil: %w", ErrInvalidArgument)
+		}
+		lw = cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Services(metav1.NamespaceAll).List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Services(metav1.NamespaceAll).Watch(ctx, o)
+			},
+		}, client)
+	}
+	s := &Services{lw: lw, store: &listedStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}, log: orDiscard(opts.Logger), clock: orClock(opts.Clock)}
+	s.r = cache.NewReflectorWithOptions(s.lw, &v1.Service{}, s.store, cache.ReflectorOptions{Name: "apiserver services", Clock: s.clock})
+	return s, nil
+}
+
+// Run lists and watches the services until ctx ends, and returns nil once
+// the reflector has stopped.
+func (s *Services) Run(ctx context.Context) error {
+	s.log.Info("watching services")
+	s.r.RunWithContext(ctx)
+	return nil
+}
+
+// ListServices returns the services, or ErrServicesNotSynced before the
+// first list. The services are shared: do not modify them.
+func (s *Services) ListServices() ([]*v1.Service, error) {
+	if !s.store.listed.Load() {
+		return nil, ErrServicesNotSynced
+	}
+	objs := s.store.List()
+	out := make([]*v1.Service, 0, len(objs))
+	for _, o := range objs {
+		if svc, ok := o.(*v1.Service); ok {
+			out = append(out, svc)
+		}
+	}
+	return out, nil
+}
+
+// listedStore is a store that knows whether a reflector has filled it with
+// a first list (a Replace).
+type listedStore struct {
+	cache.Store
+	listed atomic.Bool
+}
+
+// Replace implements cache.Store.
+func (s *listedStore) Replace(list []interface{}, resourceVersion string) error {
+	err := s.Store.Replace(list, resourceVersion)
+	if err == nil {
+		s.listed.Store(true)
+	}
+	return err
+}
