@@ -6,7 +6,12 @@
 # them field by field (hack/fidelity/main.go says which fields).
 #
 #   bash hack/containerd-setup.sh && bash hack/containerd-start.sh
-#   bash hack/fidelity.sh [MANIFEST_DIR]    # default hack/fidelity/manifests
+#   bash hack/fidelity.sh [MANIFEST_DIR [OBJECT_DIR]]
+#
+# MANIFEST_DIR (default hack/fidelity/manifests) holds the pods; OBJECT_DIR
+# (default hack/fidelity/objects) the ConfigMaps and Secrets they use, which
+# the API-server phase creates (static pods cannot read them, under either
+# agent).
 #
 # It builds kubelet $KK_K8S_VERSION from hack/apiserver's module (cached in
 # $KK_APISERVER_CACHE, like kube-apiserver) and minikubelet, then for each
@@ -23,6 +28,7 @@ source "${HACK_DIR}/lib.sh"
 
 SECS="${KK_FIDELITY_SECONDS:-90}"
 MANIFESTS="$(cd "${1:-${HACK_DIR}/fidelity/manifests}" && pwd)"
+OBJECTS="$(cd "${2:-${HACK_DIR}/fidelity/objects}" && pwd)"
 DIR="${KK_WORK}/fidelity"
 UP_PORT=10255
 MINI_PORT=10256
@@ -67,8 +73,9 @@ main() {
   # Upstream kubelet leaves its pods' volumes mounted when it stops.
   kk_unmount_under "${DIR}"
   rm -rf "${DIR}"
-  mkdir -p "${DIR}/manifests"
+  mkdir -p "${DIR}/manifests" "${DIR}/objects"
   cp "${MANIFESTS}"/*.yaml "${DIR}/manifests/"
+  cp "${OBJECTS}"/*.yaml "${DIR}/objects/" 2>/dev/null || true
   kk_build_upstream kubelet "${KK_KUBELET_BIN}"
   # The web server image (hack/webserver) for the HTTP and TCP probes;
   # containerd-start.sh imports only busybox and pause.
@@ -159,7 +166,7 @@ run_api() {
   kk_log "${name}: starting"
   setsid "$@" >"${DIR}/${name}.log" 2>&1 </dev/null &
   AGENT_PID=$!
-  "${DIR}/fidelity" create "${api[@]}" "${DIR}/manifests" ||
+  "${DIR}/fidelity" create "${api[@]}" --objects "${DIR}/objects" "${DIR}/manifests" ||
     { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: creating the pods failed; see ${DIR}/${name}.log"; }
   "${DIR}/fidelity" record "${api[@]}" --duration "${SECS}s" --out "${DIR}/${name}.json" ||
     { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: recording failed; see ${DIR}/${name}.log"; }

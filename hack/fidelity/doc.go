@@ -5,13 +5,14 @@
 //
 //	fidelity record --url http://127.0.0.1:10255/pods --duration 60s --out up.json
 //	fidelity record --server https://127.0.0.1:6443 --token T --ca ca.crt --node kk-node --out up.json
-//	fidelity create --server ... --token T --ca ca.crt --node kk-node manifests/
+//	fidelity create --server ... --token T --ca ca.crt --node kk-node [--objects objects/] manifests/
 //	fidelity clean --server ... --token T --ca ca.crt --node kk-node
 //	fidelity compare up.json mini.json
 //
 // record reads a kubelet's read-only /pods, or with --server the node's pods
-// on an API server. create waits for the Node to be Ready and creates a pod
-// of each manifest bound to it; clean deletes the node's pods (grace 0),
+// on an API server. create waits for the Node to be Ready, creates (or
+// replaces) the ConfigMaps and Secrets of --objects, and creates a pod of
+// each manifest bound to it; clean deletes the node's pods (grace 0),
 // waits until they are gone, and deletes the Node and its Lease. They speak
 // plain HTTP, so that the core module stays free of client-go.
 //
@@ -25,6 +26,9 @@
 // differences of the last samples, then, per pod, when each phase, Ready,
 // container state and restart first appeared on both sides; it exits 1 when
 // the last samples differ in more than timing: each kubelet jitters its
-// retries, so a restart count off by one, or a container at another step of
-// the image pull retry cycle, is reported but not counted.
+// retries, so a restart count off by one, a container at another step of
+// the image pull retry cycle, or a crash-looping container seen running on
+// one side and in CrashLoopBackOff on the other (with the same last
+// termination, restart counts at most one apart), is reported but not
+// counted.
 package main

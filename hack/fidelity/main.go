@@ -397,25 +397,49 @@ func jsonIndent(samples []Sample) ([]byte, error) { return json.MarshalIndent(sa
 // between, each kubelet on its own jittered retries.
 var pullCycle = map[string]bool{"waiting:ErrImagePull": true, "waiting:ImagePullBackOff": true}
 
+// crashCycle are the states a crash-looping container spends its time in:
+// running, then held in its back-off, each kubelet on its own jittered
+// retries (a container a probe or a failed hook kills keeps its restart
+// count while it backs off, so both sides can show the same count).
+var crashCycle = map[string]bool{"running": true, "waiting:CrashLoopBackOff": true}
+
 // alignRetryCycles returns ours with each container that is at another
-// point of the image pull retry cycle than upstream's set to upstream's
-// state and message, and a timing note for each.
+// point of its retry cycle than upstream's set to upstream's state (and
+// what follows from it), and a timing note for each:
+//   - an image that cannot be pulled: ErrImagePull or ImagePullBackOff;
+//   - a crash loop: running or CrashLoopBackOff, when both sides restarted
+//     it, their restart counts are at most one apart and its last
+//     termination is the same. Ready and started follow the state, and
+//     so do the pod's conditions, which are then taken from upstream too.
 func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 	cp := *ours
 	var notes []difference
+	crashAligned := false
 	align := func(kind string, a, b []ContainerView) []ContainerView {
 		b = slices.Clone(b)
 		for i := range b {
-			if i >= len(a) || a[i].Name != b[i].Name || a[i].State == b[i].State || !pullCycle[a[i].State] || !pullCycle[b[i].State] {
+			if i >= len(a) || a[i].Name != b[i].Name || a[i].State == b[i].State {
 				continue
 			}
-			notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (image pull retries)", kind, i, a[i].State, b[i].State), true})
-			b[i].State, b[i].Message = a[i].State, a[i].Message
+			switch {
+			case pullCycle[a[i].State] && pullCycle[b[i].State]:
+				notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (image pull retries)", kind, i, a[i].State, b[i].State), true})
+				b[i].State, b[i].Message = a[i].State, a[i].Message
+			case crashCycle[a[i].State] && crashCycle[b[i].State] && a[i].RestartCount > 0 && b[i].RestartCount > 0 &&
+				a[i].RestartCount-b[i].RestartCount <= 1 && b[i].RestartCount-a[i].RestartCount <= 1 && a[i].Last == b[i].Last:
+				notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (crash-loop restarts)", kind, i, a[i].State, b[i].State), true})
+				b[i].State, b[i].Message, b[i].Ready, b[i].Started = a[i].State, a[i].Message, a[i].Ready, a[i].Started
+				crashAligned = true
+			}
 		}
 		return b
 	}
 	cp.Init = align("init", up.Init, ours.Init)
 	cp.Containers = align("containers", up.Containers, ours.Containers)
+	if crashAligned && !slices.Equal(up.Conditions, ours.Conditions) {
+		notes = append(notes, difference{"conditions follow the crash loop's point: upstream's taken", true})
+		cp.Conditions = slices.Clone(up.Conditions)
+	}
 	return &cp, notes
 }
 
@@ -492,10 +516,13 @@ func call(client *http.Client, token, method, url string, body, out any, ok ...i
 }
 
 // create makes a pod of each manifest of a directory through an API
-// server, bound to a node, in its namespace (default when it has none).
+// server, bound to a node, in its namespace (default when it has none);
+// first, the ConfigMaps and Secrets of the --objects directory, which the
+// pods may use.
 func create(args []string) error {
 	fs := flag.NewFlagSet("create", flag.ContinueOnError)
 	waitReady := fs.Duration("wait-ready", time.Minute, "how long to wait for the Node to be Ready first")
+	objects := fs.String("objects", "", "a directory of ConfigMap and Secret manifests to create first (those that exist are replaced)")
 	var a apiFlags
 	a.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -511,15 +538,12 @@ func create(args []string) error {
 	if err := waitNodeReady(client, a.token, a.server, a.node, *waitReady); err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	files, err := filepath.Glob(filepath.Join(fs.Arg(0), "*.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
+	if *objects != "" {
+		if err := createObjects(client, a, *objects); err != nil {
+			return fmt.Errorf("create: %w", err)
 		}
+	}
+	return eachManifest(fs.Arg(0), func(f string, data []byte) error {
 		var pod v1.Pod
 		if err := yaml.UnmarshalStrict(data, &pod); err != nil {
 			return fmt.Errorf("create: %s: %w", f, err)
@@ -532,8 +556,61 @@ func create(args []string) error {
 		if err := call(client, a.token, http.MethodPost, url, &pod, nil, http.StatusCreated); err != nil {
 			return fmt.Errorf("create: %s: %w", f, err)
 		}
+		return nil
+	})
+}
+
+// eachManifest calls f with the path and content of each *.yaml file of
+// dir, in name order, until f fails.
+func eachManifest(dir string, f func(path string, data []byte) error) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := f(p, data); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// createObjects creates (or replaces) the ConfigMaps and Secrets of dir's
+// manifests, in their namespace (default when they have none).
+func createObjects(client *http.Client, a apiFlags, dir string) error {
+	return eachManifest(dir, func(f string, data []byte) error {
+		var meta metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal(data, &meta); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		var obj any
+		resource := ""
+		switch meta.Kind {
+		case "ConfigMap":
+			obj, resource = new(v1.ConfigMap), "configmaps"
+		case "Secret":
+			obj, resource = new(v1.Secret), "secrets"
+		default:
+			return fmt.Errorf("%s: kind %q: only ConfigMaps and Secrets are objects", f, meta.Kind)
+		}
+		if err := yaml.UnmarshalStrict(data, obj); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		ns := cmp.Or(meta.Namespace, metav1.NamespaceDefault)
+		url := fmt.Sprintf("%s/api/v1/namespaces/%s/%s", a.server, ns, resource)
+		// Replace what an earlier run left: delete, then create.
+		if err := call(client, a.token, http.MethodDelete, url+"/"+meta.Name, nil, nil, http.StatusOK, http.StatusNotFound); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if err := call(client, a.token, http.MethodPost, url, obj, nil, http.StatusCreated); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		return nil
+	})
 }
 
 // clean deletes, through an API server, every pod bound to a node (grace

@@ -102,6 +102,38 @@ func TestCompare(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, same, "another reason is a difference")
 	})
+	t.Run("a crash loop at another point of its cycle is timing", func(t *testing.T) {
+		killed := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: "Error", ExitCode: 137}}
+		upPod := crashing("a", 4, v1.ContainerState{Running: &v1.ContainerStateRunning{}})
+		upPod.Status.ContainerStatuses[0].LastTerminationState = killed
+		upPod.Status.ContainerStatuses[0].Ready = true
+		upPod.Status.Conditions[0] = v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue}
+		oursPod := crashing("b", 4, v1.ContainerState{})
+		oursPod.Status.ContainerStatuses[0].State = backOff(oursPod)
+		oursPod.Status.ContainerStatuses[0].LastTerminationState = killed
+		up := writeRecording(t, dir, "loop-up.json", upPod)
+		ours := writeRecording(t, dir, "loop-ours.json", oursPod)
+		var out strings.Builder
+		same, err := compare([]string{up, ours}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		assert.Contains(t, out.String(), `(timing) containers[0].state: upstream "running", ours "waiting:CrashLoopBackOff" (crash-loop restarts)`)
+		assert.Contains(t, out.String(), "(timing) conditions follow the crash loop's point")
+
+		// Another last termination is a difference, and so is a container
+		// that never restarted.
+		oursPod.Status.ContainerStatuses[0].LastTerminationState = terminated
+		other := writeRecording(t, dir, "loop-other.json", oursPod)
+		same, err = compare([]string{up, other}, &out)
+		require.NoError(t, err)
+		assert.False(t, same)
+		fresh := crashing("c", 0, v1.ContainerState{})
+		fresh.Status.ContainerStatuses[0].State = backOff(fresh)
+		upFresh := crashing("a", 0, v1.ContainerState{Running: &v1.ContainerStateRunning{}})
+		same, err = compare([]string{writeRecording(t, dir, "fresh-up.json", upFresh), writeRecording(t, dir, "fresh-ours.json", fresh)}, &out)
+		require.NoError(t, err)
+		assert.False(t, same)
+	})
 	_, err := compare([]string{up}, &strings.Builder{})
 	assert.ErrorContains(t, err, "want two recordings")
 	_, err = compare([]string{up, filepath.Join(dir, "missing.json")}, &strings.Builder{})
