@@ -169,6 +169,9 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return nil, err
 	}
+	if err := s.verifyRunAsNonRoot(ctx, pod, c); err != nil {
+		return nil, err
+	}
 	if m, err := s.terminationMessageMount(pod, c, restartCount); err != nil {
 		return nil, err
 	} else if m != nil {

@@ -43,7 +43,8 @@
 // (subPaths checked against traversal), or from the volume manager itself
 // when it implements ContainerMounts, CRI Linux resources, security
 // context basics (the PID namespace is the container's own unless
-// shareProcessNamespace), and a log path <container>/<restartCount>.log
+// shareProcessNamespace; runAsNonRoot verified against the runAsUser or
+// the image's user, as upstream), and a log path <container>/<restartCount>.log
 // under LogDirectory.
 //
 // Every sandbox and container carries the labels and annotations of
