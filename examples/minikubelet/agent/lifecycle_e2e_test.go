@@ -123,20 +123,24 @@ func TestEnvironmentFromConfigMapsAndSecrets(t *testing.T) {
 	for _, d := range []string{manifests, objects} {
 		require.NoError(t, os.Mkdir(d, 0o750))
 	}
+	require.NoError(t, os.WriteFile(filepath.Join(objects, "config.yaml"), []byte(strings.Replace(configMap, "GREETING", "hello", 1)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(objects, "secret.yaml"), []byte(secret), 0o600))
 	rt := agent.NewFakeRuntime(nil)
 	t.Cleanup(rt.Close)
 	n := startNodeWith(t, agent.Options{Runtime: rt, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, ObjectPath: objects})
-	require.NoError(t, os.WriteFile(filepath.Join(objects, "config.yaml"), []byte(strings.Replace(configMap, "GREETING", "hello", 1)), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(objects, "secret.yaml"), []byte(secret), 0o600))
 	n.write("envs.yaml", envPod)
 
 	// A reference to a configMap that does not exist holds the container,
-	// with upstream's reason and message.
-	p := n.waitPod("envs-node1", "CreateContainerConfigError", func(p v1.Pod) bool {
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
-			p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+	// with upstream's reason and message. (The object directory is read
+	// on its own period, so the pod may first meet a missing app-config
+	// too.)
+	n.waitPod("envs-node1", "CreateContainerConfigError for the missing configMap", func(p v1.Pod) bool {
+		if len(p.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError" && w.Message == `configmap "later" not found`
 	})
-	assert.Equal(t, `configmap "later" not found`, p.Status.ContainerStatuses[0].State.Waiting.Message)
 
 	// Once it exists, the container starts with every variable.
 	require.NoError(t, os.WriteFile(filepath.Join(objects, "later.yaml"), []byte(laterConfigMap), 0o600))
