@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -174,7 +175,6 @@ func (s *Syncer) httpHook(ctx context.Context, t hookTarget, g *v1.HTTPGetAction
 	if err != nil {
 		return err
 	}
-	req.Close = true // one request: leave no idle connection behind
 	for _, hd := range g.HTTPHeaders {
 		req.Header.Add(hd.Name, hd.Value)
 	}
@@ -184,13 +184,52 @@ func (s *Syncer) httpHook(ctx context.Context, t hookTarget, g *v1.HTTPGetAction
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "*/*")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hookClient.Do(req)
+	if err != nil && gotHTTPResponse(err) && t.pod != nil {
+		// An HTTPS hook that an HTTP server answered: upstream tries
+		// again over HTTP, without credentials, and says so.
+		retry := req.Clone(ctx)
+		retry.URL.Scheme = "http"
+		retry.Header.Del("Authorization")
+		if r, rerr := hookClient.Do(retry); rerr == nil {
+			s.event(t.pod, v1.EventTypeWarning, EventLifecycleHTTPFallback,
+				"request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", retry.URL.Host)
+			resp, err = r, nil
+		}
+	}
 	if err != nil {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxHookBody))
 	resp.Body.Close()
 	return nil
+}
+
+// hookClient sends HTTP hooks as upstream's does: without verifying TLS
+// (there is nothing to verify a pod's certificate against), without a
+// proxy, following redirects only on the same host (another host's
+// redirect is taken as the answer), one connection per request, and never
+// with credentials of the agent's own.
+var hookClient = &http.Client{
+	Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // upstream's: a pod's certificate cannot be verified
+		DisableKeepAlives: true,
+	},
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if req.URL.Hostname() != via[0].URL.Hostname() {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	},
+}
+
+// gotHTTPResponse says an HTTPS request was answered in plain HTTP.
+func gotHTTPResponse(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue) && strings.Contains(ue.Err.Error(), "server gave HTTP response to HTTPS client")
 }
 
 // hookPort resolves a handler's port, named (in the container's ports) or

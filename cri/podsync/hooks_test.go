@@ -203,3 +203,46 @@ func TestPostStartSleepHookBlocksTheStartUntilItEnds(t *testing.T) {
 		t.Fatal("SyncPod did not return once its context ended")
 	}
 }
+
+func TestPostStartHTTPHookClient(t *testing.T) {
+	plainHost, plainPort, plainHits := hookServer(t, http.StatusOK)
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(tlsSrv.Close)
+	tlsURL, err := url.Parse(tlsSrv.URL)
+	require.NoError(t, err)
+	tlsHost, tlsPort, err := net.SplitHostPort(tlsURL.Host)
+	require.NoError(t, err)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Another host, which nothing answers: taken as the answer.
+		http.Redirect(w, r, "http://203.0.113.1:1/elsewhere", http.StatusFound)
+	}))
+	t.Cleanup(redirect.Close)
+	redirectURL, err := url.Parse(redirect.URL)
+	require.NoError(t, err)
+	redirectHost, redirectPort, err := net.SplitHostPort(redirectURL.Host)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name      string
+		get       v1.HTTPGetAction
+		wantEvent string
+	}{
+		{"HTTPS with a certificate nothing can verify", v1.HTTPGetAction{Scheme: v1.URISchemeHTTPS, Host: tlsHost, Port: intstr.FromInt32(int32(mustAtoi(t, tlsPort)))}, ""},
+		{"HTTPS answered in HTTP is sent again over HTTP", v1.HTTPGetAction{Scheme: v1.URISchemeHTTPS, Host: plainHost, Port: intstr.FromInt32(int32(plainPort))},
+			fmt.Sprintf("Warning LifecycleHTTPFallback request to HTTPS lifecycle hook %s:%d got HTTP response, retry with HTTP succeeded", plainHost, plainPort)},
+		{"a redirect to another host is the answer", v1.HTTPGetAction{Host: redirectHost, Port: intstr.FromInt32(int32(mustAtoi(t, redirectPort)))}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			c := ctr("app")
+			get := tt.get
+			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{HTTPGet: &get}}
+			require.NoError(t, h.sync(newPod(v1.RestartPolicyAlways, nil, c)).Err())
+			if tt.wantEvent != "" {
+				assert.Contains(t, h.rec.Strings(), tt.wantEvent)
+			}
+		})
+	}
+	assert.Positive(t, plainHits.Load(), "the fallback reached the HTTP server")
+}

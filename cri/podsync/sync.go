@@ -44,9 +44,12 @@ const (
 	EventFailedCreateSandbox = "FailedCreatePodSandBox"
 	EventFailedPreStopHook   = "FailedPreStopHook"
 	EventFailedPostStartHook = "FailedPostStartHook"
-	EventSandboxChanged      = "SandboxChanged"
-	EventErrImageNeverPull   = "ErrImageNeverPull"
-	EventFailedKillPod       = "FailedKillPod"
+	// EventLifecycleHTTPFallback: an HTTPS hook was answered in HTTP and
+	// sent again over HTTP.
+	EventLifecycleHTTPFallback = "LifecycleHTTPFallback"
+	EventSandboxChanged        = "SandboxChanged"
+	EventErrImageNeverPull     = "ErrImageNeverPull"
+	EventFailedKillPod         = "FailedKillPod"
 )
 
 // Errors a step's Err wraps, one per waiting reason, for errors.Is.
