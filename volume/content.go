@@ -42,7 +42,9 @@ func (p *contentPlugin) RequiresRemount(*v1.Volume) bool { return true }
 
 // SetUp builds the payload first (so a missing source creates nothing),
 // then the directory (a tmpfs for secret and projected unless
-// Options.SecretsOnDisk), then writes the payload atomically.
+// Options.SecretsOnDisk), then writes the payload atomically; with the
+// pod's fsGroup, the volume is the group's (read-only bits) before new data
+// becomes visible.
 func (p *contentPlugin) SetUp(ctx context.Context, v *Volume) (Mounted, error) {
 	files, err := p.payload(ctx, v)
 	if err != nil {
@@ -56,7 +58,13 @@ func (p *contentPlugin) SetUp(ctx context.Context, v *Volume) (Mounted, error) {
 	if err := makeDir(v.Dir, emptyDirPerm); err != nil {
 		return Mounted{}, err
 	}
-	if _, err := atomicwriter.New(v.Dir, atomicwriter.Options{Now: p.now}).Write(files); err != nil {
+	opts := atomicwriter.Options{Now: p.now}
+	if fsGroup, policy := podFSGroup(v.Pod); fsGroup != nil {
+		// The whole volume, new data included, before the data becomes
+		// visible; read-only, as these volumes are.
+		opts.SetPerms = func(string) error { return setOwnership(v.Dir, fsGroup, policy, true) }
+	}
+	if _, err := atomicwriter.New(v.Dir, opts).Write(files); err != nil {
 		return Mounted{}, err
 	}
 	return Mounted{HostPath: v.Dir, ReadOnly: true}, nil

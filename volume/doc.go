@@ -12,6 +12,9 @@
 //   - emptyDir: a 0777 directory; medium Memory is a tmpfs sized as
 //     upstream (sizeLimit, the pod's memory limit, node allocatable);
 //     removed with the pod.
+//   - With the pod's fsGroup, emptyDir, configMap, secret, downwardAPI and
+//     projected volumes belong to that group (setgid directories, group
+//     read, and write on emptyDir), as upstream's SetVolumeOwnership.
 //   - hostPath: the host's path, after upstream's type checks
 //     (DirectoryOrCreate, Directory, FileOrCreate, File, Socket,
 //     CharDevice, BlockDevice) and messages ("hostPath type check failed:

@@ -39,7 +39,8 @@ func (p *emptyDirPlugin) Name() string                    { return EmptyDirPlugi
 func (p *emptyDirPlugin) CanSupport(spec *v1.Volume) bool { return spec.EmptyDir != nil }
 
 // SetUp creates the directory (0777), or mounts a tmpfs there for medium
-// Memory, sized as memoryVolumeSize says.
+// Memory, sized as memoryVolumeSize says; with the pod's fsGroup the
+// directory is the group's, setgid, as upstream's.
 func (p *emptyDirPlugin) SetUp(_ context.Context, v *Volume) (Mounted, error) {
 	ed := v.Spec.EmptyDir
 	switch ed.Medium {
@@ -60,6 +61,10 @@ func (p *emptyDirPlugin) SetUp(_ context.Context, v *Volume) (Mounted, error) {
 		}
 	default:
 		return Mounted{}, fmt.Errorf("%w: emptyDir medium %q (only \"\" and %q are supported)", ErrUnsupported, ed.Medium, v1.StorageMediumMemory)
+	}
+	fsGroup, policy := podFSGroup(v.Pod)
+	if err := setOwnership(v.Dir, fsGroup, policy, false); err != nil {
+		return Mounted{}, fmt.Errorf("emptyDir %s: fsGroup %d: %w", v.Name, *fsGroup, err)
 	}
 	return Mounted{HostPath: v.Dir}, nil
 }

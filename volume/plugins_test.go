@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -379,4 +380,78 @@ func TestConfigMapKeyTraversalNeverEscapes(t *testing.T) {
 			assert.NoError(t, err)
 		})
 	}
+}
+
+// testGroup is a group the test may give files to: any, as root; else the
+// test's own.
+func testGroup() int64 {
+	if os.Geteuid() == 0 {
+		return 4242
+	}
+	return int64(os.Getgid())
+}
+
+func groupOf(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	require.NoError(t, err)
+	return int64(fi.Sys().(*syscall.Stat_t).Gid)
+}
+
+func TestFSGroupOwnsTheVolumes(t *testing.T) {
+	h := newHarness(t, nil).run()
+	h.src.SetSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"password": []byte("hunter2")}})
+	pod := newPod("p",
+		v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		v1.Volume{Name: "tight", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds", DefaultMode: ptr(int32(0o400))}}},
+		v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: t.TempDir()}}},
+	)
+	gid := testGroup()
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
+	require.NoError(t, h.mount(pod))
+
+	// emptyDir: the group's, setgid, still 0777.
+	cache := h.volDir(pod, volume.EmptyDirPluginName, "cache")
+	fi, err := os.Stat(cache)
+	require.NoError(t, err)
+	assert.Equal(t, gid, groupOf(t, cache))
+	assert.Equal(t, fs.FileMode(0o777)|fs.ModeSetgid, fi.Mode()&(fs.ModePerm|fs.ModeSetgid))
+
+	// A secret with mode 0400: group-readable (0440), every file and the
+	// data directory the group's.
+	dir := h.volDir(pod, volume.SecretPluginName, "tight")
+	fi, err = os.Stat(filepath.Join(dir, "password"))
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o440), fi.Mode().Perm())
+	data, err := filepath.EvalSymlinks(filepath.Join(dir, "..data"))
+	require.NoError(t, err)
+	assert.Equal(t, gid, groupOf(t, filepath.Join(data, "password")))
+	assert.Equal(t, gid, groupOf(t, data))
+	dfi, err := os.Stat(data)
+	require.NoError(t, err)
+	assert.NotZero(t, dfi.Mode()&fs.ModeSetgid, "data directories are setgid")
+
+	// New data gets the same before it is visible.
+	h.src.SetSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"password": []byte("changed")}})
+	assert.True(t, h.m.Refresh(pod))
+	waitFor(t, "the secret's new content", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "password"))
+		return err == nil && string(b) == "changed"
+	})
+	fi, err = os.Stat(filepath.Join(dir, "password"))
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o440), fi.Mode().Perm())
+	assert.Equal(t, gid, groupOf(t, filepath.Join(dir, "password")))
+
+	// A hostPath is the host's: untouched.
+	host := pod.Spec.Volumes[2].HostPath.Path
+	assert.NotEqual(t, fs.ModeSetgid, mustStat(t, host).Mode()&fs.ModeSetgid)
+	require.NoError(t, h.unmount(pod))
+}
+
+func mustStat(t *testing.T, path string) fs.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	return fi
 }

@@ -90,6 +90,10 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 		if psc.RunAsGroup != nil {
 			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
 		}
+		// The fsGroup is a supplemental group, first, as upstream's.
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
+		}
 		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
 	}
 	for i := range pod.Spec.Containers {
@@ -277,6 +281,10 @@ func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSec
 		}
 		if psc.RunAsGroup != nil {
 			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		// The fsGroup is a supplemental group, first, as upstream's.
+		if psc.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
 		}
 		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
 	}

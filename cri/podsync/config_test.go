@@ -254,3 +254,18 @@ func TestContainerConfigExpandsVariables(t *testing.T) {
 	assert.Equal(t, []string{"$(LATER) $(A) $(A"}, cfg.GetArgs())
 	assert.Equal(t, "one-two", string(cfg.GetEnvs()[1].GetValue()))
 }
+
+func TestFSGroupIsASupplementalGroup(t *testing.T) {
+	s := newSyncer(t, nil)
+	c := ctr("app")
+	pod := newPod("", nil, c)
+	fsGroup := int64(2000)
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, SupplementalGroups: []int64{3000, 4000}}
+	want := []int64{2000, 3000, 4000} // the fsGroup first, as upstream's
+	sb, err := s.SandboxConfig(pod, 0)
+	require.NoError(t, err)
+	assert.Equal(t, want, sb.GetLinux().GetSecurityContext().GetSupplementalGroups())
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	require.NoError(t, err)
+	assert.Equal(t, want, cfg.GetLinux().GetSecurityContext().GetSupplementalGroups())
+}

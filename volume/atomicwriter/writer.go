@@ -41,8 +41,9 @@ type File struct {
 
 // Writer writes payloads into one directory. Create one with New.
 type Writer struct {
-	dir string
-	now func() time.Time
+	dir      string
+	now      func() time.Time
+	setPerms func(dataDir string) error
 }
 
 // Options configures a Writer.
@@ -50,6 +51,11 @@ type Options struct {
 	// Now stamps data directory names (nil: time.Now). Only the name depends
 	// on it; uniqueness comes from a random suffix.
 	Now func() time.Time
+	// SetPerms, when set, is called with a new data directory once its
+	// files are written and before it becomes visible (upstream's setPerms:
+	// a volume's fsGroup ownership). Its error fails the Write and the new
+	// data is discarded.
+	SetPerms func(dataDir string) error
 }
 
 // New returns a Writer for dir, which must exist when Write is called.
@@ -57,7 +63,7 @@ func New(dir string, opts Options) *Writer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Writer{dir: dir, now: opts.Now}
+	return &Writer{dir: dir, now: opts.Now, setPerms: opts.SetPerms}
 }
 
 // ValidatePath checks one payload path: relative, no ".." element, not
@@ -163,6 +169,12 @@ func (w *Writer) Write(payload map[string]File) (changed bool, err error) {
 	if err := writeFiles(tsDir, files); err != nil {
 		_ = os.RemoveAll(tsDir)
 		return false, fmt.Errorf("write %s: %w", w.dir, err)
+	}
+	if w.setPerms != nil {
+		if err := w.setPerms(tsDir); err != nil {
+			_ = os.RemoveAll(tsDir)
+			return false, fmt.Errorf("write %s: set permissions: %w", w.dir, err)
+		}
 	}
 
 	tmpLink := filepath.Join(w.dir, dataDirTmpName)

@@ -281,3 +281,29 @@ func TestConcurrentReaderNeverSeesAMix(t *testing.T) {
 	assert.Zero(t, mixes.Load(), "first: %v", firstMix.Load())
 	assert.Positive(t, reads.Load())
 }
+
+func TestWriteSetPerms(t *testing.T) {
+	dir := t.TempDir()
+	var seen []string
+	fail := false
+	w := atomicwriter.New(dir, atomicwriter.Options{SetPerms: func(dataDir string) error {
+		// The new data is written, and not yet visible.
+		b, err := os.ReadFile(filepath.Join(dataDir, "k"))
+		require.NoError(t, err)
+		seen = append(seen, string(b))
+		if target, err := os.Readlink(filepath.Join(dir, atomicwriter.DataDirName)); err == nil {
+			assert.NotEqual(t, filepath.Base(dataDir), target, "not visible yet")
+		}
+		if fail {
+			return errors.New("no chown here")
+		}
+		return nil
+	}})
+	_, err := w.Write(map[string]atomicwriter.File{"k": {Data: []byte("v1")}})
+	require.NoError(t, err)
+	fail = true
+	_, err = w.Write(map[string]atomicwriter.File{"k": {Data: []byte("v2")}})
+	require.ErrorContains(t, err, "no chown here")
+	assert.Equal(t, map[string]string{"k": "v1"}, readAll(t, dir), "a failed SetPerms leaves the old data")
+	assert.Equal(t, []string{"v1", "v2"}, seen)
+}
