@@ -29,6 +29,7 @@
 // retries, so a restart count off by one, a container at another step of
 // the image pull retry cycle, or a crash-looping container seen running on
 // one side and in CrashLoopBackOff on the other (with the same last
-// termination, restart counts at most one apart), is reported but not
-// counted.
+// termination, restart counts at most one apart), or backing off on both
+// sides one restart apart (so the delay in the message is one step apart),
+// is reported but not counted.
 package main

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -403,6 +404,12 @@ var pullCycle = map[string]bool{"waiting:ErrImagePull": true, "waiting:ImagePull
 // count while it backs off, so both sides can show the same count).
 var crashCycle = map[string]bool{"running": true, "waiting:CrashLoopBackOff": true}
 
+// backoffDelay is the delay in a CrashLoopBackOff message ("back-off 20s
+// restarting failed container=...").
+var backoffDelay = regexp.MustCompile(`^back-off \S+ `)
+
+func oneApart(a, b int32) bool { return a-b == 1 || b-a == 1 }
+
 // alignRetryCycles returns ours with each container that is at another
 // point of its retry cycle than upstream's set to upstream's state (and
 // what follows from it), and a timing note for each:
@@ -418,7 +425,17 @@ func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 	align := func(kind string, a, b []ContainerView) []ContainerView {
 		b = slices.Clone(b)
 		for i := range b {
-			if i >= len(a) || a[i].Name != b[i].Name || a[i].State == b[i].State {
+			if i >= len(a) || a[i].Name != b[i].Name {
+				continue
+			}
+			if a[i].State == b[i].State {
+				// Both backing off, one restart apart: the delay in the
+				// message is one step apart too.
+				if a[i].State == "waiting:CrashLoopBackOff" && a[i].Message != b[i].Message && oneApart(a[i].RestartCount, b[i].RestartCount) &&
+					backoffDelay.ReplaceAllString(a[i].Message, "") == backoffDelay.ReplaceAllString(b[i].Message, "") {
+					notes = append(notes, difference{fmt.Sprintf("%s[%d].message: upstream %q, ours %q (crash-loop restarts)", kind, i, a[i].Message, b[i].Message), true})
+					b[i].Message = a[i].Message
+				}
 				continue
 			}
 			switch {

@@ -134,6 +134,23 @@ func TestCompare(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, same)
 	})
+	t.Run("back-offs one restart apart are timing", func(t *testing.T) {
+		upPod := crashing("a", 3, v1.ContainerState{})
+		upPod.Status.ContainerStatuses[0].State = backOff(upPod)
+		oursPod := crashing("b", 4, v1.ContainerState{})
+		oursPod.Status.ContainerStatuses[0].State = backOff(oursPod)
+		oursPod.Status.ContainerStatuses[0].State.Waiting.Message = strings.Replace(oursPod.Status.ContainerStatuses[0].State.Waiting.Message, "20s", "40s", 1)
+		var out strings.Builder
+		same, err := compare([]string{writeRecording(t, dir, "bo-up.json", upPod), writeRecording(t, dir, "bo-ours.json", oursPod)}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		assert.Contains(t, out.String(), "(timing) containers[0].message")
+		// With the same restart count, another delay is a difference.
+		oursPod.Status.ContainerStatuses[0].RestartCount = 3
+		same, err = compare([]string{writeRecording(t, dir, "bo-up.json", upPod), writeRecording(t, dir, "bo-same.json", oursPod)}, &out)
+		require.NoError(t, err)
+		assert.False(t, same)
+	})
 	_, err := compare([]string{up}, &strings.Builder{})
 	assert.ErrorContains(t, err, "want two recordings")
 	_, err = compare([]string{up, filepath.Join(dir, "missing.json")}, &strings.Builder{})
