@@ -4,14 +4,13 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/internal/podsource"
 )
 
 // The annotations and priority that make a pod critical, as upstream's
 // kubelettypes.IsCriticalPod.
 const (
-	configSourceAnnotation = "kubernetes.io/config.source"
-	configMirrorAnnotation = "kubernetes.io/config.mirror"
-	apiServerSource        = "api"
 	// SystemCriticalPriority is the priority at and above which a pod is
 	// critical (system-cluster-critical and system-node-critical).
 	SystemCriticalPriority int32 = 2000000000
@@ -24,10 +23,7 @@ const (
 // admits it under any pressure: a static pod (from a file or HTTP source), a
 // mirror pod, or a pod with priority of at least SystemCriticalPriority.
 func IsCriticalPod(pod *v1.Pod) bool {
-	if src, ok := pod.Annotations[configSourceAnnotation]; ok && src != apiServerSource {
-		return true
-	}
-	if _, ok := pod.Annotations[configMirrorAnnotation]; ok {
+	if podsource.IsStatic(pod) || podsource.IsMirror(pod) {
 		return true
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority

@@ -1,23 +1,14 @@
 package podworkers
 
-import v1 "k8s.io/api/core/v1"
+import (
+	v1 "k8s.io/api/core/v1"
 
-// The annotation the kubelet's pod sources set to name where a pod came from;
-// any source but the API server makes a static pod.
-const (
-	configSourceAnnotation = "kubernetes.io/config.source"
-	apiServerSource        = "api"
+	"github.com/kubeletkit/kubeletkit/internal/podsource"
 )
 
 // isStaticPod reports whether pod came from a file or HTTP source rather than
-// the API server, by the kubernetes.io/config.source annotation.
-func isStaticPod(pod *v1.Pod) bool {
-	if pod == nil {
-		return false
-	}
-	src, ok := pod.Annotations[configSourceAnnotation]
-	return ok && src != apiServerSource
-}
+// the API server.
+func isStaticPod(pod *v1.Pod) bool { return podsource.IsStatic(pod) }
 
 // podFullName is the kubelet's full name of a pod, "name_namespace".
 func podFullName(pod *v1.Pod) string {

@@ -1,6 +1,10 @@
 package status
 
-import v1 "k8s.io/api/core/v1"
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/internal/podsource"
+)
 
 // Phase returns the pod's phase from its init container and container
 // statuses, with upstream kubelet's rules:
@@ -138,20 +142,14 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 // ConfigSourceAnnotation names the source a pod came from ("api", "file",
 // "http"); ConfigMirrorAnnotation marks a mirror pod. Both are upstream's.
 const (
-	ConfigSourceAnnotation = "kubernetes.io/config.source"
-	ConfigMirrorAnnotation = "kubernetes.io/config.mirror"
+	ConfigSourceAnnotation = podsource.SourceAnnotation
+	ConfigMirrorAnnotation = podsource.MirrorAnnotation
 )
 
 // IsStaticPod reports whether the pod came from a source other than the API
 // server (a file or an HTTP URL).
-func IsStaticPod(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[ConfigSourceAnnotation]
-	return ok && src != "api"
-}
+func IsStaticPod(pod *v1.Pod) bool { return podsource.IsStatic(pod) }
 
 // IsMirrorPod reports whether the pod is the API server's mirror of a static
 // pod.
-func IsMirrorPod(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[ConfigMirrorAnnotation]
-	return ok
-}
+func IsMirrorPod(pod *v1.Pod) bool { return podsource.IsMirror(pod) }

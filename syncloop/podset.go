@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeletkit/kubeletkit/internal/podsource"
 )
 
 // FullName is the pod's "name_namespace", the key upstream kubelet gives a
@@ -15,17 +17,11 @@ func FullName(pod *v1.Pod) string {
 
 // IsStaticPod reports whether the pod came from a source other than the API
 // server (a manifest file or URL), by its config.source annotation.
-func IsStaticPod(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[ConfigSourceAnnotation]
-	return ok && src != SourceAPI
-}
+func IsStaticPod(pod *v1.Pod) bool { return podsource.IsStatic(pod) }
 
 // IsMirrorPod reports whether the pod is a mirror pod: the API server's copy
 // of a static pod, which a kubelet reports on but never runs.
-func IsMirrorPod(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[ConfigMirrorAnnotation]
-	return ok
-}
+func IsMirrorPod(pod *v1.Pod) bool { return podsource.IsMirror(pod) }
 
 // PodSet is the desired pod set (upstream's pod manager): the pods the
 // configuration asks for, by UID and by full name, with mirror pods kept

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/internal/podsource"
 )
 
 // Operation is what a PodUpdate asks of the sync loop. The names and the
@@ -78,7 +80,7 @@ type PodUpdate struct {
 // upstream keys.
 const (
 	// ConfigSourceAnnotation names the source a pod came from.
-	ConfigSourceAnnotation = "kubernetes.io/config.source"
+	ConfigSourceAnnotation = podsource.SourceAnnotation
 	// ConfigHashAnnotation holds the hash a static pod's UID was made from.
 	ConfigHashAnnotation = "kubernetes.io/config.hash"
 	// ConfigSeenAnnotation holds the time (RFC 3339, nanoseconds) the kubelet
@@ -86,5 +88,5 @@ const (
 	ConfigSeenAnnotation = "kubernetes.io/config.seen"
 	// ConfigMirrorAnnotation marks a mirror pod: the API server's copy of a
 	// static pod.
-	ConfigMirrorAnnotation = "kubernetes.io/config.mirror"
+	ConfigMirrorAnnotation = podsource.MirrorAnnotation
 )

@@ -8,7 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/internal/podsource"
 )
 
 // ServiceLister lists the cluster's services, for the service environment
@@ -102,7 +102,7 @@ func (s *Syncer) serviceEnv(pod *v1.Pod) (map[string]string, error) {
 	}
 	services, err := s.opts.Services.ListServices()
 	if err != nil {
-		if status.IsStaticPod(pod) {
+		if podsource.IsStatic(pod) {
 			// A static pod runs without the API server: it gets what
 			// there is, as upstream's.
 			return nil, nil
