@@ -68,17 +68,7 @@ func NormalizeImage(ref string) string {
 		return ref
 	}
 	name, digest, hasDigest := strings.Cut(ref, "@")
-	domain, rest, ok := strings.Cut(name, "/")
-	if !ok || (!strings.ContainsAny(domain, ".:") && domain != "localhost") {
-		domain, rest = "docker.io", name
-	}
-	if domain == "index.docker.io" {
-		domain = "docker.io"
-	}
-	if domain == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	out := domain + "/" + rest
+	out := cri.NormalizeImageName(name)
 	if !hasTag(out) && !hasDigest {
 		out += ":latest"
 	}

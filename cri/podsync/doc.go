@@ -26,7 +26,8 @@
 //	err = s.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 1, MaxContainers: -1}, podExists)
 //
 // SyncPod pulls images by pull policy (Always, IfNotPresent, Never; the
-// default from the tag as the API server defaults it) with a backoff per
+// default from the tag as the API server defaults it), with the matching
+// credentials of the pod's imagePullSecrets (PullAuths), with a backoff per
 // image (ErrImagePull, then ImagePullBackOff; ErrImageNeverPull), creates
 // the sandbox (hostname, DNS, port mappings, host namespaces, labels and
 // annotations), runs init containers one at a time, keeps sidecars running,

@@ -405,10 +405,8 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	s.event(pod, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
 	start := s.clock.Now()
-	ref, err := s.rt.PullImage(ctx, spec, nil, sbConfig)
+	ref, msg, err := s.pull(ctx, pod, spec, sbConfig)
 	if err != nil {
-		// The waiting message is the runtime's own, as upstream's.
-		msg := cri.RuntimeMessage(err)
 		s.mu.Lock()
 		s.pullBackoff.next(key, now)
 		s.pullBackoff.setNote(key, ReasonErrImagePull+": "+msg)
@@ -418,6 +416,39 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	s.event(pod, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %s", c.Image, s.clock.Since(start))
 	return ref, "", nil, nil
+}
+
+// pull pulls an image with the credentials of the pod's imagePullSecrets
+// that match it, each in turn until one works (without any when none
+// match), as upstream does. msg is a failure's waiting message: the
+// runtime's own, or upstream's list of them when several credentials
+// failed.
+func (s *Syncer) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig) (ref, msg string, err error) {
+	auths, err := PullAuths(s.pullSecrets(ctx, pod), spec.GetImage())
+	if err != nil {
+		return "", err.Error(), err
+	}
+	if len(auths) == 0 {
+		ref, err := s.rt.PullImage(ctx, spec, nil, sbConfig)
+		if err != nil {
+			return "", cri.RuntimeMessage(err), err
+		}
+		return ref, "", nil
+	}
+	var errs []error
+	var msgs []string
+	for _, auth := range auths {
+		ref, err := s.rt.PullImage(ctx, spec, auth, sbConfig)
+		if err == nil {
+			return ref, "", nil
+		}
+		errs = append(errs, err)
+		msgs = append(msgs, cri.RuntimeMessage(err))
+	}
+	if len(msgs) == 1 {
+		return "", msgs[0], errs[0]
+	}
+	return "", "[" + strings.Join(msgs, ", ") + "]", errors.Join(errs...)
 }
 
 // lastExited returns the newest instance of the named container that has

@@ -1,0 +1,220 @@
+package podsync
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+)
+
+// EventFailedToRetrieveImagePullSecret: some of a pod's imagePullSecrets
+// could not be read; the pull goes on without them.
+const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
+
+// PullAuths returns the credentials to try, in order, when pulling image
+// with the given pull secrets (kubernetes.io/dockerconfigjson and
+// kubernetes.io/dockercfg secrets; others are ignored), as upstream's
+// keyring picks them: every registry entry whose host (a glob per
+// dot-separated label, port included) and path prefix match the image's
+// repository, the most specific first, and for an image of Docker Hub the
+// index.docker.io entry when nothing else matched. None means the pull
+// goes without credentials. A secret that cannot be parsed is an error
+// naming it (never its content).
+func PullAuths(secrets []*v1.Secret, image string) ([]*runtimeapi.AuthConfig, error) {
+	k := keyring{creds: map[string][]*runtimeapi.AuthConfig{}}
+	for _, sec := range secrets {
+		var cfg map[string]dockerConfigEntry
+		switch {
+		case sec.Type == v1.SecretTypeDockerConfigJson && len(sec.Data[v1.DockerConfigJsonKey]) > 0:
+			var js struct {
+				Auths map[string]dockerConfigEntry `json:"auths"`
+			}
+			if err := json.Unmarshal(sec.Data[v1.DockerConfigJsonKey], &js); err != nil {
+				return nil, fmt.Errorf("image pull secret %s/%s: %s: %w", sec.Namespace, sec.Name, v1.DockerConfigJsonKey, err)
+			}
+			cfg = js.Auths
+		case sec.Type == v1.SecretTypeDockercfg && len(sec.Data[v1.DockerConfigKey]) > 0:
+			if err := json.Unmarshal(sec.Data[v1.DockerConfigKey], &cfg); err != nil {
+				return nil, fmt.Errorf("image pull secret %s/%s: %s: %w", sec.Namespace, sec.Name, v1.DockerConfigKey, err)
+			}
+		default:
+			continue
+		}
+		k.add(cfg)
+	}
+	return k.lookup(cri.ImageRepository(image)), nil
+}
+
+// dockerConfigEntry is one registry's credentials in a docker config; an
+// "auth" field (base64 of user:password) overrides username and password.
+type dockerConfigEntry struct {
+	Username, Password string
+}
+
+// errBadAuth is the error of an "auth" field that is not base64(user:password).
+var errBadAuth = errors.New("unable to parse auth field, must be formatted as base64(username:password)")
+
+func (e *dockerConfigEntry) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Username string `json:"username"`
+		Password string `json:"password"`
+		Auth     string `json:"auth"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	e.Username, e.Password = raw.Username, raw.Password
+	if raw.Auth == "" {
+		return nil
+	}
+	dec, err := base64.StdEncoding.DecodeString(raw.Auth)
+	if err != nil {
+		return errBadAuth
+	}
+	user, pass, ok := strings.Cut(string(dec), ":")
+	if !ok {
+		return errBadAuth
+	}
+	e.Username, e.Password = user, strings.Trim(pass, "\x00")
+	return nil
+}
+
+// keyring indexes credentials by registry location ("host[:port][/path]").
+type keyring struct {
+	index []string
+	creds map[string][]*runtimeapi.AuthConfig
+}
+
+// add files each entry under its location: the scheme and a /v1/ or /v2/
+// path prefix dropped, as upstream's.
+func (k *keyring) add(cfg map[string]dockerConfigEntry) {
+	// In name order, so that credentials for one location keep a stable
+	// order within a secret.
+	for _, loc := range sortedKeys(cfg) {
+		value := loc
+		if !strings.HasPrefix(value, "https://") && !strings.HasPrefix(value, "http://") {
+			value = "https://" + value
+		}
+		u, err := url.Parse(value)
+		if err != nil {
+			continue // as upstream: an unusable entry is skipped
+		}
+		path := u.Path
+		if strings.HasPrefix(path, "/v2/") || strings.HasPrefix(path, "/v1/") {
+			path = path[3:]
+		}
+		key := u.Host
+		if path != "" && path != "/" {
+			key += path
+		}
+		e := cfg[loc]
+		if _, ok := k.creds[key]; !ok {
+			k.index = append(k.index, key)
+		}
+		k.creds[key] = append(k.creds[key], &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password})
+	}
+	// Reverse order puts longer (more specific) keys of a host first.
+	slices.Sort(k.index)
+	slices.Reverse(k.index)
+}
+
+// lookup returns the credentials for a normalized repository.
+func (k *keyring) lookup(repo string) []*runtimeapi.AuthConfig {
+	var out []*runtimeapi.AuthConfig
+	for _, key := range k.index {
+		if locationMatches(key, repo) {
+			out = append(out, k.creds[key]...)
+		}
+	}
+	if len(out) == 0 && isDockerHub(repo) {
+		out = k.creds["index.docker.io"]
+	}
+	return out
+}
+
+// locationMatches says whether a keyring location (whose host labels may
+// be globs) covers a repository: the same number of host labels each
+// matching, the same port, and a path prefix.
+func locationMatches(glob, target string) bool {
+	g, err := url.Parse("https://" + glob)
+	if err != nil {
+		return false
+	}
+	t, err := url.Parse("https://" + target)
+	if err != nil {
+		return false
+	}
+	gParts, gPort := splitHost(g.Host)
+	tParts, tPort := splitHost(t.Host)
+	if gPort != tPort || len(gParts) != len(tParts) || !strings.HasPrefix(t.Path, g.Path) {
+		return false
+	}
+	for i := range gParts {
+		if ok, err := filepath.Match(gParts[i], tParts[i]); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func splitHost(hostport string) ([]string, string) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	return strings.Split(host, "."), port
+}
+
+// isDockerHub says whether a repository is on Docker Hub.
+func isDockerHub(repo string) bool {
+	domain, _, found := strings.Cut(repo, "/")
+	if domain == "" {
+		return false
+	}
+	if !found || domain == "docker.io" || domain == "index.docker.io" {
+		return true
+	}
+	return !strings.ContainsAny(domain, ".:")
+}
+
+// pullSecrets reads the pod's imagePullSecrets. One that cannot be read is
+// left out, logged by name and reported in one Warning event, as upstream's.
+func (s *Syncer) pullSecrets(ctx context.Context, pod *v1.Pod) []*v1.Secret {
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		return nil
+	}
+	var out []*v1.Secret
+	var failed []string
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		if ref.Name == "" {
+			continue
+		}
+		if s.opts.Secrets == nil {
+			failed = append(failed, ref.Name)
+			continue
+		}
+		sec, err := s.opts.Secrets.GetSecret(ctx, pod.Namespace, ref.Name)
+		if err != nil {
+			s.log.Info("Unable to retrieve pull secret, the image pull may not succeed.", "pod", podDesc(pod), "secret", ref.Name, "err", err)
+			failed = append(failed, ref.Name)
+			continue
+		}
+		out = append(out, sec)
+	}
+	if len(failed) > 0 {
+		s.event(pod, v1.EventTypeWarning, EventFailedToRetrieveImagePullSecret,
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(failed, ", "))
+	}
+	return out
+}
