@@ -59,10 +59,15 @@ run() {
   local name="$1" port="$2"
   shift 2
   clean
+  # Each agent starts from every manifest: the recording removes those its
+  # pods ask to be deleted (fidelity.kubeletkit.io/delete-after).
+  rm -f "${DIR}/manifests"/*.yaml
+  cp "${MANIFESTS}"/*.yaml "${DIR}/manifests/"
   kk_log "${name}: starting"
   setsid "$@" >"${DIR}/${name}.log" 2>&1 </dev/null &
   AGENT_PID=$!
-  "${DIR}/fidelity" record --url "http://127.0.0.1:${port}/pods" --duration "${SECS}s" --out "${DIR}/${name}.json" ||
+  "${DIR}/fidelity" record --url "http://127.0.0.1:${port}/pods" --duration "${SECS}s" --out "${DIR}/${name}.json" \
+    --delete-from "${DIR}/manifests" ||
     { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: recording failed; see ${DIR}/${name}.log"; }
   kk_pid_alive "${AGENT_PID}" || kk_die "${name} exited during the recording; see ${DIR}/${name}.log"
   stop_agent
@@ -163,12 +168,14 @@ run_api() {
   shift
   clean
   "${DIR}/fidelity" clean "${api[@]}"
+  rm -f "${DIR}/manifests"/*.yaml
+  cp "${MANIFESTS}"/*.yaml "${DIR}/manifests/"
   kk_log "${name}: starting"
   setsid "$@" >"${DIR}/${name}.log" 2>&1 </dev/null &
   AGENT_PID=$!
   "${DIR}/fidelity" create "${api[@]}" --objects "${DIR}/objects" "${DIR}/manifests" ||
     { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: creating the pods failed; see ${DIR}/${name}.log"; }
-  "${DIR}/fidelity" record "${api[@]}" --duration "${SECS}s" --out "${DIR}/${name}.json" ||
+  "${DIR}/fidelity" record "${api[@]}" --duration "${SECS}s" --out "${DIR}/${name}.json" --delete-from "${DIR}/manifests" ||
     { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: recording failed; see ${DIR}/${name}.log"; }
   kk_pid_alive "${AGENT_PID}" || kk_die "${name} exited during the recording; see ${DIR}/${name}.log"
   stop_agent

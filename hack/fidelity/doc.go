@@ -10,7 +10,9 @@
 //	fidelity compare up.json mini.json
 //
 // record reads a kubelet's read-only /pods, or with --server the node's pods
-// on an API server. create waits for the Node to be Ready, creates (or
+// on an API server; with --delete-from it deletes, on schedule, the pods
+// whose manifests are annotated fidelity.kubeletkit.io/delete-after
+// (removing a static pod's manifest, or through the API server). create waits for the Node to be Ready, creates (or
 // replaces) the ConfigMaps and Secrets of --objects, and creates a pod of
 // each manifest bound to it; clean deletes the node's pods (grace 0),
 // waits until they are gone, and deletes the Node and its Lease. They speak

@@ -47,6 +47,8 @@ type PodView struct {
 	HasPodIP     bool            `json:"hasPodIP"`
 	HasHostIP    bool            `json:"hasHostIP"`
 	HasStartTime bool            `json:"hasStartTime"`
+	// Deleting says the pod has a deletion timestamp (it is terminating).
+	Deleting bool `json:"deleting,omitempty"`
 }
 
 // Sample is the pods seen at one moment, by name.
@@ -90,6 +92,8 @@ func record(args []string) error {
 	interval := fs.Duration("interval", 500*time.Millisecond, "time between samples")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the first answer")
 	out := fs.String("out", "", "the recording (JSON); required")
+	deleteFrom := fs.String("delete-from", "", "a manifest directory: each pod annotated "+deleteAfterAnnotation+
+		" is deleted that long after the first answer (through the API server with --server, else by removing its manifest file)")
 	var a apiFlags
 	a.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -104,6 +108,12 @@ func record(args []string) error {
 	}
 	if a.server != "" {
 		*url = a.podsURL()
+	}
+	var deletions []deletion
+	if *deleteFrom != "" {
+		if deletions, err = readDeletions(*deleteFrom); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
 	}
 	deadline := time.Now().Add(*wait)
 	var t0 time.Time
@@ -125,6 +135,16 @@ func record(args []string) error {
 			t0 = now
 		}
 		samples = append(samples, Sample{Elapsed: now.Sub(t0), Pods: pods})
+		for i := range deletions {
+			d := &deletions[i]
+			if d.done || now.Sub(t0) < d.after {
+				continue
+			}
+			d.done = true
+			if err := d.run(client, a); err != nil {
+				return fmt.Errorf("record: delete %s: %w", d.name, err)
+			}
+		}
 		if now.Sub(t0) >= *duration {
 			break
 		}
@@ -135,6 +155,49 @@ func record(args []string) error {
 		return err
 	}
 	return os.WriteFile(*out, data, 0o644)
+}
+
+// deleteAfterAnnotation on a manifest's pod asks record to delete it that
+// long (a Go duration) after the first answer.
+const deleteAfterAnnotation = "fidelity.kubeletkit.io/delete-after"
+
+// deletion is a pod record deletes on schedule.
+type deletion struct {
+	path, namespace, name string
+	after                 time.Duration
+	done                  bool
+}
+
+// readDeletions reads the deletions the manifests of dir ask for.
+func readDeletions(dir string) ([]deletion, error) {
+	var out []deletion
+	err := eachManifest(dir, func(f string, data []byte) error {
+		var pod v1.Pod
+		if err := yaml.Unmarshal(data, &pod); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		v, ok := pod.Annotations[deleteAfterAnnotation]
+		if !ok {
+			return nil
+		}
+		after, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", f, deleteAfterAnnotation, err)
+		}
+		out = append(out, deletion{path: f, namespace: cmp.Or(pod.Namespace, metav1.NamespaceDefault), name: pod.Name, after: after})
+		return nil
+	})
+	return out, err
+}
+
+// run deletes the pod: through the API server (its default grace period),
+// or, for a static pod, by removing its manifest.
+func (d *deletion) run(client *http.Client, a apiFlags) error {
+	if a.server == "" {
+		return os.Remove(d.path)
+	}
+	url := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s", a.server, d.namespace, d.name)
+	return call(client, a.token, http.MethodDelete, url, nil, nil, http.StatusOK, http.StatusAccepted)
 }
 
 // get reads the pod list and turns it into views, by pod name.
@@ -155,6 +218,7 @@ func view(p *v1.Pod) *PodView {
 	v := &PodView{
 		Phase: string(st.Phase), Reason: st.Reason, Message: st.Message, QOS: string(st.QOSClass),
 		HasPodIP: st.PodIP != "", HasHostIP: st.HostIP != "", HasStartTime: st.StartTime != nil,
+		Deleting:   p.DeletionTimestamp != nil,
 		Conditions: []string{},
 	}
 	for _, c := range st.Conditions {
@@ -276,7 +340,7 @@ func compare(args []string, w io.Writer) (bool, error) {
 		}
 	}
 	fmt.Fprintf(w, "\ntimelines (seconds from the first answer; upstream | ours):\n")
-	for _, name := range podNames(la, lb) {
+	for _, name := range everPod(a, b) {
 		ta, tb := timeline(a, name), timeline(b, name)
 		for _, k := range unionKeys(ta, tb) {
 			fmt.Fprintf(w, "  %s %-40s %8s | %s\n", name, k, secs(ta, k), secs(tb, k))
@@ -286,6 +350,17 @@ func compare(args []string, w io.Writer) (bool, error) {
 }
 
 func podNames(a, b Sample) []string { return unionKeys(a.Pods, b.Pods) }
+
+// everPod returns the name of every pod of any sample of a or b, sorted.
+func everPod(a, b []Sample) []string {
+	names := map[string]bool{}
+	for _, s := range slices.Concat(a, b) {
+		for n := range s.Pods {
+			names[n] = true
+		}
+	}
+	return unionKeys(names, nil)
+}
 
 // unionKeys returns the keys of a and b, sorted.
 func unionKeys[V any](a, b map[string]V) []string {
@@ -362,12 +437,20 @@ func timeline(samples []Sample, name string) map[string]time.Duration {
 			out[k] = at
 		}
 	}
+	seen := false
 	for _, s := range samples {
 		p := s.Pods[name]
 		if p == nil {
+			if seen {
+				first("gone", s.Elapsed)
+			}
 			continue
 		}
+		seen = true
 		first("phase="+p.Phase, s.Elapsed)
+		if p.Deleting {
+			first("deleting", s.Elapsed)
+		}
 		for _, c := range p.Conditions {
 			if strings.HasPrefix(c, "Ready=True") {
 				first("Ready", s.Elapsed)

@@ -156,3 +156,38 @@ func TestCompare(t *testing.T) {
 	_, err = compare([]string{up, filepath.Join(dir, "missing.json")}, &strings.Builder{})
 	assert.Error(t, err)
 }
+
+func TestDeletionsAndTheirTimeline(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	write("a.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  annotations: {fidelity.kubeletkit.io/delete-after: 20s}\n")
+	write("b.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ns}\n")
+	ds, err := readDeletions(dir)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	assert.Equal(t, deletion{path: filepath.Join(dir, "a.yaml"), namespace: "default", name: "a", after: 20 * time.Second}, ds[0])
+
+	// A static pod is deleted by removing its manifest.
+	require.NoError(t, ds[0].run(nil, apiFlags{}))
+	assert.NoFileExists(t, filepath.Join(dir, "a.yaml"))
+	assert.FileExists(t, filepath.Join(dir, "b.yaml"))
+
+	write("bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: c\n  annotations: {fidelity.kubeletkit.io/delete-after: soon}\n")
+	_, err = readDeletions(dir)
+	assert.ErrorContains(t, err, "bad.yaml")
+
+	// The timeline says when the pod began terminating and when it went.
+	running := &PodView{Phase: "Running"}
+	deleting := &PodView{Phase: "Running", Deleting: true}
+	samples := []Sample{
+		{Elapsed: time.Second, Pods: map[string]*PodView{"a": running}},
+		{Elapsed: 2 * time.Second, Pods: map[string]*PodView{"a": deleting}},
+		{Elapsed: 3 * time.Second, Pods: map[string]*PodView{}},
+	}
+	tl := timeline(samples, "a")
+	assert.Equal(t, 2*time.Second, tl["deleting"])
+	assert.Equal(t, 3*time.Second, tl["gone"])
+	assert.Equal(t, []string{"a"}, everPod(samples, nil))
+}
