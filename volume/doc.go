@@ -60,7 +60,10 @@
 // proceed. A volume that can never be set up (no plugin supports it, an
 // invalid name) fails WaitForMount at once. Mounts resolves subPath and
 // subPathExpr inside the volume, refusing ".." and symlinks that lead
-// outside it (see Mounts for exactly what is checked).
+// outside it, and pins the result with a bind mount under
+// <RootDir>/pods/<uid>/volume-subpaths as upstream does, so that a
+// container cannot race the runtime's mount (see Mounts for exactly what
+// is checked); the pins are unmounted before their volume is torn down.
 //
 // After a restart, Run finds the volume directories under
 // <RootDir>/pods/<uid>/volumes/<plugin>/<name> and records them as set up

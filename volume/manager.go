@@ -353,7 +353,12 @@ func (m *Manager) perform(ctx context.Context, op operation) {
 		}
 	case opTearDown:
 		v := &Volume{PodUID: op.uid, Name: op.name, Dir: VolumeDir(m.opts.RootDir, op.uid, op.plugin.Name(), op.name)}
-		if err = op.plugin.TearDown(ctx, v); err != nil {
+		// The subPaths pinned in the volume go first, as upstream's
+		// CleanSubPaths before TearDown.
+		if err = m.cleanSubPaths(op.uid, op.name); err == nil {
+			err = op.plugin.TearDown(ctx, v)
+		}
+		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Warn("volume tear down failed", "uid", op.uid, "volume", op.name, "plugin", op.plugin.Name(), "err", err)
 			}

@@ -7,12 +7,13 @@ import "errors"
 var ErrMountNotSupported = errors.New("mounting is not supported on this platform")
 
 // Mounter mounts and unmounts filesystems: tmpfs for emptyDir medium
-// Memory, secret and projected volumes. The default on Linux uses
-// mount(2), which needs CAP_SYS_ADMIN; volumetest.Mounter is a fake that
-// records calls.
+// Memory, secret and projected volumes, and the bind mounts that pin
+// subPaths. The default on Linux uses mount(2), which needs CAP_SYS_ADMIN;
+// volumetest.Mounter is a fake that records calls.
 type Mounter interface {
 	// Mount mounts source of type fstype on target with options
-	// ("size=67108864", ...).
+	// ("size=67108864", ...). With fstype "" and the option "bind" it
+	// bind-mounts source (a path, possibly /proc/<pid>/fd/<n>) on target.
 	Mount(source, target, fstype string, options []string) error
 	// Unmount unmounts target.
 	Unmount(target string) error

@@ -16,13 +16,19 @@ var _ Mounter = sysMounter{}
 
 func defaultMounter() Mounter { return sysMounter{} }
 
-// Mount calls mount(2) with nodev,nosuid for tmpfs.
+// Mount calls mount(2) with nodev,nosuid for tmpfs, and MS_BIND (not
+// recursive, as upstream's "-o bind") for fstype "" with the option
+// "bind".
 func (sysMounter) Mount(source, target, fstype string, options []string) error {
 	var flags uintptr
-	if fstype == "tmpfs" {
+	data := strings.Join(options, ",")
+	switch {
+	case fstype == "tmpfs":
 		flags = syscall.MS_NODEV | syscall.MS_NOSUID
+	case fstype == "" && len(options) == 1 && options[0] == "bind":
+		flags, data = syscall.MS_BIND, ""
 	}
-	if err := syscall.Mount(source, target, fstype, flags, strings.Join(options, ",")); err != nil {
+	if err := syscall.Mount(source, target, fstype, flags, data); err != nil {
 		return fmt.Errorf("mount %s on %s (%s): %w", fstype, target, strings.Join(options, ","), err)
 	}
 	return nil

@@ -1,10 +1,7 @@
 package volume
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -24,16 +21,19 @@ import (
 // ErrInvalidVolume and names the container and mount.
 //
 // A subPath must be relative without "..". It is resolved from the
-// volume's real path one element at a time: a missing element is created
-// as a directory with the volume root's mode (not in a read-only volume),
-// and a symlink is followed only if its target stays inside the volume, as
-// checked with filepath.EvalSymlinks against the volume's real path; the
-// mount's host path is the resolved real path. Unlike upstream, which bind-
-// mounts the checked path to pin it, nothing stops a container that can
-// write the volume from swapping an element for a symlink between this
-// check and the runtime's mount; a runtime that resolves symlinks in the
-// container's mount namespace or the pod's own containers are the trust
-// boundary here.
+// volume's real path one element at a time: a symlink is followed only if
+// its target stays inside the volume, and a subPath that does not exist is
+// created as a directory with the volume root's mode, as upstream does
+// (also in a read-only volume). The result is then pinned, as upstream
+// pins it: opened element by element without following symlinks and
+// bind-mounted through that file descriptor on
+// <RootDir>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>, which
+// is the mount's host path. A container that can write the volume cannot
+// redirect it by swapping an element for a symlink between the check and
+// the runtime's mount. A restarted container reuses its pin while it shows
+// the same file. With Options.UnpinnedSubPaths the resolved path is
+// handed over as it is. A subPath that cannot be made ready is a
+// *SubPathError.
 func (m *Manager) Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mount, error) {
 	if len(container.VolumeMounts) == 0 {
 		return nil, nil
@@ -42,7 +42,7 @@ func (m *Manager) Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mo
 	out := make([]*runtimeapi.Mount, 0, len(container.VolumeMounts))
 	for i := range container.VolumeMounts {
 		vm := &container.VolumeMounts[i]
-		mt, err := m.mount(pod, container, vm, mounted)
+		mt, err := m.mount(pod, container, i, vm, mounted)
 		if err != nil {
 			return nil, fmt.Errorf("container %s: volumeMount %s: %w", container.Name, vm.Name, err)
 		}
@@ -70,7 +70,7 @@ func (m *Manager) mountedOf(pod *v1.Pod) map[string]Mounted {
 	return m.core.mounted(pod.UID)
 }
 
-func (m *Manager) mount(pod *v1.Pod, c *v1.Container, vm *v1.VolumeMount, mounted map[string]Mounted) (*runtimeapi.Mount, error) {
+func (m *Manager) mount(pod *v1.Pod, c *v1.Container, index int, vm *v1.VolumeMount, mounted map[string]Mounted) (*runtimeapi.Mount, error) {
 	mt, ok := mounted[vm.Name]
 	if !ok {
 		return nil, fmt.Errorf("%w: volume %q is not set up", ErrNotMounted, vm.Name)
@@ -97,7 +97,7 @@ func (m *Manager) mount(pod *v1.Pod, c *v1.Container, vm *v1.VolumeMount, mounte
 			return nil, err
 		}
 		var err error
-		if host, err = ResolveSubPath(host, sub, !mt.ReadOnly); err != nil {
+		if host, err = m.subPath(pod, c, index, vm, host, sub); err != nil {
 			return nil, err
 		}
 	}
@@ -130,59 +130,18 @@ func (m *Manager) mount(pod *v1.Pod, c *v1.Container, vm *v1.VolumeMount, mounte
 // volume at base and returns the real path: each element is looked at in
 // turn, a symlink is followed only when its target stays inside base's real
 // path, and a missing element is created as a directory with base's mode
-// when create is true (an error otherwise).
+// when create is true (an error otherwise). On Linux every step holds a
+// file descriptor (openat with O_NOFOLLOW, mkdirat, fchmod), so a
+// concurrent swap of an element for a symlink makes it fail rather than
+// create or change anything outside the volume; elsewhere it works on
+// paths.
 func ResolveSubPath(base, sub string, create bool) (string, error) {
-	root, err := filepath.EvalSymlinks(base)
+	p, resolved, err := resolveSubPath(base, sub, create)
 	if err != nil {
-		return "", fmt.Errorf("volume path %s: %w", base, err)
+		return "", err
 	}
-	rootInfo, err := os.Stat(root)
-	if err != nil {
-		return "", fmt.Errorf("volume path %s: %w", base, err)
-	}
-	cur := root
-	for _, el := range strings.Split(filepath.Clean(sub), string(filepath.Separator)) {
-		if el == "." || el == "" {
-			continue
-		}
-		if el == ".." {
-			return "", fmt.Errorf("%w: subPath %q must not contain '..'", ErrInvalidVolume, sub)
-		}
-		next := filepath.Join(cur, el)
-		fi, err := os.Lstat(next)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if !create {
-				return "", fmt.Errorf("%w: subPath %q does not exist in the volume", ErrInvalidVolume, sub)
-			}
-			if err := os.Mkdir(next, rootInfo.Mode().Perm()); err != nil && !errors.Is(err, fs.ErrExist) {
-				return "", fmt.Errorf("subPath %q: %w", sub, err)
-			}
-			// Look again: something may have raced the Mkdir.
-			if fi, err = os.Lstat(next); err != nil {
-				return "", fmt.Errorf("subPath %q: %w", sub, err)
-			}
-			if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
-				return "", fmt.Errorf("%w: subPath %q: %s changed while it was created", ErrInvalidVolume, sub, el)
-			}
-		case err != nil:
-			return "", fmt.Errorf("subPath %q: %w", sub, err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := filepath.EvalSymlinks(next)
-			if err != nil {
-				return "", fmt.Errorf("%w: subPath %q: symlink %s: %w", ErrInvalidVolume, sub, el, err)
-			}
-			if !within(root, target) {
-				return "", fmt.Errorf("%w: subPath %q: symlink %s points outside the volume", ErrInvalidVolume, sub, el)
-			}
-			next = target
-		}
-		cur = next
-	}
-	if !within(root, cur) {
-		return "", fmt.Errorf("%w: subPath %q resolves outside the volume", ErrInvalidVolume, sub)
-	}
-	return cur, nil
+	p.close()
+	return resolved, nil
 }
 
 // within reports whether p is root or below it (both clean, real paths).

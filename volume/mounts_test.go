@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/volume"
+	"github.com/kubeletkit/kubeletkit/volume/volumetest"
 )
 
 func TestMounts(t *testing.T) {
@@ -59,6 +60,8 @@ func TestMounts(t *testing.T) {
 			want: &runtimeapi.Mount{ContainerPath: "/etc/app.conf", HostPath: filepath.Join(realCfg, dataDir, "app.conf"), Readonly: true}},
 		{name: "subPath created", vm: v1.VolumeMount{Name: "cache", MountPath: "/d", SubPath: "new/sub"},
 			want: &runtimeapi.Mount{ContainerPath: "/d", HostPath: filepath.Join(realCache, "new", "sub")}},
+		{name: "missing subPath created in a read-only volume too, as upstream", vm: v1.VolumeMount{Name: "cfg", MountPath: "/d", SubPath: "nope"},
+			want: &runtimeapi.Mount{ContainerPath: "/d", HostPath: filepath.Join(realCfg, "nope"), Readonly: true}},
 		{name: "subPath through an inside symlink", vm: v1.VolumeMount{Name: "cache", MountPath: "/d", SubPath: "inside"},
 			want: &runtimeapi.Mount{ContainerPath: "/d", HostPath: filepath.Join(realCache, "real", "dir")}},
 		{name: "hostPath subPath", vm: v1.VolumeMount{Name: "host", MountPath: "/h", SubPath: "logs"},
@@ -82,7 +85,6 @@ func TestMounts(t *testing.T) {
 		{name: "symlink escaping", vm: v1.VolumeMount{Name: "cache", MountPath: "/d", SubPath: "escape"}, wantErr: "symlink escape points outside the volume"},
 		{name: "symlink escaping, deeper", vm: v1.VolumeMount{Name: "cache", MountPath: "/d", SubPath: "escape/x"}, wantErr: "symlink escape points outside the volume"},
 		{name: "absolute symlink", vm: v1.VolumeMount{Name: "cache", MountPath: "/d", SubPath: "abs"}, wantErr: "points outside the volume"},
-		{name: "missing subPath in a read-only volume", vm: v1.VolumeMount{Name: "cfg", MountPath: "/d", SubPath: "nope"}, wantErr: `subPath "nope" does not exist in the volume`},
 		{name: "subPathExpr with ..", vm: v1.VolumeMount{Name: "cache", MountPath: "/d", SubPathExpr: "$(D)"}, env: []v1.EnvVar{{Name: "D", Value: "../.."}},
 			wantErr: "must not contain '..'"},
 		{name: "subPathExpr from an unsupported source", vm: v1.VolumeMount{Name: "cache", MountPath: "/d", SubPathExpr: "$(IP)"},
@@ -104,7 +106,20 @@ func TestMounts(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Len(t, got, 1)
+			if tc.vm.SubPath == "" && tc.vm.SubPathExpr == "" {
+				assert.Equal(t, tc.want.String(), got[0].String())
+				return
+			}
+			// A subPath is pinned: the runtime gets the bind mount's
+			// target, through which the resolved path shows.
+			target := filepath.Join(h.root, "pods", string(pod.UID), "volume-subpaths", tc.vm.Name, "app", "0")
+			pinned := tc.want.HostPath
+			tc.want.HostPath = target
 			assert.Equal(t, tc.want.String(), got[0].String())
+			calls := h.mnt.Calls()
+			last := calls[len(calls)-1]
+			assert.Equal(t, volumetest.MountCall{Op: "mount", Source: last.Source, Target: target, Options: []string{"bind"}, Resolved: pinned}, last)
+			assert.Regexp(t, `^/proc/\d+/fd/\d+$`, last.Source)
 		})
 	}
 	entries, err := os.ReadDir(outside)

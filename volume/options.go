@@ -106,6 +106,15 @@ type Options struct {
 	// directories instead of upstream's tmpfs, for agents that may not
 	// mount: their bytes then reach the disk under RootDir.
 	SecretsOnDisk bool
+	// UnpinnedSubPaths, when true, hands a subPath to the runtime as its
+	// resolved host path, without the bind mount that pins it (see
+	// Manager.Mounts), for agents that may not mount. A container that can
+	// write the volume may then swap an element of the path for a symlink
+	// between the check and the runtime's mount, and so have the runtime
+	// mount a host path of its choosing: use it only where the pods'
+	// containers are trusted or the runtime does not mount host paths (the
+	// fake runtime).
+	UnpinnedSubPaths bool
 	// SourcesReady reports whether the agent has learned every pod it
 	// should run (upstream's sourcesReady). Volumes found on disk at start
 	// are not torn down before it returns true, so a restarted agent does

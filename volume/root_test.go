@@ -2,7 +2,8 @@
 
 package volume_test
 
-// Tests that mount tmpfs for real; they need root (CAP_SYS_ADMIN):
+// Tests that mount tmpfs and bind-mount subPaths for real; they need root
+// (CAP_SYS_ADMIN):
 //
 //	go test -tags root -race ./volume/...
 
@@ -82,4 +83,72 @@ func mountsText(t *testing.T) string {
 	b, err := os.ReadFile("/proc/self/mounts")
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestRootSubPathPin pins subPaths with real bind mounts: what a
+// container gets is what was checked, even when the volume changes after,
+// a restart reuses the pin, a rewritten configMap key is pinned anew, and
+// the teardown unmounts everything.
+func TestRootSubPathPin(t *testing.T) {
+	require.Equal(t, 0, os.Geteuid(), "the root tests run as root")
+	h := newHarness(t, func(o *volume.Options) { o.Mounter = nil }).run() // the real mounter
+	h.src.SetConfigMap(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Data: map[string]string{"app.conf": "v1"}})
+	pod := newPod("p",
+		v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "app"}}}},
+	)
+	require.NoError(t, h.mount(pod))
+	data := h.volDir(pod, volume.EmptyDirPluginName, "data")
+	c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{
+		{Name: "data", MountPath: "/logs", SubPath: "logs"},
+		{Name: "cfg", MountPath: "/etc/app.conf", SubPath: "app.conf"},
+	}}
+	got, err := h.m.Mounts(pod, c)
+	require.NoError(t, err)
+	logs, conf := got[0].HostPath, got[1].HostPath
+	subpaths := volume.PodSubPathsDir(h.root, pod.UID)
+	require.Equal(t, filepath.Join(subpaths, "data", "app", "0"), logs)
+	require.Equal(t, filepath.Join(subpaths, "cfg", "app", "1"), conf)
+	require.NoError(t, os.WriteFile(filepath.Join(data, "logs", "x"), []byte("mine"), 0o644))
+	assert.Equal(t, "mine", readFile(t, filepath.Join(logs, "x")), "the pin shows the subPath")
+	assert.Equal(t, "v1", readFile(t, conf))
+
+	// A restarted container reuses its pins.
+	_, err = h.m.Mounts(pod, c)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(mountsText(t), " "+logs+" "), "pinned once")
+	assert.Equal(t, 1, strings.Count(mountsText(t), " "+conf+" "))
+
+	// The container swaps its subPath for a symlink to the host: the pin
+	// still shows what was checked, and a new pin is refused.
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "x"), []byte("host"), 0o644))
+	require.NoError(t, os.Rename(filepath.Join(data, "logs"), filepath.Join(data, "old")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(data, "logs")))
+	assert.Equal(t, "mine", readFile(t, filepath.Join(logs, "x")))
+	_, err = h.m.Mounts(pod, c)
+	var se *volume.SubPathError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, `failed to prepare subPath for volumeMount "data" of container "app"`, se.StatusMessage())
+	require.NoError(t, os.Remove(filepath.Join(data, "logs")))
+	require.NoError(t, os.Rename(filepath.Join(data, "old"), filepath.Join(data, "logs")))
+
+	// A rewritten key is another file: the next start pins it instead.
+	h.src.SetConfigMap(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Data: map[string]string{"app.conf": "v2"}})
+	require.True(t, h.m.Refresh(pod))
+	cfg := h.volDir(pod, volume.ConfigMapPluginName, "cfg")
+	waitFor(t, "the configMap to be rewritten", func() bool {
+		b, _ := os.ReadFile(filepath.Join(cfg, "app.conf"))
+		return string(b) == "v2"
+	})
+	assert.Equal(t, "v1", readFile(t, conf), "a running container keeps its file, as upstream")
+	_, err = h.m.Mounts(pod, c)
+	require.NoError(t, err)
+	assert.Equal(t, "v2", readFile(t, conf))
+	assert.Equal(t, 1, strings.Count(mountsText(t), " "+conf+" "), "replaced, not stacked")
+
+	require.NoError(t, h.unmount(pod))
+	assert.NotContains(t, mountsText(t), subpaths)
+	assert.False(t, exists(subpaths))
+	assert.False(t, exists(data))
 }

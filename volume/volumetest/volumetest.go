@@ -3,7 +3,9 @@ package volumetest
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,10 +22,15 @@ type MountCall struct {
 	Target  string
 	FSType  string
 	Options []string
+	// Resolved is, for a source under /proc (a bind mount through a file
+	// descriptor, as pinned subPaths are), the path that source led to at
+	// the call.
+	Resolved string
 }
 
 // Mounter is a fake volume.Mounter: Mount records the target as mounted
-// (nothing is mounted; the directory stays a plain one), Unmount forgets
+// (nothing is mounted; the directory stays a plain one, and a bind mount's
+// target stays empty: MountCall.Resolved says what it would show), Unmount forgets
 // it, IsMountPoint answers from the record. SetMountErr and SetUnmountErr
 // make those calls fail. The zero value is ready; it is safe for concurrent
 // use, so a test may change the errors while a manager runs.
@@ -57,6 +64,9 @@ func (m *Mounter) Mount(source, target, fstype string, options []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := MountCall{Op: "mount", Source: source, Target: filepath.Clean(target), FSType: fstype, Options: append([]string(nil), options...)}
+	if strings.HasPrefix(source, "/proc/") {
+		c.Resolved, _ = os.Readlink(source)
+	}
 	m.calls = append(m.calls, c)
 	if m.mountErr != nil {
 		return m.mountErr
