@@ -588,7 +588,15 @@ func (s *Syncer) mounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, erro
 	if cm, ok := s.volumes.(ContainerMounts); ok {
 		m, err := cm.Mounts(pod, c)
 		if err != nil {
-			return nil, fmt.Errorf("container %s: volumes: %w", c.Name, err)
+			err = fmt.Errorf("container %s: volumes: %w", c.Name, err)
+			// An error that has a message for the container's status
+			// (volume.SubPathError's, upstream's, without host paths)
+			// shows that one.
+			var sm interface{ StatusMessage() string }
+			if errors.As(err, &sm) {
+				return nil, &messageError{msg: sm.StatusMessage(), err: err}
+			}
+			return nil, err
 		}
 		return m, nil
 	}

@@ -3,6 +3,7 @@ package podsync_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -120,6 +121,33 @@ func TestContainerConfigUsesTheVolumeManagersMounts(t *testing.T) {
 			assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/resolved/by/volumes", Readonly: true}}, cfg.GetMounts())
 		})
 	}
+}
+
+// statusMessageError is an error with a status message, as
+// volume.SubPathError.
+type statusMessageError struct{ detail, msg string }
+
+func (e statusMessageError) Error() string         { return e.detail }
+func (e statusMessageError) StatusMessage() string { return e.msg }
+
+func TestMountErrorStatusMessage(t *testing.T) {
+	h := newHarness(t)
+	vols := mountsVolumes{err: fmt.Errorf("container app: volumeMount data: %w", statusMessageError{
+		detail: `prepare subPath: subPath "logs": symlink logs points outside the volume`,
+		msg:    `failed to prepare subPath for volumeMount "data" of container "app"`,
+	})}
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, LogRoot: t.TempDir(), Volumes: vols, Recorder: h.rec})
+	require.NoError(t, err)
+	c := ctr("app")
+	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", SubPath: "logs"}}
+	pod := newPod(v1.RestartPolicyAlways, nil, c)
+	st := step(t, s.SyncPod(context.Background(), pod, h.status(pod)), "app")
+	require.ErrorIs(t, st.Err, podsync.ErrCreateContainerConfig)
+	assert.Equal(t, podsync.ReasonCreateContainerConfigError, st.Reason)
+	assert.Equal(t, `failed to prepare subPath for volumeMount "data" of container "app"`, st.Message, "upstream's message, no host detail")
+	assert.Contains(t, h.rec.Strings(), `Warning Failed Error: failed to prepare subPath for volumeMount "data" of container "app"`)
+	assert.ErrorContains(t, st.Err, "points outside the volume", "the detail stays in the error")
+	assert.Empty(t, h.rt.CallsOf(fake.CreateContainer))
 }
 
 func TestContainerConfigRejects(t *testing.T) {

@@ -73,7 +73,10 @@ var _ VolumeHostPaths = VolumeHostPathsFunc(nil)
 // manager that builds a container's CRI mounts itself (subPaths resolved
 // against symlinks, read-only volumes, propagation), as volume.Manager
 // does. When Volumes has it, the Syncer uses it instead of joining host
-// paths and subPaths itself.
+// paths and subPaths itself. An error with a StatusMessage() string method
+// (volume.SubPathError) gives the message of the container's
+// CreateContainerConfigError and of its Failed event; SyncPod returns the
+// whole error.
 type ContainerMounts interface {
 	Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mount, error)
 }
