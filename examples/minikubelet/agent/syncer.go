@@ -15,6 +15,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // The Agent is the pod workers' Syncer: it ties the runtime status, the
@@ -232,8 +233,9 @@ func (a *Agent) podDir(uid types.UID) (string, error) {
 // cleanupOrphanedPodDirs removes the directories of pods that are neither
 // desired nor known to the workers, as upstream's housekeeping does, once
 // the volume manager has torn down their volumes: a directory whose
-// volumes/ still holds anything is left for a later pass, so nothing
-// mounted is ever removed through.
+// volumes/ or volume-subpaths/ (pinned subPaths, bind mounts into
+// volumes) still holds anything is left for a later pass, as upstream's,
+// so nothing mounted is ever removed through.
 func (a *Agent) cleanupOrphanedPodDirs(want map[types.UID]struct{}) {
 	entries, err := os.ReadDir(a.podsDir())
 	if err != nil {
@@ -249,8 +251,12 @@ func (a *Agent) cleanupOrphanedPodDirs(want map[types.UID]struct{}) {
 		if err != nil {
 			continue
 		}
-		if vols, err := os.ReadDir(filepath.Join(dir, "volumes")); err == nil && len(vols) > 0 {
+		if vols, err := os.ReadDir(volume.PodVolumesDir(a.opts.RootDir, uid)); err == nil && len(vols) > 0 {
 			a.log.Debug("Orphaned pod directory still has volumes; not removing it yet", "podUID", uid)
+			continue
+		}
+		if pins, err := os.ReadDir(volume.PodSubPathsDir(a.opts.RootDir, uid)); err == nil && len(pins) > 0 {
+			a.log.Debug("Orphaned pod directory still has volume subpaths; not removing it yet", "podUID", uid)
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {

@@ -41,6 +41,8 @@ spec:
     - {name: host, mountPath: /host}
     - {name: info, mountPath: /etc/info}
     - {name: all, mountPath: /etc/all}
+    - {name: config, mountPath: /etc/greeting, subPath: greeting}
+    - {name: scratch, mountPath: /logs, subPath: app/logs}
   volumes:
   - name: config
     configMap: {name: app-config}
@@ -116,6 +118,9 @@ func cat(t *testing.T, rt agent.Runtime, p v1.Pod, files ...string) (string, int
 func checkVolumes(t *testing.T, n *node, rt agent.Runtime, objects, hostDir, podName string) {
 	p := n.waitPod(podName, "Ready (its probe reads the configMap)", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
 	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "motd"), []byte("from the host"), 0o644))
+	// What lands in the emptyDir's subPath shows at its mount.
+	scratch := filepath.Join(n.root, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", "scratch")
+	require.NoError(t, os.WriteFile(filepath.Join(scratch, "app", "logs", "written"), []byte("through the volume"), 0o644))
 
 	for _, tc := range []struct{ file, want string }{
 		{"/etc/config/greeting", "hello"},
@@ -124,6 +129,8 @@ func checkVolumes(t *testing.T, n *node, rt agent.Runtime, objects, hostDir, pod
 		{"/etc/all/hello", "hello"},
 		{"/etc/all/pw", "s3cr3t"},
 		{"/host/motd", "from the host"},
+		{"/etc/greeting", "hello"},
+		{"/logs/written", "through the volume"},
 	} {
 		out, code := cat(t, rt, p, tc.file)
 		assert.Zero(t, code, tc.file)

@@ -42,21 +42,23 @@ func (a *Agent) newVolumes() (*volume.Manager, error) {
 		a.objects = &volume.StaticSources{}
 		sources = volume.Sources{ConfigMaps: a.objects, Secrets: a.objects}
 	}
-	// Secrets live on a tmpfs, as upstream; an agent that cannot mount
-	// keeps them in the root dir instead, and says so.
-	onDisk := os.Geteuid() != 0
-	if onDisk {
-		a.log.Warn("Not running as root: secret and projected volumes are kept on disk under the root dir instead of a tmpfs", "rootDir", a.opts.RootDir)
+	// Secrets live on a tmpfs and subPaths are pinned by bind mounts, as
+	// upstream; an agent that cannot mount keeps secrets in the root dir
+	// and hands subPaths over unpinned instead, and says so.
+	cannotMount := os.Geteuid() != 0
+	if cannotMount {
+		a.log.Warn("Not running as root: secret and projected volumes are kept on disk under the root dir instead of a tmpfs, and subPaths are not pinned by bind mounts", "rootDir", a.opts.RootDir)
 	}
 	return volume.New(volume.Options{
-		RootDir:       a.opts.RootDir,
-		Sources:       sources,
-		NodeName:      a.opts.NodeName,
-		SecretsOnDisk: onDisk,
-		SourcesReady:  func() bool { return a.config.SeenAllSources(a.sources()...) },
-		RefreshPeriod: a.opts.Timings.VolumeRefresh,
-		Recorder:      a,
-		Logger:        a.log.With("component", "volumes"),
+		RootDir:          a.opts.RootDir,
+		Sources:          sources,
+		NodeName:         a.opts.NodeName,
+		SecretsOnDisk:    cannotMount,
+		UnpinnedSubPaths: cannotMount,
+		SourcesReady:     func() bool { return a.config.SeenAllSources(a.sources()...) },
+		RefreshPeriod:    a.opts.Timings.VolumeRefresh,
+		Recorder:         a,
+		Logger:           a.log.With("component", "volumes"),
 	})
 }
 
