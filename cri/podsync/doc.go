@@ -28,7 +28,8 @@
 // SyncPod pulls images by pull policy (Always, IfNotPresent, Never; the
 // default from the tag as the API server defaults it), with the matching
 // credentials of the pod's imagePullSecrets (PullAuths), with a backoff per
-// image (ErrImagePull, then ImagePullBackOff; ErrImageNeverPull), creates
+// image (ErrImagePull, then ImagePullBackOff; ErrImageNeverPull; an image
+// reference that does not parse is InvalidImageName), creates
 // the sandbox (hostname, DNS, port mappings, host namespaces, labels and
 // annotations), runs init containers one at a time, keeps sidecars running,
 // starts app containers (running each one's postStart hook before the

@@ -26,6 +26,7 @@ const (
 	ReasonImagePullBackOff           = "ImagePullBackOff"
 	ReasonErrImageNeverPull          = "ErrImageNeverPull"
 	ReasonImageInspectError          = "ImageInspectError"
+	ReasonInvalidImageName           = "InvalidImageName"
 	ReasonCreateContainerConfigError = "CreateContainerConfigError"
 	ReasonCreateContainerError       = "CreateContainerError"
 	ReasonRunContainerError          = "RunContainerError"
@@ -49,7 +50,10 @@ const (
 	EventLifecycleHTTPFallback = "LifecycleHTTPFallback"
 	EventSandboxChanged        = "SandboxChanged"
 	EventErrImageNeverPull     = "ErrImageNeverPull"
-	EventFailedKillPod         = "FailedKillPod"
+	// EventInspectFailed: the image reference does not parse, or the
+	// runtime could not say whether the image is present.
+	EventInspectFailed = "InspectFailed"
+	EventFailedKillPod = "FailedKillPod"
 )
 
 // Errors a step's Err wraps, one per waiting reason, for errors.Is.
@@ -59,6 +63,7 @@ var (
 	ErrImagePullBackOff      = errors.New(ReasonImagePullBackOff)
 	ErrImageNeverPull        = errors.New(ReasonErrImageNeverPull)
 	ErrImageInspect          = errors.New(ReasonImageInspectError)
+	ErrInvalidImageName      = errors.New(ReasonInvalidImageName)
 	ErrCreateContainerConfig = errors.New(ReasonCreateContainerConfigError)
 	ErrCreateContainer       = errors.New(ReasonCreateContainerError)
 	ErrRunContainer          = errors.New(ReasonRunContainerError)
@@ -295,6 +300,8 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 	}
 	imageRef, reason, sentinel, err := s.ensureImage(ctx, pod, c, sb.config)
 	if err != nil {
+		// As upstream's, every image failure also raises "Error: <reason>".
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %s", reason)
 		return fail(reason, sentinel, err)
 	}
 	restartCount := 0
@@ -368,19 +375,28 @@ func PullPolicy(c *v1.Container) v1.PullPolicy {
 
 // ensureImage makes the container's image present per its pull policy.
 func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, string, error, error) {
-	if c.Image == "" {
-		return "", ReasonErrImagePull, ErrImagePull, errors.New("container has no image")
+	// An image reference that does not parse (an empty one included) is
+	// InvalidImageName, before the runtime is asked anything.
+	if err := cri.ValidateImageName(c.Image); err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", c.Image, c.Image, err)
+		s.event(pod, v1.EventTypeWarning, EventInspectFailed, "%s", msg)
+		return "", ReasonInvalidImageName, ErrInvalidImageName, errors.New(msg)
 	}
 	policy := PullPolicy(c)
 	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	resp, err := s.rt.ImageStatus(ctx, spec, false)
-	if err != nil {
-		s.event(pod, v1.EventTypeWarning, EventFailed, "Failed to inspect image %q: %v", c.Image, err)
-		return "", ReasonImageInspectError, ErrImageInspect, fmt.Errorf("failed to inspect image %q: %w", c.Image, err)
-	}
-	if img := resp.GetImage(); img != nil && policy != v1.PullAlways {
-		s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
-		return img.GetId(), "", nil, nil
+	// With pull policy Always the image is pulled whether present or not,
+	// so the runtime is not asked first, as upstream.
+	if policy != v1.PullAlways {
+		resp, err := s.rt.ImageStatus(ctx, spec, false)
+		if err != nil {
+			msg := fmt.Sprintf("Failed to inspect image %q: %s", c.Image, cri.RuntimeMessage(err))
+			s.event(pod, v1.EventTypeWarning, EventInspectFailed, "%s", msg)
+			return "", ReasonImageInspectError, ErrImageInspect, &messageError{msg: msg, err: fmt.Errorf("inspect image %q: %w", c.Image, err)}
+		}
+		if img := resp.GetImage(); img != nil {
+			s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
+			return img.GetId(), "", nil, nil
+		}
 	}
 	if policy == v1.PullNever {
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)

@@ -393,6 +393,49 @@ func TestSyncPodPullPolicies(t *testing.T) {
 	}
 }
 
+// TestSyncPodImageChecks: what happens before a pull, as upstream's image
+// manager does it: a reference that does not parse, a runtime that cannot
+// say whether the image is there, and pull policy Always, which asks
+// nothing before it pulls.
+func TestSyncPodImageChecks(t *testing.T) {
+	h := newHarness(t)
+	invalid := v1.Container{Name: "invalid", Image: "docker.io/Local/BusyBox:1"}
+	empty := v1.Container{Name: "empty"}
+	r := h.sync(newPod("", nil, invalid, empty, ctr("good")))
+	for name, msg := range map[string]string{
+		"invalid": `Failed to apply default image tag "docker.io/Local/BusyBox:1": couldn't parse image name "docker.io/Local/BusyBox:1": invalid reference format: repository name (Local/BusyBox) must be lowercase`,
+		"empty":   `Failed to apply default image tag "": couldn't parse image name "": invalid reference format`,
+	} {
+		s := step(t, r, name)
+		require.ErrorIs(t, s.Err, podsync.ErrInvalidImageName, name)
+		assert.Equal(t, podsync.ReasonInvalidImageName, s.Reason, name)
+		assert.Equal(t, msg, s.Message, name)
+		assert.Contains(t, h.rec.Strings(), "Warning InspectFailed "+msg)
+	}
+	require.NoError(t, step(t, r, "good").Err)
+	assert.Contains(t, h.rec.Strings(), "Warning Failed Error: InvalidImageName")
+	for _, c := range h.rt.CallsOf(fake.ImageStatus) {
+		assert.NotContains(t, c.Request.(*runtimeapi.ImageStatusRequest).GetImage().GetImage(), "BusyBox", "an invalid reference never reaches the runtime")
+	}
+
+	h = newHarness(t)
+	h.rt.InjectFault(fake.ImageStatus, fake.Fault{Err: errors.New("store locked"), Times: 1})
+	s := step(t, h.sync(newPod("", nil, ctr("app"))), "app")
+	require.ErrorIs(t, s.Err, podsync.ErrImageInspect)
+	assert.Equal(t, podsync.ReasonImageInspectError, s.Reason)
+	// (The fake's error is not a gRPC status, so its whole text is the
+	// runtime's message.)
+	assert.Equal(t, `Failed to inspect image "busybox:1": ImageStatus: injected fault: store locked`, s.Message)
+	assert.Contains(t, h.rec.Strings(), "Warning InspectFailed "+s.Message)
+	assert.Contains(t, h.rec.Strings(), "Warning Failed Error: ImageInspectError")
+
+	h = newHarness(t)
+	always := v1.Container{Name: "always", Image: "busybox:1", ImagePullPolicy: v1.PullAlways}
+	require.NoError(t, step(t, h.sync(newPod("", nil, always)), "always").Err)
+	assert.Empty(t, h.rt.CallsOf(fake.ImageStatus), "Always pulls without asking first")
+	assert.Len(t, h.rt.CallsOf(fake.PullImage), 1)
+}
+
 func TestSyncPodBadInput(t *testing.T) {
 	h := newHarness(t)
 	bad := ctr("bad")
