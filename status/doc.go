@@ -15,7 +15,9 @@
 // directories). It follows upstream kubelet rule for rule:
 //
 //   - container and init container statuses: the newest runtime instance
-//     is State, the one before it LastTerminationState; waiting containers
+//     is State, the one before it LastTerminationState (once the runtime
+//     has collected that one, the termination and the restart count carry
+//     over from the previous status, as upstream 1.36); waiting containers
 //     get ContainerCreating or PodInitializing, or the reason of their last
 //     failed start (CrashLoopBackOff, ErrImagePull, ...) when due to be
 //     started again; a container that was running and vanished is shown

@@ -422,6 +422,21 @@ func (g *generator) convert(cs *runtimeapi.ContainerStatus, old *v1.ContainerSta
 	}
 	if old != nil {
 		st.VolumeMounts = slices.Clone(old.VolumeMounts)
+		// As upstream 1.36 (RestartAllContainersOnContainerExits, on by
+		// default), the restart count and the last termination carry
+		// over from the previous status, so they outlive the garbage
+		// collection of the instance before; the runtime's own previous
+		// instance, when it still has one, takes precedence (see
+		// containerStatuses).
+		if old.RestartCount > st.RestartCount {
+			st.RestartCount = old.RestartCount
+		}
+		switch {
+		case old.ContainerID != id && old.State.Terminated != nil:
+			st.LastTerminationState.Terminated = old.State.Terminated.DeepCopy()
+		case old.LastTerminationState.Terminated != nil:
+			st.LastTerminationState.Terminated = old.LastTerminationState.Terminated.DeepCopy()
+		}
 	}
 	switch cs.GetState() {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:

@@ -419,6 +419,45 @@ func TestGenerateContainerHistory(t *testing.T) {
 		assert.Nil(t, status(s, "a").State.Running)
 		assert.Equal(t, v1.PodSucceeded, s.Phase)
 	})
+	t.Run("the last termination outlives the collection of the instance before, as upstream 1.36", func(t *testing.T) {
+		p := mkPod(v1.RestartPolicyAlways, nil, ctr("a"))
+		a2 := &v1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", ContainerID: "cri://a2"}
+		a1 := &v1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", ContainerID: "cri://a1"}
+		for _, tc := range []struct {
+			name     string
+			old      v1.ContainerStatus
+			runtime  []*runtimeapi.ContainerStatus
+			wantLast string
+			wantRC   int32
+		}{
+			{"a new instance after a terminated one: the old state",
+				v1.ContainerStatus{Name: "a", ContainerID: "cri://a2", RestartCount: 2, State: v1.ContainerState{Terminated: a2}, LastTerminationState: v1.ContainerState{Terminated: a1}},
+				[]*runtimeapi.ContainerStatus{exited("a", "a3", 30, 3, 1, "Error")}, "cri://a2", 3},
+			{"the same instance: its old last termination",
+				v1.ContainerStatus{Name: "a", ContainerID: "cri://a3", RestartCount: 3, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}, LastTerminationState: v1.ContainerState{Terminated: a2}},
+				[]*runtimeapi.ContainerStatus{exited("a", "a3", 30, 3, 1, "Error")}, "cri://a2", 3},
+			{"the runtime's previous instance first",
+				v1.ContainerStatus{Name: "a", ContainerID: "cri://a3", RestartCount: 3, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}, LastTerminationState: v1.ContainerState{Terminated: a1}},
+				[]*runtimeapi.ContainerStatus{exited("a", "a3", 30, 3, 1, "Error"), exited("a", "a2", 20, 2, 1, "Error")}, "cri://a2", 3},
+			{"a restart count never goes back",
+				v1.ContainerStatus{Name: "a", ContainerID: "cri://a3", RestartCount: 5, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
+				[]*runtimeapi.ContainerStatus{running("a", "a3", 30, 3)}, "", 5},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				old := v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{tc.old}}
+				s, err := Generate(Input{Pod: p, Runtime: rt(tc.runtime...), Old: &old, Now: at(100)})
+				require.NoError(t, err)
+				a := status(s, "a")
+				assert.Equal(t, tc.wantRC, a.RestartCount)
+				if tc.wantLast == "" {
+					assert.Nil(t, a.LastTerminationState.Terminated)
+					return
+				}
+				require.NotNil(t, a.LastTerminationState.Terminated)
+				assert.Equal(t, tc.wantLast, a.LastTerminationState.Terminated.ContainerID)
+			})
+		}
+	})
 	t.Run("onFailure: a failed container may run again", func(t *testing.T) {
 		p := mkPod(v1.RestartPolicyOnFailure, nil, ctr("a"))
 		old := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}}}}
