@@ -19,8 +19,9 @@ import (
 // worker updates, as in upstream kubelet's Handle* methods.
 var _ syncloop.SyncHandler = (*Agent)(nil)
 
-// gcEvery is how many cleanups pass between container garbage collections
-// (upstream collects every minute; cleanups run every 2s).
+// gcEvery is how many cleanups pass between container garbage collections:
+// upstream collects when it starts and then every minute; the first
+// cleanup collects, then every 30th (cleanups run every 2s).
 const gcEvery = 30
 
 // HandlePodAdditions admits new pods and starts their workers.
@@ -191,8 +192,8 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 	}
 
 	a.mu.Lock()
-	a.cleanups++
 	gc := a.cleanups%gcEvery == 0
+	a.cleanups++
 	a.mu.Unlock()
 	if gc {
 		if err := a.syncer.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 1, MaxContainers: -1}, a.podExists); err != nil {
