@@ -493,6 +493,13 @@ var backoffDelay = regexp.MustCompile(`^back-off \S+ `)
 
 func oneApart(a, b int32) bool { return a-b == 1 || b-a == 1 }
 
+// exitedThenBackOff reports whether x shows an instance that has just
+// exited and y the same container one sync later: held in its back-off
+// with that exit as its last termination.
+func exitedThenBackOff(x, y ContainerView) bool {
+	return strings.HasPrefix(x.State, "terminated:") && y.State == "waiting:CrashLoopBackOff" && y.Last == x.State
+}
+
 // alignRetryCycles returns ours with each container that is at another
 // point of its retry cycle than upstream's set to upstream's state (and
 // what follows from it), and a timing note for each:
@@ -500,7 +507,10 @@ func oneApart(a, b int32) bool { return a-b == 1 || b-a == 1 }
 //   - a crash loop: running or CrashLoopBackOff, when both sides restarted
 //     it, their restart counts are at most one apart and its last
 //     termination is the same. Ready and started follow the state, and
-//     so do the pod's conditions, which are then taken from upstream too.
+//     so do the pod's conditions, which are then taken from upstream too;
+//   - a crash loop just after an exit: terminated on one side (its kubelet
+//     has not synced since) and CrashLoopBackOff on the other, with the
+//     same restart count and that termination as the other's last one.
 func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 	cp := *ours
 	var notes []difference
@@ -529,6 +539,11 @@ func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 				a[i].RestartCount-b[i].RestartCount <= 1 && b[i].RestartCount-a[i].RestartCount <= 1 && a[i].Last == b[i].Last:
 				notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (crash-loop restarts)", kind, i, a[i].State, b[i].State), true})
 				b[i].State, b[i].Message, b[i].Ready, b[i].Started = a[i].State, a[i].Message, a[i].Ready, a[i].Started
+				crashAligned = true
+			case a[i].RestartCount > 0 && a[i].RestartCount == b[i].RestartCount &&
+				(exitedThenBackOff(a[i], b[i]) || exitedThenBackOff(b[i], a[i])):
+				notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (crash-loop restarts: exited, not synced yet)", kind, i, a[i].State, b[i].State), true})
+				b[i].State, b[i].Message, b[i].Last, b[i].Ready, b[i].Started = a[i].State, a[i].Message, a[i].Last, a[i].Ready, a[i].Started
 				crashAligned = true
 			}
 		}

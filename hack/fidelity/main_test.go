@@ -134,6 +134,33 @@ func TestCompare(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, same)
 	})
+	t.Run("an exit not yet synced is timing", func(t *testing.T) {
+		oom := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
+		upPod := crashing("a", 2, oom)
+		upPod.Status.ContainerStatuses[0].LastTerminationState = oom
+		oursPod := crashing("b", 2, v1.ContainerState{})
+		oursPod.Status.ContainerStatuses[0].State = backOff(oursPod)
+		oursPod.Status.ContainerStatuses[0].LastTerminationState = oom
+		var out strings.Builder
+		same, err := compare([]string{writeRecording(t, dir, "ex-up.json", upPod), writeRecording(t, dir, "ex-ours.json", oursPod)}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		assert.Contains(t, out.String(), `(timing) containers[0].state: upstream "terminated:OOMKilled:exit=137:signal=0", ours "waiting:CrashLoopBackOff" (crash-loop restarts: exited, not synced yet)`)
+		// The other way round too; but not with another restart count,
+		// nor when the back-off follows another exit.
+		same, err = compare([]string{writeRecording(t, dir, "ex-ours.json", oursPod), writeRecording(t, dir, "ex-up.json", upPod)}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		oursPod.Status.ContainerStatuses[0].RestartCount = 3
+		same, err = compare([]string{writeRecording(t, dir, "ex-up.json", upPod), writeRecording(t, dir, "ex-rc.json", oursPod)}, &out)
+		require.NoError(t, err)
+		assert.False(t, same)
+		oursPod.Status.ContainerStatuses[0].RestartCount = 2
+		oursPod.Status.ContainerStatuses[0].LastTerminationState = terminated
+		same, err = compare([]string{writeRecording(t, dir, "ex-up.json", upPod), writeRecording(t, dir, "ex-other.json", oursPod)}, &out)
+		require.NoError(t, err)
+		assert.False(t, same)
+	})
 	t.Run("back-offs one restart apart are timing", func(t *testing.T) {
 		upPod := crashing("a", 3, v1.ContainerState{})
 		upPod.Status.ContainerStatuses[0].State = backOff(upPod)
