@@ -152,6 +152,9 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("synchronize: get stats: %w", err)
 	}
+	if summary.Incomplete != nil {
+		m.log.Warn("eviction manager: stats incomplete", "err", summary.Incomplete)
+	}
 	active := m.o.Pods()
 	now := m.o.Clock.Now()
 	obs := Observe(summary)

@@ -362,6 +362,13 @@ func TestLocalStorageEviction(t *testing.T) {
 			assert.Empty(t, h.m.NodeConditions(), "a pod's own limit is no node pressure")
 		})
 	}
+	t.Run("incomplete stats still evict", func(t *testing.T) {
+		p := newPod("p", emptyDir("cache", "1Gi"))
+		s := summary(healthyNode(), podStats(p, usage{volumes: map[string]uint64{"cache": 2 * Gi}}))
+		s.Incomplete = errors.New("list pod sandbox stats: failed to obtain metrics for sandbox")
+		h := newHarness(t, nil, []*v1.Pod{p}, s)
+		assert.Equal(t, []string{"p"}, h.sync(t))
+	})
 	ps := podStats(newPod("c"), usage{logs: 2 * Gi})
 	assert.Equal(t, `Container c exceeded its local ephemeral storage limit "1Gi". `,
 		eviction.LocalStorageViolation(withInitLimit(newPod("c")), &ps, false))

@@ -124,7 +124,7 @@ func (l *Linux) Get(ctx context.Context) (*Summary, error) {
 		return nil, fmt.Errorf("get stats: image fs info: %w", err)
 	}
 	s.Node.ImageFs, s.Node.DedicatedImageFs = l.imageFs(info, nodeFsPath, s.Node.Fs, now)
-	if s.Pods, err = l.pods(ctx, now); err != nil {
+	if s.Pods, s.Incomplete, err = l.pods(ctx, now); err != nil {
 		return nil, fmt.Errorf("get stats: %w", err)
 	}
 	return s, nil
@@ -282,17 +282,22 @@ func (l *Linux) imageFs(info *runtimeapi.ImageFsInfoResponse, nodeFsPath string,
 	return st, dedicated
 }
 
-func (l *Linux) pods(ctx context.Context, now time.Time) ([]PodStats, error) {
+// pods measures the pods from their sandboxes' and containers' stats and
+// their directories. The sandbox stats are optional: containerd fails the
+// whole list when a single sandbox has no metrics (one being stopped or
+// started), and losing every pod's figures to that would stop eviction
+// altogether; without them a pod's memory is its containers' sum and its
+// process count is not measured, and incomplete says so.
+func (l *Linux) pods(ctx context.Context, now time.Time) (out []PodStats, incomplete, err error) {
 	sandboxes, err := l.o.Runtime.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
 	if err != nil {
-		return nil, fmt.Errorf("list pod sandbox stats: %w", err)
+		sandboxes, incomplete = nil, fmt.Errorf("list pod sandbox stats (pods measured from their containers): %w", err)
 	}
 	containers, err := l.o.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if err != nil {
-		return nil, fmt.Errorf("list container stats: %w", err)
+		return nil, nil, fmt.Errorf("list container stats: %w", err)
 	}
 	byUID := map[types.UID]int{}
-	var out []PodStats
 	pod := func(uid types.UID, name, ns string) *PodStats {
 		if i, ok := byUID[uid]; ok {
 			return &out[i]
@@ -349,7 +354,7 @@ func (l *Linux) pods(ctx context.Context, now time.Time) ([]PodStats, error) {
 		}
 		l.podDisk(p, now)
 	}
-	return out, nil
+	return out, incomplete, nil
 }
 
 // podDisk fills in the logs of p's containers and p's emptyDir volumes.

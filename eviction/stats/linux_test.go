@@ -4,6 +4,7 @@ package stats_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -166,6 +167,26 @@ func TestLinuxPodsFromCRIAndDisk(t *testing.T) {
 	evil := byUID["../uid-evil"]
 	assert.Nil(t, evil.Containers[0].Logs, "a UID that could escape gets no disk figures")
 	assert.Empty(t, evil.Volumes)
+	assert.NoError(t, s.Incomplete)
+
+	// containerd fails the whole sandbox list when one sandbox has no
+	// metrics: the pods are then measured from their containers.
+	rt.InjectFault(fake.ListPodSandboxStats, fake.Fault{Err: errors.New(`failed to obtain metrics for sandbox "x"`)})
+	s, err = p.Get(ctx)
+	require.NoError(t, err)
+	assert.ErrorContains(t, s.Incomplete, "failed to obtain metrics for sandbox")
+	byUID = map[string]stats.PodStats{}
+	for _, ps := range s.Pods {
+		byUID[string(ps.UID)] = ps
+	}
+	web = byUID["uid-web"]
+	require.NotNil(t, web.Memory)
+	assert.Equal(t, uint64(300<<20), web.Memory.WorkingSetBytes, "pod memory from its containers")
+	assert.Nil(t, web.ProcessCount)
+	require.Len(t, web.Volumes, 1, "its volumes are still measured")
+	rt.InjectFault(fake.ListContainerStats, fake.Fault{Err: errors.New("down")})
+	_, err = p.Get(ctx)
+	assert.ErrorContains(t, err, "list container stats")
 }
 
 // TestLinuxRealMeminfo reads this machine's /proc/meminfo and cgroups and

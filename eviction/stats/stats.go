@@ -27,6 +27,10 @@ type Summary struct {
 	Node NodeStats
 	// Pods is the usage of each pod the runtime runs, in no order.
 	Pods []PodStats
+	// Incomplete, when not nil, says what could not be measured; the
+	// rest of the summary holds. (A runtime that cannot list its
+	// sandboxes' stats leaves pods measured from their containers alone.)
+	Incomplete error
 }
 
 // NodeStats is the usage of the node.
