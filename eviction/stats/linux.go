@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -60,13 +63,33 @@ type LinuxOptions struct {
 	// minus reserved). Zero means allocatableMemory.available is not
 	// measured.
 	AllocatableMemoryBytes uint64
+	// VolumeStatsPeriod is how often a pod's emptyDir volumes are walked,
+	// as upstream's --volume-stats-agg-period: when the pod is first
+	// seen, then each time the period and a random jitter of up to one
+	// more period have passed (upstream's jitter factor, 1.0). Between
+	// walks Get reports the last measurement, with its time. Zero means
+	// 1m; negative means at every Get.
+	VolumeStatsPeriod time.Duration
 	// Clock timestamps the measurements. Default the real clock.
 	Clock clock.PassiveClock
 }
 
+// DefaultVolumeStatsPeriod is upstream's --volume-stats-agg-period.
+const DefaultVolumeStatsPeriod = time.Minute
+
 // Linux measures a Linux node and its pods. Build it with NewLinux.
 type Linux struct {
 	o LinuxOptions
+
+	mu      sync.Mutex
+	volumes map[types.UID]podVolumes // each pod's last emptyDir walk
+}
+
+// podVolumes is a pod's last emptyDir measurement and when it is due
+// again.
+type podVolumes struct {
+	stats []VolumeStats
+	next  time.Time
 }
 
 var _ Provider = (*Linux)(nil)
@@ -91,7 +114,10 @@ func NewLinux(o LinuxOptions) (*Linux, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Linux{o: o}, nil
+	if o.VolumeStatsPeriod == 0 {
+		o.VolumeStatsPeriod = DefaultVolumeStatsPeriod
+	}
+	return &Linux{o: o, volumes: map[types.UID]podVolumes{}}, nil
 }
 
 // Get measures the node and its pods. A failing node measurement (memory,
@@ -354,6 +380,7 @@ func (l *Linux) pods(ctx context.Context, now time.Time) (out []PodStats, incomp
 		}
 		l.podDisk(p, now)
 	}
+	l.forgetVolumes(out)
 	return out, incomplete, nil
 }
 
@@ -371,16 +398,52 @@ func (l *Linux) podDisk(p *PodStats, now time.Time) {
 			}
 		}
 	}
-	volDir := filepath.Join(l.o.RootDir, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir")
-	entries, err := os.ReadDir(volDir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if !e.IsDir() || !safeName(e.Name()) {
-			continue
+	p.Volumes = l.volumeStats(p.UID, now)
+}
+
+// volumeStats returns the pod's emptyDir usage: measured now when it is
+// due (VolumeStatsPeriod), else the last measurement.
+func (l *Linux) volumeStats(uid types.UID, now time.Time) []VolumeStats {
+	period := l.o.VolumeStatsPeriod
+	if period > 0 {
+		l.mu.Lock()
+		c, ok := l.volumes[uid]
+		l.mu.Unlock()
+		if ok && now.Before(c.next) {
+			return slices.Clone(c.stats)
 		}
-		p.Volumes = append(p.Volumes, VolumeStats{Name: e.Name(), FsStats: *du(filepath.Join(volDir, e.Name()), now)})
+	}
+	volDir := filepath.Join(l.o.RootDir, "pods", string(uid), "volumes", "kubernetes.io~empty-dir")
+	var out []VolumeStats
+	if entries, err := os.ReadDir(volDir); err == nil {
+		for _, e := range entries {
+			if !e.IsDir() || !safeName(e.Name()) {
+				continue
+			}
+			out = append(out, VolumeStats{Name: e.Name(), FsStats: *du(filepath.Join(volDir, e.Name()), now)})
+		}
+	}
+	if period > 0 {
+		next := now.Add(period + time.Duration(rand.Int64N(int64(period))))
+		l.mu.Lock()
+		l.volumes[uid] = podVolumes{stats: out, next: next}
+		l.mu.Unlock()
+	}
+	return slices.Clone(out)
+}
+
+// forgetVolumes drops the measurements of pods that are gone.
+func (l *Linux) forgetVolumes(pods []PodStats) {
+	live := make(map[types.UID]struct{}, len(pods))
+	for i := range pods {
+		live[pods[i].UID] = struct{}{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for uid := range l.volumes {
+		if _, ok := live[uid]; !ok {
+			delete(l.volumes, uid)
+		}
 	}
 }
 

@@ -208,3 +208,52 @@ func TestLinuxRealMeminfo(t *testing.T) {
 	assert.Positive(t, s.Node.Rlimit.NumOfRunningProcesses)
 	assert.Positive(t, s.Node.Fs.Inodes)
 }
+
+// TestLinuxVolumeStatsPeriod: emptyDir volumes are walked when a pod is
+// first seen and then once per period plus up to one period of jitter, as
+// upstream's volume stats; a negative period walks them at every Get.
+func TestLinuxVolumeStatsPeriod(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(t0)
+	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1.36"}})
+	defer rt.Close()
+	sb := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-web"}}
+	_, err := rt.RunPodSandbox(ctx, sb, "")
+	require.NoError(t, err)
+	rootDir := t.TempDir()
+	vol := filepath.Join(rootDir, "pods", "uid-web", "volumes", "kubernetes.io~empty-dir", "cache")
+	require.NoError(t, os.MkdirAll(vol, 0o755))
+	fill := func(name string) {
+		require.NoError(t, os.WriteFile(filepath.Join(vol, name), make([]byte, 256<<10), 0o644))
+	}
+	usage := func(p *stats.Linux) uint64 {
+		s, err := p.Get(ctx)
+		require.NoError(t, err)
+		for _, ps := range s.Pods {
+			if ps.UID == "uid-web" && len(ps.Volumes) == 1 {
+				return ps.Volumes[0].UsedBytes
+			}
+		}
+		t.Fatal("no volume figure for uid-web")
+		return 0
+	}
+	opts := stats.LinuxOptions{Runtime: rt, ProcRoot: "testdata/v2/proc", CgroupRoot: "testdata/v2/cgroup", RootDir: rootDir, PodLogsDir: t.TempDir(), Clock: clk}
+	p, err := stats.NewLinux(opts)
+	require.NoError(t, err)
+
+	fill("a")
+	first := usage(p)
+	assert.GreaterOrEqual(t, first, uint64(256<<10), "measured when first seen")
+	fill("b")
+	clk.Step(59 * time.Second)
+	assert.Equal(t, first, usage(p), "not walked again within the period")
+	clk.Step(61 * time.Second) // two periods in all: past any jitter
+	assert.GreaterOrEqual(t, usage(p), first+256<<10)
+
+	opts.VolumeStatsPeriod = -1
+	every, err := stats.NewLinux(opts)
+	require.NoError(t, err)
+	before := usage(every)
+	fill("c")
+	assert.GreaterOrEqual(t, usage(every), before+256<<10, "a negative period walks at every Get")
+}
