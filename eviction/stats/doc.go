@@ -33,9 +33,16 @@
 // from /proc/sys/kernel/pid_max and /proc/loadavg, and pod and container
 // usage from the CRI (ListPodSandboxStats, ListContainerStats, ImageFsInfo)
 // plus the pod's log directory and emptyDir volumes, measured by walking
-// them. A fake provider for tests is evictiontest.Stats.
+// them: the logs at every Get, a pod's emptyDirs when it is first seen and
+// then once per VolumeStatsPeriod (1m plus up to 1m of jitter, upstream's
+// --volume-stats-agg-period). When the runtime cannot list its sandboxes'
+// stats (containerd fails the whole list when one sandbox has no metrics),
+// pods are measured from their containers and Summary.Incomplete says so.
+// A fake provider for tests is evictiontest.Stats.
 //
 // # Threading
 //
-// Linux.Get is safe for concurrent use; it keeps no state between calls.
+// Linux.Get is safe for concurrent use; the only state it keeps between
+// calls is the last walk of each pod's emptyDir volumes, dropped when the
+// pod is gone.
 package stats
