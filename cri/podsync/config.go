@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -356,7 +357,7 @@ func (s *Syncer) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs 
 	}
 	// The service variables come first: everything the pod defines
 	// overrides them.
-	for _, k := range sortedKeys(services) {
+	for _, k := range slices.Sorted(maps.Keys(services)) {
 		set(k, services[k])
 	}
 	for _, from := range c.EnvFrom {
@@ -371,7 +372,7 @@ func (s *Syncer) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs 
 		if err != nil {
 			return fail("envFrom", err)
 		}
-		for _, k := range sortedKeys(data) {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
 			set(from.Prefix+k, data[k])
 		}
 	}
@@ -473,15 +474,6 @@ func stringData(m map[string][]byte) map[string]string {
 		out[k] = string(v)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // fieldRef resolves a downward API field path.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -101,7 +102,7 @@ type keyring struct {
 func (k *keyring) add(cfg map[string]dockerConfigEntry) {
 	// In name order, so that credentials for one location keep a stable
 	// order within a secret.
-	for _, loc := range sortedKeys(cfg) {
+	for _, loc := range slices.Sorted(maps.Keys(cfg)) {
 		value := loc
 		if !strings.HasPrefix(value, "https://") && !strings.HasPrefix(value, "http://") {
 			value = "https://" + value

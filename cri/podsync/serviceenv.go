@@ -2,7 +2,9 @@ package podsync
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,7 +57,7 @@ func ServiceEnv(services []*v1.Service, namespace string, enableServiceLinks boo
 	env := map[string]string{}
 	// In name order, so that which of two services whose variables collide
 	// wins does not depend on map order.
-	for _, name := range sortedKeys(chosen) {
+	for _, name := range slices.Sorted(maps.Keys(chosen)) {
 		addServiceEnv(env, chosen[name])
 	}
 	return env
