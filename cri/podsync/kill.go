@@ -115,6 +115,15 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 			}
 		}
 	}
+	// The Killing event comes first, as upstream's: before the preStop
+	// hook, which may take most of the grace period.
+	if pod != nil {
+		if message != "" {
+			s.event(pod, v1.EventTypeNormal, EventKilling, "%s", message)
+		} else {
+			s.event(pod, v1.EventTypeNormal, EventKilling, "Stopping container %s", name)
+		}
+	}
 	if hook != nil && grace > 0 && st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		start := s.clock.Now()
 		t := hookTarget{pod: pod, container: c, name: name, containerID: st.GetId(), podIPs: podIPs}
@@ -129,13 +138,6 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 	}
 	if grace < MinimumGracePeriod {
 		grace = MinimumGracePeriod
-	}
-	if pod != nil {
-		if message != "" {
-			s.event(pod, v1.EventTypeNormal, EventKilling, "%s", message)
-		} else {
-			s.event(pod, v1.EventTypeNormal, EventKilling, "Stopping container %s", name)
-		}
 	}
 	if err := s.rt.StopContainer(ctx, st.GetId(), grace); err != nil {
 		step.Err = fmt.Errorf("stop container %s (%s): %w: %w", name, st.GetId(), ErrKillContainer, err)
