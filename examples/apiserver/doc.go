@@ -1,7 +1,30 @@
 // Package apiserver connects kubeletkit's blocks to a Kubernetes API server
-// through client-go: the adapters a kubelet needs to join a control plane.
-// It lives in the examples module so that the core never depends on
-// client-go; users import it as github.com/kubeletkit/kubeletkit/examples/apiserver.
+// through client-go: the adapters a kubelet needs to join a control plane,
+// and Join, which puts them all into a package agent node. It lives in the
+// examples module so that the core never depends on client-go; users import
+// it as github.com/kubeletkit/kubeletkit/examples/apiserver.
+//
+// # Joining an agent
+//
+// Everything an API server gives a kubelet comes into package agent through
+// its Options. Join builds every adapter below for one node, Apply fills
+// those options, and Run runs the agent with the adapters that have
+// goroutines of their own:
+//
+//	j, err := apiserver.Join(client, "node-1", apiserver.JoinOptions{NodeLabels: labels})
+//	if err != nil { ... }              // a missing client, a bad lease duration ...
+//	opts := agent.Options{Runtime: rt}
+//	if err := j.Apply(&opts); err != nil { ... }
+//	a, err := agent.New(opts)
+//	if err != nil { ... }
+//	err = j.Run(ctx, a) // CheckAccess, then the agent, the pod source, the
+//	                    // volume sources' and services' watches, until ctx ends
+//
+// Run checks the node's permissions before the agent starts, records events
+// only while it runs, ends every part when one returns, and returns once
+// all have ended. Apply sets the agent's Updates, StatusSink,
+// NodeStatusSink, Leases, LeaseDuration, MirrorPods, Recorder, Services and
+// ReportHostIPs, and its VolumeSources unless the caller gave some.
 //
 // # The adapters
 //
@@ -18,7 +41,8 @@
 //     transient errors are retried (Retry).
 //   - MirrorPods creates and deletes the mirror pods of static pods;
 //     PlanMirrorPods is the pure decision (create missing, recreate
-//     outdated, delete orphaned) and Sync carries it out.
+//     outdated, delete orphaned) and Sync carries it out. SyncMirrorPods,
+//     Sync bounded by a timeout (30s), is agent.MirrorPods.
 //   - NodeSink is status/node's StatusSink and LeaseSink: it registers the
 //     Node on the first status (create; on AlreadyExists reconcile the
 //     default labels), then patches nodes/status; leases are owned by the
@@ -38,7 +62,7 @@
 //   - CheckAccess reviews the agent's permissions at start and names every
 //     denied verb and resource.
 //
-// # Driving it
+// # Driving the adapters one by one
 //
 //	client := kubernetes.NewForConfigOrDie(restConfig)
 //	if err := apiserver.CheckAccess(ctx, client, node); err != nil { return err }
@@ -54,12 +78,14 @@
 //
 // # Threading
 //
-// Constructors start no goroutine, except NewRecorder, whose broadcaster runs
-// until its stop function is called. PodSource.Run runs the reflector in the
-// caller's goroutine and returns when ctx has ended and the reflector has
-// stopped. WatchingSources.Run starts one reflector goroutine per watched
-// object and returns once they have all ended. Every other type is safe for concurrent use and does its I/O in
-// the caller's goroutine, bounded by the caller's ctx.
+// Constructors and Join start no goroutine, except NewRecorder, whose
+// broadcaster runs until its stop function is called. PodSource.Run runs the
+// reflector in the caller's goroutine and returns when ctx has ended and the
+// reflector has stopped. WatchingSources.Run starts one reflector goroutine
+// per watched object and returns once they have all ended. Joined.Run runs
+// the agent and three adapters in goroutines of its own and returns once
+// they have ended. Every other type is safe for concurrent use and does its
+// I/O in the caller's goroutine, bounded by the caller's ctx.
 //
 // # Testing
 //
@@ -68,4 +94,10 @@
 // strategic merge patches but ignores delete preconditions: check the
 // DeleteOptions with a reactor). PodSourceOptions.ListerWatcher takes a
 // test's own lister-watcher (watch.FakeWatcher) to end watches at will.
+// Joined.Run takes any Agent (NodeName and Run), so a test can stand in for
+// package agent; the package's own tests also run a whole agent on the fake
+// runtime against the fake clientset inside testing/synctest. The tests
+// against a real kube-apiserver (build tag apiserver, names matching
+// APIServer; with tag containerd too, on containerd) need the control plane
+// of hack/controlplane-start.sh and its env file.
 package apiserver

@@ -2,12 +2,15 @@ package apiserver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
@@ -56,4 +59,30 @@ func Example() {
 	// ADD api default/web
 	// api source ready: true
 	// stored phase: Running
+}
+
+// Join builds a node's adapters and Apply puts them into an agent's
+// options; Joined.Run would then check the node's permissions and run the
+// agent with them.
+func ExampleJoin() {
+	client := fake.NewClientset()
+	j, err := apiserver.Join(client, "Node-1", apiserver.JoinOptions{NodeLeaseDuration: 20 * time.Second})
+	if err != nil {
+		panic(err)
+	}
+	var opts agent.Options
+	if err := j.Apply(&opts); err != nil {
+		panic(err)
+	}
+	fmt.Println("node:", opts.NodeName)
+	fmt.Println("pods from the API server:", opts.Updates != nil)
+	fmt.Println("lease:", opts.LeaseDuration, "hostIP reported:", opts.ReportHostIPs)
+
+	_, err = apiserver.Join(client, "node-1", apiserver.JoinOptions{SkipNodeRegistration: true, NodeLabels: map[string]string{"zone": "a"}})
+	fmt.Println(errors.Is(err, apiserver.ErrInvalidArgument))
+	// Output:
+	// node: node-1
+	// pods from the API server: true
+	// lease: 20s hostIP reported: true
+	// true
 }

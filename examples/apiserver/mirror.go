@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
@@ -22,7 +24,15 @@ import (
 type MirrorPodsOptions struct {
 	// Logger receives the logs; nil discards them.
 	Logger *slog.Logger
+	// SyncTimeout bounds each SyncMirrorPods call; 0 means
+	// DefaultMirrorSyncTimeout.
+	SyncTimeout time.Duration
 }
+
+// DefaultMirrorSyncTimeout bounds a SyncMirrorPods call unless
+// MirrorPodsOptions.SyncTimeout says otherwise, so that a slow API server
+// holds up the agent's housekeeping for at most that long.
+const DefaultMirrorSyncTimeout = 30 * time.Second
 
 // MirrorPods creates and deletes the mirror pods of the node's static pods:
 // the API server's read-only copies, as upstream's mirror client. Safe for
@@ -31,7 +41,10 @@ type MirrorPods struct {
 	client   kubernetes.Interface
 	nodeName string
 	log      *slog.Logger
+	timeout  time.Duration
 }
+
+var _ agent.MirrorPods = (*MirrorPods)(nil)
 
 // NewMirrorPods returns the mirror-pod client of nodeName.
 func NewMirrorPods(client kubernetes.Interface, nodeName string, opts MirrorPodsOptions) (*MirrorPods, error) {
@@ -41,7 +54,10 @@ func NewMirrorPods(client kubernetes.Interface, nodeName string, opts MirrorPods
 	if nodeName == "" {
 		return nil, fmt.Errorf("new mirror pods: node name is empty: %w", ErrInvalidArgument)
 	}
-	return &MirrorPods{client: client, nodeName: nodeName, log: orDiscard(opts.Logger).With("node", nodeName)}, nil
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultMirrorSyncTimeout
+	}
+	return &MirrorPods{client: client, nodeName: nodeName, log: orDiscard(opts.Logger).With("node", nodeName), timeout: opts.SyncTimeout}, nil
 }
 
 // MirrorPodFor returns the mirror pod of a static pod, as upstream builds
@@ -208,4 +224,14 @@ func (m *MirrorPods) Sync(ctx context.Context, staticPods, mirrorPods []*v1.Pod)
 		}
 	}
 	return plan, errors.Join(errs...)
+}
+
+// SyncMirrorPods implements agent.MirrorPods: it is Sync bounded by
+// MirrorPodsOptions.SyncTimeout (30s), for the agent's housekeeping, which
+// logs the error and tries again at its next pass.
+func (m *MirrorPods) SyncMirrorPods(ctx context.Context, staticPods, mirrorPods []*v1.Pod) error {
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	_, err := m.Sync(ctx, staticPods, mirrorPods)
+	return err
 }

@@ -1,6 +1,7 @@
 // Command minikubelet is a node agent composed of the kubeletkit blocks: it
 // runs static pods from a manifest directory or URL on a CRI runtime, with
-// probes, restarts with backoff, and pod statuses served over HTTP.
+// probes, restarts with backoff, and pod statuses served over HTTP; with
+// --kubeconfig it joins an API server as a kubelet does.
 //
 //	go run ./examples/minikubelet
 //
@@ -10,7 +11,7 @@
 //	curl localhost:10255/healthz   # ok while the PLEG relists in time
 //	curl localhost:10255/pods      # a v1.PodList with live statuses
 //	curl localhost:10255/node      # a v1.Node: conditions, capacity, addresses
-//	curl localhost:10255/metrics   # Prometheus text format
+//	curl localhost:10255/metrics   # Prometheus exposition (examples/prometheus)
 //
 // It prints a line whenever a pod's phase or container states change.
 // SIGINT or SIGTERM stops the agent and leaves the containers running, as a
@@ -30,5 +31,10 @@
 // --image-gc-high-threshold, --image-gc-low-threshold,
 // --minimum-image-ttl-duration, -v (debug logs).
 //
-// The composition itself is package agent, which a custom agent can import.
+// The program only turns flags into options: the node itself is package
+// agent (github.com/kubeletkit/kubeletkit/agent), joined to the API server by
+// examples/apiserver (Join, Apply, then Joined.Run in place of Agent.Run),
+// with its metrics from examples/prometheus (Metrics and Handler in the
+// options, RegisterNode once the agent is built). A custom agent composes
+// the same three.
 package main

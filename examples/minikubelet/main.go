@@ -23,10 +23,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/eviction"
-	"github.com/kubeletkit/kubeletkit/examples/minikubelet/agent"
+	"github.com/kubeletkit/kubeletkit/examples/apiserver"
+	"github.com/kubeletkit/kubeletkit/examples/prometheus"
 )
 
 func main() {
@@ -118,41 +120,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	opts.Timings.NodeStatus = c.nodeStatusFrequency
 	opts.ImageGC = imagegc.Policy{HighThresholdPercent: c.imageGCHigh, LowThresholdPercent: c.imageGCLow, MinAge: c.imageMinTTL}
-	if c.kubeconfig != "" {
-		labels, err := parseLabels(c.nodeLabels)
-		if err != nil {
-			return err
-		}
-		if c.nodeLeaseSeconds <= 0 {
-			return fmt.Errorf("--node-lease-duration-seconds=%d: must be positive", c.nodeLeaseSeconds)
-		}
-		if !c.registerNode && len(labels) > 0 {
-			return errors.New("--node-labels are set when the Node is registered, and --register-node=false skips that")
-		}
-		if c.kubeAPIQPS <= 0 || c.kubeAPIBurst <= 0 {
-			return fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive", c.kubeAPIQPS, c.kubeAPIBurst)
-		}
-		rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-		if err != nil {
-			return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
-		}
-		// client-go's default limiter (5 queries per second, burst 10)
-		// queues status patches, events and lease renewals behind each
-		// other: 19 pods took 8s more to show Running than under upstream
-		// kubelet, whose defaults these are.
-		rc.QPS, rc.Burst = float32(c.kubeAPIQPS), c.kubeAPIBurst
-		client, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
-		}
-		opts.API = &agent.APIOptions{Client: client, NodeLabels: labels, SkipNodeRegistration: !c.registerNode,
-			NodeLeaseDuration: time.Duration(c.nodeLeaseSeconds) * time.Second}
-	} else {
-		for _, f := range []string{"node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst"} {
-			if c.set[f] {
-				return fmt.Errorf("--%s needs --kubeconfig", f)
-			}
-		}
+	joined, err := join(c, &opts, log)
+	if err != nil {
+		return err
 	}
 	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
 	if err != nil {
@@ -165,6 +135,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts.ManifestPath, err = manifestPath(c)
 	if err != nil {
 		return err
+	}
+	var metrics *prometheus.Metrics
+	if opts.Listen != "" {
+		if metrics, err = prometheus.New(prometheus.Options{Logger: log.With("component", "metrics")}); err != nil {
+			return err
+		}
+		opts.Metrics, opts.MetricsHandler = metrics, metrics.Handler()
 	}
 	if c.endpoint != "" {
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -180,6 +157,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if metrics != nil {
+		if err := metrics.RegisterNode(a); err != nil {
+			return err
+		}
+	}
+	runAgent := a.Run
+	if joined != nil {
+		runAgent = func(ctx context.Context) error { return joined.Run(ctx, a) }
+	}
 	if !c.runOnce {
 		runtime := "the embedded fake runtime"
 		if c.endpoint != "" {
@@ -190,9 +176,65 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, ", http://%s/pods", opts.Listen)
 		}
 		fmt.Fprintln(stdout)
-		return a.Run(ctx)
+		return runAgent(ctx)
 	}
-	return runOnce(ctx, a, c.runOnceTimeout, stdout)
+	return runOnce(ctx, a, runAgent, c.runOnceTimeout, stdout)
+}
+
+// join joins the node to the API server of --kubeconfig and puts what it
+// provides into opts; without --kubeconfig it refuses the flags that need
+// one and returns nil.
+func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, error) {
+	if c.kubeconfig == "" {
+		for _, f := range []string{"node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst"} {
+			if c.set[f] {
+				return nil, fmt.Errorf("--%s needs --kubeconfig", f)
+			}
+		}
+		return nil, nil
+	}
+	labels, err := parseLabels(c.nodeLabels)
+	if err != nil {
+		return nil, err
+	}
+	if c.nodeLeaseSeconds <= 0 {
+		return nil, fmt.Errorf("--node-lease-duration-seconds=%d: must be positive", c.nodeLeaseSeconds)
+	}
+	if !c.registerNode && len(labels) > 0 {
+		return nil, errors.New("--node-labels are set when the Node is registered, and --register-node=false skips that")
+	}
+	if c.kubeAPIQPS <= 0 || c.kubeAPIBurst <= 0 {
+		return nil, fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive", c.kubeAPIQPS, c.kubeAPIBurst)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
+	}
+	// client-go's default limiter (5 queries per second, burst 10)
+	// queues status patches, events and lease renewals behind each
+	// other: 19 pods took 8s more to show Running than under upstream
+	// kubelet, whose defaults these are.
+	rc.QPS, rc.Burst = float32(c.kubeAPIQPS), c.kubeAPIBurst
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
+	}
+	nodeName := c.nodeName
+	if nodeName == "" {
+		// The agent's default, which Join needs first.
+		if nodeName, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("node name: %w", err)
+		}
+	}
+	j, err := apiserver.Join(client, nodeName, apiserver.JoinOptions{NodeLabels: labels, SkipNodeRegistration: !c.registerNode,
+		NodeLeaseDuration: time.Duration(c.nodeLeaseSeconds) * time.Second, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := j.Apply(opts); err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // parseLabels reads "key=value,key=value" (upstream's --node-labels).
@@ -248,13 +290,14 @@ func manifestPath(c *config) (string, error) {
 	return dir, nil
 }
 
-// runOnce runs the agent until every pod has started (or ended, or was
-// refused), prints the pods as a JSON v1.PodList, and stops the agent.
-func runOnce(ctx context.Context, a *agent.Agent, timeout time.Duration, stdout io.Writer) error {
+// runOnce runs the agent a with run until every pod has started (or
+// ended, or was refused), prints the pods as a JSON v1.PodList, and stops
+// the agent.
+func runOnce(ctx context.Context, a *agent.Agent, run func(context.Context) error, timeout time.Duration, stdout io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	go func() { done <- run(ctx) }()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(200 * time.Millisecond)

@@ -5,9 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,4 +80,99 @@ spec:
 	assert.Equal(t, v1.PodRunning, p.Status.Phase)
 	require.Len(t, p.Status.ContainerStatuses, 1)
 	assert.NotNil(t, p.Status.ContainerStatuses[0].State.Running)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The read-only server serves the pods, the node, health and the
+// Prometheus metrics of examples/prometheus under upstream's names.
+func TestHTTPServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, l.Close())
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "manifests")
+	require.NoError(t, os.Mkdir(manifests, 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(manifests, "web.yaml"), []byte(`
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - {name: web, image: busybox:1.36, command: [sleep, "3600"]}
+`), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out syncBuffer
+	go func() {
+		done <- run(ctx, []string{"--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", manifests,
+			"--eviction-hard", "", "--port", port}, &out, io.Discard)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+	base := "http://127.0.0.1:" + port
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	// The agent's real clock: poll until the pod has run.
+	var code int
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, body = get("/metrics")
+		if code == http.StatusOK && strings.Contains(body, "kubelet_pod_start_duration_seconds_count 1\n") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "web-edge1 not Running; /metrics:\n%s", body)
+	}
+	assert.Contains(t, out.String(), "web-edge1", "a line for the pod")
+	for _, want := range []string{
+		"kubelet_running_pods 1\n",
+		`kubelet_running_containers{container_state="running"} 1` + "\n",
+		`kubeletkit_pods{phase="Running"} 1` + "\n",
+		"kubeletkit_pleg_healthy 1\n",
+		"# TYPE kubelet_pleg_relist_duration_seconds histogram\n",
+		"# TYPE kubelet_pleg_relist_interval_seconds histogram\n",
+		"# TYPE kubelet_pleg_last_seen_seconds gauge\n",
+		"# TYPE kubelet_pleg_discard_events counter\n",
+		"kubelet_pod_start_duration_seconds_count 1\n",
+		`kubelet_pod_worker_duration_seconds_count{operation="sync"}`,
+		`kubeletkit_events_total{reason="Started",type="Normal"} 1` + "\n",
+	} {
+		assert.Contains(t, body, want)
+	}
+	code, body = get("/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok\n", body)
+	code, body = get("/pods")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `"name": "web-edge1"`)
+	code, body = get("/node")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `"name": "edge1"`)
 }

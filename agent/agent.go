@@ -1,0 +1,674 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/cri/imagegc"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/eviction"
+	"github.com/kubeletkit/kubeletkit/eviction/stats"
+	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podworkers"
+	"github.com/kubeletkit/kubeletkit/prober"
+	"github.com/kubeletkit/kubeletkit/server"
+	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/status/node"
+	"github.com/kubeletkit/kubeletkit/syncloop"
+	"github.com/kubeletkit/kubeletkit/syncloop/source"
+	"github.com/kubeletkit/kubeletkit/volume"
+)
+
+// Runtime is the container runtime the agent drives: the CRI client from
+// cri.Dial, the in-process *fake.Runtime, or any implementation of both
+// services.
+type Runtime interface {
+	cri.RuntimeService
+	cri.ImageService
+}
+
+// Clock is the time the agent and every block it builds read: the union of
+// what the blocks need. clock.RealClock and the fake clocks of
+// k8s.io/utils/clock/testing implement it.
+type Clock = clock.WithTickerAndDelayedExecution
+
+// Timings shortens the agent's periods, for tests and demonstrations. Every
+// zero field is upstream's default.
+type Timings struct {
+	// RelistPeriod is the PLEG's relist period (1s).
+	RelistPeriod time.Duration
+	// SourcePeriod is how often the manifest directory and URL are read
+	// again (20s).
+	SourcePeriod time.Duration
+	// BackoffInitial and BackoffMax are the crash-loop and image-pull
+	// backoffs (10s doubling to 5m).
+	BackoffInitial, BackoffMax time.Duration
+	// WorkerBackOff is how long after a failed sync a pod is synced again
+	// (10s, plus up to 50% jitter).
+	WorkerBackOff time.Duration
+	// Resync is how long after a successful sync a pod is synced again
+	// (1m, plus up to 50% jitter).
+	Resync time.Duration
+	// Housekeeping is the period of pod cleanups (2s).
+	Housekeeping time.Duration
+	// NodeStatus is how often the node's status is built (10s).
+	NodeStatus time.Duration
+	// VolumeRefresh is how often configMap, secret, downwardAPI and
+	// projected volumes are written again from their sources (1m).
+	VolumeRefresh time.Duration
+	// ImageGC is the period of image garbage collection (5m).
+	ImageGC time.Duration
+}
+
+// Options configure an Agent. The zero value runs the embedded fake runtime
+// on the real clock with no pod source, under the root directory
+// /tmp/minikubelet, standalone: statuses are kept in memory, the node's
+// status is built but sent nowhere, events are logged.
+//
+// Everything an API server provides comes in through the interfaces below;
+// the module's examples/apiserver implements them with client-go.
+type Options struct {
+	// Clock is the time of the agent and of every block. Nil means the real
+	// clock. With a fake clock, nothing the agent composes reads the real
+	// time (agent/agenttest steps one).
+	Clock Clock
+	// Rand returns a pseudo-random number in [0, 1) for the jitter of pod
+	// resyncs, retries and probes' first runs. Nil means math/rand/v2.
+	Rand func() float64
+	// Runtime is the container runtime. Nil means an embedded fake runtime
+	// (NewFakeRuntime) on Clock.
+	Runtime Runtime
+	// NodeName names the node; it suffixes static pods' names. Empty means
+	// the host name, lower-cased.
+	NodeName string
+	// HostIPs are the node's IPs, primary first. Empty means the first
+	// non-loopback address of the machine, or 127.0.0.1.
+	HostIPs []string
+	// ReportHostIPs puts HostIPs in pod statuses (hostIP, hostIPs). Upstream
+	// kubelet does so when it has an API server, and so a Node; standalone,
+	// pod statuses have no hostIP.
+	ReportHostIPs bool
+	// RootDir holds the pods' data directories (RootDir/pods/<uid>) and
+	// their logs (RootDir/logs). Empty means /tmp/minikubelet.
+	RootDir string
+	// NoMounts keeps the agent from mounting: secret and projected volumes
+	// are written on disk under RootDir instead of a tmpfs, and subPaths are
+	// handed to the runtime unpinned. It is always so when the process is
+	// not root.
+	NoMounts bool
+	// ManifestPath is a directory of static pod manifests (or one file);
+	// empty means none.
+	ManifestPath string
+	// ManifestURL is an HTTP URL serving a pod or a pod list; empty means
+	// none.
+	ManifestURL string
+	// Updates are pods from an API server (the source named "api"): SET,
+	// ADD, UPDATE, DELETE, REMOVE and RECONCILE, merged with the static
+	// pods. Nil means none. Unlike static pods, these pods can be evicted,
+	// as upstream protects static pods from eviction. The agent reads it
+	// until Run returns; closing it ends the source, not the agent.
+	Updates <-chan syncloop.PodUpdate
+	// StatusSink receives pod statuses (an API server's pods/status). Nil
+	// keeps them in memory, a static pod standing for its own mirror pod.
+	StatusSink status.Sink
+	// NodeStatusSink receives the node's status, and Leases its lease (an
+	// API server's Node and Lease). Nil means none: the status is still
+	// built, for NodeStatus and the pressure conditions.
+	NodeStatusSink node.StatusSink
+	// Leases renews the node's lease every quarter of LeaseDuration. Nil
+	// means no lease.
+	Leases node.LeaseSink
+	// LeaseDuration is the node lease's duration; 0 means upstream's 40s.
+	LeaseDuration time.Duration
+	// MirrorPods keeps the API server's mirror pods in step with the static
+	// pods at every housekeeping. Nil means none.
+	MirrorPods MirrorPods
+	// Recorder receives every event the blocks record (client-go's
+	// record.EventRecorder fits). Events are also logged. Nil means logged
+	// only.
+	Recorder EventRecorder
+	// Metrics receives the agent's measurements. Nil means none.
+	Metrics Metrics
+	// ObjectPath is a directory of ConfigMap and Secret manifests (one
+	// object per file, YAML or JSON) that pods' configMap, secret and
+	// projected volumes and their environment read, re-read every
+	// SourcePeriod; empty means none. Ignored when VolumeSources is set.
+	// With it, static pods may reference configMaps and secrets (an
+	// extension: upstream's kubelet refuses such manifests, and so does
+	// the agent without ObjectPath).
+	ObjectPath string
+	// VolumeSources give configMaps, secrets and service account tokens to
+	// the pods' volumes and environment. Empty means the objects of
+	// ObjectPath, and no tokens.
+	VolumeSources volume.Sources
+	// Services lists the services whose variables containers get
+	// (KUBERNETES_SERVICE_HOST ...). Nil means none.
+	Services podsync.ServiceLister
+	// Machine describes the node's hardware for its status. Nil means this
+	// machine (node.LocalMachine).
+	Machine node.Machine
+	// Listen is the address of the read-only HTTP server (package server:
+	// /healthz, /pods, /node, /metrics); empty means none. ":0" picks a
+	// free port; Addr tells which.
+	Listen string
+	// MetricsHandler serves /metrics on that server (examples/prometheus
+	// has one over Metrics); nil means no /metrics.
+	MetricsHandler http.Handler
+	// Out receives one line per change of a pod's phase or container
+	// states; nil means none.
+	Out io.Writer
+	// Logger receives the agent's logs; nil discards them.
+	Logger *slog.Logger
+	// EventedPLEG follows the runtime's container events (CRI
+	// GetContainerEvents) with a slow relist as a safety net, instead of
+	// relisting every second: upstream's EventedPLEG feature. Pods turn
+	// Running and Ready sooner; containerd 1.7+ and the fake support it.
+	EventedPLEG bool
+	// Eviction configures node-pressure eviction.
+	Eviction EvictionOptions
+	// ImageGC is the image garbage collection policy; the zero value is
+	// upstream's (imagegc.DefaultPolicy: at 85% of the image filesystem
+	// used, remove the least recently used images down to 80%; never an
+	// image first seen less than 2m ago). Collection runs every
+	// Timings.ImageGC on the image filesystem that Eviction.Stats (or the
+	// machine) measures, and under disk pressure eviction removes every
+	// unused image first.
+	ImageGC imagegc.Policy
+	// Timings overrides default periods.
+	Timings Timings
+}
+
+// EventRecorder records events about objects; client-go's
+// record.EventRecorder has this method.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
+}
+
+// MirrorPods keeps an API server's mirror pods in step with the static pods:
+// it creates the missing, recreates the outdated and deletes the orphaned,
+// as upstream's housekeeping does. examples/apiserver.MirrorPods implements
+// it.
+type MirrorPods interface {
+	SyncMirrorPods(ctx context.Context, staticPods, mirrorPods []*v1.Pod) error
+}
+
+// Metrics receives the agent's measurements, for an adapter to expose under
+// upstream kubelet's metric names (examples/prometheus does, with
+// client_golang). Methods are called from the agent's goroutines, must be
+// safe for concurrent use and must not block.
+type Metrics interface {
+	pleg.Metrics
+	podworkers.Metrics
+	// PodStartDuration observes how long after the agent first saw a pod it
+	// was first Running (kubelet_pod_start_duration_seconds).
+	PodStartDuration(d time.Duration)
+	// Event counts an event the agent recorded.
+	Event(eventtype, reason string)
+}
+
+// lifecycle is what the agent needs of either PLEG.
+type lifecycle interface {
+	Run(ctx context.Context) error
+	Relist(ctx context.Context) error
+	Events() <-chan pleg.Event
+	Healthy() (bool, error)
+}
+
+// Agent is a node agent composed of the kubeletkit blocks. Build one with
+// New and start it with Run.
+type Agent struct {
+	opts    Options
+	log     *slog.Logger
+	clock   Clock
+	rt      Runtime
+	fakeRT  *fake.Runtime
+	runtime string // runtime name for container IDs
+	metrics Metrics
+
+	cache   *pleg.Cache
+	pleg    lifecycle
+	syncer  *podsync.Syncer
+	workers *podworkers.Workers
+	status  *status.Manager
+	prober  *prober.Manager
+	pods    *syncloop.PodSet
+	config  *source.Config
+	loop    *syncloop.Loop
+	evict   *eviction.Manager // nil when disabled
+	imageGC *imagegc.Manager
+	node    *node.Controller
+	vol     *volume.Manager
+	objects *volume.StaticSources // configMaps and secrets from ObjectPath
+	sink    *memorySink
+	msgs    status.MessageReader
+
+	// stats measures the node (Eviction.Stats or the machine's); nil, with
+	// statsErr saying why, where there is no measurement.
+	stats    stats.Provider
+	statsErr error
+
+	listener net.Listener
+	ready    chan struct{} // closed once Run has started everything
+
+	mu       sync.Mutex
+	cleanups int
+	rejected map[types.UID]struct{} // pods refused at admission
+	seen     map[types.UID]struct{} // pods added and not yet forgotten
+	latency  map[types.UID]*startup
+}
+
+// startup is when the agent first saw a pod, and how long it took to run
+// and to turn Ready.
+type startup struct {
+	added          time.Time
+	running, ready time.Duration
+}
+
+// ErrInvalidOptions is wrapped by New's errors for options it cannot use.
+var ErrInvalidOptions = errors.New("invalid options")
+
+// New builds an agent; it starts nothing and touches no disk.
+func New(opts Options) (*Agent, error) {
+	if opts.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("agent: node name: %w", err)
+		}
+		opts.NodeName = h
+	}
+	opts.NodeName = lowerDNS(opts.NodeName)
+	if opts.RootDir == "" {
+		opts.RootDir = "/tmp/minikubelet"
+	}
+	if !filepath.IsAbs(opts.RootDir) {
+		abs, err := filepath.Abs(opts.RootDir)
+		if err != nil {
+			return nil, fmt.Errorf("agent: root dir %q: %w", opts.RootDir, err)
+		}
+		opts.RootDir = abs
+	}
+	if len(opts.HostIPs) == 0 {
+		opts.HostIPs = []string{hostIP()}
+	}
+	if opts.LeaseDuration < 0 || opts.LeaseDuration%time.Second != 0 {
+		return nil, fmt.Errorf("agent: LeaseDuration %s is not a positive number of seconds: %w", opts.LeaseDuration, ErrInvalidOptions)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Float64
+	}
+	if opts.Machine == nil {
+		opts.Machine = node.LocalMachine{}
+	}
+	if !opts.NoMounts && os.Geteuid() != 0 {
+		opts.NoMounts = true
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics,
+		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}}
+	if a.metrics == nil {
+		a.metrics = noMetrics{}
+	}
+	if a.rt == nil {
+		a.fakeRT = NewFakeRuntime(opts.Clock, log.With("component", "fake-runtime"))
+		a.rt = a.fakeRT
+	}
+	a.pods = syncloop.NewPodSet()
+	a.sink = newMemorySink(opts.Out, opts.StatusSink)
+	a.msgs = status.FileMessageReader{PodsDir: a.podsDir(), LogsDir: a.logsDir()}
+	a.cache = pleg.NewCache()
+	if err := a.build(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return a, nil
+}
+
+// build makes the blocks, each on the agent's clock and logger.
+func (a *Agent) build() error {
+	opts, log := a.opts, a.log
+	var err error
+	if opts.EventedPLEG {
+		a.pleg, err = pleg.NewEvented(pleg.EventedOptions{Runtime: a.rt, Cache: a.cache, Clock: a.clock,
+			Logger: log.With("component", "pleg"), Metrics: a.metrics})
+	} else {
+		a.pleg, err = pleg.NewGeneric(pleg.GenericOptions{Runtime: a.rt, Cache: a.cache, Clock: a.clock,
+			Logger: log.With("component", "pleg"), Metrics: a.metrics, RelistPeriod: opts.Timings.RelistPeriod})
+	}
+	if err != nil {
+		return err
+	}
+	a.status, err = status.New(status.Options{Sink: a.sink, Clock: a.clock,
+		DeletionSafety: status.PodDeletionSafetyFunc(func(uid types.UID) bool { return a.workers.CouldHaveRunningContainers(uid) }),
+		Pods:           a.pods, Logger: log.With("component", "status")})
+	if err != nil {
+		return err
+	}
+	a.prober, err = prober.New(prober.Options{Runner: prober.NewRunner(prober.RunnerOptions{Execer: a.rt}), Status: a.status,
+		Clock: a.clock, Jitter: func(p time.Duration) time.Duration { return time.Duration(a.opts.Rand() * float64(p)) },
+		Recorder: a, Logger: log.With("component", "prober")})
+	if err != nil {
+		return err
+	}
+	if a.vol, err = a.newVolumes(); err != nil {
+		return err
+	}
+	cms, secrets := a.envSources()
+	a.syncer, err = podsync.New(podsync.Options{
+		Runtime: a.rt, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
+		ConfigMaps: cms, Secrets: secrets, Services: opts.Services,
+		Probes: podsync.Probes{
+			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
+			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),
+			StartupSucceeded: func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Success },
+		},
+		LogRoot: a.logsDir(), PodsDir: a.podsDir(), NodeName: opts.NodeName, HostIPs: opts.HostIPs,
+		BackoffInitial: opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
+	})
+	if err != nil {
+		return err
+	}
+	a.workers, err = podworkers.New(podworkers.Options{
+		Syncer: a,
+		Clock:  a.clock,
+		StatusWaiter: podworkers.StatusWaiterFunc(func(ctx context.Context, uid types.UID, t time.Time) error {
+			_, err := a.cache.GetNewerThan(ctx, uid, t)
+			return err
+		}),
+		Logger:  log.With("component", "podworkers"),
+		Metrics: a.metrics,
+		Machine: podworkers.MachineOptions{ResyncInterval: opts.Timings.Resync, BackOffPeriod: opts.Timings.WorkerBackOff, Rand: opts.Rand},
+	})
+	if err != nil {
+		return err
+	}
+	if a.stats = opts.Eviction.Stats; a.stats == nil {
+		a.stats, a.statsErr = a.machineStats()
+	}
+	if a.imageGC, err = a.newImageGC(); err != nil {
+		return err
+	}
+	if !opts.Eviction.Disabled {
+		if a.evict, err = a.newEviction(); err != nil {
+			return err
+		}
+	}
+	if a.node, err = a.newNodeStatus(); err != nil {
+		return err
+	}
+	a.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: a, NodeName: opts.NodeName, Clock: a.clock})
+	a.loop, err = syncloop.New(syncloop.Options{
+		Handler:    a,
+		Clock:      a.clock,
+		Updates:    a.config.Updates(),
+		PLEGEvents: a.pleg.Events(),
+		Liveness:   a.prober.Liveness().Updates(),
+		Readiness:  a.prober.Readiness().Updates(),
+		Startup:    a.prober.Startup().Updates(),
+		Pods:       a.pods,
+		PodsToSync: a.podsPastDeadline,
+		RuntimeHealthy: func() error {
+			if ok, err := a.pleg.Healthy(); !ok {
+				return err
+			}
+			return nil
+		},
+		SourcesReady:       func() bool { return a.config.SeenAllSources(a.sources()...) },
+		HousekeepingPeriod: opts.Timings.Housekeeping,
+		Logger:             log.With("component", "syncloop"),
+	})
+	return err
+}
+
+// sources are the names of the configured pod sources.
+func (a *Agent) sources() []string {
+	var s []string
+	if a.opts.ManifestPath != "" {
+		s = append(s, syncloop.SourceFile)
+	}
+	if a.opts.ManifestURL != "" {
+		s = append(s, syncloop.SourceHTTP)
+	}
+	if a.opts.Updates != nil {
+		s = append(s, syncloop.SourceAPI)
+	}
+	return s
+}
+
+func (a *Agent) podsDir() string { return filepath.Join(a.opts.RootDir, "pods") }
+func (a *Agent) logsDir() string { return filepath.Join(a.opts.RootDir, "logs") }
+
+// NodeName returns the node's name.
+func (a *Agent) NodeName() string { return a.opts.NodeName }
+
+// Runtime returns the runtime the agent drives.
+func (a *Agent) Runtime() Runtime { return a.rt }
+
+// FakeRuntime returns the embedded fake runtime, or nil when the agent
+// drives a real one.
+func (a *Agent) FakeRuntime() *fake.Runtime { return a.fakeRT }
+
+// Addr returns the HTTP server's address once Run has started it, or nil.
+func (a *Agent) Addr() net.Addr {
+	select {
+	case <-a.ready:
+	default:
+		return nil
+	}
+	if a.listener == nil {
+		return nil
+	}
+	return a.listener.Addr()
+}
+
+// Ready is closed once Run has started every part of the agent.
+func (a *Agent) Ready() <-chan struct{} { return a.ready }
+
+// Healthy returns nil while the PLEG relists in time and the sync loop is
+// not stuck, else the reasons, one per line, as /healthz shows them.
+func (a *Agent) Healthy() error {
+	var failed []string
+	if ok, err := a.pleg.Healthy(); !ok {
+		failed = append(failed, fmt.Sprintf("[-]pleg failed: %v", err))
+	}
+	if err := a.loop.Healthy(); err != nil {
+		failed = append(failed, fmt.Sprintf("[-]syncloop failed: %v", err))
+	}
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "\n"))
+	}
+	return nil
+}
+
+// NodeStatus returns the node's status as last built (conditions, capacity,
+// addresses, node info), and false before the first.
+func (a *Agent) NodeStatus() (v1.NodeStatus, bool) { return a.node.Status() }
+
+// Run runs the agent until ctx ends, and returns once every goroutine it
+// started has ended. Containers are left running, as a kubelet restart
+// leaves them: the next agent adopts them. Run may be called once.
+func (a *Agent) Run(ctx context.Context) error {
+	for _, d := range []string{a.podsDir(), a.logsDir()} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
+	if a.opts.Listen != "" {
+		l, err := net.Listen("tcp", a.opts.Listen)
+		if err != nil {
+			return fmt.Errorf("agent: listen: %w", err)
+		}
+		a.listener = l
+	}
+	v, err := a.rt.Version(ctx, "v1")
+	if err != nil {
+		if a.listener != nil {
+			a.listener.Close()
+		}
+		return fmt.Errorf("agent: runtime version: %w", err)
+	}
+	a.runtime = v.GetRuntimeName()
+	// One relist before anything starts: the sync loop, which pauses while
+	// the PLEG has not relisted, then starts on a known runtime state
+	// rather than racing the PLEG's first relist.
+	if err := a.pleg.Relist(ctx); err != nil {
+		a.log.Warn("First relist failed", "err", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g := &group{cancel: cancel}
+	if a.fakeRT != nil {
+		defer a.fakeRT.Close()
+	}
+	g.go_("pleg", func() error { return a.pleg.Run(ctx) })
+	g.go_("podworkers", func() error { return a.workers.Run(ctx) })
+	g.go_("status", func() error { return a.status.Run(ctx) })
+	g.go_("prober", func() error { return a.prober.Run(ctx) })
+	if a.stats != nil {
+		g.go_("image-gc", func() error { return a.imageGC.Run(ctx) })
+	}
+	if a.evict != nil {
+		g.go_("eviction", func() error { return a.evict.Run(ctx) })
+	}
+	g.go_("node-status", func() error { return a.node.Run(ctx) })
+	g.go_("volumes", func() error { return a.vol.Run(ctx) })
+	if a.objects != nil && a.opts.ObjectPath != "" {
+		g.go_("objects", func() error { return a.runObjects(ctx) })
+	}
+	if err := a.startSources(ctx, g); err != nil {
+		cancel()
+		g.wait()
+		a.config.Wait()
+		if a.listener != nil {
+			a.listener.Close()
+		}
+		return err
+	}
+	g.go_("syncloop", func() error { return a.loop.Run(ctx) })
+	if a.listener != nil {
+		srv := server.New(server.Options{Pods: a, Node: a, Health: a, Metrics: a.opts.MetricsHandler, Logger: a.log.With("component", "http")})
+		g.go_("http", func() error { return srv.Serve(ctx, a.listener) })
+	}
+	close(a.ready)
+	a.log.Info("Agent started", "node", a.opts.NodeName, "rootDir", a.opts.RootDir, "sources", a.sources())
+	err = g.wait()
+	cancel()
+	a.config.Wait()
+	return err
+}
+
+func (a *Agent) startSources(ctx context.Context, g *group) error {
+	if a.opts.ManifestPath != "" {
+		f, err := source.NewFile(source.FileOptions{Path: a.opts.ManifestPath, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
+			AllowAPIReferences: a.opts.ObjectPath != "", Clock: a.clock,
+			Logger: a.log.With("component", "file-source"), Recorder: a, Out: a.config.Channel(ctx, syncloop.SourceFile)})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		g.go_("file-source", func() error { return f.Run(ctx) })
+	}
+	if a.opts.ManifestURL != "" {
+		u, err := source.NewURL(source.URLOptions{URL: a.opts.ManifestURL, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
+			AllowAPIReferences: a.opts.ObjectPath != "", Clock: a.clock,
+			Logger: a.log.With("component", "http-source"), Out: a.config.Channel(ctx, syncloop.SourceHTTP)})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		g.go_("http-source", func() error { return u.Run(ctx) })
+	}
+	if a.opts.Updates != nil {
+		out := a.config.Channel(ctx, syncloop.SourceAPI)
+		g.go_("api-source", func() error {
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case u, ok := <-a.opts.Updates:
+					if !ok {
+						return nil
+					}
+					select {
+					case out <- u:
+					case <-ctx.Done():
+						return nil
+					}
+				}
+			}
+		})
+	}
+	return nil
+}
+
+// PodStatuses returns the desired pods with their current statuses, as
+// /pods serves them, sorted by namespace and name.
+func (a *Agent) PodStatuses() []v1.Pod {
+	pods := a.pods.GetPods()
+	out := make([]v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		cp := p.DeepCopy()
+		if st, ok := a.status.GetPodStatus(p.UID); ok {
+			cp.Status = st
+		}
+		a.mu.Lock()
+		_, rejected := a.rejected[p.UID]
+		a.mu.Unlock()
+		if rejected && cp.Status.Phase != v1.PodFailed {
+			// The status manager refused the rejection's status: show it
+			// all the same.
+			cp.Status.Phase = v1.PodFailed
+		}
+		out = append(out, *cp)
+	}
+	sortPods(out)
+	return out
+}
+
+// group runs named goroutines; the first error cancels the others.
+type group struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+}
+
+func (g *group) go_(name string, f func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = fmt.Errorf("%s: %w", name, err)
+			}
+			g.mu.Unlock()
+			g.cancel()
+		}
+	}()
+}
+
+func (g *group) wait() error {
+	g.wg.Wait()
+	return g.err
+}

@@ -1,0 +1,79 @@
+// Package agent is the kubelet as a block: the composition of kubeletkit's
+// blocks into a node agent, with every need an API server fills behind an
+// interface, and one clock for all of it. examples/minikubelet is this
+// package behind flags; agent/agenttest runs it on a fake clock in a unit
+// test.
+//
+// # The flow of a pod
+//
+//	sources: Options.ManifestPath (syncloop/source.File), Options.ManifestURL
+//	(source.URL), Options.Updates (an API server's pods, "api")
+//	    │ merged by source.Config: ADD, UPDATE, DELETE, REMOVE, RECONCILE
+//	    ▼
+//	syncloop.Loop ── also wakes on PLEG events, probe results, the 1s sync
+//	    │            tick (pods due, pods past their active deadline) and the
+//	    │            2s housekeeping tick
+//	    ▼
+//	Agent, the loop's SyncHandler:
+//	    HandlePodAdditions  validate (cri/podsync.ValidatePod), admit
+//	                        (eviction), then the prober and the workers
+//	    HandlePodUpdates, HandlePodRemoves, HandlePodReconcile,
+//	    HandlePodSyncs      the pod's worker
+//	    HandlePodCleanups   workers.SyncKnownPods, desired pods the workers
+//	                        forgot sent again, orphans in the runtime killed,
+//	                        finished pods forgotten by every block, orphaned
+//	                        pod directories removed, mirror pods synced,
+//	                        dead containers collected (at start, then every
+//	                        minute)
+//	    ▼
+//	podworkers.Workers ── one serialized worker per pod; it waits for a
+//	    │                 runtime status newer than its last sync (the PLEG
+//	    │                 cache)
+//	    ▼
+//	Agent, the workers' Syncer:
+//	    SyncPod             pleg cache ─► status.Generate ─► status.Manager;
+//	                        pod directories; volume.Manager.WaitForMount;
+//	                        cri/podsync.Syncer.SyncPod (images, sandbox, init
+//	                        containers, sidecars, containers, back-off)
+//	    SyncTerminatingPod  the prober forgets the pod; podsync.KillPod
+//	                        (preStop hooks, grace period); the final status
+//	    SyncTerminatedPod   volumes torn down; status.Manager.TerminatePod
+//	    ▼
+//	status.Manager ─► Options.StatusSink (an API server's pods/status, or
+//	                  memory)
+//
+// Beside it: pleg (Generic, or Evented with Options.EventedPLEG) relists the
+// runtime and feeds the loop and the cache; prober.Manager runs liveness,
+// readiness and startup probes, whose results reach the loop (a restart)
+// and the status (Ready); eviction.Manager measures the node
+// (Eviction.Stats), evicts one pod per pass through the workers and refuses
+// pods under pressure; cri/imagegc collects unused images; status/node
+// builds the node's status and renews its lease (Options.NodeStatusSink,
+// Options.Leases); volume.Manager mounts the pods' volumes from
+// Options.VolumeSources.
+//
+// # Driving it
+//
+//	a, err := agent.New(agent.Options{ManifestPath: "manifests", Listen: "127.0.0.1:10255", Out: os.Stdout})
+//	if err != nil { ... }
+//	err = a.Run(ctx) // until ctx ends; containers are left running
+//
+// New starts nothing and touches no disk; Run starts every block, returns
+// once they have all stopped, and leaves containers running, as a kubelet
+// restart does: the next agent adopts them. Ready is closed once Run has
+// started everything. PodStatuses, NodeStatus and Healthy read the agent
+// while it runs (package server serves them over HTTP with Options.Listen).
+//
+// Everything an API server provides comes in through Options: pods
+// (Updates), the status sink, the node's status and lease sinks, mirror
+// pods, an event recorder (client-go's record.EventRecorder fits),
+// configMaps, secrets and tokens (VolumeSources), services. The module's
+// examples/apiserver implements each with client-go, and examples/prometheus
+// implements Metrics; the core depends on neither.
+//
+// Time comes from Options.Clock, which every block is given: with a fake
+// clock nothing the agent composes reads the real time, and
+// agent/agenttest steps a whole node through minutes in milliseconds.
+// Options.Timings shortens upstream's periods for demonstrations and tests
+// on the real clock.
+package agent

@@ -1,0 +1,254 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/podworkers"
+	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/syncloop"
+)
+
+// The Agent is the sync loop's handler: configuration changes become pod
+// worker updates, as in upstream kubelet's Handle* methods.
+var _ syncloop.SyncHandler = (*Agent)(nil)
+
+// gcEvery is how many cleanups pass between container garbage collections:
+// upstream collects when it starts and then every minute; the first
+// cleanup collects, then every 30th (cleanups run every 2s).
+const gcEvery = 30
+
+// HandlePodAdditions admits new pods and starts their workers.
+func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
+	sortByCreation(pods)
+	for _, pod := range pods {
+		a.pods.Add(pod)
+		if syncloop.IsMirrorPod(pod) {
+			// A mirror pod is the API server's copy of a static pod: it
+			// is reported on, never run.
+			continue
+		}
+		a.mu.Lock()
+		a.seen[pod.UID] = struct{}{}
+		if a.latency[pod.UID] == nil {
+			a.latency[pod.UID] = &startup{added: a.clock.Now()}
+		}
+		a.mu.Unlock()
+		if err := podsync.ValidatePod(pod); err != nil {
+			a.reject(pod, "UnexpectedAdmissionError", err.Error())
+			continue
+		}
+		if a.evict != nil {
+			if ok, reason, msg := a.evict.Admit(pod); !ok {
+				a.reject(pod, reason, msg)
+				continue
+			}
+		}
+		a.prober.AddPod(pod)
+		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
+	}
+}
+
+// reject records a pod that cannot be admitted: it is shown Failed with the
+// reason and message and never runs, and no other pod is affected.
+func (a *Agent) reject(pod *v1.Pod, reason, msg string) {
+	a.mu.Lock()
+	a.rejected[pod.UID] = struct{}{}
+	a.mu.Unlock()
+	// The status says so, as upstream's rejectPod writes it, and reaches
+	// the API server through the status manager.
+	st := v1.PodStatus{QOSClass: status.QOSClass(pod), Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg}
+	if err := a.status.Set(pod, st); err != nil {
+		a.log.Warn("Cannot record the status of a rejected pod", "pod", podDesc(pod), "err", err)
+	}
+	a.Eventf(pod, v1.EventTypeWarning, reason, "%s", msg)
+	a.log.Warn("Pod rejected", "pod", podDesc(pod), "reason", reason, "message", msg)
+}
+
+func (a *Agent) isRejected(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.rejected[uid]
+	return ok
+}
+
+// HandlePodUpdates passes changed pods to their workers.
+func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
+	for _, pod := range pods {
+		a.pods.Update(pod)
+		if syncloop.IsMirrorPod(pod) || a.isRejected(pod.UID) {
+			continue
+		}
+		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: pod})
+	}
+}
+
+// HandlePodRemoves terminates pods that left the configuration.
+func (a *Agent) HandlePodRemoves(pods []*v1.Pod) {
+	for _, pod := range pods {
+		a.pods.Remove(pod)
+		if syncloop.IsMirrorPod(pod) {
+			continue
+		}
+		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodKill, Pod: pod})
+	}
+}
+
+// HandlePodReconcile records status-only changes; a pod the configuration
+// now reports terminal is synced so its worker notices.
+func (a *Agent) HandlePodReconcile(pods []*v1.Pod) {
+	for _, pod := range pods {
+		a.pods.Update(pod)
+		if syncloop.IsMirrorPod(pod) {
+			continue
+		}
+		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod})
+		}
+	}
+}
+
+// HandlePodSyncs resyncs pods (runtime events, probe results).
+func (a *Agent) HandlePodSyncs(pods []*v1.Pod) {
+	for _, pod := range pods {
+		if a.isRejected(pod.UID) {
+			continue
+		}
+		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod})
+	}
+}
+
+// HandlePodCleanups is housekeeping: the workers learn which pods are
+// desired, orphans found in the runtime are killed, finished pods are
+// forgotten by every block, and dead containers are collected.
+func (a *Agent) HandlePodCleanups(ctx context.Context) error {
+	desired := a.pods.GetPods()
+	known := a.workers.SyncKnownPods(desired)
+	want := make(map[types.UID]struct{}, len(desired))
+	for _, p := range desired {
+		want[p.UID] = struct{}{}
+	}
+	a.restartForgotten(desired, known)
+	a.prober.CleanupPods(want)
+
+	sandboxes, err := a.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("housekeeping: list sandboxes: %w", err)
+	}
+	containers, err := a.rt.ListContainers(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("housekeeping: list containers: %w", err)
+	}
+	alive := map[types.UID]*v1.Pod{}
+	note := func(labels map[string]string) *v1.Pod {
+		uid := cri.PodUIDFromLabels(labels)
+		if uid == "" {
+			return nil
+		}
+		p := alive[uid]
+		if p == nil {
+			p = &v1.Pod{}
+			p.UID, p.Name, p.Namespace = uid, labels[cri.PodNameLabel], labels[cri.PodNamespaceLabel]
+		}
+		return p
+	}
+	for _, sb := range sandboxes {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			if p := note(sb.GetLabels()); p != nil {
+				alive[p.UID] = p
+			}
+		}
+	}
+	for _, c := range containers {
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			if p := note(c.GetLabels()); p != nil {
+				alive[p.UID] = p
+			}
+		}
+	}
+	for uid, p := range alive {
+		if _, ok := want[uid]; ok || a.workers.IsPodKnownToWorker(uid) {
+			continue
+		}
+		a.log.Info("Killing an orphaned pod found in the runtime", "pod", podDesc(p))
+		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodKill, RunningPod: p})
+	}
+
+	// Forget finished pods that are no longer desired.
+	for _, uid := range a.finished(want, known) {
+		a.status.Remove(uid)
+		a.syncer.RemovePod(uid)
+		a.sink.forget(uid)
+		a.vol.RemovePod(uid)
+	}
+	a.cleanupOrphanedPodDirs(want)
+	if a.opts.MirrorPods != nil {
+		a.syncMirrorPods(ctx)
+	}
+
+	a.mu.Lock()
+	gc := a.cleanups%gcEvery == 0
+	a.cleanups++
+	a.mu.Unlock()
+	if gc {
+		if err := a.syncer.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 1, MaxContainers: -1}, a.podExists); err != nil {
+			a.log.Warn("Container garbage collection failed", "err", err)
+		}
+	}
+	return nil
+}
+
+// restartForgotten re-sends, as a creation, every desired pod the workers
+// no longer know, as SyncKnownPods asks of its caller: a pod removed and
+// added again while it was terminating (a static manifest put back, say)
+// was forgotten once its termination ended, and starts again now.
+func (a *Agent) restartForgotten(desired []*v1.Pod, known map[types.UID]podworkers.WorkerSync) {
+	for _, p := range desired {
+		if _, ok := known[p.UID]; ok || syncloop.IsMirrorPod(p) || a.isRejected(p.UID) {
+			continue
+		}
+		a.log.Info("Restarting a desired pod the pod workers no longer know", "pod", podDesc(p))
+		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: p})
+	}
+}
+
+// finished returns, and forgets, the pods the agent saw that are neither
+// desired nor known to the workers any more.
+func (a *Agent) finished(want map[types.UID]struct{}, known map[types.UID]podworkers.WorkerSync) []types.UID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []types.UID
+	for uid := range a.seen {
+		if _, ok := want[uid]; ok {
+			continue
+		}
+		if _, ok := known[uid]; ok {
+			continue
+		}
+		out = append(out, uid)
+		delete(a.seen, uid)
+		delete(a.rejected, uid)
+		delete(a.latency, uid)
+	}
+	return out
+}
+
+// syncMirrorPods creates the mirror pods of static pods that lack one,
+// recreates outdated ones and deletes orphans, as upstream's housekeeping.
+func (a *Agent) syncMirrorPods(ctx context.Context) {
+	var static []*v1.Pod
+	for _, p := range a.pods.GetPods() {
+		if syncloop.IsStaticPod(p) && !a.workers.IsPodTerminationRequested(p.UID) {
+			static = append(static, p)
+		}
+	}
+	if err := a.opts.MirrorPods.SyncMirrorPods(ctx, static, a.pods.GetMirrorPods()); err != nil {
+		a.log.Warn("Mirror pods not in sync", "err", err)
+	}
+}

@@ -1,0 +1,42 @@
+package agent
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/status/node"
+)
+
+// newNodeStatus builds the node status controller: the node's conditions
+// (Ready from the runtime and the PLEG, pressure from eviction), capacity
+// and addresses, served on /node and sent to Options.NodeStatusSink;
+// Controller.Status reads the last one built.
+func (a *Agent) newNodeStatus() (*node.Controller, error) {
+	addrs := make(node.StaticAddresses, 0, len(a.opts.HostIPs)+1)
+	for _, ip := range a.opts.HostIPs {
+		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: a.opts.NodeName})
+	opts := node.Options{
+		NodeName:           a.opts.NodeName,
+		Sink:               a.opts.NodeStatusSink,
+		Leases:             a.opts.Leases,
+		LeaseDuration:      a.opts.LeaseDuration,
+		Clock:              a.clock,
+		Runtime:            a.rt,
+		Images:             a.rt,
+		PLEG:               a.pleg,
+		Machine:            a.opts.Machine,
+		Addresses:          addrs,
+		StatusUpdatePeriod: a.opts.Timings.NodeStatus,
+		Logger:             a.log.With("component", "node-status"),
+	}
+	if a.evict != nil {
+		opts.Pressure = a.evict
+	}
+	if opts.Sink == nil {
+		opts.Sink = node.StatusSinkFunc(func(context.Context, string, v1.NodeStatus) error { return nil })
+	}
+	return node.New(opts)
+}

@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/syncloop"
+)
+
+// memorySink is the status sink of a standalone agent: it keeps the last
+// status written for each pod, as an API server would, and prints a line
+// whenever a pod's phase or container states change.
+type memorySink struct {
+	out io.Writer
+	// inner, when set, is the API server's sink: reads and writes go to
+	// it, and the lines are still printed.
+	inner status.Sink
+
+	mu      sync.Mutex
+	pods    map[types.UID]*v1.Pod
+	printed map[types.UID]string
+}
+
+var _ status.Sink = (*memorySink)(nil)
+
+func newMemorySink(out io.Writer, inner status.Sink) *memorySink {
+	return &memorySink{out: out, inner: inner, pods: map[types.UID]*v1.Pod{}, printed: map[types.UID]string{}}
+}
+
+// GetPod implements status.Sink: the pod as last written, or as configured.
+// A static pod stands for its own mirror pod (marked with the mirror
+// annotation), as the mirror pod an API server would hold; the status
+// manager pushes a static pod's status only to a mirror pod.
+func (s *memorySink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	if s.inner != nil {
+		return s.inner.GetPod(ctx, pod)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.pods[pod.UID]; ok {
+		return p, nil
+	}
+	if status.IsStaticPod(pod) {
+		mirror := pod.DeepCopy()
+		if mirror.Annotations == nil {
+			mirror.Annotations = map[string]string{}
+		}
+		mirror.Annotations[syncloop.ConfigMirrorAnnotation] = pod.Annotations[syncloop.ConfigHashAnnotation]
+		return mirror, nil
+	}
+	return pod, nil
+}
+
+// UpdatePodStatus implements status.Sink.
+func (s *memorySink) UpdatePodStatus(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
+	var p *v1.Pod
+	if s.inner != nil {
+		updated, err := s.inner.UpdatePodStatus(ctx, pod, st)
+		if err != nil {
+			return nil, err
+		}
+		p = updated
+	}
+	if p == nil {
+		p = pod.DeepCopy()
+		p.Status = st
+	}
+	line := summary(p)
+	s.mu.Lock()
+	s.pods[pod.UID] = p
+	changed := s.printed[pod.UID] != line
+	s.printed[pod.UID] = line
+	s.mu.Unlock()
+	if changed && s.out != nil {
+		fmt.Fprintln(s.out, line)
+	}
+	return p, nil
+}
+
+// DeletePod implements status.Sink.
+func (s *memorySink) DeletePod(ctx context.Context, pod *v1.Pod) error {
+	if s.inner != nil {
+		if err := s.inner.DeletePod(ctx, pod); err != nil {
+			return err
+		}
+	}
+	s.forget(pod.UID)
+	return nil
+}
+
+func (s *memorySink) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pods, uid)
+	delete(s.printed, uid)
+}
+
+// summary is one line about a pod for people:
+//
+//	default/web-node1  Running  Ready  web=running(ready) sidecar=running
+func summary(p *v1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s  %s", p.Namespace, p.Name, orDash(string(p.Status.Phase)))
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
+			b.WriteString("  Ready")
+		}
+	}
+	if p.Status.Reason != "" {
+		fmt.Fprintf(&b, "  reason=%s", p.Status.Reason)
+	}
+	b.WriteString(" ")
+	write := func(prefix string, cs []v1.ContainerStatus) {
+		for _, c := range cs {
+			fmt.Fprintf(&b, " %s%s=%s", prefix, c.Name, stateString(c))
+		}
+	}
+	write("init:", p.Status.InitContainerStatuses)
+	write("", p.Status.ContainerStatuses)
+	return b.String()
+}
+
+func stateString(c v1.ContainerStatus) string {
+	var s string
+	switch {
+	case c.State.Running != nil:
+		s = "running"
+		if c.Ready {
+			s += "(ready)"
+		}
+	case c.State.Terminated != nil:
+		s = fmt.Sprintf("terminated(%s,%d)", c.State.Terminated.Reason, c.State.Terminated.ExitCode)
+	case c.State.Waiting != nil:
+		s = "waiting(" + c.State.Waiting.Reason + ")"
+	default:
+		s = "unknown"
+	}
+	if c.RestartCount > 0 {
+		s += fmt.Sprintf("[restarts=%d]", c.RestartCount)
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Eventf records an event: it is counted (Metrics.Event), passed to
+// Options.Recorder and logged. The agent is every block's EventRecorder
+// (client-go's method shape).
+func (a *Agent) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	a.metrics.Event(eventtype, reason)
+	if a.opts.Recorder != nil {
+		a.opts.Recorder.Eventf(object, eventtype, reason, messageFmt, args...)
+	}
+	attrs := []any{"type", eventtype, "reason", reason, "message", fmt.Sprintf(messageFmt, args...)}
+	if pod, ok := object.(*v1.Pod); ok {
+		attrs = append(attrs, "pod", pod.Namespace+"/"+pod.Name)
+	}
+	if eventtype == v1.EventTypeWarning {
+		a.log.Warn("Event", attrs...)
+		return
+	}
+	a.log.Info("Event", attrs...)
+}

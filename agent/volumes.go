@@ -1,0 +1,202 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/volume"
+)
+
+// envSources are where containers' environment references to configMaps
+// and secrets (envFrom, configMapKeyRef, secretKeyRef) are resolved: the
+// volume sources (an API server's, or the caller's), else the object
+// manifests of ObjectPath. Without either there are none, and such a
+// reference fails as it does under upstream kubelet without an API server.
+// Call it after newVolumes.
+func (a *Agent) envSources() (podsync.ConfigMapGetter, podsync.SecretGetter) {
+	if s := a.opts.VolumeSources; s.ConfigMaps != nil || s.Secrets != nil || s.Tokens != nil {
+		return s.ConfigMaps, s.Secrets
+	}
+	if a.objects != nil && a.opts.ObjectPath != "" {
+		return a.objects, a.objects
+	}
+	return nil, nil
+}
+
+// newVolumes builds the volume manager: every pod's volumes under
+// RootDir/pods/<uid>/volumes, with configMaps and secrets from
+// Options.VolumeSources or, failing that, from the object manifests.
+func (a *Agent) newVolumes() (*volume.Manager, error) {
+	sources := a.opts.VolumeSources
+	if sources.ConfigMaps == nil && sources.Secrets == nil && sources.Tokens == nil {
+		a.objects = &volume.StaticSources{}
+		sources = volume.Sources{ConfigMaps: a.objects, Secrets: a.objects}
+	}
+	// Secrets live on a tmpfs and subPaths are pinned by bind mounts, as
+	// upstream; an agent that cannot mount keeps secrets in the root dir
+	// and hands subPaths over unpinned instead, and says so.
+	cannotMount := a.opts.NoMounts
+	if cannotMount {
+		a.log.Warn("Not running as root: secret and projected volumes are kept on disk under the root dir instead of a tmpfs, and subPaths are not pinned by bind mounts", "rootDir", a.opts.RootDir)
+	}
+	return volume.New(volume.Options{
+		RootDir:          a.opts.RootDir,
+		Sources:          sources,
+		NodeName:         a.opts.NodeName,
+		SecretsOnDisk:    cannotMount,
+		UnpinnedSubPaths: cannotMount,
+		SourcesReady:     func() bool { return a.config.SeenAllSources(a.sources()...) },
+		Clock:            a.clock,
+		RefreshPeriod:    a.opts.Timings.VolumeRefresh,
+		Recorder:         a,
+		Logger:           a.log.With("component", "volumes"),
+	})
+}
+
+// objectLoader keeps the in-memory configMaps and secrets in step with the
+// object manifest directory: each file holds one ConfigMap or Secret (YAML
+// or JSON); a file that cannot be read is reported by name and skipped.
+type objectLoader struct {
+	a    *Agent
+	cms  map[string]*v1.ConfigMap // as last read, by namespace/name
+	secs map[string]*v1.Secret
+}
+
+// runObjects reads the object manifests now and every SourcePeriod until
+// ctx ends.
+func (a *Agent) runObjects(ctx context.Context) error {
+	l := &objectLoader{a: a, cms: map[string]*v1.ConfigMap{}, secs: map[string]*v1.Secret{}}
+	period := a.opts.Timings.SourcePeriod
+	if period == 0 {
+		period = 20 * time.Second
+	}
+	t := a.clock.NewTicker(period)
+	defer t.Stop()
+	for {
+		l.load()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// load reads the directory and applies what changed.
+func (l *objectLoader) load() {
+	entries, err := os.ReadDir(l.a.opts.ObjectPath)
+	if err != nil {
+		l.a.log.Warn("Cannot read the object manifest directory", "path", l.a.opts.ObjectPath, "err", err)
+		return
+	}
+	cms, secs := map[string]*v1.ConfigMap{}, map[string]*v1.Secret{}
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		file := filepath.Join(l.a.opts.ObjectPath, e.Name())
+		if err := readObject(file, cms, secs); err != nil {
+			// Never the content: a secret's bytes must not reach the log.
+			l.a.log.Warn("Ignoring an object manifest", "file", file, "err", err)
+		}
+	}
+	changed := apply(l.cms, cms, l.a.objects.SetConfigMap, func(cm *v1.ConfigMap) { l.a.objects.DeleteConfigMap(cm.Namespace, cm.Name) })
+	changed = apply(l.secs, secs, l.a.objects.SetSecret, func(s *v1.Secret) { l.a.objects.DeleteSecret(s.Namespace, s.Name) }) || changed
+	l.cms, l.secs = cms, secs
+	if changed {
+		// Content volumes are written again at once rather than at the
+		// next refresh period.
+		for _, p := range l.a.pods.GetPods() {
+			l.a.vol.Refresh(p)
+		}
+	}
+}
+
+// apply sets the objects of cur that are new or changed since old and
+// deletes those gone, and reports whether anything changed.
+func apply[T any](old, cur map[string]*T, set func(*T), del func(*T)) bool {
+	changed := false
+	for key, o := range cur {
+		if prev, ok := old[key]; !ok || !reflect.DeepEqual(prev, o) {
+			set(o)
+			changed = true
+		}
+	}
+	for key, o := range old {
+		if _, ok := cur[key]; !ok {
+			del(o)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// readObject decodes one ConfigMap or Secret manifest into the maps, keyed
+// by namespace/name ("default" when the manifest names none).
+func readObject(file string, cms map[string]*v1.ConfigMap, secs map[string]*v1.Secret) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fmt.Errorf("not YAML or JSON: %w", err)
+	}
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(js, &tm); err != nil {
+		return fmt.Errorf("not an object: %w", err)
+	}
+	key := func(m *metav1.ObjectMeta) (string, error) {
+		if m.Name == "" {
+			return "", fmt.Errorf("%s has no name", tm.Kind)
+		}
+		if m.Namespace == "" {
+			m.Namespace = metav1.NamespaceDefault
+		}
+		return m.Namespace + "/" + m.Name, nil
+	}
+	switch {
+	case tm.APIVersion == "v1" && tm.Kind == "ConfigMap":
+		cm := &v1.ConfigMap{}
+		if err := yaml.UnmarshalStrict(js, cm); err != nil {
+			return fmt.Errorf("ConfigMap: %w", err)
+		}
+		k, err := key(&cm.ObjectMeta)
+		if err != nil {
+			return err
+		}
+		cms[k] = cm
+	case tm.APIVersion == "v1" && tm.Kind == "Secret":
+		s := &v1.Secret{}
+		if err := yaml.UnmarshalStrict(js, s); err != nil {
+			// The decoder's message may quote the data; say only where.
+			return fmt.Errorf("Secret: cannot decode the manifest")
+		}
+		k, err := key(&s.ObjectMeta)
+		if err != nil {
+			return err
+		}
+		// stringData is written into data, as the API server does.
+		for name, v := range s.StringData {
+			if s.Data == nil {
+				s.Data = map[string][]byte{}
+			}
+			s.Data[name] = []byte(v)
+		}
+		s.StringData = nil
+		secs[k] = s
+	default:
+		return fmt.Errorf("kind %q of apiVersion %q: only v1 ConfigMap and Secret are read", tm.Kind, tm.APIVersion)
+	}
+	return nil
+}

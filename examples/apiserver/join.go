@@ -1,0 +1,241 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/syncloop"
+)
+
+// JoinOptions configure Join. Every zero value is upstream kubelet's
+// default.
+type JoinOptions struct {
+	// NodeLabels are added to the Node when it is registered (upstream's
+	// --node-labels). They need registration: with SkipNodeRegistration
+	// they are refused.
+	NodeLabels map[string]string
+	// SkipNodeRegistration leaves the Node to someone else (upstream's
+	// --register-node=false): the agent only updates the status of a Node
+	// that exists, and renews its lease.
+	SkipNodeRegistration bool
+	// NodeLeaseDuration is the node lease's duration, a whole number of
+	// seconds; it is renewed every quarter of it. 0 means upstream's 40s
+	// (nodeLeaseDurationSeconds).
+	NodeLeaseDuration time.Duration
+	// Logger receives the adapters' logs, each with a "component"
+	// attribute; nil discards them.
+	Logger *slog.Logger
+}
+
+// Agent is what Run runs beside the adapters; *agent.Agent implements it.
+type Agent interface {
+	// NodeName returns the node's name, which must be the joined one.
+	NodeName() string
+	// Run runs the agent until ctx ends.
+	Run(ctx context.Context) error
+}
+
+var _ Agent = (*agent.Agent)(nil)
+
+// Joined is a node joined to an API server: the adapters that Apply puts
+// into an agent's options (pods bound to the node, pod statuses, the Node
+// and its Lease, mirror pods, events, configMaps, secrets, tokens and
+// services all come from or go to the API server), and Run, which runs
+// those with goroutines beside the agent. Build it with Join.
+type Joined struct {
+	client        kubernetes.Interface
+	nodeName      string
+	leaseDuration time.Duration
+	log           *slog.Logger
+
+	status   *StatusSink
+	nodes    *NodeSink
+	mirrors  *MirrorPods
+	volumes  *WatchingSources
+	services *Services
+	pods     *PodSource
+	updates  chan syncloop.PodUpdate
+	recorder *gatedRecorder
+
+	ran atomic.Bool
+}
+
+// Join builds the adapters that join the node nodeName to the API server
+// client talks to. nodeName is lower-cased and trimmed, as upstream and
+// package agent do with a host name. Join checks its arguments (a missing
+// client or node name, a lease duration that is negative or not whole
+// seconds, NodeLabels with SkipNodeRegistration are errors wrapping
+// ErrInvalidArgument) and starts nothing: pass the result's Apply the
+// agent's options, build the agent, and Run both.
+//
+// Give client's rest.Config upstream kubelet's limits (QPS 50, Burst 100,
+// as minikubelet's --kube-api-qps and --kube-api-burst do): with
+// client-go's default of 5 queries per second the agent's status patches,
+// events and lease renewals queue behind each other, seconds late with a
+// few pods.
+func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Joined, error) {
+	nodeName = strings.ToLower(strings.TrimSpace(nodeName))
+	if client == nil {
+		return nil, fmt.Errorf("join: client is nil: %w", ErrInvalidArgument)
+	}
+	if nodeName == "" {
+		return nil, fmt.Errorf("join: node name is empty: %w", ErrInvalidArgument)
+	}
+	if d := opts.NodeLeaseDuration; d < 0 || d%time.Second != 0 {
+		return nil, fmt.Errorf("join node %s: NodeLeaseDuration %s is not a positive number of seconds: %w", nodeName, d, ErrInvalidArgument)
+	}
+	if opts.SkipNodeRegistration && len(opts.NodeLabels) > 0 {
+		return nil, fmt.Errorf("join node %s: NodeLabels are set at registration, and SkipNodeRegistration skips it: %w", nodeName, ErrInvalidArgument)
+	}
+	log := orDiscard(opts.Logger)
+	j := &Joined{client: client, nodeName: nodeName, leaseDuration: opts.NodeLeaseDuration, log: log,
+		updates: make(chan syncloop.PodUpdate), recorder: &gatedRecorder{}}
+	var err error
+	if j.status, err = NewStatusSink(client, StatusSinkOptions{Logger: log.With("component", "api-status")}); err != nil {
+		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+	}
+	if j.nodes, err = NewNodeSink(client, nodeName, NodeSinkOptions{Logger: log.With("component", "api-node"),
+		Labels: opts.NodeLabels, SkipRegistration: opts.SkipNodeRegistration}); err != nil {
+		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+	}
+	if j.mirrors, err = NewMirrorPods(client, nodeName, MirrorPodsOptions{Logger: log.With("component", "api-mirror")}); err != nil {
+		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+	}
+	if j.volumes, err = NewWatchingSources(client, WatchingSourcesOptions{Logger: log.With("component", "api-volumes")}); err != nil {
+		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+	}
+	if j.services, err = NewServices(client, ServicesOptions{Logger: log.With("component", "api-services")}); err != nil {
+		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+	}
+	if j.pods, err = NewPodSource(client, nodeName, j.updates, PodSourceOptions{Logger: log.With("component", "api-source")}); err != nil {
+		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+	}
+	return j, nil
+}
+
+// NodeName returns the joined node's name.
+func (j *Joined) NodeName() string { return j.nodeName }
+
+// Apply puts the adapters into an agent's options, replacing what these
+// fields held:
+//
+//	Updates         the pods bound to the node: PodSource's SETs once Run runs
+//	                it, on an unbuffered channel (each waits for the agent)
+//	StatusSink      pods/status (StatusSink)
+//	NodeStatusSink  the Node and its status (NodeSink)
+//	Leases          the node's Lease (NodeSink), and LeaseDuration
+//	MirrorPods      the static pods' mirror pods (MirrorPods)
+//	Recorder        events, written while Run runs and dropped otherwise
+//	Services        the services for containers' environment (Services)
+//	ReportHostIPs   true: pods report hostIP, as upstream's with an API server
+//
+// VolumeSources become configMaps, secrets and tokens from the API server
+// (WatchingSources) only when opts has none. NodeName is set to the joined
+// node's when empty; another name is an error wrapping ErrInvalidArgument.
+func (j *Joined) Apply(opts *agent.Options) error {
+	if opts.NodeName == "" {
+		opts.NodeName = j.nodeName
+	} else if n := strings.ToLower(strings.TrimSpace(opts.NodeName)); n != j.nodeName {
+		return fmt.Errorf("apply node %s: the options name node %q: %w", j.nodeName, opts.NodeName, ErrInvalidArgument)
+	}
+	opts.Updates = j.updates
+	opts.StatusSink = j.status
+	opts.NodeStatusSink, opts.Leases = j.nodes, j.nodes
+	opts.LeaseDuration = j.leaseDuration
+	opts.MirrorPods = j.mirrors
+	opts.Recorder = j.recorder
+	opts.Services = j.services
+	opts.ReportHostIPs = true
+	if v := opts.VolumeSources; v.ConfigMaps == nil && v.Secrets == nil && v.Tokens == nil {
+		opts.VolumeSources = j.volumes.Sources()
+	}
+	return nil
+}
+
+// Run runs the agent a, built from options that Apply filled, joined to
+// the API server until ctx ends. First it checks the node's permissions
+// (CheckAccess): a refusal is returned before the agent starts. Then it
+// starts the event recorder and runs the agent, the pod source, the
+// watches of the volume sources and the services' watch side by side. When
+// any of them returns, Run ends the others; it returns once every one has
+// ended and the recorder has stopped, with the first error (nil when ctx
+// ended). Run may be called once.
+func (j *Joined) Run(ctx context.Context, a Agent) error {
+	if got := a.NodeName(); got != j.nodeName {
+		return fmt.Errorf("run node %s: the agent runs node %q: %w", j.nodeName, got, ErrInvalidArgument)
+	}
+	if !j.ran.CompareAndSwap(false, true) {
+		return fmt.Errorf("run node %s: already run: %w", j.nodeName, ErrInvalidArgument)
+	}
+	if err := CheckAccess(ctx, j.client, j.nodeName); err != nil {
+		return fmt.Errorf("run node %s: %w", j.nodeName, err)
+	}
+	rec, stop := NewRecorder(j.client, j.nodeName)
+	j.recorder.set(rec)
+	defer func() {
+		j.recorder.set(nil)
+		stop()
+	}()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	run := func(name string, f func(context.Context) error) {
+		wg.Go(func() {
+			defer cancel()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("run node %s: %s: %w", j.nodeName, name, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	run("agent", a.Run)
+	run("pod source", j.pods.Run)
+	run("volume sources", j.volumes.Run)
+	run("services", j.services.Run)
+	wg.Wait()
+	return first
+}
+
+// gatedRecorder passes events to the recorder Run started, and drops them
+// before Run starts it and after Run stops it.
+type gatedRecorder struct {
+	mu  sync.Mutex
+	rec record.EventRecorder
+}
+
+var _ agent.EventRecorder = (*gatedRecorder)(nil)
+
+func (g *gatedRecorder) set(rec record.EventRecorder) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rec = rec
+}
+
+// Eventf implements agent.EventRecorder.
+func (g *gatedRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	g.mu.Lock()
+	rec := g.rec
+	g.mu.Unlock()
+	if rec != nil {
+		rec.Eventf(object, eventtype, reason, messageFmt, args...)
+	}
+}

@@ -1,0 +1,58 @@
+package prometheus_test
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/examples/prometheus"
+)
+
+// The agent reports to the Metrics and serves their Handler on /metrics;
+// the node's gauges are registered once the agent is built. Here the
+// agent is not run: the test records what it would, and scrapes.
+func Example() {
+	m, err := prometheus.New(prometheus.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	a, err := agent.New(agent.Options{NodeName: "node1", RootDir: "/tmp/prometheus-example", Metrics: m, MetricsHandler: m.Handler()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.FakeRuntime().Close()
+	if err := m.RegisterNode(a); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// What the agent's blocks report as pods run.
+	m.Event(v1.EventTypeNormal, "Pulled")
+	m.Event(v1.EventTypeNormal, "Started")
+	m.PodStartDuration(1200 * time.Millisecond)
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	sc := bufio.NewScanner(rec.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, prefix := range []string{"kubeletkit_events_total", "kubelet_pod_start_duration_seconds_count", "kubelet_running_pods"} {
+			if strings.HasPrefix(line, prefix) {
+				fmt.Println(line)
+			}
+		}
+	}
+	// Output:
+	// kubelet_pod_start_duration_seconds_count 1
+	// kubelet_running_pods 0
+	// kubeletkit_events_total{reason="Pulled",type="Normal"} 1
+	// kubeletkit_events_total{reason="Started",type="Normal"} 1
+}

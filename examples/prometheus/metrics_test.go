@@ -1,0 +1,311 @@
+package prometheus_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/examples/prometheus"
+	"github.com/kubeletkit/kubeletkit/podworkers"
+)
+
+func newMetrics(t *testing.T) *prometheus.Metrics {
+	t.Helper()
+	m, err := prometheus.New(prometheus.Options{})
+	require.NoError(t, err)
+	return m
+}
+
+// histogram returns the sample count and sum of the histogram name whose
+// labels include want.
+func histogram(t *testing.T, reg prom.Gatherer, name string, want map[string]string) (uint64, float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, s := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range s.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if got[k] != v {
+					continue metrics
+				}
+			}
+			return s.GetHistogram().GetSampleCount(), s.GetHistogram().GetSampleSum()
+		}
+	}
+	return 0, 0
+}
+
+func TestHistograms(t *testing.T) {
+	tests := []struct {
+		name      string
+		observe   func(m *prometheus.Metrics)
+		metric    string
+		labels    map[string]string
+		wantCount uint64
+		wantSum   float64
+	}{
+		{"relist duration", func(m *prometheus.Metrics) {
+			m.RelistDuration(20 * time.Millisecond)
+			m.RelistDuration(30 * time.Millisecond)
+		}, "kubelet_pleg_relist_duration_seconds", nil, 2, 0.05},
+		{"relist interval", func(m *prometheus.Metrics) { m.RelistInterval(time.Second) },
+			"kubelet_pleg_relist_interval_seconds", nil, 1, 1},
+		{"pod start", func(m *prometheus.Metrics) { m.PodStartDuration(1500 * time.Millisecond) },
+			"kubelet_pod_start_duration_seconds", nil, 1, 1.5},
+		{"sync work", func(m *prometheus.Metrics) {
+			m.ObserveWork(podworkers.WorkSync, 100*time.Millisecond, nil)
+			m.ObserveWork(podworkers.WorkSync, 200*time.Millisecond, errors.New("failed"))
+			m.ObserveWork(podworkers.WorkTerminated, time.Second, nil)
+		}, "kubelet_pod_worker_duration_seconds", map[string]string{"operation": "sync"}, 2, 0.3},
+		{"terminating runtime work", func(m *prometheus.Metrics) {
+			m.ObserveWork(podworkers.WorkTerminatingRuntime, 250*time.Millisecond, nil)
+		}, "kubelet_pod_worker_duration_seconds", map[string]string{"operation": "terminating_runtime"}, 1, 0.25},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMetrics(t)
+			tt.observe(m)
+			count, sum := histogram(t, m.Registry(), tt.metric, tt.labels)
+			assert.Equal(t, tt.wantCount, count)
+			assert.InDelta(t, tt.wantSum, sum, 1e-9)
+		})
+	}
+}
+
+func TestCountersAndGauges(t *testing.T) {
+	seen := time.Date(2026, 1, 2, 3, 4, 5, 500_000_000, time.UTC)
+	tests := []struct {
+		name    string
+		observe func(m *prometheus.Metrics)
+		want    string // the exposition of the metric named first in it
+	}{
+		{"events by type and reason", func(m *prometheus.Metrics) {
+			m.Event(v1.EventTypeNormal, "Started")
+			m.Event(v1.EventTypeNormal, "Started")
+			m.Event(v1.EventTypeWarning, "BackOff")
+		}, `
+# HELP kubeletkit_events_total Events recorded by the agent, by type and reason
+# TYPE kubeletkit_events_total counter
+kubeletkit_events_total{reason="BackOff",type="Warning"} 1
+kubeletkit_events_total{reason="Started",type="Normal"} 2
+`},
+		{"coalesced PLEG events", func(m *prometheus.Metrics) {
+			m.EventsCoalesced(3)
+			m.EventsCoalesced(2)
+		}, `
+# HELP kubelet_pleg_discard_events The number of PLEG events coalesced instead of delivered on their own (upstream discarded them)
+# TYPE kubelet_pleg_discard_events counter
+kubelet_pleg_discard_events 5
+`},
+		{"PLEG last seen", func(m *prometheus.Metrics) {
+			m.LastSeen(seen.Add(-time.Minute))
+			m.LastSeen(seen)
+		}, `
+# HELP kubelet_pleg_last_seen_seconds Timestamp in seconds when PLEG was last seen active
+# TYPE kubelet_pleg_last_seen_seconds gauge
+kubelet_pleg_last_seen_seconds 1.7673230455e+09
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMetrics(t)
+			tt.observe(m)
+			name := strings.Fields(strings.TrimSpace(tt.want))[2]
+			require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(tt.want), name))
+		})
+	}
+}
+
+// node is a Node over canned pods and runtime answers.
+type node struct {
+	pods    []v1.Pod
+	rt      *runtime
+	healthy error
+}
+
+func (n *node) PodStatuses() []v1.Pod  { return n.pods }
+func (n *node) Runtime() agent.Runtime { return n.rt }
+func (n *node) Healthy() error         { return n.healthy }
+
+// runtime answers ListPodSandbox and ListContainers, the only methods the
+// gauges call; the others are the nil embedded interface's.
+type runtime struct {
+	agent.Runtime
+	sandboxes  []*runtimeapi.PodSandbox
+	containers []*runtimeapi.Container
+	err        error
+}
+
+func (r *runtime) ListPodSandbox(_ context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	var out []*runtimeapi.PodSandbox
+	for _, sb := range r.sandboxes {
+		if f.GetState() == nil || f.GetState().GetState() == sb.GetState() {
+			out = append(out, sb)
+		}
+	}
+	return out, nil
+}
+
+func (r *runtime) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	return r.containers, r.err
+}
+
+func pod(phase v1.PodPhase) v1.Pod { return v1.Pod{Status: v1.PodStatus{Phase: phase}} }
+
+func TestNodeGauges(t *testing.T) {
+	ready, notReady := runtimeapi.PodSandboxState_SANDBOX_READY, runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	running, exited := runtimeapi.ContainerState_CONTAINER_RUNNING, runtimeapi.ContainerState_CONTAINER_EXITED
+	tests := []struct {
+		name string
+		node *node
+		want string
+	}{
+		{
+			name: "an empty healthy node",
+			node: &node{rt: &runtime{}},
+			want: `
+# HELP kubelet_running_pods Number of pods that have a running pod sandbox
+# TYPE kubelet_running_pods gauge
+kubelet_running_pods 0
+# HELP kubeletkit_pleg_healthy 1 when the PLEG relisted within its threshold and the sync loop is not stuck
+# TYPE kubeletkit_pleg_healthy gauge
+kubeletkit_pleg_healthy 1
+`,
+		},
+		{
+			name: "pods and containers in every state, unhealthy",
+			node: &node{
+				pods: []v1.Pod{pod(v1.PodRunning), pod(v1.PodRunning), pod(""), pod(v1.PodSucceeded)},
+				rt: &runtime{
+					sandboxes: []*runtimeapi.PodSandbox{{State: ready}, {State: ready}, {State: notReady}},
+					containers: []*runtimeapi.Container{{State: running}, {State: running}, {State: exited},
+						{State: runtimeapi.ContainerState_CONTAINER_CREATED}, {State: runtimeapi.ContainerState_CONTAINER_UNKNOWN}},
+				},
+				healthy: errors.New("[-]pleg failed: relist is late"),
+			},
+			want: `
+# HELP kubelet_running_pods Number of pods that have a running pod sandbox
+# TYPE kubelet_running_pods gauge
+kubelet_running_pods 2
+# HELP kubelet_running_containers Number of containers currently running
+# TYPE kubelet_running_containers gauge
+kubelet_running_containers{container_state="created"} 1
+kubelet_running_containers{container_state="exited"} 1
+kubelet_running_containers{container_state="running"} 2
+kubelet_running_containers{container_state="unknown"} 1
+# HELP kubeletkit_pods Number of desired pods by phase
+# TYPE kubeletkit_pods gauge
+kubeletkit_pods{phase="Pending"} 1
+kubeletkit_pods{phase="Running"} 2
+kubeletkit_pods{phase="Succeeded"} 1
+# HELP kubeletkit_pleg_healthy 1 when the PLEG relisted within its threshold and the sync loop is not stuck
+# TYPE kubeletkit_pleg_healthy gauge
+kubeletkit_pleg_healthy 0
+`,
+		},
+	}
+	names := []string{"kubelet_running_pods", "kubelet_running_containers", "kubeletkit_pods", "kubeletkit_pleg_healthy"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMetrics(t)
+			require.NoError(t, m.RegisterNode(tt.node))
+			require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(tt.want), names...))
+		})
+	}
+}
+
+// A runtime that fails its calls fails their gauges; the handler serves
+// the rest.
+func TestRuntimeErrorFailsOnlyItsGauges(t *testing.T) {
+	m := newMetrics(t)
+	require.NoError(t, m.RegisterNode(&node{pods: []v1.Pod{pod(v1.PodRunning)}, rt: &runtime{err: errors.New("runtime down")}}))
+	_, err := m.Registry().Gather()
+	require.ErrorContains(t, err, "list pod sandboxes: runtime down")
+	require.ErrorContains(t, err, "list containers: runtime down")
+
+	code, body := scrape(t, m.Handler())
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `kubeletkit_pods{phase="Running"} 1`)
+	assert.Contains(t, body, "kubeletkit_pleg_healthy 1")
+	assert.NotContains(t, body, "kubelet_running_pods")
+}
+
+func TestRegisterNodeErrors(t *testing.T) {
+	m := newMetrics(t)
+	require.ErrorIs(t, m.RegisterNode(nil), prometheus.ErrInvalidArgument)
+	n := &node{rt: &runtime{}}
+	require.NoError(t, m.RegisterNode(n))
+	var already prom.AlreadyRegisteredError
+	require.ErrorAs(t, m.RegisterNode(n), &already, "a second node on the same registry")
+}
+
+// Two Metrics on one registry collide; each on its own does not.
+func TestSharedRegistry(t *testing.T) {
+	reg := prom.NewRegistry()
+	m, err := prometheus.New(prometheus.Options{Registry: reg})
+	require.NoError(t, err)
+	assert.Same(t, reg, m.Registry())
+	_, err = prometheus.New(prometheus.Options{Registry: reg})
+	require.Error(t, err)
+	newMetrics(t)
+	newMetrics(t)
+}
+
+func TestHandlerServesEveryName(t *testing.T) {
+	m := newMetrics(t)
+	require.NoError(t, m.RegisterNode(&node{rt: &runtime{containers: []*runtimeapi.Container{{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}},
+		pods: []v1.Pod{pod(v1.PodRunning)}}))
+	m.RelistDuration(time.Millisecond)
+	m.ObserveWork(podworkers.WorkSync, time.Millisecond, nil)
+	m.Event(v1.EventTypeNormal, "Started")
+	code, body := scrape(t, m.Handler())
+	require.Equal(t, http.StatusOK, code)
+	for _, want := range []string{
+		"# TYPE kubelet_pleg_relist_duration_seconds histogram\n",
+		"# TYPE kubelet_pleg_relist_interval_seconds histogram\n",
+		"# TYPE kubelet_pleg_last_seen_seconds gauge\n",
+		"# TYPE kubelet_pleg_discard_events counter\n",
+		"# TYPE kubelet_pod_start_duration_seconds histogram\n",
+		`kubelet_pod_worker_duration_seconds_count{operation="sync"} 1` + "\n",
+		`kubeletkit_events_total{reason="Started",type="Normal"} 1` + "\n",
+		"kubelet_running_pods 0\n",
+		`kubelet_running_containers{container_state="running"} 1` + "\n",
+		`kubeletkit_pods{phase="Running"} 1` + "\n",
+		"kubeletkit_pleg_healthy 1\n",
+	} {
+		assert.Contains(t, body, want)
+	}
+}
+
+func scrape(t *testing.T, h http.Handler) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body, err := io.ReadAll(rec.Result().Body)
+	require.NoError(t, err)
+	return rec.Code, string(body)
+}
