@@ -352,10 +352,11 @@ func (a *Agent) build() error {
 	var err error
 	if opts.EventedPLEG {
 		a.pleg, err = pleg.NewEvented(pleg.EventedOptions{Runtime: a.rt, Cache: a.cache, Clock: a.clock,
-			Logger: log.With("component", "pleg"), Metrics: a.metrics})
+			Logger: log.With("component", "pleg"), Metrics: a.metrics, OnEvents: a.handlePLEGEvents})
 	} else {
 		a.pleg, err = pleg.NewGeneric(pleg.GenericOptions{Runtime: a.rt, Cache: a.cache, Clock: a.clock,
-			Logger: log.With("component", "pleg"), Metrics: a.metrics, RelistPeriod: opts.Timings.RelistPeriod})
+			Logger: log.With("component", "pleg"), Metrics: a.metrics, RelistPeriod: opts.Timings.RelistPeriod,
+			OnEvents: a.handlePLEGEvents})
 	}
 	if err != nil {
 		return err

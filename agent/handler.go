@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -121,6 +122,29 @@ func (a *Agent) HandlePodSyncs(pods []*v1.Pod) {
 			continue
 		}
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod})
+	}
+}
+
+// handlePLEGEvents takes a pod's events of one relist from the PLEG: they
+// become one sync of the pod, handed to its worker before the status they
+// describe reaches the cache, so that the worker's sync sees them all.
+// (Taken one at a time from a channel, as upstream's sync loop does, the
+// second event of a relist may reach a worker already syncing for the
+// first, and cost a second sync a relist later.) A pod whose containers
+// were only removed, or that is no longer desired, needs no sync:
+// housekeeping deals with what is left of it.
+func (a *Agent) handlePLEGEvents(events []pleg.Event) {
+	for i := 0; i < len(events); {
+		uid, worthy := events[i].PodUID, false
+		for ; i < len(events) && events[i].PodUID == uid; i++ {
+			worthy = worthy || events[i].Type != pleg.ContainerRemoved
+		}
+		if !worthy {
+			continue
+		}
+		if pod, ok := a.pods.GetPodByUID(uid); ok && !syncloop.IsMirrorPod(pod) {
+			a.HandlePodSyncs([]*v1.Pod{pod})
+		}
 	}
 }
 

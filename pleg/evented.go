@@ -90,7 +90,7 @@ func NewEvented(opts EventedOptions) (*Evented, error) {
 		return nil, fmt.Errorf("pleg: new evented: %w", err)
 	}
 	e.c = resolveCommon(opts.Cache, opts.Clock, opts.Logger, opts.Metrics)
-	e.out = newOutbox(e.c.metrics)
+	e.out = newOutbox(e.c.metrics, opts.OnEvents)
 	e.r = newRelister(opts.Runtime, e.c.cache, e.c.clock, e.c.log, e.c.metrics, e.out, e.parallelism, e.timeout)
 	return e, nil
 }
@@ -316,12 +316,13 @@ func (e *Evented) handle(ev *runtimeapi.ContainerEventResponse) {
 	uid, ts := status.UID, status.Timestamp
 	sandbox := ev.GetContainerId() == status.Sandbox().GetId()
 	if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
-		if sandbox {
-			e.deleteSandbox(uid, ev.GetContainerId(), ts)
-		} else {
-			e.c.cache.Set(uid, status, nil, ts)
-		}
-		e.out.push(
+		e.out.publish(func() {
+			if sandbox {
+				e.deleteSandbox(uid, ev.GetContainerId(), ts)
+			} else {
+				e.c.cache.Set(uid, status, nil, ts)
+			}
+		},
 			Event{PodUID: uid, Type: ContainerDied, ContainerID: ev.GetContainerId(), Sandbox: sandbox},
 			Event{PodUID: uid, Type: ContainerRemoved, ContainerID: ev.GetContainerId(), Sandbox: sandbox},
 		)

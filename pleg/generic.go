@@ -43,7 +43,7 @@ func NewGeneric(opts GenericOptions) (*Generic, error) {
 		return nil, fmt.Errorf("pleg: new generic: %w", err)
 	}
 	c := resolveCommon(opts.Cache, opts.Clock, opts.Logger, opts.Metrics)
-	out := newOutbox(c.metrics)
+	out := newOutbox(c.metrics, opts.OnEvents)
 	return &Generic{
 		r:         newRelister(opts.Runtime, c.cache, c.clock, c.log, c.metrics, out, par, timeout),
 		out:       out,

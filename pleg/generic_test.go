@@ -283,3 +283,39 @@ func TestGenericSkipsContainersRemovedDuringInspection(t *testing.T) {
 	assert.Len(t, st.Containers, 1)
 	assert.Empty(t, g.r.reinspect)
 }
+
+// With OnEvents, a pod's events of a relist reach the consumer before the
+// cache holds the status they describe, all in one call, and the channel
+// stays silent.
+func TestGenericOnEvents(t *testing.T) {
+	rt := newStub()
+	cache := NewCache()
+	type seen struct {
+		events  []Event
+		inCache bool
+	}
+	var calls []seen
+	g, err := NewGeneric(GenericOptions{Runtime: rt, Cache: cache, OnEvents: func(events []Event) {
+		st, err := cache.Get(events[0].PodUID)
+		calls = append(calls, seen{events: events, inCache: err == nil && st != nil && len(st.Containers) > 0})
+	}})
+	require.NoError(t, err)
+	require.NoError(t, g.Relist(context.Background()))
+	addPod(rt, "a")
+	require.NoError(t, g.Relist(context.Background()))
+
+	require.Len(t, calls, 1)
+	assert.False(t, calls[0].inCache, "the status is written after the consumer saw the events")
+	assert.ElementsMatch(t, []Event{
+		{PodUID: "a", Type: ContainerStarted, ContainerID: "a-s", Sandbox: true},
+		{PodUID: "a", Type: ContainerStarted, ContainerID: "a-c"},
+	}, calls[0].events)
+	st, err := cache.Get("a")
+	require.NoError(t, err)
+	assert.Len(t, st.Containers, 1)
+	select {
+	case ev := <-g.Events():
+		t.Fatalf("the channel got %v", ev)
+	default:
+	}
+}

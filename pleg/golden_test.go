@@ -61,7 +61,7 @@ type harness struct {
 func newHarness() *harness {
 	h := &harness{rt: newStub(), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), cache: NewCache(), diffs: newTracker()}
 	c := resolveCommon(h.cache, h.clock, nil, nil)
-	h.out = newOutbox(c.metrics)
+	h.out = newOutbox(c.metrics, nil)
 	h.r = newRelister(h.rt, h.cache, h.clock, c.log, c.metrics, h.out, 1, time.Minute)
 	return h
 }

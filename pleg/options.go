@@ -86,6 +86,15 @@ type GenericOptions struct {
 	Logger *slog.Logger
 	// Metrics receives the PLEG's measurements. Nil means none.
 	Metrics Metrics
+	// OnEvents, when set, receives each pod's events of a relist
+	// synchronously, before the cache holds the status they describe, and
+	// the Events channel is never written. It must not block: the relist
+	// waits for it. A consumer that starts work from it waits for that
+	// status in the cache (Cache.GetNewerThan), as pod workers do, and is
+	// then sure that every event of the relist that produced the status was
+	// handed over before the wait ended: a pod's events of one relist cause
+	// one sync, never a second one a relist later.
+	OnEvents func(events []Event)
 
 	// RelistPeriod is the pause between the end of a relist and the start
 	// of the next (upstream: wait.Until). Default DefaultRelistPeriod (1s).
@@ -116,6 +125,18 @@ type EventedOptions struct {
 	Logger *slog.Logger
 	// Metrics receives the PLEG's measurements. Nil means none.
 	Metrics Metrics
+	// OnEvents, when set, receives each pod's events of a relist
+	// synchronously, before the cache holds the status they describe, and
+	// the Events channel is never written. It must not block: the relist
+	// waits for it. A consumer that starts work from it waits for that
+	// status in the cache (Cache.GetNewerThan), as pod workers do, and is
+	// then sure that every event of the relist that produced the status was
+	// handed over before the wait ended: a pod's events of one relist cause
+	// one sync, never a second one a relist later.
+	// The runtime's own container events are the exception: their status is
+	// written to the cache first, as a stale event (one the cache refuses)
+	// produces nothing.
+	OnEvents func(events []Event)
 
 	// RelistPeriod is the safety-net relist period while events flow.
 	// Default DefaultEventedRelistPeriod (300s).

@@ -2,6 +2,7 @@ package pleg
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -121,21 +122,50 @@ func (q *eventQueue) len() int {
 // outbox is the PLEG's side of the events channel: producers push into the
 // coalescing queue and never block; one goroutine (deliver) moves events from
 // the queue to the unbuffered channel as fast as the consumer takes them.
+//
+// With a consumer function (OnEvents), push hands the events to it instead,
+// synchronously, and the channel is never written.
 type outbox struct {
-	mu      sync.Mutex
-	q       *eventQueue
-	wake    chan struct{} // capacity 1: "the queue may be non-empty"
-	ch      chan Event
-	metrics Metrics
+	mu       sync.Mutex
+	q        *eventQueue
+	wake     chan struct{} // capacity 1: "the queue may be non-empty"
+	ch       chan Event
+	metrics  Metrics
+	onEvents func([]Event)
 }
 
-func newOutbox(m Metrics) *outbox {
-	return &outbox{q: newEventQueue(), wake: make(chan struct{}, 1), ch: make(chan Event), metrics: m}
+func newOutbox(m Metrics, onEvents func([]Event)) *outbox {
+	return &outbox{q: newEventQueue(), wake: make(chan struct{}, 1), ch: make(chan Event), metrics: m, onEvents: onEvents}
 }
 
-// push queues events; it never blocks.
+// direct reports whether events go to a consumer function rather than the
+// channel.
+func (o *outbox) direct() bool { return o.onEvents != nil }
+
+// publish makes a pod's new state known: update writes it to the cache and
+// events are pushed, in the order the consumer needs. A channel consumer may
+// read the cache as soon as an event arrives, so the cache comes first. A
+// consumer function is told first, so that whoever waits on the cache for
+// the new state finds that the events describing it were handed over.
+func (o *outbox) publish(update func(), events ...Event) {
+	if o.direct() {
+		o.push(events...)
+		update()
+		return
+	}
+	update()
+	o.push(events...)
+}
+
+// push queues events, or hands them to the consumer function; it never
+// blocks (but for the consumer function).
 func (o *outbox) push(events ...Event) {
 	if len(events) == 0 {
+		return
+	}
+	if o.onEvents != nil {
+		// A copy, so that the caller's buffer stays its own.
+		o.onEvents(slices.Clone(events))
 		return
 	}
 	coalesced := 0

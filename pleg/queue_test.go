@@ -131,7 +131,7 @@ func TestEventQueueBounded(t *testing.T) {
 func TestOutboxSlowConsumer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &recordingMetrics{}
-		o := newOutbox(m)
+		o := newOutbox(m, nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		wg.Go(func() { o.deliver(ctx) })

@@ -220,24 +220,34 @@ func parallel(n, par int, fn func(i int)) {
 func (r *relister) inspect(ctx context.Context, t target, ts time.Time) bool {
 	if t.gone {
 		// Nothing left in the runtime: the pod's entry goes.
-		r.cache.Delete(t.uid, ts)
-		r.queue(t.events, nil)
+		r.publish(t.events, nil, func() { r.cache.Delete(t.uid, ts) })
 		return true
 	}
-	status, ok := r.store(ctx, t.uid, ts, func(ctx context.Context) (*cri.PodStatus, error) {
+	status, ok := r.inspectPod(ctx, t.uid, ts, func(ctx context.Context) (*cri.PodStatus, error) {
 		return cri.InspectPod(ctx, r.rt, t.uid, t.name, t.namespace, t.sandboxes, t.containers)
 	})
 	if ok {
-		r.queue(t.events, status)
+		r.publish(t.events, status, func() { r.cache.Set(t.uid, status, nil, ts) })
 	}
 	return ok
 }
 
-// store runs one pod's inspection under RuntimeTimeout and writes the result
-// to the cache stamped ts: the status, or the error, so that waiters get the
-// error rather than a status that may be stale (upstream's rule). Nothing is
-// written when ctx ended.
+// store runs one pod's inspection as inspectPod does and writes a status it
+// gets to the cache.
 func (r *relister) store(ctx context.Context, uid types.UID, ts time.Time, inspect func(context.Context) (*cri.PodStatus, error)) (*cri.PodStatus, bool) {
+	status, ok := r.inspectPod(ctx, uid, ts, inspect)
+	if ok {
+		r.cache.Set(uid, status, nil, ts)
+	}
+	return status, ok
+}
+
+// inspectPod runs one pod's inspection under RuntimeTimeout and returns the
+// status stamped ts, for the caller to write to the cache; an error is
+// written to the cache at once, so that waiters get the error rather than a
+// status that may be stale (upstream's rule). Nothing is written when ctx
+// ended.
+func (r *relister) inspectPod(ctx context.Context, uid types.UID, ts time.Time, inspect func(context.Context) (*cri.PodStatus, error)) (*cri.PodStatus, bool) {
 	ictx, cancel := r.withTimeout(ctx)
 	status, err := inspect(ictx)
 	if err != nil {
@@ -253,14 +263,14 @@ func (r *relister) store(ctx context.Context, uid types.UID, ts time.Time, inspe
 	}
 	status.Timestamp = ts
 	keepIPs(r.cache, status)
-	r.cache.Set(uid, status, nil, ts)
 	return status, true
 }
 
-// queue hands a pod's events to the outbox, leaving out ContainerChanged
-// (as upstream does: it only makes the relist inspect the pod) and logging
-// the exit code of the containers that died.
-func (r *relister) queue(events []Event, status *cri.PodStatus) {
+// publish writes a pod's new state to the cache (update) and hands over its
+// events, leaving out ContainerChanged (as upstream does: it only makes the
+// relist inspect the pod) and logging the exit code of the containers that
+// died.
+func (r *relister) publish(events []Event, status *cri.PodStatus, update func()) {
 	var buf [8]Event
 	out := buf[:0]
 	for _, ev := range events {
@@ -275,7 +285,7 @@ func (r *relister) queue(events []Event, status *cri.PodStatus) {
 		}
 		out = append(out, ev)
 	}
-	r.out.push(out...)
+	r.out.publish(update, out...)
 }
 
 func (r *relister) setInflight(t time.Time) {
