@@ -45,17 +45,16 @@ func ExampleManager() {
 	go func() { done <- m.Run(ctx) }()
 
 	m.AddPod(pod)
-	for range 2 {
-		u := <-m.Readiness().Updates()
-		fmt.Println(u.ContainerID, u.Result)
-	}
+	// The first probe of a container sends one update: its result. (The
+	// initial Failure is only cached while the probe runs.)
+	u := <-m.Readiness().Updates()
+	fmt.Println(u.ContainerID, u.Result)
 	st := *status.DeepCopy()
 	m.UpdatePodStatus(pod, &st)
 	fmt.Println("ready:", st.ContainerStatuses[0].Ready, "started:", *st.ContainerStatuses[0].Started)
 	cancel()
 	fmt.Println(<-done)
 	// Output:
-	// c1 Failure
 	// c1 Success
 	// ready: true started: true
 	// <nil>

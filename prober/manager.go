@@ -296,18 +296,30 @@ func (m *Manager) runOne(ctx context.Context, w *worker) {
 	if s.err != nil {
 		m.log.Warn("probe skipped", "pod", pod.Name, "container", container.Name, "err", s.err)
 	}
+	// A new container's initial result is only cached when this turn probes
+	// it too: the turn then sends one update, after the probe, so that a
+	// sync it causes sees the probe's result rather than racing it.
+	quietReset := s.reset && s.probe && !s.notRunning
 	if s.reset {
 		if s.oldID != "" {
 			res.Remove(s.oldID)
 		}
-		_ = res.SetContext(ctx, s.newID, s.initial, w.key.uid)
+		if quietReset {
+			res.setCache(s.newID, s.initial)
+		} else {
+			_ = res.SetContext(ctx, s.newID, s.initial, w.key.uid)
+		}
 	}
 	if s.notRunning {
 		_ = res.SetContext(ctx, w.containerID, Failure, w.key.uid)
 	}
 	result := Unknown
 	if s.probe {
-		result = m.probe(ctx, w, pod, container, probe, st.PodIP, s)
+		var sent bool
+		result, sent = m.probe(ctx, w, pod, container, probe, st.PodIP, s)
+		if quietReset && !sent {
+			_ = res.send(ctx, s.newID, s.initial, w.key.uid)
+		}
 	}
 	m.mu.Lock()
 	w.inFlight = false
@@ -333,18 +345,20 @@ func (m *Manager) runOne(ctx context.Context, w *worker) {
 	}
 }
 
-func (m *Manager) probe(ctx context.Context, w *worker, pod *v1.Pod, c *v1.Container, p *v1.Probe, podIP string, s step) Result {
+// probe runs one probe and records its result; it reports whether that sent
+// an update.
+func (m *Manager) probe(ctx context.Context, w *worker, pod *v1.Pod, c *v1.Container, p *v1.Probe, podIP string, s step) (Result, bool) {
 	m.mu.Lock()
 	id := w.containerID
 	m.mu.Unlock()
 	out, err := m.opts.Runner.Probe(ctx, Target{Pod: pod, PodIP: podIP, Container: c, ContainerID: id, Type: w.key.typ, Probe: p})
 	if ctx.Err() != nil {
-		return Unknown
+		return Unknown, false
 	}
 	if err != nil {
 		m.event(pod, v1.EventTypeWarning, "Unhealthy", "%s probe errored: %v", w.key.typ, err)
 		m.log.Info("probe errored", "pod", pod.Name, "container", c.Name, "probe", w.key.typ.String(), "err", err)
-		return Unknown
+		return Unknown, false
 	}
 	switch {
 	case out.Result == Failure:
@@ -356,10 +370,11 @@ func (m *Manager) probe(ctx context.Context, w *worker, pod *v1.Pod, c *v1.Conta
 	publish, ok := w.record(out.Result)
 	stale := w.stopped || w.containerID != id
 	m.mu.Unlock()
+	sent := false
 	if ok && !stale {
-		_ = m.results(w.key.typ).SetContext(ctx, id, publish, w.key.uid)
+		sent, _ = m.results(w.key.typ).set(ctx, id, publish, w.key.uid)
 	}
-	return out.Result
+	return out.Result, sent
 }
 
 func (m *Manager) event(pod *v1.Pod, typ, reason, format string, args ...any) {

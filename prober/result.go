@@ -106,9 +106,20 @@ func (m *ResultsManager) Set(containerID string, result Result, podUID types.UID
 // SetContext is Set that stops waiting for buffer space when ctx ends; the
 // result stays cached and the ctx error is returned.
 func (m *ResultsManager) SetContext(ctx context.Context, containerID string, result Result, podUID types.UID) error {
+	_, err := m.set(ctx, containerID, result, podUID)
+	return err
+}
+
+// set is SetContext that also reports whether it sent an Update.
+func (m *ResultsManager) set(ctx context.Context, containerID string, result Result, podUID types.UID) (bool, error) {
 	if !m.setCache(containerID, result) {
-		return nil
+		return false, nil
 	}
+	return true, m.send(ctx, containerID, result, podUID)
+}
+
+// send sends an Update, whatever the cache holds.
+func (m *ResultsManager) send(ctx context.Context, containerID string, result Result, podUID types.UID) error {
 	select {
 	case m.updates <- Update{ContainerID: containerID, Result: result, PodUID: podUID}:
 		return nil
