@@ -24,7 +24,8 @@ const (
 //
 // Generate applies it: such a pod is Failed with ReasonDeadlineExceeded. An
 // agent also needs it to sync the pod when its deadline comes, as upstream's
-// sync loop asks its handler every second (see examples/minikubelet/agent).
+// sync loop asks its handler every second (package agent does, through
+// syncloop.Options.PodsToSync).
 func PastActiveDeadline(pod *v1.Pod, startTime *metav1.Time, now time.Time) bool {
 	if pod == nil || pod.Spec.ActiveDeadlineSeconds == nil || startTime == nil || startTime.IsZero() {
 		return false

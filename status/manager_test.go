@@ -303,7 +303,7 @@ func TestManagerTerminalPods(t *testing.T) {
 		_, ok = h.m.GetPodStatus("u1")
 		assert.False(t, ok, "a deleted pod's status is forgotten")
 	})
-	t.Run("deletion safety lets a terminal status through", func(t *testing.T) {
+	t.Run("deletion safety lets a terminal status through; the deletion waits for TerminatePod", func(t *testing.T) {
 		sink := &statustest.Sink{}
 		pod := deleting("u2", "job2")
 		sink.Add(pod)
@@ -311,6 +311,13 @@ func TestManagerTerminalPods(t *testing.T) {
 			o.DeletionSafety = status.PodDeletionSafetyFunc(func(types.UID) bool { return false })
 		})
 		require.NoError(t, h.m.Set(pod, terminatedStatus(v1.PodFailed, 1)))
+		h.wait(atLeast(1, count(statustest.OpUpdate, "u2", true)))
+		stored, _ := sink.Pod("ns", "job2")
+		assert.Equal(t, v1.PodFailed, stored.Status.Phase)
+		// As upstream's: a pod is deleted once its worker finished it
+		// (SyncTerminatedPod), not as soon as its containers are gone.
+		assert.Empty(t, sink.CallsOf(statustest.OpDelete))
+		h.m.TerminatePod(pod)
 		h.wait(atLeast(1, count(statustest.OpDelete, "u2", true)))
 	})
 	t.Run("TerminatePod marks lost containers and fails the pod", func(t *testing.T) {

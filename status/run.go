@@ -130,12 +130,12 @@ func (m *Manager) pushOne(ctx context.Context, uid types.UID) {
 		m.mu.Unlock()
 		return
 	}
-	pod, st, version, could := e.pod, e.status, e.version, m.couldHaveRunning(uid, e)
+	pod, st, version, could, finished := e.pod, e.status, e.version, m.couldHaveRunning(uid, e), e.finished
 	m.mu.Unlock()
 
 	pctx, cancel := context.WithCancel(ctx)
 	timer := m.clock.AfterFunc(m.timeout, cancel)
-	deleted, err := m.push(pctx, pod, st, could)
+	deleted, err := m.push(pctx, pod, st, could, finished)
 	timer.Stop()
 	cancel()
 
@@ -183,8 +183,9 @@ func (m *Manager) pushOne(ctx context.Context, uid types.UID) {
 
 // push writes one status: it reads the pod from the sink, merges, writes
 // when the merged status differs from the sink's, and deletes a finished
-// pod whose deletion was requested. It reports whether the pod was deleted.
-func (m *Manager) push(ctx context.Context, pod *v1.Pod, st v1.PodStatus, couldHaveRunning bool) (bool, error) {
+// pod (TerminatePod was called) whose deletion was requested. It reports
+// whether the pod was deleted.
+func (m *Manager) push(ctx context.Context, pod *v1.Pod, st v1.PodStatus, couldHaveRunning, finished bool) (bool, error) {
 	api, err := m.sink.GetPod(ctx, pod)
 	if err != nil {
 		return false, fmt.Errorf("push pod status %s: get pod: %w", pod.UID, err)
@@ -214,7 +215,10 @@ func (m *Manager) push(ctx context.Context, pod *v1.Pod, st v1.PodStatus, couldH
 			api.Status = merged
 		}
 	}
-	if !canBeDeleted(api, couldHaveRunning) {
+	// As upstream's, only a finished pod is deleted: a pod whose containers
+	// are gone but whose worker has not finished it yet waits for
+	// TerminatePod, which pushes again.
+	if !finished || !canBeDeleted(api, couldHaveRunning) {
 		return false, nil
 	}
 	if err := m.sink.DeletePod(ctx, api); err != nil && !errors.Is(err, ErrPodNotFound) {
