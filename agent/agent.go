@@ -228,7 +228,6 @@ type Metrics interface {
 type lifecycle interface {
 	Run(ctx context.Context) error
 	Relist(ctx context.Context) error
-	Events() <-chan pleg.Event
 	Healthy() (bool, error)
 }
 
@@ -424,7 +423,6 @@ func (a *Agent) build() error {
 		Handler:    a,
 		Clock:      a.clock,
 		Updates:    a.config.Updates(),
-		PLEGEvents: a.pleg.Events(),
 		Liveness:   a.prober.Liveness().Updates(),
 		Readiness:  a.prober.Readiness().Updates(),
 		Startup:    a.prober.Startup().Updates(),
@@ -556,7 +554,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.go_("node-status", func() error { return a.node.Run(ctx) })
 	g.go_("volumes", func() error { return a.vol.Run(ctx) })
 	if a.objects != nil && a.opts.ObjectPath != "" {
-		g.go_("objects", func() error { return a.runObjects(ctx) })
+		l := a.loadObjects()
+		g.go_("objects", func() error { return l.run(ctx) })
 	}
 	if err := a.startSources(ctx, g); err != nil {
 		cancel()

@@ -10,9 +10,8 @@
 //	(source.URL), Options.Updates (an API server's pods, "api")
 //	    │ merged by source.Config: ADD, UPDATE, DELETE, REMOVE, RECONCILE
 //	    ▼
-//	syncloop.Loop ── also wakes on PLEG events, probe results, the 1s sync
-//	    │            tick (pods due, pods past their active deadline) and the
-//	    │            2s housekeeping tick
+//	syncloop.Loop ── also wakes on probe results, the 1s sync tick (pods
+//	    │            past their active deadline) and the 2s housekeeping tick
 //	    ▼
 //	Agent, the loop's SyncHandler:
 //	    HandlePodAdditions  validate (cri/podsync.ValidatePod), admit
@@ -43,7 +42,10 @@
 //	                  memory)
 //
 // Beside it: pleg (Generic, or Evented with Options.EventedPLEG) relists the
-// runtime and feeds the loop and the cache; prober.Manager runs liveness,
+// runtime and fills the cache; a pod's events of one relist become one
+// sync, handed to the pod's worker (HandlePodSyncs) before the cache holds
+// the status they describe (pleg's OnEvents), so that the worker sees them
+// all in that sync; prober.Manager runs liveness,
 // readiness and startup probes, whose results reach the loop (a restart)
 // and the status (Ready); eviction.Manager measures the node
 // (Eviction.Stats), evicts one pod per pass through the workers and refuses

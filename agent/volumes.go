@@ -72,23 +72,31 @@ type objectLoader struct {
 	secs map[string]*v1.Secret
 }
 
-// runObjects reads the object manifests now and every SourcePeriod until
-// ctx ends.
-func (a *Agent) runObjects(ctx context.Context) error {
+// loadObjects reads the object manifests once, for Run to do before the
+// pod sources start: a static pod's first sync then finds the objects its
+// volumes and environment name.
+func (a *Agent) loadObjects() *objectLoader {
 	l := &objectLoader{a: a, cms: map[string]*v1.ConfigMap{}, secs: map[string]*v1.Secret{}}
-	period := a.opts.Timings.SourcePeriod
+	l.load()
+	return l
+}
+
+// run reads the object manifests again every SourcePeriod until ctx
+// ends.
+func (l *objectLoader) run(ctx context.Context) error {
+	period := l.a.opts.Timings.SourcePeriod
 	if period == 0 {
 		period = 20 * time.Second
 	}
-	t := a.clock.NewTicker(period)
+	t := l.a.clock.NewTicker(period)
 	defer t.Stop()
 	for {
-		l.load()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
 		}
+		l.load()
 	}
 }
 
