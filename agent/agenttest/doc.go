@@ -1,0 +1,65 @@
+// Package agenttest is a whole node in a unit test: an agent.Agent on the
+// cri/fake runtime, every block on one fake Clock, with an in-memory API
+// server that holds the node's pods, the statuses the node writes and the
+// events it records. A test adds pods, steps time and reads statuses and
+// events, and gets the same answers on every run.
+//
+//	func TestMyController(t *testing.T) {
+//		synctest.Test(t, func(t *testing.T) {
+//			n := agenttest.NewNode(t, agenttest.Options{})
+//			n.AddPod(pod)
+//			n.Step(time.Minute)
+//			p := n.Pod("default", "web") // phase, conditions, container states
+//			...
+//		})
+//	}
+//
+// # Time
+//
+// Nothing moves until the test says so. Step(d) advances the clock to each
+// timer, ticker or AfterFunc deadline in turn up to d later, fires it, and
+// lets the node settle before the next: every goroutine of the node has
+// gone back to waiting. StepUntil does the same until a condition holds;
+// Settle lets the node finish what is due now (AddPod, UpdatePod and
+// DeletePod settle by themselves). Timers due at the same instant fire one
+// at a time in an order fixed by the code that made them, so a scenario
+// plays out the same way on every run, with -race too: ten minutes of a
+// crash loop take tens of milliseconds of wall time.
+//
+// Settling needs to know when every goroutine of the node is blocked, which
+// only testing/synctest can tell: NewNode must be called inside
+// synctest.Test, and fails the test otherwise. Deadlines of contexts follow
+// the bubble's time, which the Node keeps in step with its Clock.
+//
+// # The node
+//
+// The agent runs with upstream's default timings and no jitter (Options.Rand
+// returns 0), a fixed machine (4 CPUs, 8Gi, 110 pods) and a stats provider
+// that measures empty filesystems and no memory, so that the test machine
+// never causes an eviction. Pods added with AddPod come as an API server
+// hands them to a kubelet (defaulted, bound to the node, with a UID), as a
+// complete list after every change; the statuses the node writes are what
+// Pod and Pods return; a graceful DeletePod sets the deletion timestamp,
+// and the pod is gone once the node has written its final status. Static
+// pods come from Options.Agent.ManifestPath as in any agent; their
+// statuses are kept as their mirror pods would hold them.
+//
+// Runtime returns the fake runtime, to script what containers do (exit
+// after a while, crash, ignore SIGTERM, fail to start), what exec probes
+// and hooks answer, pulls that fail or take time, and faults of any CRI
+// method.
+//
+// # Limits
+//
+// Two probes of one pod due at the same instant run concurrently, as in any
+// kubelet: a scenario whose outcome depends on which runs first (a liveness
+// kill and a readiness probe at once) plays out either way. Offset their
+// periods or initial delays.
+//
+// Status writes do not come back to the agent as pod updates (upstream
+// kubelet ignores them too, but for a terminal phase). There are no mirror
+// pods, services, configMaps or secrets unless the test gives them
+// (Options.Agent.VolumeSources, Options.Agent.Services). HTTP probes and
+// hooks would dial the fake runtime's pod IPs, which nothing serves; script
+// exec probes instead.
+package agenttest

@@ -1,0 +1,132 @@
+package agenttest_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/agent/agenttest"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+)
+
+func execProbe(period, failures int32, cmd ...string) *v1.Probe {
+	return &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: cmd}},
+		PeriodSeconds: period, FailureThreshold: failures}
+}
+
+func container(name string, cmd ...string) v1.Container {
+	return v1.Container{Name: name, Image: "busybox:1.36", Command: cmd}
+}
+
+func ready(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// A readiness probe that starts failing takes the pod out of Ready after
+// failureThreshold periods; a liveness probe that fails failureThreshold
+// times in a row gets the container killed and restarted.
+func TestProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		healthy := func(live, ready int32) {
+			n.Runtime().SetExecRules([]fake.ExecRule{
+				{Command: []string{"cat", "/tmp/live"}, ExitCode: live},
+				{Command: []string{"cat", "/tmp/ready"}, ExitCode: ready},
+			})
+		}
+		healthy(0, 0)
+		c := container("app", "sleep", "3600")
+		c.LivenessProbe = execProbe(10, 3, "cat", "/tmp/live")
+		// Off the liveness probe's beat (10s) where it kills: two probes
+		// of a container due at the same instant run concurrently, as in
+		// any kubelet, and which sees the kill first is not reproducible.
+		c.ReadinessProbe = execProbe(3, 2, "cat", "/tmp/ready")
+		tr := newTranscript(n)
+		n.AddPod(pod("probed", c))
+		tr.run(20*time.Second, "probed")
+		require.True(t, ready(n.Pod("default", "probed")))
+
+		healthy(0, 1)
+		tr.run(20*time.Second, "probed")
+		assert.False(t, ready(n.Pod("default", "probed")), "readiness failed twice")
+		assert.Zero(t, n.Pod("default", "probed").Status.ContainerStatuses[0].RestartCount)
+
+		healthy(1, 0)
+		tr.run(35*time.Second, "probed")
+		healthy(0, 0)
+		tr.run(20*time.Second, "probed")
+		p := n.Pod("default", "probed")
+		assert.Equal(t, int32(1), p.Status.ContainerStatuses[0].RestartCount, "liveness failed three times")
+		assert.True(t, ready(p))
+		golden(t, "probes.txt", tr.b.String())
+	})
+}
+
+// Init containers run one at a time, in order, each to completion, before
+// the app containers start; a sidecar (a restartable init container) starts
+// before the init containers after it and keeps running beside the app.
+func TestInitContainersAndSidecar(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{Rules: []fake.Rule{
+			{Name: "fetch", Behavior: fake.Behavior{Outcome: fake.Exit, RunFor: 3 * time.Second}},
+			{Name: "migrate", Behavior: fake.Behavior{Outcome: fake.Exit, RunFor: 5 * time.Second}},
+		}})
+		always := v1.ContainerRestartPolicyAlways
+		proxy := container("proxy", "sleep", "3600")
+		proxy.RestartPolicy = &always
+		p := pod("init", container("app", "sleep", "3600"))
+		p.Spec.InitContainers = []v1.Container{container("fetch", "wget", "x"), proxy, container("migrate", "migrate")}
+		tr := newTranscript(n)
+		n.AddPod(p)
+		tr.run(15*time.Second, "init")
+		got := n.Pod("default", "init")
+		require.Equal(t, v1.PodRunning, got.Status.Phase)
+		require.Len(t, got.Status.InitContainerStatuses, 3)
+		assert.NotNil(t, got.Status.InitContainerStatuses[0].State.Terminated, "fetch completed")
+		assert.NotNil(t, got.Status.InitContainerStatuses[1].State.Running, "the sidecar runs")
+		assert.NotNil(t, got.Status.InitContainerStatuses[2].State.Terminated, "migrate completed")
+		assert.NotNil(t, got.Status.ContainerStatuses[0].State.Running, "app runs")
+		golden(t, "init-sidecar.txt", tr.b.String())
+	})
+}
+
+// Deleting a pod runs its preStop hook, then stops its containers within
+// the grace period (a container that ignores SIGTERM is killed when it
+// ends), and the pod leaves the API server once its final status is
+// written.
+func TestGracefulDeletionWithPreStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{Rules: []fake.Rule{
+			{Name: "app", Behavior: fake.Behavior{OnSIGTERM: fake.IgnoreSIGTERM}},
+		}})
+		n.Runtime().SetExecRules([]fake.ExecRule{{Command: []string{"sh", "-c", "drain"}, Duration: 4 * time.Second}})
+		c := container("app", "sleep", "3600")
+		c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "drain"}}}}
+		p := pod("graceful", c)
+		grace := int64(10)
+		p.Spec.TerminationGracePeriodSeconds = &grace
+		tr := newTranscript(n)
+		n.AddPod(p)
+		tr.run(3*time.Second, "graceful")
+		require.Equal(t, 1, running(n, "graceful"))
+
+		n.DeletePod("default", "graceful")
+		tr.observe("graceful")
+		tr.run(9*time.Second, "graceful")
+		assert.Equal(t, 1, running(n, "graceful"), "still within the grace period")
+		tr.run(3*time.Second, "graceful")
+		assert.Zero(t, running(n, "graceful"), "killed when the grace period ended")
+		tr.run(5*time.Second, "graceful")
+		assert.Nil(t, n.Pod("default", "graceful"), "gone from the API server")
+		golden(t, "graceful-deletion.txt", tr.b.String())
+	})
+}
