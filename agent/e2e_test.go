@@ -1,176 +1,116 @@
 package agent_test
 
 import (
-	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri"
-	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
-// fast are the timings of the end-to-end tests: upstream's periods divided
-// so that a crash loop or a probe failure plays out in a second or two.
-var fast = agent.Timings{
-	RelistPeriod:   100 * time.Millisecond,
-	SourcePeriod:   200 * time.Millisecond,
-	BackoffInitial: 200 * time.Millisecond,
-	BackoffMax:     2 * time.Second,
-	WorkerBackOff:  200 * time.Millisecond,
-	Resync:         5 * time.Second,
-	Housekeeping:   200 * time.Millisecond,
-	NodeStatus:     100 * time.Millisecond,
-	VolumeRefresh:  200 * time.Millisecond,
+// The end-to-end tests of the agent's kubelet behaviour run a whole node of
+// agent/agenttest inside testing/synctest: upstream's default periods on a
+// fake clock that the test steps, so that every assertion can name what
+// happened and when, and a crash loop of a quarter of an hour takes
+// milliseconds. Static pods come from a manifest directory, as on a
+// standalone kubelet; pods of an API server come through Node.AddPod.
+
+// busybox are the behaviours of agent.NewFakeRuntime's containers, which
+// the manifests of these tests (and of containerd_test.go, where busybox
+// runs them) are written for: "true" and `sh -c "exit 0"` exit 0 after
+// 500ms, "false" and `sh -c "exit 1"` exit 1 after 500ms, anything else
+// runs until it is stopped and dies on SIGTERM.
+var busybox = []fake.Rule{
+	{Command: []string{"true"}, Behavior: exitAfter(0, 500*time.Millisecond)},
+	{Command: []string{"sh", "-c", "exit 0"}, Behavior: exitAfter(0, 500*time.Millisecond)},
+	{Command: []string{"false"}, Behavior: exitAfter(1, 500*time.Millisecond)},
+	{Command: []string{"sh", "-c", "exit 1"}, Behavior: exitAfter(1, 500*time.Millisecond)},
 }
 
-// node is one running agent with its manifest directory.
-type node struct {
-	t         *testing.T
-	a         *agent.Agent
-	manifests string
-	root      string
-	base      string
-	cancel    context.CancelFunc
-	done      chan error
+func exitAfter(code int32, d time.Duration) fake.Behavior {
+	return fake.Behavior{Outcome: fake.Exit, ExitCode: code, RunFor: d}
 }
 
-// startNode runs an agent on rt (nil: its own embedded fake runtime) over a
-// manifest directory, and stops it when the test ends.
-func startNode(t *testing.T, rt agent.Runtime, manifests, root string) *node {
+// staticNode starts a node of agenttest whose manifest directory holds
+// manifests (file name to content), with busybox's behaviours unless
+// opts.Rules says otherwise. It returns the node and the directory. It must
+// be called inside synctest.Test.
+func staticNode(t *testing.T, opts agenttest.Options, manifests map[string]string) (*agenttest.Node, string) {
 	t.Helper()
-	return startNodeWith(t, agent.Options{Runtime: rt, RootDir: root, ManifestPath: manifests})
+	dir := t.TempDir()
+	for name, m := range manifests {
+		writeFile(t, dir, name, m)
+	}
+	opts.Agent.ManifestPath = dir
+	if opts.Rules == nil {
+		opts.Rules = busybox
+	}
+	n := agenttest.NewNode(t, opts)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logEvents(t, n)
+		}
+	})
+	return n, dir
 }
 
-// startNodeWith runs an agent with opts, filled in with the tests' node
-// name, host IP, listen address and timings. Unless opts says otherwise,
-// eviction sees a node with nothing measured, so that the test machine's
-// own disk or memory never evicts a test's pods.
-func startNodeWith(t *testing.T, opts agent.Options) *node {
+// logEvents logs the node's events, to tell what happened when a test
+// fails.
+func logEvents(t *testing.T, n *agenttest.Node) {
+	for _, e := range n.Events() {
+		t.Logf("%s %s", e.Time.Format("15:04:05.000"), e)
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) {
 	t.Helper()
-	if opts.NodeName == "" {
-		opts.NodeName = "node1"
-	}
-	opts.HostIPs, opts.Listen = []string{"192.0.2.10"}, "127.0.0.1:0"
-	if opts.Timings == (agent.Timings{}) {
-		opts.Timings = fast
-	}
-	if opts.Eviction.Stats == nil {
-		opts.Eviction.Stats = &evictiontest.Stats{}
-	}
-	if os.Getenv("KK_DEBUG") != "" {
-		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	a, err := agent.New(opts)
-	require.NoError(t, err)
-	// Registered before the agent's stop, so it runs after it.
-	t.Cleanup(func() { unmountUnder(t, opts.RootDir) })
-	manifests := opts.ManifestPath
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{t: t, a: a, manifests: manifests, root: opts.RootDir, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- a.Run(ctx) }()
-	select {
-	case <-a.Ready():
-	case err := <-n.done:
-		t.Fatalf("agent stopped at start: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("agent did not start")
-	}
-	n.base = "http://" + a.Addr().String()
-	t.Cleanup(n.stop)
-	return n
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
 }
 
-func (n *node) stop() {
-	if n.cancel == nil {
-		return
-	}
-	n.cancel()
-	n.cancel = nil
-	select {
-	case err := <-n.done:
-		assert.NoError(n.t, err)
-	case <-time.After(20 * time.Second):
-		n.t.Error("agent did not stop")
-	}
-}
-
-func (n *node) write(name, manifest string) {
-	n.t.Helper()
-	require.NoError(n.t, os.WriteFile(filepath.Join(n.manifests, name), []byte(manifest), 0o600))
-}
-
-// pods reads /pods.
-func (n *node) pods() map[string]v1.Pod {
-	n.t.Helper()
-	resp, err := http.Get(n.base + "/pods")
-	require.NoError(n.t, err)
-	defer resp.Body.Close()
-	require.Equal(n.t, http.StatusOK, resp.StatusCode)
-	var list v1.PodList
-	require.NoError(n.t, json.NewDecoder(resp.Body).Decode(&list))
-	out := map[string]v1.Pod{}
-	for _, p := range list.Items {
-		out[p.Name] = p
-	}
-	return out
-}
-
-// waitPod polls /pods until cond holds for the named pod, or fails after a
-// deadline with the last status seen.
-func (n *node) waitPod(name string, what string, cond func(p v1.Pod) bool) v1.Pod {
-	n.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last v1.Pod
-	for time.Now().Before(deadline) {
-		p, ok := n.pods()[name]
-		if ok && cond(p) {
-			return p
-		}
-		last = p
-		time.Sleep(50 * time.Millisecond) // polling interval, not a wait for an event
-	}
-	js, _ := json.MarshalIndent(last.Status, "", "  ")
-	n.t.Fatalf("pod %s: %s did not happen; last status:\n%s", name, what, js)
-	return v1.Pod{}
-}
-
-func (n *node) waitGone(name string) {
-	n.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, ok := n.pods()[name]; !ok {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	n.t.Fatalf("pod %s still listed", name)
-}
-
-// eventually polls cond until it holds or fails after a deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
+// mustPod returns the pod as the node's API server holds it (a static
+// pod's status as its mirror pod would hold it), and fails the test if
+// there is none.
+func mustPod(t *testing.T, n *agenttest.Node, name string) v1.Pod {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within 60s", what)
+	p := n.Pod("default", name)
+	require.NotNil(t, p, "pod default/%s", name)
+	return *p
+}
+
+// listed reports whether the agent has the pod among its desired pods, as
+// its /pods lists them.
+func listed(n *agenttest.Node, name string) bool {
+	for _, p := range n.Agent().PodStatuses() {
+		if p.Namespace == "default" && p.Name == name {
+			return true
 		}
-		time.Sleep(100 * time.Millisecond) // polling interval, not a wait for an event
+	}
+	return false
+}
+
+// podIs tells whether the named pod exists and cond holds for it.
+func podIs(n *agenttest.Node, name string, cond func(p v1.Pod) bool) func() bool {
+	return func() bool {
+		p := n.Pod("default", name)
+		return p != nil && cond(*p)
 	}
 }
+
+func isReady(p v1.Pod) bool   { return condition(p, v1.PodReady) == v1.ConditionTrue }
+func isRunning(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning }
 
 func condition(p v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
 	for _, c := range p.Status.Conditions {
@@ -181,11 +121,50 @@ func condition(p v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
 	return ""
 }
 
-func newNode(t *testing.T) *node {
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "manifests")
-	require.NoError(t, os.Mkdir(manifests, 0o750))
-	return startNode(t, nil, manifests, filepath.Join(dir, "root"))
+// runningContainers counts the running containers of a pod in the node's
+// runtime.
+func runningContainers(n *agenttest.Node, uid types.UID) int {
+	c := 0
+	for _, s := range n.Runtime().Containers() {
+		if s.GetLabels()[cri.PodUIDLabel] == string(uid) && s.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			c++
+		}
+	}
+	return c
+}
+
+// starts returns when the container of the pod started, as offsets from
+// start, from the node's Started events: every instance, including those
+// the agent has since removed from the runtime.
+func starts(n *agenttest.Node, start time.Time, pod, container string) []time.Duration {
+	var out []time.Duration
+	for _, e := range n.Events() {
+		if e.Object == "Pod default/"+pod && e.Reason == "Started" && e.Message == "Started container "+container {
+			out = append(out, e.Time.Sub(start))
+		}
+	}
+	return out
+}
+
+// eventsAbout returns the events about object ("Pod default/web-node1")
+// since start, each as "<time since start> <type> <reason>: <message>".
+func eventsAbout(n *agenttest.Node, start time.Time, object string) []string {
+	var out []string
+	for _, e := range n.Events() {
+		if e.Object == object && !e.Time.Before(start) {
+			out = append(out, fmt.Sprintf("%s %s %s: %s", e.Time.Sub(start), e.Type, e.Reason, e.Message))
+		}
+	}
+	return out
+}
+
+// seconds is a list of durations in seconds.
+func seconds(s ...float64) []time.Duration {
+	out := make([]time.Duration, len(s))
+	for i, x := range s {
+		out[i] = time.Duration(x * float64(time.Second))
+	}
+	return out
 }
 
 const webPod = `
@@ -230,76 +209,138 @@ spec:
     command: ["false"]
 `
 
+// A static pod starts at once, is Running from the PLEG's first relist
+// (1s) and Ready from its readiness probe's next run (2s).
 func TestPodRunsAndTurnsReady(t *testing.T) {
-	n := newNode(t)
-	n.write("web.yaml", webPod)
-	p := n.waitPod("web-node1", "Ready", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
-	assert.Equal(t, v1.PodRunning, p.Status.Phase)
-	assert.Equal(t, "default", p.Namespace)
-	assert.Equal(t, "node1", p.Spec.NodeName)
-	require.Len(t, p.Status.ContainerStatuses, 1)
-	cs := p.Status.ContainerStatuses[0]
-	assert.True(t, cs.Ready)
-	assert.NotNil(t, cs.State.Running)
-	assert.True(t, strings.HasPrefix(cs.ContainerID, "kubeletkit-fake://"), cs.ContainerID)
-	assert.Equal(t, v1.ConditionTrue, condition(p, v1.ContainersReady))
-	assert.Equal(t, v1.ConditionTrue, condition(p, v1.PodInitialized))
-	assert.Equal(t, v1.ConditionTrue, condition(p, v1.PodReadyToStartContainers))
-	assert.NotEmpty(t, p.Status.PodIP)
-	assert.Empty(t, p.Status.HostIP, "standalone, no hostIP, as upstream's (no Node)")
-	assert.Equal(t, v1.PodQOSBestEffort, p.Status.QOSClass)
-}
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"web.yaml": webPod})
+		start := n.Now()
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isReady)), "Ready")
+		assert.Equal(t, 2*time.Second, n.Now().Sub(start), "Ready at")
 
-func TestFailingLivenessProbeRestartsTheContainer(t *testing.T) {
-	n := newNode(t)
-	n.write("live.yaml", livePod)
-	p := n.waitPod("live-node1", "a restart", func(p v1.Pod) bool {
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
-	})
-	last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated
-	require.NotNil(t, last, "the killed instance is the last termination state")
-	assert.Equal(t, int32(143), last.ExitCode, "stopped with SIGTERM")
-}
-
-func TestCrashLoopBackOffGrows(t *testing.T) {
-	n := newNode(t)
-	n.write("crash.yaml", crashPod)
-	// The waiting message names the current back-off: 200ms after the
-	// first restart, doubling with each restart up to the 2s cap. As
-	// upstream, a dead container first shows Terminated and its back-off
-	// only from the next sync, so a short window can pass unseen; what is
-	// seen must follow restartCount.
-	re := regexp.MustCompile(`^back-off (\S+) restarting failed container=crash pod=crash-node1_default\(`)
-	seen := map[int32]time.Duration{}
-	n.waitPod("crash-node1", "three back-offs", func(p v1.Pod) bool {
-		if len(p.Status.ContainerStatuses) != 1 {
-			return false
-		}
+		p := mustPod(t, n, "web-node1")
+		assert.Equal(t, v1.PodRunning, p.Status.Phase)
+		assert.Equal(t, "default", p.Namespace)
+		assert.Equal(t, "node1", p.Spec.NodeName)
+		require.Len(t, p.Status.ContainerStatuses, 1)
 		cs := p.Status.ContainerStatuses[0]
-		w := cs.State.Waiting
-		if w == nil || w.Reason != "CrashLoopBackOff" {
-			return false
-		}
-		m := re.FindStringSubmatch(w.Message)
-		require.NotNil(t, m, "message %q", w.Message)
-		d, err := time.ParseDuration(m[1])
-		require.NoError(t, err)
-		seen[cs.RestartCount] = d
-		return len(seen) >= 3
+		assert.True(t, cs.Ready)
+		require.NotNil(t, cs.State.Running)
+		assert.Zero(t, cs.State.Running.StartedAt.Sub(start), "started at once")
+		assert.True(t, strings.HasPrefix(cs.ContainerID, "kubeletkit-fake://"), cs.ContainerID)
+		assert.Equal(t, v1.ConditionTrue, condition(p, v1.ContainersReady))
+		assert.Equal(t, v1.ConditionTrue, condition(p, v1.PodInitialized))
+		assert.Equal(t, v1.ConditionTrue, condition(p, v1.PodReadyToStartContainers))
+		assert.NotEmpty(t, p.Status.PodIP)
+		assert.Empty(t, p.Status.HostIP, "no hostIP without Options.ReportHostIPs, as upstream's standalone kubelet (no Node)")
+		assert.Equal(t, v1.PodQOSBestEffort, p.Status.QOSClass)
+		assert.True(t, listed(n, "web-node1"), "on /pods")
+		assert.Equal(t, []string{
+			`0s Normal Pulling: Pulling image "busybox:1.36"`,
+			`0s Normal Pulled: Successfully pulled image "busybox:1.36" in 0s`,
+			`0s Normal Created: Created container: web`,
+			`0s Normal Started: Started container web`,
+		}, eventsAbout(n, start, "Pod default/web-node1"))
 	})
-	for restarts, d := range seen {
-		want := min(200*time.Millisecond<<(restarts-1), 2*time.Second)
-		assert.Equal(t, want, d, "back-off after %d restarts", restarts)
-	}
-	p := n.pods()["crash-node1"]
-	assert.Equal(t, v1.PodRunning, p.Status.Phase, "a crash-looping Always pod is Running")
-	assert.Equal(t, v1.ConditionFalse, condition(p, v1.PodReady))
-	assert.GreaterOrEqual(t, p.Status.ContainerStatuses[0].RestartCount, int32(3))
 }
 
+// A liveness probe that fails (failureThreshold 1) gets the container
+// killed with SIGTERM and started again, at once the first time.
+func TestFailingLivenessProbeRestartsTheContainer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"live.yaml": livePod})
+		start := n.Now()
+		restarted := podIs(n, "live-node1", func(p v1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
+		})
+		require.True(t, n.StepUntil(time.Minute, restarted), "a restart")
+		// The probe fails at 1s; the worker syncs the pod once the PLEG
+		// has relisted (2s), kills the container and starts it again;
+		// the status shows it from the next relist.
+		assert.Equal(t, 3*time.Second, n.Now().Sub(start), "restart seen at")
+		p := mustPod(t, n, "live-node1")
+		cs := p.Status.ContainerStatuses[0]
+		assert.Equal(t, int32(1), cs.RestartCount)
+		require.NotNil(t, cs.State.Running, "the new instance runs")
+		last := cs.LastTerminationState.Terminated
+		require.NotNil(t, last, "the killed instance is the last termination state")
+		assert.Equal(t, int32(143), last.ExitCode, "stopped with SIGTERM")
+		assert.Equal(t, "Error", last.Reason)
+		assert.Equal(t, 2*time.Second, last.FinishedAt.Sub(start))
+		assert.Equal(t, seconds(0, 2), starts(n, start, "live-node1", "app"))
+
+		events := eventsAbout(n, start, "Pod default/live-node1")
+		require.Len(t, events, 10, "%q", events)
+		// Upstream's message is the probe's output, empty here; the
+		// prober says which command failed instead.
+		assert.True(t, strings.HasPrefix(events[4], "1s Warning Unhealthy: Liveness probe failed: "), events[4])
+		assert.Equal(t, []string{
+			`2s Normal Killing: Container app failed liveness probe, will be restarted`,
+			`2s Normal Pulled: Container image "busybox:1.36" already present on machine`,
+			`2s Normal Created: Created container: app`,
+			`2s Normal Started: Started container app`,
+		}, events[5:9])
+		assert.True(t, strings.HasPrefix(events[9], "3s Warning Unhealthy: Liveness probe failed: "), events[9])
+	})
+}
+
+// A container that keeps failing is restarted at once the first time, then
+// after a back-off of 10s doubling up to 5m, upstream's, which its waiting
+// state names.
+func TestCrashLoopBackOffGrows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"crash.yaml": crashPod})
+		start := n.Now()
+		re := regexp.MustCompile(`^back-off (\S+) restarting failed container=crash pod=crash-node1_default\(([0-9a-f]+)\)$`)
+		seen := map[int32]time.Duration{} // back-off by restart count
+		var p v1.Pod
+		n.StepUntil(16*time.Minute, func() bool {
+			p = mustPod(t, n, "crash-node1")
+			if len(p.Status.ContainerStatuses) != 1 {
+				return false
+			}
+			cs := p.Status.ContainerStatuses[0]
+			if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
+				m := re.FindStringSubmatch(w.Message)
+				require.NotNil(t, m, "message %q", w.Message)
+				assert.Equal(t, string(p.UID), m[2])
+				d, err := time.ParseDuration(m[1])
+				require.NoError(t, err)
+				seen[cs.RestartCount] = d
+			}
+			return false
+		})
+		assert.Equal(t, map[int32]time.Duration{
+			1: 10 * time.Second, 2: 20 * time.Second, 3: 40 * time.Second, 4: 80 * time.Second,
+			5: 160 * time.Second, 6: 5 * time.Minute, 7: 5 * time.Minute,
+		}, seen, "the back-off after each restart")
+		// Each instance exits 500ms after it starts; the next starts at
+		// the first sync once its back-off has passed since then: the
+		// worker retries a failed sync every 10s.
+		assert.Equal(t, seconds(0, 1, 12, 33, 74, 155, 316, 617, 918), starts(n, start, "crash-node1", "crash"))
+		assert.Equal(t, v1.PodRunning, p.Status.Phase, "a crash-looping Always pod is Running")
+		assert.Equal(t, v1.ConditionFalse, condition(p, v1.PodReady))
+		assert.Equal(t, int32(8), p.Status.ContainerStatuses[0].RestartCount)
+		last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated
+		require.NotNil(t, last)
+		assert.Equal(t, int32(1), last.ExitCode)
+		assert.Equal(t, "Error", last.Reason)
+		backOffs := 0
+		for _, e := range eventsAbout(n, start, "Pod default/crash-node1") {
+			if strings.Contains(e, " Warning BackOff: ") {
+				backOffs++
+				assert.Contains(t, e, "Warning BackOff: Back-off restarting failed container crash in pod crash-node1_default("+string(p.UID)+")")
+			}
+		}
+		assert.Positive(t, backOffs, "BackOff events")
+	})
+}
+
+// Init containers run one at a time, in order, each to completion, before
+// the app container starts.
 func TestInitContainersRunInOrder(t *testing.T) {
-	n := newNode(t)
-	n.write("init.yaml", `
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"init.yaml": `
 apiVersion: v1
 kind: Pod
 metadata: {name: init}
@@ -309,145 +350,94 @@ spec:
   - {name: second, image: busybox:1.36, command: [sh, -c, "exit 0"]}
   containers:
   - {name: app, image: busybox:1.36, command: [sleep, "3600"]}
-`)
-	p := n.waitPod("init-node1", "app running", func(p v1.Pod) bool {
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+`})
+		start := n.Now()
+		appRunning := podIs(n, "init-node1", func(p v1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		})
+		require.True(t, n.StepUntil(time.Minute, appRunning), "app running")
+		p := mustPod(t, n, "init-node1")
+		require.Len(t, p.Status.InitContainerStatuses, 2)
+		first, second := p.Status.InitContainerStatuses[0].State.Terminated, p.Status.InitContainerStatuses[1].State.Terminated
+		require.NotNil(t, first)
+		require.NotNil(t, second)
+		assert.Equal(t, "Completed", first.Reason)
+		assert.Equal(t, "Completed", second.Reason)
+		assert.False(t, second.StartedAt.Before(&first.FinishedAt), "second started after first finished")
+		app := p.Status.ContainerStatuses[0].State.Running
+		assert.False(t, app.StartedAt.Before(&second.FinishedAt), "app started after init finished")
+		assert.Equal(t, v1.ConditionTrue, condition(p, v1.PodInitialized))
+		assert.Equal(t, v1.PodRunning, p.Status.Phase)
+		// Each init container exits 500ms after it starts; the next one
+		// starts once the PLEG has seen it exit.
+		assert.Equal(t, seconds(0), starts(n, start, "init-node1", "first"))
+		assert.Equal(t, seconds(1), starts(n, start, "init-node1", "second"))
+		assert.Equal(t, seconds(2), starts(n, start, "init-node1", "app"))
+		assert.Equal(t, 3*time.Second, n.Now().Sub(start), "app running seen at")
 	})
-	require.Len(t, p.Status.InitContainerStatuses, 2)
-	first, second := p.Status.InitContainerStatuses[0].State.Terminated, p.Status.InitContainerStatuses[1].State.Terminated
-	require.NotNil(t, first)
-	require.NotNil(t, second)
-	assert.Equal(t, "Completed", first.Reason)
-	assert.Equal(t, "Completed", second.Reason)
-	assert.False(t, second.StartedAt.Before(&first.FinishedAt), "second started after first finished")
-	app := p.Status.ContainerStatuses[0].State.Running
-	assert.False(t, app.StartedAt.Before(&second.FinishedAt), "app started after init finished")
-	assert.Equal(t, v1.ConditionTrue, condition(p, v1.PodInitialized))
 }
 
+// A static pod whose manifest is removed leaves the pods the agent lists
+// at the manifest directory's next poll (every second), and is stopped
+// once the PLEG has relisted.
 func TestRemovingAManifestTerminatesThePod(t *testing.T) {
-	n := newNode(t)
-	n.write("web.yaml", webPod)
-	p := n.waitPod("web-node1", "Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-	require.NoError(t, os.Remove(filepath.Join(n.manifests, "web.yaml")))
-	n.waitGone("web-node1")
-	rt := n.a.FakeRuntime()
-	waitNoRunning(t, rt, string(p.UID))
+	synctest.Test(t, func(t *testing.T) {
+		n, dir := staticNode(t, agenttest.Options{}, map[string]string{"web.yaml": webPod})
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isRunning)), "Running")
+		p := mustPod(t, n, "web-node1")
+		require.Equal(t, 1, runningContainers(n, p.UID))
+
+		require.NoError(t, os.Remove(filepath.Join(dir, "web.yaml")))
+		removed := n.Now()
+		require.True(t, n.StepUntil(time.Minute, func() bool { return !listed(n, "web-node1") }), "web-node1 still listed")
+		assert.Equal(t, time.Second, n.Now().Sub(removed), "gone from the list at the next poll")
+		require.True(t, n.StepUntil(time.Minute, func() bool { return runningContainers(n, p.UID) == 0 }), "its container still runs")
+		assert.Equal(t, 2*time.Second, n.Now().Sub(removed), "stopped at the next relist")
+		assert.Equal(t, []string{"2s Normal Killing: Stopping container web"}, eventsAbout(n, removed, "Pod default/web-node1"))
+		// As upstream, a static pod's final phase is not terminal (its
+		// mirror pod keeps Running); its container is terminated by the
+		// kubelet.
+		n.Step(time.Second)
+		final := mustPod(t, n, "web-node1")
+		assert.Equal(t, v1.PodRunning, final.Status.Phase)
+		require.Len(t, final.Status.ContainerStatuses, 1)
+		term := final.Status.ContainerStatuses[0].State.Terminated
+		require.NotNil(t, term)
+		assert.Equal(t, int32(143), term.ExitCode)
+		assert.Equal(t, v1.ConditionFalse, condition(final, v1.PodReady))
+		assert.False(t, listed(n, "web-node1"), "not listed again")
+	})
 }
 
-func waitNoRunning(t *testing.T, rt agent.Runtime, uid string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		cs, err := rt.ListContainers(context.Background(), &runtimeapi.ContainerFilter{
-			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-			LabelSelector: map[string]string{cri.PodUIDLabel: uid}})
-		require.NoError(t, err)
-		if len(cs) == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("pod %s still has running containers", uid)
-}
-
+// A manifest that cannot be read holds no other pod, and is picked up once
+// it is fixed.
 func TestBrokenManifestDoesNotAffectOthers(t *testing.T) {
-	n := newNode(t)
-	n.write("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n")
-	n.write("web.yaml", webPod)
-	n.waitPod("web-node1", "Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-	// The broken file, once fixed, is picked up.
-	n.write("broken.yaml", strings.ReplaceAll(webPod, "name: web}", "name: fixed}"))
-	n.waitPod("fixed-node1", "Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-}
-
-func TestRestartedAgentAdoptsRunningContainers(t *testing.T) {
-	dir := t.TempDir()
-	manifests, root := filepath.Join(dir, "manifests"), filepath.Join(dir, "root")
-	require.NoError(t, os.Mkdir(manifests, 0o750))
-	rt := agent.NewFakeRuntime(nil, nil)
-	t.Cleanup(rt.Close)
-
-	first := startNode(t, rt, manifests, root)
-	first.write("web.yaml", webPod)
-	before := first.waitPod("web-node1", "Ready", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
-	first.stop()
-
-	second := startNode(t, rt, manifests, root)
-	after := second.waitPod("web-node1", "Ready", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
-	assert.Equal(t, before.UID, after.UID, "the UID comes from the manifest")
-	assert.Equal(t, before.Status.ContainerStatuses[0].ContainerID, after.Status.ContainerStatuses[0].ContainerID, "the same container, adopted")
-	assert.Zero(t, after.Status.ContainerStatuses[0].RestartCount)
-
-	sbs, err := rt.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{cri.PodUIDLabel: string(after.UID)}})
-	require.NoError(t, err)
-	assert.Len(t, sbs, 1, "no second sandbox")
-	cs, err := rt.ListContainers(context.Background(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{cri.PodUIDLabel: string(after.UID)}})
-	require.NoError(t, err)
-	assert.Len(t, cs, 1, "no second container")
-}
-
-func TestHTTPEndpoints(t *testing.T) {
-	n := newNode(t)
-	n.write("web.yaml", webPod)
-	n.waitPod("web-node1", "Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-
-	get := func(path string) (int, string) {
-		resp, err := http.Get(n.base + path)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
-	code, body := get("/healthz")
-	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "ok\n", body)
-
-	code, body = get("/pods")
-	assert.Equal(t, http.StatusOK, code)
-	var pods v1.PodList
-	require.NoError(t, json.Unmarshal([]byte(body), &pods), body)
-	assert.Equal(t, "PodList", pods.Kind)
-	assert.Equal(t, "v1", pods.APIVersion)
-	require.Len(t, pods.Items, 1)
-	assert.Equal(t, "web-node1", pods.Items[0].Name)
-	assert.Equal(t, v1.PodRunning, pods.Items[0].Status.Phase, "the live status")
-
-	n.waitNodeCondition(v1.NodeReady, v1.ConditionTrue)
-	code, body = get("/node")
-	assert.Equal(t, http.StatusOK, code)
-	var nd v1.Node
-	require.NoError(t, json.Unmarshal([]byte(body), &nd), body)
-	assert.Equal(t, "Node", nd.Kind)
-	assert.Equal(t, "node1", nd.Name)
-	assert.Contains(t, nd.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "192.0.2.10"})
-	assert.Contains(t, nd.Status.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: "node1"})
-	assert.NotEmpty(t, nd.Status.NodeInfo.ContainerRuntimeVersion)
-
-	code, _ = get("/nothing")
-	assert.Equal(t, http.StatusNotFound, code)
-}
-
-// waitNodeCondition polls /node until the condition has the status.
-func (n *node) waitNodeCondition(typ v1.NodeConditionType, want v1.ConditionStatus) {
-	n.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last v1.NodeStatus
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(n.base + "/node")
-		require.NoError(n.t, err)
-		var nd v1.Node
-		err = json.NewDecoder(resp.Body).Decode(&nd)
-		resp.Body.Close()
-		require.NoError(n.t, err)
-		for _, c := range nd.Status.Conditions {
-			if c.Type == typ && c.Status == want {
-				return
+	synctest.Test(t, func(t *testing.T) {
+		n, dir := staticNode(t, agenttest.Options{}, map[string]string{
+			"broken.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n",
+			"web.yaml":    webPod,
+		})
+		start := n.Now()
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isRunning)), "web Running")
+		web := mustPod(t, n, "web-node1")
+		var failed []string
+		for _, e := range n.Events() {
+			if e.Reason == "FailedValidation" {
+				failed = append(failed, e.String())
 			}
 		}
-		last = nd.Status
-		time.Sleep(50 * time.Millisecond) // polling interval, not a wait for an event
-	}
-	n.t.Fatalf("node condition %s=%s not seen; last conditions: %+v", typ, want, last.Conditions)
+		require.Len(t, failed, 1)
+		assert.Contains(t, failed[0], "Node node1 Warning FailedValidation Error reading static pod manifest "+filepath.Join(dir, "broken.yaml")+": ")
+
+		// The broken file, once fixed, is picked up at the next poll.
+		writeFile(t, dir, "broken.yaml", strings.ReplaceAll(webPod, "name: web}", "name: fixed}"))
+		fixed := n.Now()
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "fixed-node1", isRunning)), "fixed Running")
+		assert.Equal(t, 2*time.Second, n.Now().Sub(fixed), "Running at the relist after the poll")
+		assert.Equal(t, seconds(1), starts(n, fixed, "fixed-node1", "web"))
+		after := mustPod(t, n, "web-node1")
+		assert.Equal(t, web.Status.ContainerStatuses[0].ContainerID, after.Status.ContainerStatuses[0].ContainerID, "web untouched")
+		assert.Zero(t, after.Status.ContainerStatuses[0].RestartCount)
+		assert.Equal(t, seconds(0), starts(n, start, "web-node1", "web"))
+	})
 }

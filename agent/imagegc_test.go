@@ -2,10 +2,10 @@ package agent_test
 
 import (
 	"context"
-	"path/filepath"
-	"slices"
-	"sync/atomic"
+	"errors"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -14,44 +14,64 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
-	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
-	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
 // imageFsStats is a dedicated image filesystem of 10Gi on which 7Gi are
 // used by other things and the rest by the runtime's images: removing an
 // image frees its size. Until full is set, the runtime's images take no
-// room. Every Get is a fresh measurement, and is counted.
+// room. Measurements are stamped with the node's time, and counted; until
+// the node is set, there is none.
 type imageFsStats struct {
-	rt   *fake.Runtime
-	full atomic.Bool
-	gets atomic.Int64
+	mu   sync.Mutex
+	n    *agenttest.Node
+	full bool
+	gets int
+}
+
+var errNotYet = errors.New("no node to measure yet")
+
+func (s *imageFsStats) set(n *agenttest.Node, full bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n, s.full = n, full
+}
+
+// count returns how many measurements were taken.
+func (s *imageFsStats) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gets
 }
 
 func (s *imageFsStats) Get(ctx context.Context) (*stats.Summary, error) {
-	s.gets.Add(1)
-	imgs, err := s.rt.ListImages(ctx, nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		return nil, errNotYet
+	}
+	s.gets++
+	imgs, err := s.n.Runtime().ListImages(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	used := uint64(7 * gi)
 	for _, img := range imgs {
-		if s.full.Load() {
+		if s.full {
 			used += img.Size
 		}
 	}
-	now := time.Now()
 	sum := &stats.Summary{}
-	sum.Node.ImageFs = &stats.FsStats{Time: now, CapacityBytes: 10 * gi, AvailableBytes: 10*gi - used, UsedBytes: used}
+	sum.Node.ImageFs = &stats.FsStats{Time: s.n.Now(), CapacityBytes: 10 * gi, AvailableBytes: 10*gi - used, UsedBytes: used}
 	sum.Node.DedicatedImageFs = true
 	return sum, nil
 }
 
-func imageIDs(t *testing.T, rt *fake.Runtime) []string {
+func imageIDs(t *testing.T, n *agenttest.Node) []string {
 	t.Helper()
-	imgs, err := rt.ListImages(context.Background(), nil)
+	imgs, err := n.Runtime().ListImages(context.Background(), nil)
 	require.NoError(t, err)
 	var out []string
 	for _, img := range imgs {
@@ -63,52 +83,65 @@ func imageIDs(t *testing.T, rt *fake.Runtime) []string {
 // Under image filesystem pressure, eviction removes the unused images
 // first, and evicts nobody once that relieves the pressure.
 func TestImageFsPressureRemovesUnusedImagesBeforeEvicting(t *testing.T) {
-	rt := agent.NewFakeRuntime(nil, nil)
-	t.Cleanup(rt.Close)
-	// 2Gi unused: imagefs.available is about 10%, under the default hard
-	// threshold (15%); without it, about 30%.
-	require.NoError(t, rt.AddImage(&runtimeapi.Image{Id: "sha256:unused", RepoTags: []string{"example.com/old:1"}, Size: 2 * gi}))
-	st := &imageFsStats{rt: rt}
-	api := make(chan syncloop.PodUpdate, 1)
-	api <- syncloop.PodUpdate{Op: syncloop.OpSet, Source: syncloop.SourceAPI, Pods: []*v1.Pod{apiPod("app", "")}}
-	n := startNodeWith(t, agent.Options{Runtime: rt, RootDir: filepath.Join(t.TempDir(), "root"), Updates: api,
-		// Threshold collection off (100%) and no minimum age: only
-		// eviction removes images here.
-		ImageGC:  imagegc.Policy{HighThresholdPercent: 100, LowThresholdPercent: 80},
-		Eviction: agent.EvictionOptions{Stats: st, MonitoringInterval: 100 * time.Millisecond, PressureTransitionPeriod: time.Hour}})
-	app := n.waitPod("app", "Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	synctest.Test(t, func(t *testing.T) {
+		st := &imageFsStats{}
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{
+			// Threshold collection off (100%) and no minimum age: only
+			// eviction removes images here.
+			ImageGC:  imagegc.Policy{HighThresholdPercent: 100, LowThresholdPercent: 80},
+			Eviction: agent.EvictionOptions{Stats: st},
+		}})
+		start := n.Now()
+		// 2Gi unused: imagefs.available is about 10%, under the default
+		// hard threshold (15%); without it, about 30%.
+		require.NoError(t, n.Runtime().AddImage(&runtimeapi.Image{Id: "sha256:unused", RepoTags: []string{"example.com/old:1"}, Size: 2 * gi}))
+		st.set(n, false)
+		n.AddPod(apiPod("app", ""))
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "app", isRunning)), "app Running")
+		require.Len(t, imageIDs(t, n), 2)
 
-	st.full.Store(true)
-	n.waitNodeCondition(v1.NodeDiskPressure, v1.ConditionTrue)
-	eventually(t, "the unused image removed", func() bool { return !slices.Contains(imageIDs(t, rt), "sha256:unused") })
-	assert.Len(t, imageIDs(t, rt), 1, "busybox, which app runs, stays")
-	// Further passes see no pressure: app is never evicted.
-	for gets := st.gets.Load(); st.gets.Load() < gets+5; {
-		time.Sleep(10 * time.Millisecond) // polling interval
-	}
-	app = n.pods()["app"]
-	assert.Equal(t, v1.PodRunning, app.Status.Phase)
+		st.set(n, true)
+		require.True(t, n.StepUntil(time.Minute, func() bool { return len(imageIDs(t, n)) == 1 }), "the unused image removed")
+		assert.Equal(t, 10*time.Second, n.Now().Sub(start), "at the next pass of eviction (every 10s from the start)")
+		assert.NotContains(t, imageIDs(t, n), "sha256:unused")
+		assert.Len(t, imageIDs(t, n), 1, "busybox, which app runs, stays")
+		// The pressure was met in that pass: the node shows it, from the
+		// node status built at the same time, for the transition period.
+		assert.Equal(t, v1.ConditionTrue, nodeCondition(n, v1.NodeDiskPressure), "DiskPressure")
+
+		// Further passes see no pressure: app is never evicted.
+		gets := st.count()
+		n.Step(time.Minute)
+		assert.GreaterOrEqual(t, st.count(), gets+5, "measured again")
+		app := mustPod(t, n, "app")
+		assert.Equal(t, v1.PodRunning, app.Status.Phase)
+		assert.Equal(t, 1, runningContainers(n, app.UID))
+		assert.Equal(t, v1.ConditionTrue, nodeCondition(n, v1.NodeDiskPressure), "within the transition period (5m)")
+		assert.Equal(t, []string{"10s Warning EvictionThresholdMet: Attempting to reclaim ephemeral-storage"}, eventsAbout(n, start, "Node node1"))
+		assert.Empty(t, eventsAbout(n, start.Add(time.Second), "Pod default/app"), "not evicted")
+	})
 }
 
-// Without pressure, periodic image collection keeps the image filesystem
-// under its high threshold, removing no more than it must.
+// Without pressure, periodic image collection (every 5m, upstream's
+// period) keeps the image filesystem under its high threshold, removing no
+// more than it must.
 func TestImageGCFreesDownToTheLowThreshold(t *testing.T) {
-	rt := agent.NewFakeRuntime(nil, nil)
-	t.Cleanup(rt.Close)
-	// 7Gi + 2 x 1Gi + busybox: 90% used; down to 80% is one image.
-	for _, id := range []string{"sha256:a", "sha256:b"} {
-		require.NoError(t, rt.AddImage(&runtimeapi.Image{Id: id, Size: gi}))
-	}
-	st := &imageFsStats{rt: rt}
-	st.full.Store(true)
-	timings := fast
-	timings.ImageGC = 50 * time.Millisecond
-	startNodeWith(t, agent.Options{Runtime: rt, RootDir: filepath.Join(t.TempDir(), "root"),
-		ImageGC:  imagegc.Policy{HighThresholdPercent: 85, LowThresholdPercent: 80},
-		Eviction: agent.EvictionOptions{Disabled: true, Stats: st}, Timings: timings})
-	eventually(t, "an image removed", func() bool { return len(imageIDs(t, rt)) == 1 })
-	for gets := st.gets.Load(); st.gets.Load() < gets+5; {
-		time.Sleep(10 * time.Millisecond) // polling interval
-	}
-	assert.Equal(t, []string{"sha256:b"}, imageIDs(t, rt), "least recently used first (never used, then by ID); 80% reached")
+	synctest.Test(t, func(t *testing.T) {
+		st := &imageFsStats{}
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{
+			ImageGC:  imagegc.Policy{HighThresholdPercent: 85, LowThresholdPercent: 80},
+			Eviction: agent.EvictionOptions{Disabled: true, Stats: st},
+		}})
+		// 7Gi + 2 x 1Gi: 90% used; down to 80% is one image.
+		for _, id := range []string{"sha256:a", "sha256:b"} {
+			require.NoError(t, n.Runtime().AddImage(&runtimeapi.Image{Id: id, Size: gi}))
+		}
+		st.set(n, true)
+		start := n.Now()
+		require.True(t, n.StepUntil(10*time.Minute, func() bool { return len(imageIDs(t, n)) == 1 }), "an image removed")
+		assert.Equal(t, 5*time.Minute, n.Now().Sub(start), "at the first collection that measures it")
+		n.Step(25 * time.Minute)
+		assert.Equal(t, 6, st.count(), "measured at each collection")
+		assert.Equal(t, []string{"sha256:b"}, imageIDs(t, n), "least recently used first (never used, then by ID); 80% reached")
+	})
 }

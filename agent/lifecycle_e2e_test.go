@@ -1,11 +1,11 @@
 package agent_test
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -14,8 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
-	"github.com/kubeletkit/kubeletkit/internal/eventtest"
 )
 
 // deadlinePod runs forever but may be active for one second only.
@@ -32,27 +32,50 @@ spec:
     command: [sleep, "3600"]
 `
 
+// A pod past its activeDeadlineSeconds fails with upstream's reason and
+// message: the sync loop syncs it the second its deadline passes (long
+// before any periodic resync), its container is stopped once the PLEG has
+// relisted, and it is never started again.
 func TestActiveDeadlineFailsThePod(t *testing.T) {
-	// No periodic resync within the test's time: only the deadline can
-	// sync the pod once it runs.
-	timings := fast
-	timings.Resync = time.Hour
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "manifests")
-	require.NoError(t, os.Mkdir(manifests, 0o750))
-	n := startNodeWith(t, agent.Options{RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, Timings: timings})
-	n.write("deadline.yaml", deadlinePod)
-	p := n.waitPod("deadline-node1", "Failed with its containers stopped", func(p v1.Pod) bool {
-		return p.Status.Phase == v1.PodFailed && len(p.Status.ContainerStatuses) == 1 &&
-			p.Status.ContainerStatuses[0].State.Terminated != nil
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"deadline.yaml": deadlinePod})
+		start := n.Now()
+		failed := podIs(n, "deadline-node1", func(p v1.Pod) bool {
+			return p.Status.Phase == v1.PodFailed && len(p.Status.ContainerStatuses) == 1 &&
+				p.Status.ContainerStatuses[0].State.Terminated != nil
+		})
+		require.True(t, n.StepUntil(time.Minute, failed), "Failed with its containers stopped")
+		// The container is stopped at 2s (below). The status manager holds
+		// the terminal phase back while the pod worker could still have
+		// running containers, as upstream's; whether the worker is done
+		// when the manager writes the final status at 2s is a race within
+		// that instant, lost when the manager is first: then the phase is
+		// written at the worker's next sync, after the next relist.
+		assert.Contains(t, seconds(2, 3), n.Now().Sub(start), "Failed at")
+		p := mustPod(t, n, "deadline-node1")
+		assert.Equal(t, "DeadlineExceeded", p.Status.Reason)
+		assert.Equal(t, "Pod was active on the node longer than the specified deadline", p.Status.Message)
+		require.NotNil(t, p.Status.StartTime)
+		assert.Zero(t, p.Status.StartTime.Sub(start))
+		assert.Equal(t, v1.ConditionFalse, condition(p, v1.PodReady))
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		assert.Equal(t, int32(143), term.ExitCode, "stopped by the kubelet")
+		assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount, "a failed pod's containers are not restarted")
+		assert.Equal(t, []string{
+			`0s Normal Pulling: Pulling image "busybox:1.36"`,
+			`0s Normal Pulled: Successfully pulled image "busybox:1.36" in 0s`,
+			`0s Normal Created: Created container: app`,
+			`0s Normal Started: Started container app`,
+			"1s Normal DeadlineExceeded: Pod was active on the node longer than the specified deadline",
+			"2s Normal Killing: Stopping container app",
+		}, eventsAbout(n, start, "Pod default/deadline-node1"))
+
+		n.Step(10 * time.Minute)
+		p = mustPod(t, n, "deadline-node1")
+		assert.Equal(t, v1.PodFailed, p.Status.Phase)
+		assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount, "never restarted")
+		assert.Equal(t, seconds(0), starts(n, start, "deadline-node1", "app"))
 	})
-	assert.Equal(t, "DeadlineExceeded", p.Status.Reason)
-	assert.Equal(t, "Pod was active on the node longer than the specified deadline", p.Status.Message)
-	require.NotNil(t, p.Status.StartTime)
-	assert.Equal(t, v1.ConditionFalse, condition(p, v1.PodReady))
-	term := p.Status.ContainerStatuses[0].State.Terminated
-	assert.Equal(t, int32(143), term.ExitCode, "stopped by the kubelet")
-	assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount, "a failed pod's containers are not restarted")
 }
 
 // hookPod's postStart hook always fails.
@@ -71,22 +94,56 @@ spec:
         exec: {command: ["false"]}
 `
 
+// A container whose postStart hook fails is killed, with upstream's events
+// and waiting reason, and restarted under the crash-loop back-off.
 func TestFailingPostStartHookKillsTheContainer(t *testing.T) {
-	n := newNode(t)
-	n.write("hook.yaml", hookPod)
-	// The container itself never exits: each instance is killed because
-	// its hook failed, and the container ends up backing off.
-	p := n.waitPod("hook-node1", "a crash loop", func(p v1.Pod) bool {
-		if len(p.Status.ContainerStatuses) != 1 {
-			return false
-		}
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"hook.yaml": hookPod})
+		start := n.Now()
+		// The container itself never exits: each instance is killed
+		// because its hook failed, and the container ends up backing off.
+		var hookErrors []string
+		crashLoop := podIs(n, "hook-node1", func(p v1.Pod) bool {
+			if len(p.Status.ContainerStatuses) != 1 {
+				return false
+			}
+			cs := p.Status.ContainerStatuses[0]
+			if w := cs.State.Waiting; w != nil && w.Reason == "PostStartHookError" && !slices.Contains(hookErrors, w.Message) {
+				hookErrors = append(hookErrors, w.Message)
+			}
+			return cs.RestartCount >= 2 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+		})
+		require.True(t, n.StepUntil(5*time.Minute, crashLoop), "a crash loop")
+		assert.Equal(t, 31*time.Second, n.Now().Sub(start), "second back-off seen at")
+		p := mustPod(t, n, "hook-node1")
 		cs := p.Status.ContainerStatuses[0]
-		return cs.RestartCount >= 2 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+		assert.Equal(t, int32(2), cs.RestartCount)
+		assert.Equal(t, "back-off 20s restarting failed container=app pod=hook-node1_default("+string(p.UID)+")", cs.State.Waiting.Message)
+		require.NotNil(t, cs.LastTerminationState.Terminated)
+		assert.Equal(t, int32(143), cs.LastTerminationState.Terminated.ExitCode, "killed, not exited")
+		assert.Equal(t, v1.PodRunning, p.Status.Phase)
+		assert.Equal(t, []string{`Exec lifecycle hook ([false]) for Container "app" in Pod "hook-node1_default(` + string(p.UID) +
+			`)" failed - error: command 'false' exited with 1: , message: ""`}, hookErrors, "upstream's message")
+		assert.Equal(t, seconds(0, 1, 11, 31), starts(n, start, "hook-node1", "app"))
+
+		// Every instance: created, started, its hook failed (the event
+		// keeps the hook's output out, as upstream's), killed.
+		byTime := map[string][]string{}
+		for _, e := range eventsAbout(n, start, "Pod default/hook-node1") {
+			at, rest, _ := strings.Cut(e, " ")
+			if !strings.Contains(rest, " Pull") {
+				byTime[at] = append(byTime[at], rest)
+			}
+		}
+		for _, at := range []string{"0s", "1s", "11s", "31s"} {
+			assert.Equal(t, []string{
+				"Normal Created: Created container: app",
+				"Normal Started: Started container app",
+				"Warning FailedPostStartHook: PostStartHook failed",
+				"Normal Killing: FailedPostStartHook",
+			}, byTime[at], "at %s", at)
+		}
 	})
-	cs := p.Status.ContainerStatuses[0]
-	require.NotNil(t, cs.LastTerminationState.Terminated)
-	assert.Equal(t, int32(143), cs.LastTerminationState.Terminated.ExitCode, "killed, not exited")
-	assert.Equal(t, v1.PodRunning, p.Status.Phase)
 }
 
 // envPod takes variables from a configMap (all its keys, prefixed), a
@@ -117,62 +174,72 @@ metadata: {name: later}
 data: {k: v}
 `
 
+// A container whose environment names a configMap that does not exist is
+// held in CreateContainerConfigError, with upstream's message, until the
+// configMap appears; then it starts with every variable.
 func TestEnvironmentFromConfigMapsAndSecrets(t *testing.T) {
-	dir := t.TempDir()
-	manifests, objects := filepath.Join(dir, "manifests"), filepath.Join(dir, "objects")
-	for _, d := range []string{manifests, objects} {
-		require.NoError(t, os.Mkdir(d, 0o750))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(objects, "config.yaml"), []byte(strings.Replace(configMap, "GREETING", "hello", 1)), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(objects, "secret.yaml"), []byte(secret), 0o600))
-	rt := agent.NewFakeRuntime(nil, nil)
-	t.Cleanup(rt.Close)
-	n := startNodeWith(t, agent.Options{Runtime: rt, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, ObjectPath: objects})
-	n.write("envs.yaml", envPod)
+	synctest.Test(t, func(t *testing.T) {
+		objects := t.TempDir()
+		writeFile(t, objects, "config.yaml", strings.Replace(configMap, "GREETING", "hello", 1))
+		writeFile(t, objects, "secret.yaml", secret)
+		n, dir := staticNode(t, agenttest.Options{Agent: agent.Options{ObjectPath: objects}}, nil)
+		// The objects were read as the agent started; the manifest comes
+		// after, at the next poll of the directory.
+		writeFile(t, dir, "envs.yaml", envPod)
+		start := n.Now()
+		held := podIs(n, "envs-node1", func(p v1.Pod) bool {
+			if len(p.Status.ContainerStatuses) != 1 {
+				return false
+			}
+			w := p.Status.ContainerStatuses[0].State.Waiting
+			return w != nil && w.Reason == "CreateContainerConfigError"
+		})
+		require.True(t, n.StepUntil(time.Minute, held), "CreateContainerConfigError")
+		p := mustPod(t, n, "envs-node1")
+		assert.Equal(t, `configmap "later" not found`, p.Status.ContainerStatuses[0].State.Waiting.Message)
+		assert.Equal(t, v1.PodPending, p.Status.Phase)
+		assert.Empty(t, n.Runtime().CallsOf(fake.CreateContainer), "no container created")
+		assert.Contains(t, eventsAbout(n, start, "Pod default/envs-node1"), `1s Warning Failed: Error: configmap "later" not found`)
 
-	// A reference to a configMap that does not exist holds the container,
-	// with upstream's reason and message. (The object directory is read
-	// on its own period, so the pod may first meet a missing app-config
-	// too.)
-	n.waitPod("envs-node1", "CreateContainerConfigError for the missing configMap", func(p v1.Pod) bool {
-		if len(p.Status.ContainerStatuses) != 1 {
-			return false
+		// Once it exists, the container starts with every variable, at
+		// the worker's first retry after the object directory was read
+		// again.
+		writeFile(t, objects, "later.yaml", laterConfigMap)
+		running := podIs(n, "envs-node1", func(p v1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		})
+		require.True(t, n.StepUntil(2*time.Minute, running), "Running")
+		creates := n.Runtime().CallsOf(fake.CreateContainer)
+		require.Len(t, creates, 1)
+		env := map[string]string{}
+		for _, kv := range creates[0].Request.(*runtimeapi.CreateContainerRequest).GetConfig().GetEnvs() {
+			env[kv.GetKey()] = string(kv.GetValue())
 		}
-		w := p.Status.ContainerStatuses[0].State.Waiting
-		return w != nil && w.Reason == "CreateContainerConfigError" && w.Message == `configmap "later" not found`
+		assert.Equal(t, map[string]string{"CFG_greeting": "hello", "PASSWORD": "s3cr3t", "LATER": "v"}, env)
+		assert.Equal(t, seconds(22), starts(n, start, "envs-node1", "app"))
 	})
-
-	// Once it exists, the container starts with every variable.
-	require.NoError(t, os.WriteFile(filepath.Join(objects, "later.yaml"), []byte(laterConfigMap), 0o600))
-	n.waitPod("envs-node1", "Running", func(p v1.Pod) bool {
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
-	})
-	creates := rt.CallsOf(fake.CreateContainer)
-	require.Len(t, creates, 1)
-	env := map[string]string{}
-	for _, kv := range creates[0].Request.(*runtimeapi.CreateContainerRequest).GetConfig().GetEnvs() {
-		env[kv.GetKey()] = string(kv.GetValue())
-	}
-	assert.Equal(t, map[string]string{"CFG_greeting": "hello", "PASSWORD": "s3cr3t", "LATER": "v"}, env)
 }
 
+// Without an object directory, as upstream's kubelet, a static pod that
+// references a secret or a configMap is refused with a FailedValidation
+// event, and the other pods run.
 func TestStaticPodReferencingAPIObjectsIsRefused(t *testing.T) {
-	// Without an object directory, as upstream's kubelet: the manifest is
-	// refused, the other pods run.
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "manifests")
-	require.NoError(t, os.Mkdir(manifests, 0o750))
-	rec := &eventtest.Recorder{}
-	n := startNodeWith(t, agent.Options{RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, Recorder: rec})
-	n.write("refs.yaml", envPod)
-	n.write("web.yaml", webPod)
-	n.waitPod("web-node1", "Ready", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
-	_, ok := n.pods()["envs-node1"]
-	assert.False(t, ok, "a static pod that references a secret does not run")
-	assert.True(t, hasEvent(rec, v1.EventTypeWarning, "FailedValidation"), "events: %q", rec.Strings())
-}
-
-// hasEvent tells whether rec recorded an event of that type and reason.
-func hasEvent(rec *eventtest.Recorder, eventtype, reason string) bool {
-	return slices.ContainsFunc(rec.Events(), func(e eventtest.Event) bool { return e.Type == eventtype && e.Reason == reason })
+	synctest.Test(t, func(t *testing.T) {
+		n, dir := staticNode(t, agenttest.Options{}, map[string]string{"refs.yaml": envPod, "web.yaml": webPod})
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isReady)), "web Ready")
+		n.Step(time.Minute) // the manifests are read again
+		assert.Nil(t, n.Pod("default", "envs-node1"), "a static pod that references a secret does not run")
+		assert.False(t, listed(n, "envs-node1"))
+		var refused []string
+		for _, e := range n.Events() {
+			if e.Reason == "FailedValidation" {
+				refused = append(refused, e.String())
+			}
+		}
+		assert.Equal(t, []string{"Node node1 Warning FailedValidation Error reading static pod manifest " + filepath.Join(dir, "refs.yaml") +
+			": invalid pod default/envs-node1: static pods may not reference secrets"}, refused, "once")
+		for _, c := range n.Runtime().Containers() {
+			assert.NotEqual(t, "envs-node1", c.GetLabels()["io.kubernetes.pod.name"], "no container of the refused pod")
+		}
+	})
 }

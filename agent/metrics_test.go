@@ -1,12 +1,9 @@
 package agent_test
 
 import (
-	"io"
-	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 )
@@ -59,35 +57,25 @@ func (m *recordingMetrics) Event(eventtype, reason string) {
 	m.mu.Unlock()
 }
 
-// The agent reports its measurements to Options.Metrics, and serves
-// Options.MetricsHandler on /metrics.
-func TestMetricsHookAndHandler(t *testing.T) {
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "manifests")
-	require.NoError(t, os.Mkdir(manifests, 0o750))
-	m := newRecordingMetrics()
-	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metrics of the adapter\n") })
-	n := startNodeWith(t, agent.Options{RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, Metrics: m, MetricsHandler: handler})
-	n.write("web.yaml", webPod)
-	n.waitPod("web-node1", "Ready", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
-	// The pod's status reaches /pods through the status manager, after
-	// the sync that made it Running was observed.
-	eventually(t, "a sync observed", func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.work[podworkers.WorkSync] > 0 })
+// The agent reports its measurements to Options.Metrics, on the node's
+// clock. (TestHTTPEndpoints checks that Options.MetricsHandler is served on
+// /metrics.)
+func TestMetricsHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newRecordingMetrics()
+		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{Metrics: m}}, map[string]string{"web.yaml": webPod})
+		start := n.Now()
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isReady)), "Ready")
 
-	m.mu.Lock()
-	assert.Positive(t, m.relists, "relists observed")
-	assert.False(t, m.lastSeen.IsZero(), "last relist seen")
-	require.Len(t, m.podStarts, 1, "one pod started, observed once")
-	assert.Positive(t, m.podStarts[0])
-	assert.Positive(t, m.events[[2]string{v1.EventTypeNormal, "Started"}], "events counted: %v", m.events)
-	assert.Positive(t, m.events[[2]string{v1.EventTypeNormal, "Pulled"}], "events counted: %v", m.events)
-	m.mu.Unlock()
-
-	resp, err := http.Get(n.base + "/metrics")
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, "metrics of the adapter\n", string(body))
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		// The agent's relist before it starts the blocks, then the
+		// PLEG's: at once and every second.
+		assert.Equal(t, 4, m.relists, "relists observed")
+		assert.Equal(t, start.Add(2*time.Second), m.lastSeen, "last relist seen")
+		assert.Positive(t, m.work[podworkers.WorkSync], "syncs observed")
+		assert.Equal(t, []time.Duration{time.Second}, m.podStarts, "one pod started, Running at the first relist, observed once")
+		assert.Equal(t, 1, m.events[[2]string{v1.EventTypeNormal, "Started"}], "events counted: %v", m.events)
+		assert.Equal(t, 1, m.events[[2]string{v1.EventTypeNormal, "Pulled"}], "events counted: %v", m.events)
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -13,8 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
-	"github.com/kubeletkit/kubeletkit/cri"
-	"github.com/kubeletkit/kubeletkit/internal/eventtest"
+	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 )
 
 // volumePod mounts one volume of each kind the agent supports without an
@@ -81,27 +81,6 @@ metadata: {name: app-creds}
 stringData: {password: s3cr3t}
 `
 
-// volumeNode runs an agent on rt (nil: the embedded fake) with a manifest
-// and an object directory, and writes the objects and the pod.
-func volumeNode(t *testing.T, rt agent.Runtime, image, name string) (n *node, objects, hostDir, podName string) {
-	t.Helper()
-	dir := t.TempDir()
-	manifests, objects, hostDir := filepath.Join(dir, "manifests"), filepath.Join(dir, "objects"), filepath.Join(dir, "host")
-	for _, d := range []string{manifests, objects} {
-		require.NoError(t, os.Mkdir(d, 0o750))
-	}
-	n = startNodeWith(t, agent.Options{Runtime: rt, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, ObjectPath: objects})
-	require.NoError(t, os.WriteFile(filepath.Join(objects, "config.yaml"), []byte(strings.Replace(configMap, "GREETING", "hello", 1)), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(objects, "secret.yaml"), []byte(secret), 0o600))
-	m := strings.ReplaceAll(strings.Replace(volumePod, "HOSTDIR", hostDir, 1), "busybox:1.36", image)
-	m = strings.Replace(m, "name: vols", "name: "+name, 1)
-	if rt != nil {
-		m = strings.Replace(m, "spec:\n", "spec:\n  terminationGracePeriodSeconds: 2\n", 1)
-	}
-	n.write("vols.yaml", m)
-	return n, objects, hostDir, name + "-node1"
-}
-
 // cat runs cat in the pod's container and returns what it printed.
 func cat(t *testing.T, rt agent.Runtime, p v1.Pod, files ...string) (string, int32) {
 	t.Helper()
@@ -112,15 +91,12 @@ func cat(t *testing.T, rt agent.Runtime, p v1.Pod, files ...string) (string, int
 	return string(resp.Stdout), resp.ExitCode
 }
 
-// checkVolumes runs the scenario: a container reads its mounted files, a
-// configMap update reaches it, and the volumes go with the pod.
-func checkVolumes(t *testing.T, n *node, rt agent.Runtime, objects, hostDir, podName string) {
-	p := n.waitPod(podName, "Ready (its probe reads the configMap)", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
-	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "motd"), []byte("from the host"), 0o644))
-	// What lands in the emptyDir's subPath shows at its mount.
-	scratch := filepath.Join(n.root, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", "scratch")
-	require.NoError(t, os.WriteFile(filepath.Join(scratch, "app", "logs", "written"), []byte("through the volume"), 0o644))
-
+// checkMountedFiles checks what volumePod's container reads through each
+// of its mounts, once the test has written "from the host" to motd in the
+// hostPath directory and "through the volume" to app/logs/written in the
+// emptyDir.
+func checkMountedFiles(t *testing.T, rt agent.Runtime, p v1.Pod) {
+	t.Helper()
 	for _, tc := range []struct{ file, want string }{
 		{"/etc/config/greeting", "hello"},
 		{"/etc/creds/password", "s3cr3t"},
@@ -137,62 +113,64 @@ func checkVolumes(t *testing.T, n *node, rt agent.Runtime, objects, hostDir, pod
 	}
 	_, code := cat(t, rt, p, "/etc/config/../creds/missing")
 	assert.Equal(t, int32(1), code)
-
-	// The secret is written with the mode asked for, on the host too.
-	uid := string(p.UID)
-	secretDir := filepath.Join(n.root, "pods", uid, "volumes", "kubernetes.io~secret", "creds")
-	st, err := os.Stat(filepath.Join(secretDir, "password"))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o400), st.Mode().Perm())
-
-	// A new greeting reaches the running container.
-	require.NoError(t, os.WriteFile(filepath.Join(objects, "config.yaml"), []byte(strings.Replace(configMap, "GREETING", "bonjour", 1)), 0o600))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if out, _ := cat(t, rt, p, "/etc/config/greeting"); out == "bonjour" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the configMap update did not reach the container")
-		}
-		time.Sleep(50 * time.Millisecond) // polling interval, not a wait for an event
-	}
-
-	// Removing the pod tears its volumes down and removes its directory.
-	require.NoError(t, os.Remove(filepath.Join(n.manifests, "vols.yaml")))
-	n.waitGone(podName)
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(n.root, "pods", uid)); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the directory of pod %s is still there", uid)
-		}
-		time.Sleep(50 * time.Millisecond) // polling interval, not a wait for an event
-	}
-	_, err = os.Stat(filepath.Join(hostDir, "motd"))
-	assert.NoError(t, err, "a hostPath outlives the pod")
 }
 
+// A container reads its mounted files; a configMap update reaches it; the
+// volumes go with the pod.
 func TestContainerReadsMountedFiles(t *testing.T) {
-	rt := agent.NewFakeRuntime(nil, nil)
-	t.Cleanup(rt.Close)
-	n, objects, hostDir, podName := volumeNode(t, rt, "busybox:1.36", "vols")
-	checkVolumes(t, n, rt, objects, hostDir, podName)
+	synctest.Test(t, func(t *testing.T) {
+		objects, hostDir, root := t.TempDir(), filepath.Join(t.TempDir(), "host"), t.TempDir()
+		writeFile(t, objects, "config.yaml", strings.Replace(configMap, "GREETING", "hello", 1))
+		writeFile(t, objects, "secret.yaml", secret)
+		n, dir := staticNode(t, agenttest.Options{Agent: agent.Options{ObjectPath: objects, RootDir: root}}, nil)
+		start := n.Now()
+		// The objects were read as the agent started; the manifest comes
+		// after, at the next poll of the directory (1s).
+		writeFile(t, dir, "vols.yaml", strings.Replace(volumePod, "HOSTDIR", hostDir, 1))
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "vols-node1", isReady)), "Ready (its probe reads the configMap)")
+		assert.Equal(t, 3*time.Second, n.Now().Sub(start), "Ready at")
+		p := mustPod(t, n, "vols-node1")
+		require.NoError(t, os.WriteFile(filepath.Join(hostDir, "motd"), []byte("from the host"), 0o644))
+		// What lands in the emptyDir's subPath shows at its mount.
+		scratch := filepath.Join(root, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", "scratch")
+		require.NoError(t, os.WriteFile(filepath.Join(scratch, "app", "logs", "written"), []byte("through the volume"), 0o644))
+		checkMountedFiles(t, n.Runtime(), p)
+
+		// The secret is written with the mode asked for, on the host too.
+		secretDir := filepath.Join(root, "pods", string(p.UID), "volumes", "kubernetes.io~secret", "creds")
+		fi, err := os.Stat(filepath.Join(secretDir, "password"))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o400), fi.Mode().Perm())
+
+		// A new greeting reaches the running container when the object
+		// directory is read again (every 20s from the start): the agent
+		// then writes the volumes again at once.
+		writeFile(t, objects, "config.yaml", strings.Replace(configMap, "GREETING", "bonjour", 1))
+		require.True(t, n.StepUntil(5*time.Minute, func() bool { out, _ := cat(t, n.Runtime(), p, "/etc/config/greeting"); return out == "bonjour" }),
+			"the configMap update did not reach the container")
+		assert.Equal(t, 20*time.Second, n.Now().Sub(start), "bonjour at")
+		out, _ := cat(t, n.Runtime(), p, "/etc/all/hello")
+		assert.Equal(t, "bonjour", out, "the projected volume too")
+
+		// Removing the pod tears its volumes down and removes its
+		// directory.
+		require.NoError(t, os.Remove(filepath.Join(dir, "vols.yaml")))
+		require.True(t, n.StepUntil(time.Minute, func() bool { return !listed(n, "vols-node1") }), "vols-node1 still listed")
+		gone := func() bool { _, err := os.Stat(filepath.Join(root, "pods", string(p.UID))); return os.IsNotExist(err) }
+		require.True(t, n.StepUntil(time.Minute, gone), "the directory of pod %s is still there", p.UID)
+		_, err = os.Stat(filepath.Join(hostDir, "motd"))
+		assert.NoError(t, err, "a hostPath outlives the pod")
+	})
 }
 
+// A static pod whose configMap volume's configMap does not exist waits in
+// ContainerCreating with a FailedMount event; the other pods run.
 func TestMissingConfigMapHoldsOnlyItsPod(t *testing.T) {
-	// An object directory without the configMap: static pods may reference
-	// objects, and this one is missing.
-	dir := t.TempDir()
-	manifests, objects := filepath.Join(dir, "manifests"), filepath.Join(dir, "objects")
-	for _, d := range []string{manifests, objects} {
-		require.NoError(t, os.Mkdir(d, 0o750))
-	}
-	rec := &eventtest.Recorder{}
-	n := startNodeWith(t, agent.Options{RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, ObjectPath: objects, Recorder: rec})
-	n.write("broken.yaml", `
+	synctest.Test(t, func(t *testing.T) {
+		// An object directory without the configMap: static pods may
+		// reference objects, and this one is missing.
+		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{ObjectPath: t.TempDir()}}, map[string]string{
+			"broken.yaml": `
 apiVersion: v1
 kind: Pod
 metadata: {name: needs}
@@ -205,18 +183,40 @@ spec:
   volumes:
   - name: config
     configMap: {name: absent}
-`)
-	n.write("web.yaml", webPod)
-	n.waitPod("web-node1", "Ready", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
-	p := n.waitPod("needs-node1", "waiting in ContainerCreating", func(p v1.Pod) bool {
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil
+`,
+			"web.yaml": webPod,
+		})
+		start := n.Now()
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isReady)), "web Ready")
+		n.Step(3 * time.Minute)
+		p := mustPod(t, n, "needs-node1")
+		assert.Equal(t, v1.PodPending, p.Status.Phase)
+		require.Len(t, p.Status.ContainerStatuses, 1)
+		require.NotNil(t, p.Status.ContainerStatuses[0].State.Waiting)
+		assert.Equal(t, "ContainerCreating", p.Status.ContainerStatuses[0].State.Waiting.Reason)
+		// Each failed mount is an event, retried after 500ms doubling up
+		// to 2m2s; the pod's sync gives up waiting after 2m3s and says
+		// so, as upstream's volume manager.
+		const setUp = `Warning FailedMount: MountVolume.SetUp failed for volume "config" : configmap "absent" not found`
+		var setUps []time.Duration
+		var timedOut []string
+		for _, e := range eventsAbout(n, start, "Pod default/needs-node1") {
+			at, rest, _ := strings.Cut(e, " ")
+			switch d, _ := time.ParseDuration(at); {
+			case rest == setUp:
+				setUps = append(setUps, d)
+			case strings.HasPrefix(rest, "Warning FailedMount: Unable to attach or mount volumes: "):
+				timedOut = append(timedOut, e)
+			default:
+				t.Errorf("unexpected event %q", e)
+			}
+		}
+		assert.Equal(t, seconds(0, 0.5, 1.5, 3.5, 7.5, 15.5, 31.5, 63.5, 127.5), setUps)
+		require.Len(t, timedOut, 1)
+		assert.True(t, strings.HasPrefix(timedOut[0], "2m3s Warning FailedMount: Unable to attach or mount volumes: unmounted volumes=[config], unattached volumes=[], failed to process volumes=[]: "), timedOut[0])
+		for _, c := range n.Runtime().Containers() {
+			assert.NotEqual(t, "needs-node1", c.GetLabels()["io.kubernetes.pod.name"], "no container starts without its volumes")
+		}
+		assert.Equal(t, v1.PodRunning, mustPod(t, n, "web-node1").Status.Phase)
 	})
-	assert.Equal(t, v1.PodPending, p.Status.Phase)
-	assert.Equal(t, "ContainerCreating", p.Status.ContainerStatuses[0].State.Waiting.Reason)
-	assert.True(t, hasEvent(rec, v1.EventTypeWarning, "FailedMount"), "events: %q", rec.Strings())
-	cs, err := n.a.Runtime().ListContainers(context.Background(), nil)
-	require.NoError(t, err)
-	for _, c := range cs {
-		assert.NotEqual(t, string(p.UID), c.GetLabels()[cri.PodUIDLabel], "no container starts without its volumes")
-	}
 }
