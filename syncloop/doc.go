@@ -52,6 +52,6 @@
 //
 // Every input of the loop is a channel or a func, and time comes from
 // Options.Clock, so a test drives the loop with a fake clock and a recording
-// handler (see loop_test.go); examples/minikubelet/agent is a complete
-// handler.
+// handler (see loop_test.go); package agent is a complete handler
+// (agent/handler.go).
 package syncloop
