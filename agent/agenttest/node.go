@@ -282,8 +282,8 @@ type Event struct {
 	Reason, Message string
 }
 
-// String formats the event as kubectl's events listing would, with the
-// time since start: "Pod default/web Warning BackOff Back-off restarting...".
+// String formats the event on one line, without its time: "Pod default/web
+// Warning BackOff Back-off restarting failed container ...".
 func (e Event) String() string {
 	return fmt.Sprintf("%s %s %s %s", e.Object, e.Type, e.Reason, e.Message)
 }
