@@ -92,6 +92,14 @@
 // "now" every 2s and could hand the worker a status that predated events
 // still in flight.
 //
+// A consumer that hands events to pod workers can take them through
+// OnEvents (GenericOptions, EventedOptions) instead of the channel: a pod's
+// events of one relist in one synchronous call, before the cache holds the
+// status they describe. A worker waiting on the cache then finds every event
+// of that relist already handed over, and a relist costs one sync per pod,
+// where events taken one at a time can reach a worker already syncing for
+// the first and cost a second sync a relist later. package agent does so.
+//
 // # Threading
 //
 // NewGeneric and NewEvented start nothing. Run starts the goroutines and

@@ -26,7 +26,7 @@
 //	}
 //	ready := cfg.SeenAllSources(syncloop.SourceFile, syncloop.SourceAPI)
 //
-// syncloop.Loop does the consuming; examples/minikubelet wires it all.
+// syncloop.Loop does the consuming; package agent wires it all.
 //
 // # The merge
 //
