@@ -98,7 +98,7 @@
 // status they describe. A worker waiting on the cache then finds every event
 // of that relist already handed over, and a relist costs one sync per pod,
 // where events taken one at a time can reach a worker already syncing for
-// the first and cost a second sync a relist later. package agent does so.
+// the first and cost a second sync a relist later. Package agent does so.
 //
 // # Threading
 //
