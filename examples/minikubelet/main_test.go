@@ -54,10 +54,10 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-// --runonce on the embedded fake runtime starts the pods, waits until they
-// run and prints them.
-func TestRunOnce(t *testing.T) {
-	dir := t.TempDir()
+// webManifests writes a manifest directory under dir with one pod, web,
+// whose container sleeps, and returns its path.
+func webManifests(t *testing.T, dir string) string {
+	t.Helper()
 	manifests := filepath.Join(dir, "manifests")
 	require.NoError(t, os.Mkdir(manifests, 0o750))
 	require.NoError(t, os.WriteFile(filepath.Join(manifests, "web.yaml"), []byte(`
@@ -68,6 +68,14 @@ spec:
   containers:
   - {name: web, image: busybox:1.36, command: [sleep, "3600"]}
 `), 0o600))
+	return manifests
+}
+
+// --runonce on the embedded fake runtime starts the pods, waits until they
+// run and prints them.
+func TestRunOnce(t *testing.T) {
+	dir := t.TempDir()
+	manifests := webManifests(t, dir)
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"--runonce", "--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"),
 		"--pod-manifest-path", manifests, "--eviction-hard", ""}, &out, io.Discard)
@@ -108,16 +116,7 @@ func TestHTTPServer(t *testing.T) {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	require.NoError(t, l.Close())
 	dir := t.TempDir()
-	manifests := filepath.Join(dir, "manifests")
-	require.NoError(t, os.Mkdir(manifests, 0o750))
-	require.NoError(t, os.WriteFile(filepath.Join(manifests, "web.yaml"), []byte(`
-apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  containers:
-  - {name: web, image: busybox:1.36, command: [sleep, "3600"]}
-`), 0o600))
+	manifests := webManifests(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var out syncBuffer
