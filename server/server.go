@@ -31,10 +31,14 @@ type HealthChecker interface {
 	Healthy() error
 }
 
-// Options configure a Server. Pods, Node and Health are required.
+// Options configure a Server. Package agent's *Agent is all three of Pods,
+// Node and Health.
 type Options struct {
-	Pods   PodLister
-	Node   NodeStatusGetter
+	// Pods answers /pods; nil makes it answer 503.
+	Pods PodLister
+	// Node answers /node; nil makes it answer 503.
+	Node NodeStatusGetter
+	// Health answers /healthz; nil makes it answer 503.
 	Health HealthChecker
 	// Metrics serves /metrics; nil means no such endpoint.
 	Metrics http.Handler
@@ -52,8 +56,7 @@ type Server struct {
 	mux  *http.ServeMux
 }
 
-// New builds a Server; it listens on nothing until Serve. It panics on
-// nothing: a missing part serves 503 on its endpoints.
+// New builds a Server; it listens on nothing until Serve.
 func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux()}
 	if s.log == nil {
