@@ -117,9 +117,12 @@ func validateName(pod *v1.Pod) error {
 // subdomain, a namespace that is a DNS-1123 label, at least one container,
 // container names (init, regular and ephemeral together) that are DNS-1123
 // labels and unique, a non-empty image in every container, lifecycle
-// sleep actions within the termination grace period, and a restartPolicy
-// and dnsPolicy among the known values. Every problem is
-// listed, with its field path, in an error that wraps ErrInvalidPod.
+// sleep actions within the termination grace period, a restartPolicy and
+// dnsPolicy among the known values, labels and annotations (syntax and
+// size), one source per volume with relative item paths free of "..", one
+// handler per probe with non-negative numbers, and subPaths free of "..".
+// Every problem is listed, with its field path and upstream's message, in
+// an error that wraps ErrInvalidPod.
 func ValidatePod(pod *v1.Pod) error {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
@@ -194,6 +197,7 @@ func ValidatePod(pod *v1.Pod) error {
 		errs = append(errs, field.NotSupported(spec.Child("dnsPolicy"), pod.Spec.DNSPolicy,
 			[]string{string(v1.DNSClusterFirst), string(v1.DNSClusterFirstWithHostNet), string(v1.DNSDefault), string(v1.DNSNone)}))
 	}
+	errs = append(errs, validateMore(pod)...)
 	if len(errs) == 0 {
 		return nil
 	}
