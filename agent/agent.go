@@ -399,7 +399,11 @@ func (a *Agent) build() error {
 		}),
 		Logger:  log.With("component", "podworkers"),
 		Metrics: a.metrics,
-		Machine: podworkers.MachineOptions{ResyncInterval: opts.Timings.Resync, BackOffPeriod: opts.Timings.WorkerBackOff, Rand: opts.Rand},
+		// The final status a terminating pod's sync wrote had its terminal
+		// phase held back while the workers still counted its containers;
+		// it is written as soon as they stop counting them.
+		Terminated: a.status.PushAgain,
+		Machine:    podworkers.MachineOptions{ResyncInterval: opts.Timings.Resync, BackOffPeriod: opts.Timings.WorkerBackOff, Rand: opts.Rand},
 	})
 	if err != nil {
 		return err

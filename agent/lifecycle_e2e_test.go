@@ -47,11 +47,9 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 		require.True(t, n.StepUntil(time.Minute, failed), "Failed with its containers stopped")
 		// The container is stopped at 2s (below). The status manager holds
 		// the terminal phase back while the pod worker could still have
-		// running containers, as upstream's; whether the worker is done
-		// when the manager writes the final status at 2s is a race within
-		// that instant, lost when the manager is first: then the phase is
-		// written at the worker's next sync, after the next relist.
-		assert.Contains(t, seconds(2, 3), n.Now().Sub(start), "Failed at")
+		// running containers, as upstream's, and writes it as soon as the
+		// workers finish the termination (podworkers' Terminated hook).
+		assert.Equal(t, 2*time.Second, n.Now().Sub(start), "Failed at")
 		p := mustPod(t, n, "deadline-node1")
 		assert.Equal(t, "DeadlineExceeded", p.Status.Reason)
 		assert.Equal(t, "Pod was active on the node longer than the specified deadline", p.Status.Message)

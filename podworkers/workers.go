@@ -39,6 +39,14 @@ type Options struct {
 	// Machine configures the state machine: resync interval, backoff,
 	// jitter, full-name gate.
 	Machine MachineOptions
+	// Terminated, when set, is called once a pod's termination succeeded
+	// (SyncTerminatingPod or SyncTerminatingRuntimePod returned nil), after
+	// the workers recorded it: from then on CouldHaveRunningContainers
+	// answers false for the pod. A status manager that held a terminal
+	// phase back while it answered true pushes again from here. It is
+	// called from the pod's worker goroutine, outside the workers' lock,
+	// and must not block.
+	Terminated func(uid types.UID)
 }
 
 type phase uint8
@@ -60,6 +68,7 @@ type Workers struct {
 	log     *slog.Logger
 	metrics Metrics
 	tick    time.Duration
+	onTerm  func(uid types.UID) // Options.Terminated
 
 	mu       sync.Mutex
 	m        *Machine
@@ -110,6 +119,7 @@ func New(opts Options) (*Workers, error) {
 		log:      opts.Logger,
 		metrics:  opts.Metrics,
 		tick:     opts.ResyncTick,
+		onTerm:   opts.Terminated,
 		m:        m,
 		done:     make(chan struct{}),
 		inflight: make(map[types.UID]context.CancelFunc),
@@ -434,6 +444,10 @@ func (w *Workers) work(uid types.UID) {
 		w.startReadyLocked()
 		w.notifyWaitersLocked()
 		w.mu.Unlock()
+		terminating := work.Kind == WorkTerminating || work.Kind == WorkTerminatingRuntime
+		if terminating && res.Err == nil && w.onTerm != nil {
+			w.onTerm(uid)
+		}
 	}
 }
 

@@ -550,3 +550,40 @@ func TestConcurrentUpdates(t *testing.T) {
 		}
 	}
 }
+
+// Terminated is called once a pod's termination succeeded, after which the
+// workers say its containers cannot run.
+func TestTerminatedHook(t *testing.T) {
+	syncer := &podworkerstest.Syncer{}
+	type call struct {
+		uid   types.UID
+		could bool
+	}
+	calls := make(chan call, 4)
+	var w *podworkers.Workers
+	e := start(t, syncer, func(o *podworkers.Options) {
+		o.Terminated = func(uid types.UID) { calls <- call{uid, w.CouldHaveRunningContainers(uid)} }
+	})
+	w = e.w
+	pod := newPod("a")
+	w.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
+	if err := w.KillPod(context.Background(), pod, podworkers.KillPodOptions{}); err != nil {
+		t.Fatalf("KillPod = %v", err)
+	}
+	select {
+	case c := <-calls:
+		if c.uid != pod.UID || c.could {
+			t.Errorf("Terminated(%s) with CouldHaveRunningContainers %v, want (%s, false)", c.uid, c.could, pod.UID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Terminated was not called")
+	}
+	if err := w.WaitIdle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-calls:
+		t.Errorf("Terminated called again: %v", c)
+	default:
+	}
+}

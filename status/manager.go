@@ -347,6 +347,23 @@ func hasInitialized(pod *v1.Pod) bool {
 		(cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0)
 }
 
+// PushAgain pushes the pod's newest status again, even if unchanged: for
+// a caller whose answer to DeletionSafety changed (the pod workers finished
+// the pod's termination), so that a terminal phase held back while
+// containers could run is written now. An unknown pod is ignored.
+func (m *Manager) PushAgain(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[uid]
+	if !ok {
+		return
+	}
+	// A new version of the same status: a push in flight, which read the
+	// old answer, is followed by another.
+	e.version++
+	m.enqueueLocked(uid, e)
+}
+
 // Remove forgets the pod's status; a push in flight finishes, nothing more
 // is pushed.
 func (m *Manager) Remove(uid types.UID) {

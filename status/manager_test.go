@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,6 +320,28 @@ func TestManagerTerminalPods(t *testing.T) {
 		assert.Empty(t, sink.CallsOf(statustest.OpDelete))
 		h.m.TerminatePod(pod)
 		h.wait(atLeast(1, count(statustest.OpDelete, "u2", true)))
+	})
+	t.Run("PushAgain writes a terminal phase held back while containers could run", func(t *testing.T) {
+		sink := &statustest.Sink{}
+		pod := apiPod("u4", "job4", v1.RestartPolicyNever)
+		pod.Status = runningStatus(true)
+		sink.Add(pod)
+		var could atomic.Bool
+		could.Store(true)
+		h := newHarness(t, sink, func(o *status.Options) {
+			o.DeletionSafety = status.PodDeletionSafetyFunc(func(types.UID) bool { return could.Load() })
+		})
+		require.NoError(t, h.m.Set(pod, terminatedStatus(v1.PodFailed, 1)))
+		h.wait(atLeast(1, count(statustest.OpUpdate, "u4", true)))
+		stored, _ := sink.Pod("ns", "job4")
+		assert.Equal(t, v1.PodRunning, stored.Status.Phase, "held back")
+		could.Store(false)
+		h.m.PushAgain("u4")
+		h.wait(func(calls []statustest.Call) bool {
+			p, _ := sink.Pod("ns", "job4")
+			return p.Status.Phase == v1.PodFailed
+		})
+		h.m.PushAgain("unknown") // ignored
 	})
 	t.Run("TerminatePod marks lost containers and fails the pod", func(t *testing.T) {
 		sink := &statustest.Sink{}

@@ -36,9 +36,9 @@ func validPod() *v1.Pod {
 func TestValidatePodAsTheAPIServer(t *testing.T) {
 	item := func(key, path string) []v1.KeyToPath { return []v1.KeyToPath{{Key: key, Path: path}} }
 	tests := []struct {
-		name  string
+		name   string
 		break_ func(p *v1.Pod)
-		want  []string
+		want   []string
 	}{
 		{"valid", func(*v1.Pod) {}, nil},
 		{"a volume with no source", func(p *v1.Pod) { p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{} },
