@@ -46,16 +46,8 @@ func validateMore(pod *v1.Pod) field.ErrorList {
 // "must specify a volume type", each one past the first is forbidden. It
 // checks the item paths of the sources that write files.
 func validateVolumeSource(s *v1.VolumeSource, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	n := 0
-	one := func(set bool, name string) {
-		if !set {
-			return
-		}
-		if n++; n > 1 {
-			errs = append(errs, field.Forbidden(p.Child(name), "may not specify more than 1 volume type"))
-		}
-	}
+	u := union{path: p, kind: "volume type"}
+	one := u.member
 	one(s.HostPath != nil, "hostPath")
 	one(s.EmptyDir != nil, "emptyDir")
 	one(s.GCEPersistentDisk != nil, "gcePersistentDisk")
@@ -86,9 +78,7 @@ func validateVolumeSource(s *v1.VolumeSource, p *field.Path) field.ErrorList {
 	one(s.CSI != nil, "csi")
 	one(s.Ephemeral != nil, "ephemeral")
 	one(s.Image != nil, "image")
-	if n == 0 {
-		errs = append(errs, field.Required(p, "must specify a volume type"))
-	}
+	errs := u.done()
 	itemPath := func(target string, p *field.Path) {
 		if target == "" {
 			errs = append(errs, field.Required(p, ""))
@@ -138,23 +128,12 @@ func validateProbe(pr *v1.Probe, p *field.Path) field.ErrorList {
 	if pr == nil {
 		return nil
 	}
-	var errs field.ErrorList
-	n := 0
-	one := func(set bool, name string) {
-		if !set {
-			return
-		}
-		if n++; n > 1 {
-			errs = append(errs, field.Forbidden(p.Child(name), "may not specify more than 1 handler type"))
-		}
-	}
-	one(pr.Exec != nil, "exec")
-	one(pr.HTTPGet != nil, "httpGet")
-	one(pr.TCPSocket != nil, "tcpSocket")
-	one(pr.GRPC != nil, "grpc")
-	if n == 0 {
-		errs = append(errs, field.Required(p, "must specify a handler type"))
-	}
+	u := union{path: p, kind: "handler type"}
+	u.member(pr.Exec != nil, "exec")
+	u.member(pr.HTTPGet != nil, "httpGet")
+	u.member(pr.TCPSocket != nil, "tcpSocket")
+	u.member(pr.GRPC != nil, "grpc")
+	errs := u.done()
 	for _, f := range []struct {
 		name  string
 		value int32
@@ -168,6 +147,34 @@ func validateProbe(pr *v1.Probe, p *field.Path) field.ErrorList {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(f.value), p.Child(f.name))...)
 	}
 	return errs
+}
+
+// union checks that exactly one member of a union (a volume's sources, a
+// probe's handlers) is set, with upstream's messages: each member past the
+// first is forbidden, none at all is required.
+type union struct {
+	path *field.Path
+	kind string // "volume type", "handler type"
+	n    int
+	errs field.ErrorList
+}
+
+// member counts the member name if it is set.
+func (u *union) member(set bool, name string) {
+	if !set {
+		return
+	}
+	if u.n++; u.n > 1 {
+		u.errs = append(u.errs, field.Forbidden(u.path.Child(name), "may not specify more than 1 "+u.kind))
+	}
+}
+
+// done returns the errors, with one if no member was set.
+func (u *union) done() field.ErrorList {
+	if u.n == 0 {
+		u.errs = append(u.errs, field.Required(u.path, "must specify a "+u.kind))
+	}
+	return u.errs
 }
 
 // validateLocalDescendingPath refuses an absolute path and one with a ".."
