@@ -3,6 +3,7 @@ package pleg_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,40 +60,55 @@ func (n *benchNode) start(b *testing.B, i int, name string) string {
 }
 
 // toggle changes the first k pods: each gets a third container, or loses
-// the one it got last time.
-func (n *benchNode) toggle(b *testing.B, k int) {
+// the one it got last time. It returns how many events the next relist
+// delivers: ContainerStarted for an added container, ContainerDied and
+// ContainerRemoved for a removed one.
+func (n *benchNode) toggle(b *testing.B, k int) int {
+	events := 0
 	for i := range k {
 		if n.extra[i] == "" {
 			n.extra[i] = n.start(b, i, "extra")
+			events++
 			continue
 		}
 		if err := n.rt.RemoveContainer(context.Background(), n.extra[i]); err != nil {
 			b.Fatal(err)
 		}
 		n.extra[i] = ""
+		events += 2
 	}
+	return events
 }
 
 // BenchmarkRelist measures whole relists of the generic PLEG (list, diff,
 // inspect, cache, queue) against cri/fake, for pods with a sandbox and two
 // containers: (a) nothing changed; (b) 1% of the pods changed (a container
-// added or removed); (c) every pod changed, with 1ms of latency on each
-// status call (3 or 4 calls per pod), at the default parallelism of 8.
-// Changing the runtime between relists is not timed.
+// added or removed); (c) every pod changed, its events handed to OnEvents
+// (as package agent takes them) and counted; (d) every pod changed, with 1ms
+// of latency on each status call (3 or 4 calls per pod), at the default
+// parallelism of 8. Changing the runtime between relists is not timed.
+// hack/upstreambench runs upstream's relist on the same node.
 func BenchmarkRelist(b *testing.B) {
 	for _, pods := range []int{100, 1000, 10000} {
 		for _, c := range []struct {
-			name    string
-			changed int
-			latency time.Duration
+			name     string
+			changed  int
+			onEvents bool
+			latency  time.Duration
 		}{
-			{"unchanged", 0, 0},
-			{"changed=1%", pods / 100, 0},
-			{"changed=100%,latency=1ms", pods, time.Millisecond},
+			{"unchanged", 0, false, 0},
+			{"changed=1%", pods / 100, false, 0},
+			{"changed=100%,onevents", pods, true, 0},
+			{"changed=100%,latency=1ms", pods, false, time.Millisecond},
 		} {
 			b.Run(fmt.Sprintf("pods=%d/%s", pods, c.name), func(b *testing.B) {
 				n := newBenchNode(b, pods)
-				g, err := pleg.NewGeneric(pleg.GenericOptions{Runtime: n.rt})
+				var handed atomic.Int64
+				opts := pleg.GenericOptions{Runtime: n.rt}
+				if c.onEvents {
+					opts.OnEvents = func(evs []pleg.Event) { handed.Add(int64(len(evs))) }
+				}
+				g, err := pleg.NewGeneric(opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -104,16 +120,21 @@ func BenchmarkRelist(b *testing.B) {
 					n.rt.InjectFault(fake.PodSandboxStatus, fake.Fault{Latency: c.latency})
 					n.rt.InjectFault(fake.ContainerStatus, fake.Fault{Latency: c.latency})
 				}
+				handed.Store(0)
 				b.ReportAllocs()
+				want := 0
 				for b.Loop() {
 					if c.changed > 0 {
 						b.StopTimer()
-						n.toggle(b, c.changed)
+						want += n.toggle(b, c.changed)
 						b.StartTimer()
 					}
 					if err := g.Relist(ctx); err != nil {
 						b.Fatal(err)
 					}
+				}
+				if got := int(handed.Load()); c.onEvents && got != want {
+					b.Fatalf("%d events handed over, want %d", got, want)
 				}
 			})
 		}

@@ -90,12 +90,14 @@ func (c *Cache) get(uid types.UID) (*cri.PodStatus, error) {
 func (c *Cache) Set(uid types.UID, status *cri.PodStatus, err error, ts time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.pods[uid]; e != nil {
-		if ts.Before(e.modified) || (e.deleted && !ts.After(e.modified)) {
-			return false
-		}
+	e := c.pods[uid]
+	if e == nil {
+		e = &cacheEntry{}
+		c.pods[uid] = e
+	} else if ts.Before(e.modified) || (e.deleted && !ts.After(e.modified)) {
+		return false
 	}
-	c.pods[uid] = &cacheEntry{status: status, err: err, modified: ts}
+	*e = cacheEntry{status: status, err: err, modified: ts} // entries are never handed out: rewritten in place
 	c.notify(uid, ts)
 	return true
 }
@@ -115,7 +117,11 @@ func (c *Cache) Delete(uid types.UID, ts time.Time) bool {
 	if e == nil || !e.deleted {
 		c.tombs = append(c.tombs, uid)
 	}
-	c.pods[uid] = &cacheEntry{modified: ts, deleted: true}
+	if e == nil {
+		e = &cacheEntry{}
+		c.pods[uid] = e
+	}
+	*e = cacheEntry{modified: ts, deleted: true}
 	c.notify(uid, ts)
 	return true
 }

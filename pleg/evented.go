@@ -388,7 +388,7 @@ func (e *Evented) refresh(ctx context.Context) {
 	if len(uids) == 0 {
 		return
 	}
-	parallel(len(uids), e.parallelism, func(i int) {
+	parallel(len(uids), e.parallelism, func(_, i int) {
 		if ctx.Err() == nil {
 			e.refreshPod(ctx, uids[i], now)
 		}

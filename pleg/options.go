@@ -93,7 +93,8 @@ type GenericOptions struct {
 	// status in the cache (Cache.GetNewerThan), as pod workers do, and is
 	// then sure that every event of the relist that produced the status was
 	// handed over before the wait ended: a pod's events of one relist cause
-	// one sync, never a second one a relist later.
+	// one sync, never a second one a relist later. The slice is the
+	// function's to keep: the PLEG never touches it again.
 	OnEvents func(events []Event)
 
 	// RelistPeriod is the pause between the end of a relist and the start
@@ -132,7 +133,8 @@ type EventedOptions struct {
 	// status in the cache (Cache.GetNewerThan), as pod workers do, and is
 	// then sure that every event of the relist that produced the status was
 	// handed over before the wait ended: a pod's events of one relist cause
-	// one sync, never a second one a relist later.
+	// one sync, never a second one a relist later. The slice is the
+	// function's to keep: the PLEG never touches it again.
 	// The runtime's own container events are the exception: their status is
 	// written to the cache first, as a stale event (one the cache refuses)
 	// produces nothing.

@@ -2,7 +2,6 @@ package pleg
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -14,12 +13,39 @@ import (
 // fallen behind by several relists.
 const maxPendingPerPod = 16
 
-// podQueue is the pending events of one pod.
+// keptQueueCap is the largest capacity of a pod's queue that is kept for
+// reuse once the pod's events are delivered: enough for a relist's events of
+// a pod with a few containers, so that the kept queues cost a few hundred
+// bytes per pod at most.
+const keptQueueCap = 4
+
+// podQueue is the pending events of one pod: events[head:].
 type podQueue struct {
 	events []Event
+	head   int
 	// collapsed is set once the events were replaced by one PodSync; the
 	// pod then absorbs further events until the PodSync is delivered.
 	collapsed bool
+}
+
+func (p *podQueue) pending() []Event { return p.events[p.head:] }
+
+// replace makes ev the only pending event.
+func (p *podQueue) replace(ev Event) {
+	clear(p.events)
+	p.events, p.head = append(p.events[:0], ev), 0
+}
+
+// add appends ev to the pending events, moving them to the front of the
+// array first when it is full, so that a pod whose queue never empties does
+// not grow it.
+func (p *podQueue) add(ev Event) {
+	if p.head > 0 && len(p.events) == cap(p.events) {
+		n := copy(p.events, p.events[p.head:])
+		clear(p.events[n:])
+		p.events, p.head = p.events[:n], 0
+	}
+	p.events = append(p.events, ev)
 }
 
 // eventQueue holds undelivered events per pod, pods in the order their first
@@ -33,6 +59,10 @@ type eventQueue struct {
 	pods  map[types.UID]*podQueue
 	order []types.UID // pods with pending events; order[head:] is the queue
 	head  int
+	// free holds the queues of pods whose events were all delivered, for
+	// the next pods to have events: a relist in which every pod changed
+	// then allocates no queue. Only small ones are kept (see pop).
+	free []*podQueue
 	// coalesced counts events not delivered as themselves (absorbed by a
 	// duplicate or a PodSync), for the metrics hook.
 	coalesced int
@@ -47,26 +77,31 @@ func newEventQueue() *eventQueue {
 func (q *eventQueue) push(ev Event) int {
 	p := q.pods[ev.PodUID]
 	if p == nil {
-		p = &podQueue{}
+		if n := len(q.free); n > 0 {
+			p, q.free = q.free[n-1], q.free[:n-1]
+		} else {
+			p = &podQueue{}
+		}
 		q.pods[ev.PodUID] = p
 		q.order = append(q.order, ev.PodUID)
 	}
 	n := 0
+	pending := p.pending()
 	switch {
 	case p.collapsed:
 		n = 1
 	case ev.Type == PodSync:
-		n = len(p.events)
-		p.events = append(p.events[:0], ev)
+		n = len(pending)
+		p.replace(ev)
 		p.collapsed = true
-	case containsEvent(p.events, ev):
+	case containsEvent(pending, ev):
 		n = 1
-	case len(p.events) == maxPendingPerPod:
-		n = len(p.events)
-		p.events = append(p.events[:0], Event{PodUID: ev.PodUID, Type: PodSync})
+	case len(pending) == maxPendingPerPod:
+		n = len(pending)
+		p.replace(Event{PodUID: ev.PodUID, Type: PodSync})
 		p.collapsed = true
 	default:
-		p.events = append(p.events, ev)
+		p.add(ev)
 	}
 	q.coalesced += n
 	return n
@@ -86,19 +121,24 @@ func (q *eventQueue) peek() (Event, bool) {
 	if q.head == len(q.order) {
 		return Event{}, false
 	}
-	return q.pods[q.order[q.head]].events[0], true
+	p := q.pods[q.order[q.head]]
+	return p.events[p.head], true
 }
 
 // pop removes the event peek returned.
 func (q *eventQueue) pop() {
 	uid := q.order[q.head]
 	p := q.pods[uid]
-	p.events[0] = Event{}
-	p.events = p.events[1:]
-	if len(p.events) > 0 {
+	p.events[p.head] = Event{}
+	p.head++
+	if p.head < len(p.events) {
 		return
 	}
 	delete(q.pods, uid)
+	if cap(p.events) <= keptQueueCap {
+		*p = podQueue{events: p.events[:0]}
+		q.free = append(q.free, p)
+	}
 	q.order[q.head] = ""
 	q.head++
 	if q.head == len(q.order) {
@@ -114,7 +154,7 @@ func (q *eventQueue) pop() {
 func (q *eventQueue) len() int {
 	n := 0
 	for _, p := range q.pods {
-		n += len(p.events)
+		n += len(p.pending())
 	}
 	return n
 }
@@ -158,14 +198,14 @@ func (o *outbox) publish(update func(), events ...Event) {
 }
 
 // push queues events, or hands them to the consumer function; it never
-// blocks (but for the consumer function).
+// blocks (but for the consumer function). The consumer function gets events
+// itself, to keep: the caller gives the slice up.
 func (o *outbox) push(events ...Event) {
 	if len(events) == 0 {
 		return
 	}
 	if o.onEvents != nil {
-		// A copy, so that the caller's buffer stays its own.
-		o.onEvents(slices.Clone(events))
+		o.onEvents(events)
 		return
 	}
 	coalesced := 0

@@ -43,8 +43,15 @@ type relister struct {
 	// reinspect holds the pods whose inspection failed: inspected again on
 	// the next relist even when nothing changed any more.
 	reinspect map[types.UID]struct{}
-	events    []Event // reused between relists
 	prevStart time.Time
+
+	// Buffers reused from one relist to the next, so that a relist in which
+	// every pod changed allocates little beyond the statuses it stores.
+	events  []Event     // what the diff found
+	targets []target    // the pods to inspect
+	ids     []string    // the targets' sandbox and container IDs
+	deliver []Event     // the targets' events to deliver, for the queue
+	workers []callTimer // one per inspecting goroutine
 
 	hmu      sync.Mutex // guards the health fields
 	lastSeen time.Time  // start of the last relist that succeeded
@@ -60,8 +67,8 @@ func newRelister(rt Runtime, cache *Cache, clk clock.WithDelayedExecution, log *
 	}
 }
 
-// withTimeout bounds one runtime call (or one pod's inspection) by the
-// configured timeout, measured on the injected clock.
+// withTimeout bounds one runtime call by the configured timeout, measured on
+// the injected clock.
 func (r *relister) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	if r.timeout <= 0 {
@@ -73,11 +80,14 @@ func (r *relister) withTimeout(ctx context.Context) (context.Context, context.Ca
 
 // target is one pod a relist inspects.
 type target struct {
-	uid                   types.UID
-	name, namespace       string
-	sandboxes, containers []string // what the relist saw of the pod
-	gone                  bool     // the relist saw nothing of the pod
-	events                []Event  // what the diff found for the pod (may be empty)
+	uid types.UID
+	podIDs
+	gone bool // the relist saw nothing of the pod
+	// events is what the diff found for the pod but ContainerChanged (which
+	// only makes the relist inspect the pod, as upstream): what is handed
+	// over. It may be empty.
+	events []Event
+	ok     bool // the inspection succeeded
 }
 
 // relist runs one relist. It returns an error when listing failed; failed
@@ -112,11 +122,12 @@ func (r *relister) relist(ctx context.Context) error {
 
 	r.tracker.observe(sandboxes, containers)
 	r.events = r.tracker.diff(r.events[:0])
-	targets := r.targets()
-	if len(targets) > 0 {
-		ok := r.inspectAll(ctx, targets, start)
-		for i, t := range targets {
-			if ok[i] {
+	r.setTargets()
+	if len(r.targets) > 0 {
+		r.inspectAll(ctx, r.targets, start)
+		for i := range r.targets {
+			t := &r.targets[i]
+			if t.ok {
 				r.tracker.commit(t.uid)
 				delete(r.reinspect, t.uid)
 			} else {
@@ -124,7 +135,11 @@ func (r *relister) relist(ctx context.Context) error {
 			}
 		}
 	}
-	clear(r.events) // drop references to IDs until the next relist
+	// Drop references to IDs and statuses until the next relist.
+	clear(r.events)
+	clear(r.targets)
+	clear(r.ids)
+	clear(r.deliver)
 	if err := ctx.Err(); err != nil {
 		// Inspections were cut short: the cache is not current.
 		return fmt.Errorf("relist: %w", err)
@@ -150,10 +165,17 @@ func withCause(ctx context.Context, err error) error {
 	return err
 }
 
-// targets returns the pods to inspect: those the diff found changes in (in
-// the diff's order) and those whose last inspection failed.
-func (r *relister) targets() []target {
-	var ts []target
+// setTargets sets r.targets to the pods to inspect: those the diff found
+// changes in (in the diff's order) and those whose last inspection failed.
+func (r *relister) setTargets() {
+	r.targets, r.ids = r.targets[:0], r.ids[:0]
+	// Events handed to a consumer function are its own: a new array per
+	// relist, shared by the relist's pods. The queue copies them, so its
+	// buffer is reused.
+	deliver := r.deliver[:0]
+	if r.out.direct() {
+		deliver = make([]Event, 0, len(r.events))
+	}
 	seen := 0
 	for i := 0; i < len(r.events); {
 		j := i + 1
@@ -161,69 +183,140 @@ func (r *relister) targets() []target {
 			j++
 		}
 		uid := r.events[i].PodUID
-		ts = append(ts, r.target(uid, r.events[i:j]))
+		start := len(deliver)
+		for _, ev := range r.events[i:j] {
+			if ev.Type != ContainerChanged {
+				deliver = append(deliver, ev)
+			}
+		}
+		r.addTarget(uid, deliver[start:len(deliver):len(deliver)])
 		if _, ok := r.reinspect[uid]; ok {
 			seen++
 		}
 		i = j
 	}
-	if seen < len(r.reinspect) {
-		changed := make(map[types.UID]struct{}, len(ts))
-		for _, t := range ts {
-			changed[t.uid] = struct{}{}
-		}
-		n := len(ts)
-		for uid := range r.reinspect {
-			if _, ok := changed[uid]; !ok {
-				ts = append(ts, r.target(uid, nil))
-			}
-		}
-		slices.SortFunc(ts[n:], func(a, b target) int { return cmp.Compare(a.uid, b.uid) })
+	if !r.out.direct() {
+		r.deliver = deliver
 	}
-	return ts
+	if seen == len(r.reinspect) {
+		return
+	}
+	changed := make(map[types.UID]struct{}, len(r.targets))
+	for _, t := range r.targets {
+		changed[t.uid] = struct{}{}
+	}
+	n := len(r.targets)
+	for uid := range r.reinspect {
+		if _, ok := changed[uid]; !ok {
+			r.addTarget(uid, nil)
+		}
+	}
+	slices.SortFunc(r.targets[n:], func(a, b target) int { return cmp.Compare(a.uid, b.uid) })
 }
 
-func (r *relister) target(uid types.UID, events []Event) target {
+func (r *relister) addTarget(uid types.UID, events []Event) {
 	t := target{uid: uid, events: events}
 	var ok bool
-	t.name, t.namespace, t.sandboxes, t.containers, ok = r.tracker.pod(uid)
+	r.ids, t.podIDs, ok = r.tracker.pod(r.ids, uid)
 	t.gone = !ok
-	return t
+	r.targets = append(r.targets, t)
 }
 
 // inspectAll inspects the targets with at most r.parallelism inspections in
-// flight and reports which succeeded.
-func (r *relister) inspectAll(ctx context.Context, targets []target, ts time.Time) []bool {
-	ok := make([]bool, len(targets))
-	parallel(len(targets), r.parallelism, func(i int) { ok[i] = r.inspect(ctx, targets[i], ts) })
-	return ok
+// flight and sets their ok.
+func (r *relister) inspectAll(ctx context.Context, targets []target, ts time.Time) {
+	n := min(r.parallelism, len(targets))
+	r.workers = slices.Grow(r.workers[:0], n)[:n]
+	for w := range r.workers {
+		r.workers[w] = callTimer{parent: ctx, clock: r.clock, timeout: r.timeout}
+	}
+	parallel(len(targets), n, func(w, i int) {
+		targets[i].ok = r.inspect(&r.workers[w], &targets[i], ts)
+	})
+	for w := range r.workers {
+		r.workers[w].close()
+	}
+	clear(r.workers)
 }
 
-// parallel calls fn(0..n-1) with at most par calls in flight and returns when
-// all are done. The calling goroutine takes part, so par 1 runs serially.
-func parallel(n, par int, fn func(i int)) {
+// parallel calls fn(w, 0..n-1) with at most par calls in flight and returns
+// when all are done; w (below par) is the goroutine that makes the call,
+// which makes no other call meanwhile. The calling goroutine takes part (as
+// w 0), so par 1 runs serially.
+func parallel(n, par int, fn func(w, i int)) {
 	var next atomic.Int64
-	work := func() {
+	work := func(w int) {
 		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-			fn(i)
+			fn(w, i)
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(par, n) - 1 {
-		wg.Go(work)
+	for w := 1; w < min(par, n); w++ {
+		wg.Go(func() { work(w) })
 	}
-	work()
+	work(0)
 	wg.Wait()
 }
 
+// callTimer bounds runtime calls made one after another by the timeout,
+// each: one context and one timer serve them all, the timer re-armed for
+// each call, and only a call that timed out costs a new pair. The zero
+// timeout means no bound.
+type callTimer struct {
+	parent  context.Context
+	clock   clock.WithDelayedExecution
+	timeout time.Duration
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  clock.Timer
+}
+
+// begin returns the context of the next call, which the timer cancels
+// (with errRuntimeTimeout as the cause) once the timeout has passed.
+func (c *callTimer) begin() context.Context {
+	switch {
+	case c.ctx == nil:
+		ctx, cancel := context.WithCancelCause(c.parent)
+		c.ctx, c.cancel = ctx, cancel
+		if c.timeout > 0 {
+			c.timer = c.clock.AfterFunc(c.timeout, func() { cancel(errRuntimeTimeout) })
+		}
+	case c.timer != nil:
+		c.timer.Reset(c.timeout)
+	}
+	return c.ctx
+}
+
+// end ends the call begun last. A context that the timer cancelled, or is
+// about to, serves no further call.
+func (c *callTimer) end() {
+	if c.timer == nil || c.timer.Stop() {
+		return
+	}
+	c.close()
+}
+
+// close releases the context and the timer.
+func (c *callTimer) close() {
+	if c.ctx == nil {
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.cancel(nil)
+	c.ctx, c.cancel, c.timer = nil, nil, nil
+}
+
 // inspect brings the cache up to date for one pod and queues its events.
-func (r *relister) inspect(ctx context.Context, t target, ts time.Time) bool {
+func (r *relister) inspect(c *callTimer, t *target, ts time.Time) bool {
 	if t.gone {
 		// Nothing left in the runtime: the pod's entry goes.
 		r.publish(t.events, nil, func() { r.cache.Delete(t.uid, ts) })
 		return true
 	}
-	status, ok := r.inspectPod(ctx, t.uid, ts, func(ctx context.Context) (*cri.PodStatus, error) {
+	status, ok := r.inspectPod(c, t.uid, ts, func(ctx context.Context) (*cri.PodStatus, error) {
 		return cri.InspectPod(ctx, r.rt, t.uid, t.name, t.namespace, t.sandboxes, t.containers)
 	})
 	if ok {
@@ -235,27 +328,29 @@ func (r *relister) inspect(ctx context.Context, t target, ts time.Time) bool {
 // store runs one pod's inspection as inspectPod does and writes a status it
 // gets to the cache.
 func (r *relister) store(ctx context.Context, uid types.UID, ts time.Time, inspect func(context.Context) (*cri.PodStatus, error)) (*cri.PodStatus, bool) {
-	status, ok := r.inspectPod(ctx, uid, ts, inspect)
+	c := callTimer{parent: ctx, clock: r.clock, timeout: r.timeout}
+	defer c.close()
+	status, ok := r.inspectPod(&c, uid, ts, inspect)
 	if ok {
 		r.cache.Set(uid, status, nil, ts)
 	}
 	return status, ok
 }
 
-// inspectPod runs one pod's inspection under RuntimeTimeout and returns the
-// status stamped ts, for the caller to write to the cache; an error is
+// inspectPod runs one pod's inspection under RuntimeTimeout (c) and returns
+// the status stamped ts, for the caller to write to the cache; an error is
 // written to the cache at once, so that waiters get the error rather than a
-// status that may be stale (upstream's rule). Nothing is written when ctx
-// ended.
-func (r *relister) inspectPod(ctx context.Context, uid types.UID, ts time.Time, inspect func(context.Context) (*cri.PodStatus, error)) (*cri.PodStatus, bool) {
-	ictx, cancel := r.withTimeout(ctx)
+// status that may be stale (upstream's rule). Nothing is written when c's
+// parent context ended.
+func (r *relister) inspectPod(c *callTimer, uid types.UID, ts time.Time, inspect func(context.Context) (*cri.PodStatus, error)) (*cri.PodStatus, bool) {
+	ictx := c.begin()
 	status, err := inspect(ictx)
 	if err != nil {
 		err = withCause(ictx, err)
 	}
-	cancel()
+	c.end()
 	if err != nil {
-		if ctx.Err() == nil {
+		if c.parent.Err() == nil {
 			r.log.Warn("pleg: inspect pod failed; retrying", "pod", uid, "err", err)
 			r.cache.Set(uid, nil, err, ts)
 		}
@@ -267,25 +362,21 @@ func (r *relister) inspectPod(ctx context.Context, uid types.UID, ts time.Time, 
 }
 
 // publish writes a pod's new state to the cache (update) and hands over its
-// events, leaving out ContainerChanged (as upstream does: it only makes the
-// relist inspect the pod) and logging the exit code of the containers that
-// died.
+// events, logging the exit code of the containers that died. events is
+// handed over as it is: the caller gives it up.
 func (r *relister) publish(events []Event, status *cri.PodStatus, update func()) {
-	var buf [8]Event
-	out := buf[:0]
-	for _, ev := range events {
-		if ev.Type == ContainerChanged {
-			continue
-		}
-		if ev.Type == ContainerDied && !ev.Sandbox && r.log.Enabled(context.Background(), slog.LevelDebug) {
+	if r.log.Enabled(context.Background(), slog.LevelDebug) {
+		for _, ev := range events {
+			if ev.Type != ContainerDied || ev.Sandbox {
+				continue
+			}
 			if c := status.ContainerByID(ev.ContainerID); c != nil {
 				r.log.Debug("pleg: container finished", "pod", ev.PodUID, "container", ev.ContainerID,
 					"name", cri.ContainerName(c), "exitCode", c.GetExitCode())
 			}
 		}
-		out = append(out, ev)
 	}
-	r.out.publish(update, out...)
+	r.out.publish(update, events...)
 }
 
 func (r *relister) setInflight(t time.Time) {

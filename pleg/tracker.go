@@ -323,26 +323,39 @@ func (t *tracker) commit(uid types.UID) {
 	r.old = append(r.old[:0], cur...)
 }
 
+// podIDs is what the latest relist saw of a pod.
+type podIDs struct {
+	name, namespace       string
+	sandboxes, containers []string
+}
+
 // pod returns what the latest relist saw of the pod: its name and namespace
 // and the IDs of its sandboxes and containers; ok is false when it saw
-// nothing.
-func (t *tracker) pod(uid types.UID) (name, namespace string, sandboxes, containers []string, ok bool) {
+// nothing. The IDs are appended to ids, which is returned extended, and the
+// result's slices are parts of it (capped, so that appending to one cannot
+// overwrite the other): a relist gathers every pod's IDs in one buffer.
+func (t *tracker) pod(ids []string, uid types.UID) (_ []string, p podIDs, ok bool) {
 	r := t.pods[uid]
 	if r == nil {
-		return "", "", nil, nil, false
+		return ids, podIDs{}, false
 	}
 	cur := r.current(t.gen)
 	if len(cur) == 0 {
-		return "", "", nil, nil, false
+		return ids, podIDs{}, false
 	}
+	start := len(ids)
 	for _, it := range cur {
 		if it.sandbox {
-			sandboxes = append(sandboxes, it.id)
-		} else {
-			containers = append(containers, it.id)
+			ids = append(ids, it.id)
 		}
 	}
-	return r.name, r.namespace, sandboxes, containers, true
+	mid := len(ids)
+	for _, it := range cur {
+		if !it.sandbox {
+			ids = append(ids, it.id)
+		}
+	}
+	return ids, podIDs{name: r.name, namespace: r.namespace, sandboxes: ids[start:mid:mid], containers: ids[mid:len(ids):len(ids)]}, true
 }
 
 // len returns the number of pods tracked.

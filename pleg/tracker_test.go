@@ -72,12 +72,12 @@ func TestTrackerAssignsObjectsToPods(t *testing.T) {
 		{PodUID: "a", Type: ContainerStarted, ContainerID: "sa", Sandbox: true},
 		{PodUID: "b", Type: ContainerStarted, ContainerID: "labelled", Sandbox: true},
 	}, evs)
-	name, ns, sandboxes, containers, ok := tr.pod("a")
+	_, p, ok := tr.pod(nil, "a")
 	require.True(t, ok)
-	assert.Equal(t, "n-a", name)
-	assert.Equal(t, "ns", ns)
-	assert.Equal(t, []string{"sa"}, sandboxes)
-	assert.Equal(t, []string{"unlabelled"}, containers)
+	assert.Equal(t, "n-a", p.name)
+	assert.Equal(t, "ns", p.namespace)
+	assert.Equal(t, []string{"sa"}, p.sandboxes)
+	assert.Equal(t, []string{"unlabelled"}, p.containers)
 	assert.Equal(t, 2, tr.len())
 	// Observing the same lists again (positions cached) changes nothing.
 	assert.Empty(t, step(tr, sbs, cs))
@@ -103,7 +103,7 @@ func TestTrackerReusesRecords(t *testing.T) {
 		require.Len(t, step(tr, sbs, nil), 1, "a new pod")
 		require.Len(t, step(tr, nil, nil), 2, "it goes: died and removed")
 		require.Zero(t, tr.len())
-		_, _, _, _, ok := tr.pod(uid)
+		_, _, ok := tr.pod(nil, uid)
 		require.False(t, ok)
 	}
 	assert.Len(t, tr.chunks, 1, "records of removed pods are reused")
