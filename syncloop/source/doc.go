@@ -56,18 +56,23 @@
 // name; namespace default; the config.hash annotation; a NoExecute
 // toleration for file pods; phase Pending), and validate (ValidatePod).
 // ReadManifest does all four. A broken manifest is reported by its file name
-// or URL and never affects another manifest's pods. The file source has no
-// inotify (the standard library has none, and we take no dependency for
-// it): it reads everything every Period (20s) and checks every PollInterval
-// (1s) whether a file was added, removed or changed its size, mode or
-// modification time, which triggers a read of the changed files at once.
+// or URL and never affects another manifest's pods. The file source reads
+// everything every Period (20s) and in between watches its directory with
+// inotify (Linux): a manifest written and closed, renamed into place or
+// removed is read at once (a burst of events makes one read), one still
+// being written waits for its close. Where it cannot watch (DisableWatch,
+// not Linux, no inotify instance or watch left, Path and its parent
+// missing) it checks every PollInterval (1s) whether a file was added,
+// removed or changed its size, mode or modification time, which triggers a
+// read of the changed files.
 //
 // # Threading
 //
 // NewConfig, NewFile and NewURL start nothing. Config.Channel starts one
 // goroutine per source, which ends with the context given to Channel;
 // Config.Wait waits for them. File.Run and URL.Run run in the caller's
-// goroutine and return nil when their context ends. A Config is safe for
+// goroutine and return nil when their context ends; File.Run starts one
+// goroutine to read the inotify events and returns after it has ended. A Config is safe for
 // concurrent use; a Merger, a File and a URL are not (Run is their only
 // user). Sends on every channel give up when the sender's context ends, so
 // nothing blocks forever after shutdown.

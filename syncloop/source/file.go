@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,10 +47,21 @@ type FileOptions struct {
 	// (20s).
 	Period time.Duration
 	// PollInterval is how often the directory is checked for a change
-	// (names, sizes, modification times and modes of the files) between
-	// full reads; a change makes a full read at once (1s). Negative
-	// disables polling.
+	// (names, sizes, modification times and modes of the files) when it is
+	// not watched: with DisableWatch, outside Linux, when the kernel gives
+	// no inotify instance or watch, or while Path and its parent are both
+	// missing. A change makes a read at once (1s). Negative disables
+	// polling.
 	PollInterval time.Duration
+	// DisableWatch polls every PollInterval instead of watching Path with
+	// inotify: for a directory whose changes inotify does not see (a
+	// network file system written by another machine, some FUSE file
+	// systems), and for tests whose time is simulated (a fake Clock, a
+	// testing/synctest bubble), where the kernel's notifications arrive
+	// outside that time, and where, in a bubble, the goroutine waiting for
+	// them keeps time from moving. False watches, as upstream, and polls
+	// only when watching is impossible.
+	DisableWatch bool
 	// KeepLastGood keeps the pods of a manifest that was valid and became
 	// invalid (a file being rewritten, a typo) until the manifest is valid
 	// again or is deleted. False is upstream's behaviour: an invalid
@@ -72,12 +84,14 @@ type FileOptions struct {
 
 // File is the static-pod manifest source: a directory of YAML or JSON
 // manifests (or one file), each a v1.Pod or a v1.PodList. Run reads them
-// all at once and then every Period, and within PollInterval of a change it
-// reads the files whose size, modification time or mode changed; each time
-// it sends a SET with the pods of every valid manifest, prepared by
-// ReadManifest. The pods of a manifest that was not read again are the same
-// pointers as in the previous SET, which the merger takes as unchanged
-// without comparing them.
+// all at once and then every Period. In between it watches Path with
+// inotify and reads a manifest again as soon as it is written and closed,
+// renamed into place or removed (or, when it cannot watch, polls every
+// PollInterval and reads the files whose size, modification time or mode
+// changed). Each read sends a SET with the pods of every valid manifest,
+// prepared by ReadManifest. The pods of a manifest that was not read again
+// are the same pointers as in the previous SET, which the merger takes as
+// unchanged without comparing them.
 //
 // In a directory, files whose name starts with "." are ignored, and so are
 // subdirectories and anything that is not a regular file (symbolic links are
@@ -99,6 +113,9 @@ type File struct {
 	log          *slog.Logger
 	rec          EventRecorder
 	nodeRef      *v1.ObjectReference
+	// newWatcher starts a watcher on a path: newInotify, nil with
+	// DisableWatch; tests replace it.
+	newWatcher func(path string) (watcher, error)
 
 	lastGood map[string][]*v1.Pod  // by manifest path; only with keep
 	cache    map[string]readResult // by manifest path
@@ -143,6 +160,9 @@ func NewFile(opts FileOptions) (*File, error) {
 		errs:    map[string]error{},
 		cache:   map[string]readResult{},
 	}
+	if !opts.DisableWatch {
+		f.newWatcher = newInotify
+	}
 	if f.period == 0 {
 		f.period = DefaultPeriod
 	}
@@ -170,52 +190,228 @@ func (f *File) Errors() map[string]error {
 }
 
 // Run reads the manifests and sends a SET at once, then every Period, and
-// whenever a poll sees a change. It returns nil when ctx ends; it starts no
-// goroutine. A send waits for the receiver until ctx ends.
+// whenever the watch (or, when it cannot watch, a poll) sees a change. It
+// returns nil when ctx ends, after closing its watch; the watch's goroutine,
+// which reads the kernel's events, is the only one it starts. A send waits
+// for the receiver until ctx ends.
 func (f *File) Run(ctx context.Context) error {
-	f.log.Info("watching static pod manifests", "period", f.period, "pollInterval", f.poll)
-	fp := f.sync(ctx, true)
-	last := f.clock.Now()
+	r := &fileRun{writing: map[string]time.Time{}}
+	if f.newWatcher != nil {
+		w, err := f.newWatcher(f.path)
+		if err != nil {
+			f.log.Warn("cannot watch static pod manifests, polling instead", "pollInterval", f.poll, "err", err)
+		} else {
+			r.w = w
+			defer func() {
+				if r.w != nil { // nil when the watch failed, closed then
+					_ = r.w.Close()
+				}
+			}()
+		}
+	}
+	f.arm(r)
+	f.log.Info("watching static pod manifests", "period", f.period, "inotify", r.armed, "pollInterval", f.poll)
+	f.sync(ctx, r, readAll, nil)
 	for {
-		wait := f.period - f.clock.Since(last)
-		if f.poll > 0 && f.poll < wait {
-			wait = f.poll
+		wait := f.wait(r)
+		if wait <= 0 {
+			f.onTimer(ctx, r)
+			continue
 		}
 		t := f.clock.NewTimer(wait)
+		var ready <-chan struct{}
+		if r.w != nil {
+			ready = r.w.Ready()
+		}
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
+		case <-ready:
+			t.Stop()
+			f.onWatch(ctx, r, r.w.Take())
 		case <-t.C():
-		}
-		if f.clock.Since(last) >= f.period {
-			fp = f.sync(ctx, true)
-			last = f.clock.Now()
-			continue
-		}
-		if now := f.fingerprint(); now != fp {
-			f.log.Debug("manifests changed")
-			fp = f.sync(ctx, false)
+			f.onTimer(ctx, r)
 		}
 	}
 }
 
-// sync reads (everything, or with full false only the files whose stat
-// changed), sends the SET, and returns the fingerprint taken before reading
-// (so that a change during the read is seen by the next poll).
-func (f *File) sync(ctx context.Context, full bool) uint64 {
-	fp := f.fingerprint()
-	pods, err := f.read(full)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		f.reportPath(err)
-		return fp
+// fileRun is the state of one Run.
+type fileRun struct {
+	w       watcher // nil when not watching
+	armed   bool    // w sees every change: no polling
+	armErr  string  // why it is not armed, as last logged
+	fp      uint64  // while polling, the fingerprint the last read started from
+	last    time.Time
+	writing map[string]time.Time // manifests being written, since when
+}
+
+// readKind is how much a read reads.
+type readKind uint8
+
+const (
+	// readAll lists Path and reads every manifest: every Period.
+	readAll readKind = iota
+	// readChanged lists Path and reads the manifests whose size,
+	// modification time or mode changed, and those named: after a poll
+	// saw a change, or Path itself changed.
+	readChanged
+	// readDirty reads only the manifests named, without listing Path:
+	// after the watch saw them change.
+	readDirty
+)
+
+// wait is how long Run may wait before its next timed step: the next full
+// read, the next poll when not watching, or a manifest that has been
+// written for maxWriteWait without being closed.
+func (f *File) wait(r *fileRun) time.Duration {
+	now := f.clock.Now()
+	wait := f.period - now.Sub(r.last)
+	if !r.armed && f.poll > 0 && f.poll < wait {
+		wait = f.poll
 	}
-	f.reportPath(err)
+	for _, since := range r.writing {
+		if d := since.Add(maxWriteWait).Sub(now); d < wait {
+			wait = d
+		}
+	}
+	return wait
+}
+
+// onTimer does what is due: the full read, the manifests written for too
+// long without being closed, and, when not watching, the poll (which also
+// tries to watch again).
+func (f *File) onTimer(ctx context.Context, r *fileRun) {
+	now := f.clock.Now()
+	if now.Sub(r.last) >= f.period {
+		clear(r.writing)
+		f.sync(ctx, r, readAll, nil)
+		return
+	}
+	dirty := map[string]bool{}
+	for p, since := range r.writing {
+		if now.Sub(since) >= maxWriteWait {
+			f.log.Debug("manifest still being written, reading it", "file", p)
+			delete(r.writing, p)
+			dirty[p] = true
+		}
+	}
+	if !r.armed && r.w != nil && f.arm(r) {
+		f.sync(ctx, r, readChanged, dirty) // what changed before the watch began
+		return
+	}
+	if !r.armed && f.poll > 0 {
+		if f.fingerprint() != r.fp {
+			f.log.Debug("manifests changed")
+			f.sync(ctx, r, readChanged, dirty)
+			return
+		}
+	}
+	if len(dirty) > 0 {
+		f.sync(ctx, r, readDirty, dirty)
+	}
+}
+
+// onWatch acts on a batch of the watch: manifests written and closed,
+// renamed or removed are read at once (with Path listed again when Path
+// itself changed, and everything read when events were lost); manifests
+// still being written wait for their close, or maxWriteWait.
+func (f *File) onWatch(ctx context.Context, r *fileRun, b watchBatch) {
+	if b.err != nil {
+		f.log.Warn("stopped watching static pod manifests, polling instead", "pollInterval", f.poll, "err", b.err)
+		_ = r.w.Close()
+		r.w, r.armed = nil, false
+		clear(r.writing)
+		f.sync(ctx, r, readChanged, nil)
+		return
+	}
+	now := f.clock.Now()
+	dirty := map[string]bool{} // true: read even if its stat is the same
+	for p, op := range b.ops {
+		switch op {
+		case opWriting:
+			if _, ok := r.writing[p]; !ok {
+				r.writing[p] = now
+			}
+		case opAttrib:
+			if _, ok := r.writing[p]; !ok {
+				dirty[p] = false
+			}
+		case opChanged:
+			delete(r.writing, p)
+			dirty[p] = true
+		}
+	}
+	_, self := dirty[f.path]
+	switch {
+	case b.overflow:
+		f.log.Info("inotify dropped events, reading every manifest")
+		clear(r.writing)
+		f.arm(r)
+		f.sync(ctx, r, readAll, nil)
+	case b.rescan || self:
+		f.arm(r)
+		f.sync(ctx, r, readChanged, dirty)
+	case len(dirty) > 0:
+		f.sync(ctx, r, readDirty, dirty)
+	}
+}
+
+// arm places the watches for Path as it is now, logs when that changes
+// whether it is watched, and reports whether it just became watched.
+func (f *File) arm(r *fileRun) bool {
+	if r.w == nil {
+		return false
+	}
+	was := r.armed
+	ok, err := r.w.Arm()
+	r.armed = ok
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if ok == was && msg == r.armErr {
+		return false
+	}
+	r.armErr = msg
+	switch {
+	case !ok:
+		f.log.Info("cannot watch static pod manifests now, polling", "pollInterval", f.poll, "err", err)
+	case !was:
+		f.log.Info("static pod manifests watched again")
+	}
+	return ok && !was
+}
+
+// sync reads and sends the SET; a readDirty that changed nothing sends
+// nothing. While polling it first takes the fingerprint that the next poll
+// compares with, so that a change during the read is seen.
+func (f *File) sync(ctx context.Context, r *fileRun, kind readKind, dirty map[string]bool) {
+	if !r.armed {
+		r.fp = f.fingerprint()
+	}
+	if kind == readAll {
+		r.last = f.clock.Now()
+	}
+	var pods []*v1.Pod
+	var err error
+	if kind == readDirty {
+		var changed bool
+		if pods, changed = f.readDirty(dirty); !changed {
+			return
+		}
+	} else {
+		pods, err = f.read(kind == readAll, dirty, r.writing)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			f.reportPath(err)
+			return
+		}
+		f.reportPath(err)
+	}
 	select {
 	case f.out <- syncloop.PodUpdate{Op: syncloop.OpSet, Source: syncloop.SourceFile, Pods: pods}:
 	case <-ctx.Done():
 	}
-	return fp
 }
 
 // reportPath logs a problem with Path itself when it changes.
@@ -239,13 +435,15 @@ func (f *File) reportPath(err error) {
 // fs.ErrNotExist when Path does not exist (and then pods is empty, not
 // nil); otherwise pods is nil. Read must not be called concurrently with
 // Run.
-func (f *File) Read() ([]*v1.Pod, error) { return f.read(true) }
+func (f *File) Read() ([]*v1.Pod, error) { return f.read(true, nil, nil) }
 
-// read reads the manifests: every one with full, otherwise only those whose
-// size, modification time or mode changed since they were last read, the
-// others giving the same pods as then (the same pointers, which the merger
-// then need not compare).
-func (f *File) read(full bool) ([]*v1.Pod, error) {
+// read lists Path and reads the manifests: every one with full, otherwise
+// those whose size, modification time or mode changed since they were last
+// read and those in dirty, the others giving the same pods as then (the
+// same pointers, which the merger then need not compare). Unless full, a
+// manifest being written (in writing) is not read: it keeps what it gave
+// before, if anything.
+func (f *File) read(full bool, dirty map[string]bool, writing map[string]time.Time) ([]*v1.Pod, error) {
 	st, err := os.Stat(f.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -256,7 +454,8 @@ func (f *File) read(full bool) ([]*v1.Pod, error) {
 	}
 	if st.Mode().IsRegular() {
 		f.forgetExcept(map[string]bool{f.path: true})
-		return f.readFile(f.path, st, full), nil
+		f.refresh(f.path, st, full || dirty[f.path])
+		return f.pods(), nil
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("read manifests %s: not a directory or a regular file", f.path)
@@ -265,13 +464,18 @@ func (f *File) read(full bool) ([]*v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read manifests: %w", err)
 	}
-	pods := []*v1.Pod{}
 	present := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		p := filepath.Join(f.path, e.Name())
+		if _, ok := writing[p]; ok && !full {
+			if _, known := f.cache[p]; known {
+				present[p] = true
+			}
+			continue
+		}
 		st, err := os.Stat(p)
 		switch {
 		case err != nil:
@@ -282,30 +486,71 @@ func (f *File) read(full bool) ([]*v1.Pod, error) {
 			f.log.Debug("manifest is not a regular file", "file", p, "mode", st.Mode().String())
 		default:
 			present[p] = true
-			pods = append(pods, f.readFile(p, st, full)...)
+			f.refresh(p, st, full || dirty[p])
 		}
 	}
 	f.forgetExcept(present)
-	return pods, nil
+	return f.pods(), nil
 }
 
-// readFile returns the pods of one manifest, or none (or its last good ones
-// with KeepLastGood) after reporting why. Unless full, a manifest whose stat
-// is what it was when it was last read is not read again.
-func (f *File) readFile(p string, st fs.FileInfo, full bool) []*v1.Pod {
-	c, ok := f.cache[p]
-	if full || !ok || c.size != st.Size() || !c.mtime.Equal(st.ModTime()) || c.mode != st.Mode() {
-		c.pods, c.err = readManifestFile(p, f.node, f.refs)
-		c.size, c.mtime, c.mode = st.Size(), st.ModTime(), st.Mode()
-		f.cache[p] = c
-	}
-	pods, err := c.pods, c.err
-	if err != nil {
-		f.report(p, err)
-		if f.keep {
-			return f.lastGood[p]
+// readDirty reads the manifests of the directory named in dirty (true: even
+// if their stat is the same), without listing it, and forgets those that are
+// gone or no longer regular files. It reports whether anything changed, and
+// then returns the pods of every manifest.
+func (f *File) readDirty(dirty map[string]bool) ([]*v1.Pod, bool) {
+	changed := false
+	for p, force := range dirty {
+		st, err := os.Stat(p)
+		if err == nil && st.Mode().IsRegular() {
+			changed = f.refresh(p, st, force) || changed
+			continue
 		}
-		return nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			f.log.Debug("cannot stat manifest", "file", p, "err", err)
+		}
+		changed = f.forget(p) || changed
+	}
+	if !changed {
+		return nil, false
+	}
+	return f.pods(), true
+}
+
+// pods returns the pods of every known manifest in the order of their
+// paths (file-name order): a manifest's last pods, or none (its last good
+// ones with KeepLastGood) when it cannot be used.
+func (f *File) pods() []*v1.Pod {
+	paths := make([]string, 0, len(f.cache))
+	for p := range f.cache {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	pods := []*v1.Pod{}
+	for _, p := range paths {
+		if c := f.cache[p]; c.err == nil {
+			pods = append(pods, c.pods...)
+		} else if f.keep {
+			pods = append(pods, f.lastGood[p]...)
+		}
+	}
+	return pods
+}
+
+// refresh reads the manifest at p if force, or if it was not read before or
+// its size, modification time or mode changed since, and reports whether it
+// read it. A manifest that cannot be used is reported (logged, an event,
+// Errors), once per distinct error.
+func (f *File) refresh(p string, st fs.FileInfo, force bool) bool {
+	c, ok := f.cache[p]
+	if !force && ok && c.size == st.Size() && c.mtime.Equal(st.ModTime()) && c.mode == st.Mode() {
+		return false
+	}
+	c.pods, c.err = readManifestFile(p, f.node, f.refs)
+	c.size, c.mtime, c.mode = st.Size(), st.ModTime(), st.Mode()
+	f.cache[p] = c
+	if c.err != nil {
+		f.report(p, c.err)
+		return true
 	}
 	f.mu.Lock()
 	prev, had := f.errs[p]
@@ -315,9 +560,9 @@ func (f *File) readFile(p string, st fs.FileInfo, full bool) []*v1.Pod {
 		f.log.Info("manifest is valid again", "file", p, "previousErr", prev)
 	}
 	if f.keep {
-		f.lastGood[p] = pods
+		f.lastGood[p] = c.pods
 	}
-	return pods
+	return true
 }
 
 func readManifestFile(p, node string, allowAPIReferences bool) ([]*v1.Pod, error) {
@@ -351,26 +596,27 @@ func (f *File) report(p string, err error) {
 	f.rec.Eventf(f.nodeRef, v1.EventTypeWarning, ReasonFailedValidation, "Error reading static pod %v", err)
 }
 
-// forgetExcept drops the errors and last good pods of manifests that are
-// gone; present nil means all are gone.
+// forgetExcept forgets the manifests that are gone; present nil means all
+// are gone.
 func (f *File) forgetExcept(present map[string]bool) {
-	f.mu.Lock()
-	for p := range f.errs {
-		if !present[p] {
-			delete(f.errs, p)
-		}
-	}
-	f.mu.Unlock()
-	for p := range f.lastGood {
-		if !present[p] {
-			delete(f.lastGood, p)
-		}
-	}
 	for p := range f.cache {
 		if !present[p] {
-			delete(f.cache, p)
+			f.forget(p)
 		}
 	}
+}
+
+// forget drops what is known of the manifest at p (its pods, error and last
+// good pods) and reports whether anything was.
+func (f *File) forget(p string) bool {
+	f.mu.Lock()
+	_, hadErr := f.errs[p]
+	delete(f.errs, p)
+	f.mu.Unlock()
+	_, known := f.cache[p]
+	delete(f.cache, p)
+	delete(f.lastGood, p)
+	return known || hadErr
 }
 
 // readResult is what reading a manifest gave, with the stat it had.

@@ -51,22 +51,34 @@ func write(t *testing.T, path, data string) {
 	require.NoError(t, os.WriteFile(path, []byte(data), 0o644))
 }
 
+// polling makes a File source poll instead of watching: the tests of the
+// poll step the fake clock to make it look.
+func polling(o *source.FileOptions) { o.DisableWatch = true }
+
 // startFile starts a File source on a directory holding files (name →
 // content; a name ending in "/" is a directory), with a fake clock.
-func startFile(t *testing.T, files map[string]string, mod func(*source.FileOptions)) *fileHarness {
+func startFile(t *testing.T, files map[string]string, mods ...func(*source.FileOptions)) *fileHarness {
 	t.Helper()
-	h := &fileHarness{t: t, dir: t.TempDir(), clk: testclock.NewFakeClock(t0),
-		out: make(chan syncloop.PodUpdate), rec: &eventtest.Recorder{}, done: make(chan error, 1)}
+	dir := t.TempDir()
 	for name, data := range files {
-		if dir, ok := strings.CutSuffix(name, "/"); ok {
-			require.NoError(t, os.MkdirAll(filepath.Join(h.dir, dir), 0o755))
+		if sub, ok := strings.CutSuffix(name, "/"); ok {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, sub), 0o755))
 			continue
 		}
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(h.dir, name)), 0o755))
-		write(t, filepath.Join(h.dir, name), data)
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		write(t, filepath.Join(dir, name), data)
 	}
-	opts := source.FileOptions{Path: h.dir, NodeName: nodeName, Clock: h.clk, Recorder: h.rec, Out: h.out}
-	if mod != nil {
+	return runFile(t, dir, dir, mods...)
+}
+
+// runFile runs a File source on path with a fake clock until the test
+// ends; dir is where the test writes.
+func runFile(t *testing.T, path, dir string, mods ...func(*source.FileOptions)) *fileHarness {
+	t.Helper()
+	h := &fileHarness{t: t, dir: dir, clk: testclock.NewFakeClock(t0),
+		out: make(chan syncloop.PodUpdate), rec: &eventtest.Recorder{}, done: make(chan error, 1)}
+	opts := source.FileOptions{Path: path, NodeName: nodeName, Clock: h.clk, Recorder: h.rec, Out: h.out}
+	for _, mod := range mods {
 		mod(&opts)
 	}
 	f, err := source.NewFile(opts)
@@ -128,7 +140,7 @@ func TestFileBrokenManifestsDoNotAffectOthers(t *testing.T) {
 		"zz-notpod.yaml": "apiVersion: v1\nkind: ConfigMap\n",
 		"sub/":           "",
 		"sub/s.yaml":     manifest("sub", "i"),
-	}, nil)
+	})
 
 	assert.Equal(t, []string{"a-node-a", "b-node-a", "l1-node-a"}, h.next())
 	errs := h.f.Errors()
@@ -159,7 +171,7 @@ func TestFileBrokenManifestsDoNotAffectOthers(t *testing.T) {
 }
 
 func TestFileBecomesValidLater(t *testing.T) {
-	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i"), "b.yaml": badYAML}, nil)
+	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i"), "b.yaml": badYAML}, polling)
 	assert.Equal(t, []string{"a-node-a"}, h.next())
 	assert.Equal(t, []string{"b.yaml"}, errorFiles(h.f.Errors()))
 
@@ -170,7 +182,7 @@ func TestFileBecomesValidLater(t *testing.T) {
 }
 
 func TestFilePollSeesChanges(t *testing.T) {
-	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i")}, nil)
+	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i")}, polling)
 	require.Equal(t, []string{"a-node-a"}, h.next())
 
 	// Nothing changed: polls send nothing.
@@ -208,7 +220,7 @@ func TestFilePollSeesChanges(t *testing.T) {
 }
 
 func TestFileUIDChangesWithContent(t *testing.T) {
-	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i:1")}, nil)
+	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i:1")}, polling)
 	first := receive(t, h.out).Pods[0]
 	write(t, filepath.Join(h.dir, "a.yaml"), manifest("a", "i:22"))
 	h.step(source.DefaultPollInterval)
@@ -221,7 +233,7 @@ func TestFileUIDChangesWithContent(t *testing.T) {
 }
 
 func TestFilePeriodWithoutPolling(t *testing.T) {
-	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i")}, func(o *source.FileOptions) {
+	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i")}, polling, func(o *source.FileOptions) {
 		o.PollInterval = -1
 		o.Period = 5 * time.Second
 	})
@@ -240,7 +252,7 @@ func TestFileKeepLastGood(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(map[bool]string{false: "upstream: the pod goes", true: "KeepLastGood: the pod stays"}[keep], func(t *testing.T) {
 			h := startFile(t, map[string]string{"a.yaml": manifest("a", "i"), "b.yaml": manifest("b", "i")},
-				func(o *source.FileOptions) { o.KeepLastGood = keep })
+				polling, func(o *source.FileOptions) { o.KeepLastGood = keep })
 			require.Equal(t, []string{"a-node-a", "b-node-a"}, h.next())
 			write(t, filepath.Join(h.dir, "b.yaml"), badYAML)
 			h.step(source.DefaultPollInterval)
@@ -262,7 +274,7 @@ func TestFileMissingPathSendsEmptySet(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	out := make(chan syncloop.PodUpdate)
 	dir := filepath.Join(t.TempDir(), "manifests")
-	f, err := source.NewFile(source.FileOptions{Path: dir, NodeName: nodeName, Clock: clk, Out: out})
+	f, err := source.NewFile(source.FileOptions{Path: dir, NodeName: nodeName, Clock: clk, Out: out, DisableWatch: true})
 	require.NoError(t, err)
 	ps, err := f.Read()
 	assert.ErrorIs(t, err, fs.ErrNotExist)
@@ -321,7 +333,7 @@ func TestNewFileOptions(t *testing.T) {
 }
 
 func TestFilePollRereadsOnlyChangedFiles(t *testing.T) {
-	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i:1"), "b.yaml": manifest("b", "i:1")}, func(o *source.FileOptions) {
+	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i:1"), "b.yaml": manifest("b", "i:1")}, polling, func(o *source.FileOptions) {
 		o.Period = 10 * time.Second
 	})
 	first := receive(t, h.out).Pods

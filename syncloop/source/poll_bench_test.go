@@ -53,7 +53,7 @@ func BenchmarkPollRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := f.read(true); err != nil {
+			if _, err := f.read(true, nil, nil); err != nil {
 				b.Fatal(err)
 			}
 			images := [2]string{"app:22", "app:333"} // sizes differ: the stat changes
@@ -64,7 +64,7 @@ func BenchmarkPollRead(b *testing.B) {
 					b.Fatal(err)
 				}
 				i++
-				ps, err := f.read(false)
+				ps, err := f.read(false, nil, nil)
 				if err != nil || len(ps) != n {
 					b.Fatalf("read %d pods, %v", len(ps), err)
 				}

@@ -65,7 +65,7 @@ func TestAPIObjectReference(t *testing.T) {
 
 func TestFileAllowAPIReferences(t *testing.T) {
 	manifest := "apiVersion: v1\nkind: Pod\nmetadata: {name: vols}\nspec:\n  containers: [{name: c, image: i}]\n  volumes: [{name: v, configMap: {name: cfg}}]\n"
-	refused := startFile(t, map[string]string{"vols.yaml": manifest, "web.yaml": webManifest}, nil)
+	refused := startFile(t, map[string]string{"vols.yaml": manifest, "web.yaml": webManifest})
 	assert.Equal(t, []string{"web-" + nodeName}, refused.next(), "refused as upstream refuses it; the other pod stays")
 	assert.ErrorContains(t, refused.f.Errors()[refused.dir+"/vols.yaml"], "static pods may not reference configmaps")
 
