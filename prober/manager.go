@@ -146,8 +146,16 @@ func probeOf(c *v1.Container, t ProbeType) *v1.Probe {
 // AddPod registers a worker for each probe of the pod's containers; a
 // probe already registered is left alone. The first run of each is delayed
 // by Jitter.
+//
+// A first run due at once (no jitter) is taken here, from the pod's status
+// as AddPod finds it, when it has nothing to do: for a pod being added,
+// whose containers have not started, it finds nothing to probe, as
+// upstream's worker, started just before the pod's sync, finds nothing, and
+// the next run comes a period later. Taken in a goroutine instead, it would
+// race the sync that starts the containers.
 func (m *Manager) AddPod(pod *v1.Pod) {
 	now := m.clk.Now()
+	st, hasStatus := m.opts.Status.GetPodStatus(pod.UID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range probedContainers(pod) {
@@ -161,11 +169,21 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 				continue
 			}
 			w := &worker{key: k, pod: pod, spec: c, probe: p, due: now.Add(m.opts.Jitter(periodOf(p)))}
+			if first := *w; !w.due.After(now) && first.plan(st, hasStatus, m.startedLocked, now) == (step{}) {
+				w.due = now.Add(periodOf(p))
+			}
 			m.workers[k] = w
 			heap.Push(&m.heap, w)
 		}
 	}
 	m.kick()
+}
+
+// startedLocked reports whether the container's startup probe has
+// succeeded.
+func (m *Manager) startedLocked(id string) bool {
+	r, ok := m.startup.Get(id)
+	return ok && r == Success
 }
 
 func (m *Manager) kick() {
@@ -289,7 +307,7 @@ func (m *Manager) runOne(ctx context.Context, w *worker) {
 	st, has := m.opts.Status.GetPodStatus(w.key.uid)
 	now := m.clk.Now()
 	m.mu.Lock()
-	s := w.plan(st, has, func(id string) bool { r, ok := m.startup.Get(id); return ok && r == Success }, now)
+	s := w.plan(st, has, m.startedLocked, now)
 	pod, container, probe := w.pod, w.spec, w.probe
 	m.mu.Unlock()
 	res := m.results(w.key.typ)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -191,7 +192,47 @@ func TestUpdatePodStatusInitContainers(t *testing.T) {
 	assert.False(t, st.InitContainerStatuses[1].Ready, "sidecar readiness not yet succeeded")
 	assert.True(t, *st.InitContainerStatuses[1].Started)
 	assert.True(t, st.ContainerStatuses[0].Ready)
+	// The first run, in AddPod, found no status; the next is a period
+	// later.
+	h.clk.Step(10 * time.Second)
 	h.next(t)
 	h.m.UpdatePodStatus(pod, &st)
 	assert.True(t, st.InitContainerStatuses[1].Ready)
+}
+
+// A worker's first run, due at once, is taken in AddPod from the status as
+// it is then: a pod added before its container starts is first probed a
+// period later, however soon the container shows as running, as upstream's
+// worker (started before the pod's sync) first probes it. A container
+// already running when its pod is added is probed at once.
+func TestFirstRunAtAddPod(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		runningFirst bool
+		wantAtOnce   bool
+	}{
+		{name: "container starts after AddPod"},
+		{name: "container already running", runningFirst: true, wantAtOnce: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, nil)
+				if tc.runningFirst {
+					h.st.Set("uid-1", running("c1", t0))
+				}
+				h.m.AddPod(podWith(v1.Container{Name: "app", LivenessProbe: probe(0, 10, 1, 1)}))
+				h.st.Set("uid-1", running("c1", t0))
+				synctest.Wait()
+				if tc.wantAtOnce {
+					require.Len(t, h.ran, 1, "probed at once")
+					<-h.ran
+				} else {
+					require.Empty(t, h.ran, "nothing to probe when the pod was added")
+				}
+				h.clk.Step(10 * time.Second)
+				synctest.Wait()
+				assert.Len(t, h.ran, 1, "probed a period later")
+			})
+		})
+	}
 }
