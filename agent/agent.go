@@ -115,8 +115,15 @@ type Options struct {
 	// not root.
 	NoMounts bool
 	// ManifestPath is a directory of static pod manifests (or one file);
-	// empty means none.
+	// empty means none. It is watched with inotify where the kernel allows
+	// (a change is read within milliseconds), else polled every second,
+	// and read in full every Timings.SourcePeriod.
 	ManifestPath string
+	// PollManifests polls ManifestPath every second instead of watching it:
+	// for a fake clock, on which the kernel's notifications would arrive
+	// outside the simulated time (agenttest sets it), and for file systems
+	// whose changes inotify does not see.
+	PollManifests bool
 	// ManifestURL is an HTTP URL serving a pod or a pod list; empty means
 	// none.
 	ManifestURL string
@@ -229,6 +236,7 @@ type lifecycle interface {
 	Run(ctx context.Context) error
 	Relist(ctx context.Context) error
 	Healthy() (bool, error)
+	InspectPod(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error)
 }
 
 // Agent is a node agent composed of the kubeletkit blocks. Build one with
@@ -277,8 +285,9 @@ type Agent struct {
 // startup is when the agent first saw a pod, and how long it took to run
 // and to turn Ready.
 type startup struct {
-	added          time.Time
-	running, ready time.Duration
+	added                time.Time
+	ready                time.Duration // how long after added it turned Ready
+	wasRunning, wasReady bool
 }
 
 // ErrInvalidOptions is wrapped by New's errors for options it cannot use.
@@ -391,14 +400,11 @@ func (a *Agent) build() error {
 		return err
 	}
 	a.workers, err = podworkers.New(podworkers.Options{
-		Syncer: a,
-		Clock:  a.clock,
-		StatusWaiter: podworkers.StatusWaiterFunc(func(ctx context.Context, uid types.UID, t time.Time) error {
-			_, err := a.cache.GetNewerThan(ctx, uid, t)
-			return err
-		}),
-		Logger:  log.With("component", "podworkers"),
-		Metrics: a.metrics,
+		Syncer:       a,
+		Clock:        a.clock,
+		StatusWaiter: podworkers.StatusWaiterFunc(a.waitFresh),
+		Logger:       log.With("component", "podworkers"),
+		Metrics:      a.metrics,
 		// The final status a terminating pod's sync wrote had its terminal
 		// phase held back while the workers still counted its containers;
 		// it is written as soon as they stop counting them.
@@ -586,7 +592,7 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) startSources(ctx context.Context, g *group) error {
 	if a.opts.ManifestPath != "" {
 		f, err := source.NewFile(source.FileOptions{Path: a.opts.ManifestPath, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
-			AllowAPIReferences: a.opts.ObjectPath != "", Clock: a.clock,
+			AllowAPIReferences: a.opts.ObjectPath != "", Clock: a.clock, DisableWatch: a.opts.PollManifests,
 			Logger: a.log.With("component", "file-source"), Recorder: a, Out: a.config.Channel(ctx, syncloop.SourceFile)})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)

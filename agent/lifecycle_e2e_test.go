@@ -34,8 +34,8 @@ spec:
 
 // A pod past its activeDeadlineSeconds fails with upstream's reason and
 // message: the sync loop syncs it the second its deadline passes (long
-// before any periodic resync), its container is stopped once the PLEG has
-// relisted, and it is never started again.
+// before any periodic resync), its container is stopped at once, and it is
+// never started again.
 func TestActiveDeadlineFailsThePod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"deadline.yaml": deadlinePod})
@@ -45,11 +45,11 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 				p.Status.ContainerStatuses[0].State.Terminated != nil
 		})
 		require.True(t, n.StepUntil(time.Minute, failed), "Failed with its containers stopped")
-		// The container is stopped at 2s (below). The status manager holds
+		// The container is stopped at 1s (below). The status manager holds
 		// the terminal phase back while the pod worker could still have
 		// running containers, as upstream's, and writes it as soon as the
 		// workers finish the termination (podworkers' Terminated hook).
-		assert.Equal(t, 2*time.Second, n.Now().Sub(start), "Failed at")
+		assert.Equal(t, time.Second, n.Now().Sub(start), "Failed at")
 		p := mustPod(t, n, "deadline-node1")
 		assert.Equal(t, "DeadlineExceeded", p.Status.Reason)
 		assert.Equal(t, "Pod was active on the node longer than the specified deadline", p.Status.Message)
@@ -65,7 +65,7 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 			`0s Normal Created: Created container: app`,
 			`0s Normal Started: Started container app`,
 			"1s Normal DeadlineExceeded: Pod was active on the node longer than the specified deadline",
-			"2s Normal Killing: Stopping container app",
+			"1s Normal Killing: Stopping container app",
 		}, eventsAbout(n, start, "Pod default/deadline-node1"))
 
 		n.Step(10 * time.Minute)

@@ -87,12 +87,12 @@ func (a *Agent) observeStartup(uid types.UID, st *v1.PodStatus) {
 	if lat == nil || lat.added.IsZero() {
 		return
 	}
-	if lat.running == 0 && st.Phase == v1.PodRunning {
-		lat.running = now.Sub(lat.added)
-		a.metrics.PodStartDuration(lat.running)
+	if !lat.wasRunning && st.Phase == v1.PodRunning {
+		lat.wasRunning = true
+		a.metrics.PodStartDuration(now.Sub(lat.added))
 	}
-	if lat.ready == 0 && podReady(st) {
-		lat.ready = now.Sub(lat.added)
+	if !lat.wasReady && podReady(st) {
+		lat.ready, lat.wasReady = now.Sub(lat.added), true
 	}
 }
 
@@ -112,7 +112,7 @@ func (a *Agent) ReadyLatencies() map[types.UID]time.Duration {
 	defer a.mu.Unlock()
 	out := make(map[types.UID]time.Duration, len(a.latency))
 	for uid, l := range a.latency {
-		if l.ready != 0 {
+		if l.wasReady {
 			out[uid] = l.ready
 		}
 	}
@@ -150,6 +150,7 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 		return false, fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
 	res := a.syncer.SyncPod(ctx, pod, rs)
+	a.refreshAfter(ctx, pod, res)
 	return false, res.Err()
 }
 

@@ -56,6 +56,11 @@
 // kill and a readiness probe at once) plays out either way. Offset their
 // periods or initial delays.
 //
+// A static manifest (Options.Agent.ManifestPath) written or removed during a
+// test is seen at the manifest directory's next poll, a second of fake time
+// later, not within milliseconds as a real node watching it with inotify
+// would: notifications from the kernel would arrive outside the fake time.
+//
 // Status writes do not come back to the agent as pod updates (upstream
 // kubelet ignores them too, but for a terminal phase). There are no mirror
 // pods, services, configMaps or secrets unless the test gives them

@@ -30,7 +30,7 @@ type Options struct {
 	// filesystems are empty and whose memory is not measured, so that the
 	// test machine's own never evicts a test's pods or collects its images;
 	// give an *evictiontest.Stats to script pressure) and Rand (no jitter).
-	// NoMounts is always set.
+	// NoMounts and PollManifests are always set.
 	Agent agent.Options
 	// Rules script the fake runtime's containers (see fake.Rule); the
 	// first match decides, and a container no rule matches runs until it
@@ -86,6 +86,9 @@ func NewNode(t testing.TB, opts Options) *Node {
 		o.Rand = func() float64 { return 0 }
 	}
 	o.NoMounts = true
+	// The kernel's notifications of manifest changes would arrive outside
+	// the fake time; the poll runs on it.
+	o.PollManifests = true
 	rt := fake.New(fake.Options{Clock: clk, Rules: opts.Rules, Images: opts.Images, Logger: o.Logger})
 	api := newAPIServer(clk, o.NodeName)
 	o.Runtime, o.Updates, o.StatusSink, o.Recorder = rt, api.updates, api, api
