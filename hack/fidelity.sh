@@ -21,6 +21,11 @@
 # with cgroupsPerQOS off and failCgroupV1 false (no systemd here, and the
 # machine may have cgroup v1). The report is $KK_WORK/fidelity/report.txt;
 # the script exits 1 when the last statuses differ. Needs root.
+#
+# Each agent runs in a private mount namespace where /var/lib/kubelet is a
+# directory of its own under $KK_WORK/fidelity, and upstream's --cert-dir is
+# there too (lib.sh, kk_isolate), so nothing is written to the host's
+# /var/lib/kubelet; its ports are picked free at start.
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -30,9 +35,8 @@ SECS="${KK_FIDELITY_SECONDS:-90}"
 MANIFESTS="$(cd "${1:-${HACK_DIR}/fidelity/manifests}" && pwd)"
 OBJECTS="$(cd "${2:-${HACK_DIR}/fidelity/objects}" && pwd)"
 DIR="${KK_WORK}/fidelity"
-UP_PORT=10255
-MINI_PORT=10256
 AGENT_PID=""
+AGENT_BIN=""
 DIFFERS=0
 
 [[ -S "${KK_SOCK}" ]] || kk_die "no containerd at ${KK_SOCK}: run hack/containerd-start.sh"
@@ -47,10 +51,22 @@ clean() {
 }
 
 stop_agent() {
-  if [[ -n "${AGENT_PID}" ]] && kk_pid_alive "${AGENT_PID}"; then
+  if [[ -n "${AGENT_PID}" ]] && kk_runs "${AGENT_PID}" "${AGENT_BIN}"; then
     kk_stop_pid agent "${AGENT_PID}" 20 || true
   fi
   AGENT_PID=""
+}
+
+# start_agent NAME CMD...: start CMD, isolated (kk_isolate) with its own
+# /var/lib/kubelet, its output in NAME.log.
+start_agent() {
+  local name="$1"
+  shift
+  kk_log "${name}: starting"
+  kk_isolate "${DIR}/${name}-var-lib-kubelet" "$@"
+  AGENT_BIN="$1"
+  setsid "${KK_ISOLATED_CMD[@]}" >"${DIR}/${name}.log" 2>&1 </dev/null &
+  AGENT_PID=$!
 }
 trap 'stop_agent; clean; kk_unmount_under "${DIR}"' EXIT
 
@@ -63,9 +79,7 @@ run() {
   # pods ask to be deleted (fidelity.kubeletkit.io/delete-after).
   rm -f "${DIR}/manifests"/*.yaml
   cp "${MANIFESTS}"/*.yaml "${DIR}/manifests/"
-  kk_log "${name}: starting"
-  setsid "$@" >"${DIR}/${name}.log" 2>&1 </dev/null &
-  AGENT_PID=$!
+  start_agent "${name}" "$@"
   "${DIR}/fidelity" record --url "http://127.0.0.1:${port}/pods" --duration "${SECS}s" --out "${DIR}/${name}.json" \
     --delete-from "${DIR}/manifests" ||
     { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: recording failed; see ${DIR}/${name}.log"; }
@@ -79,6 +93,10 @@ main() {
   kk_unmount_under "${DIR}"
   rm -rf "${DIR}"
   mkdir -p "${DIR}/manifests" "${DIR}/objects"
+  kk_share_dir "${DIR}"
+  UP_PORT="$(kk_free_port)"
+  UP_MAIN_PORT="$(kk_free_port)"
+  MINI_PORT="$(kk_free_port)"
   cp "${MANIFESTS}"/*.yaml "${DIR}/manifests/"
   cp "${OBJECTS}"/*.yaml "${DIR}/objects/" 2>/dev/null || true
   kk_build_upstream kubelet "${KK_KUBELET_BIN}"
@@ -88,25 +106,8 @@ main() {
   kk_ctr images import --base-name "${KK_WEBSERVER_IMAGE%:*}" "${KK_IMAGES}/webserver.oci.tar" >/dev/null
   (cd "${HACK_DIR}/.." && go build -o "${DIR}/fidelity" ./hack/fidelity && go build -o "${DIR}/minikubelet" ./examples/minikubelet)
 
-  cat >"${DIR}/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-staticPodPath: ${DIR}/manifests
-podLogsDir: ${DIR}/upstream-logs
-containerRuntimeEndpoint: ${KK_ENDPOINT}
-address: 127.0.0.1
-readOnlyPort: ${UP_PORT}
-port: 10250
-healthzPort: 0
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-failSwapOn: false
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-resolvConf: /etc/resolv.conf
-EOF
+  kk_write_kubelet_config "${DIR}/kubelet.yaml" "${DIR}/manifests" "${DIR}/upstream-logs" "${KK_ENDPOINT}" \
+    "${UP_PORT}" "${UP_MAIN_PORT}"
   # The phases run under set -e (never as `phase || ...`, which would turn
   # it off inside them); a comparison that differs sets DIFFERS.
   if [[ "${KK_FIDELITY_STANDALONE:-1}" == 1 ]]; then
@@ -122,7 +123,7 @@ EOF
 # serves them on its read-only /pods.
 standalone_phase() {
   run upstream "${UP_PORT}" "${KK_KUBELET_BIN}" --config="${DIR}/kubelet.yaml" \
-    --root-dir="${DIR}/upstream-root" --hostname-override=kk-node --v=2
+    --root-dir="${DIR}/upstream-root" --cert-dir="${DIR}/upstream-pki" --hostname-override=kk-node --v=2
   # kubelet falls back to lenient decoding on a field it does not know,
   # silently using its default: refuse that, so the setup is what it says.
   if grep -q 'strict decoding error' "${DIR}/upstream.log"; then
@@ -151,7 +152,7 @@ api_phase() {
   sed -e "s|^staticPodPath: .*|staticPodPath: ${empty}|" -e "s|upstream-logs|upstream-api-logs|" \
     "${DIR}/kubelet.yaml" >"${DIR}/kubelet-api.yaml"
   run_api upstream-api "${KK_KUBELET_BIN}" --config="${DIR}/kubelet-api.yaml" --kubeconfig="${KK_NODE_KUBECONFIG}" \
-    --root-dir="${DIR}/upstream-api-root" --hostname-override=kk-node --v=2
+    --root-dir="${DIR}/upstream-api-root" --cert-dir="${DIR}/upstream-api-pki" --hostname-override=kk-node --v=2
   run_api minikubelet-api "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
     --port "${MINI_PORT}" -v
@@ -170,9 +171,7 @@ run_api() {
   "${DIR}/fidelity" clean "${api[@]}"
   rm -f "${DIR}/manifests"/*.yaml
   cp "${MANIFESTS}"/*.yaml "${DIR}/manifests/"
-  kk_log "${name}: starting"
-  setsid "$@" >"${DIR}/${name}.log" 2>&1 </dev/null &
-  AGENT_PID=$!
+  start_agent "${name}" "$@"
   "${DIR}/fidelity" create "${api[@]}" --objects "${DIR}/objects" "${DIR}/manifests" ||
     { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name}: creating the pods failed; see ${DIR}/${name}.log"; }
   "${DIR}/fidelity" record "${api[@]}" --duration "${SECS}s" --out "${DIR}/${name}.json" --delete-from "${DIR}/manifests" ||

@@ -265,3 +265,105 @@ kk_build_upstream() {
   mv -f "${bin}.tmp" "${bin}"
   kk_log "built ${bin} in $((SECONDS - t0))s: $("${bin}" --version)"
 }
+
+# ---- kubelets isolated from the host and from each other ----------------
+# Upstream kubelet writes /var/lib/kubelet/device-plugins/kubelet.sock (a
+# fixed path) and, unless --cert-dir says otherwise, /var/lib/kubelet/pki,
+# whatever its --root-dir. hack/fidelity.sh and hack/bench-startup.sh give
+# it --cert-dir under their run directory, and run every kubelet (upstream
+# and minikubelet) in a private mount namespace where /var/lib/kubelet is a
+# directory of that run. A kubelet mounts its pods' volumes (tmpfs for
+# secrets and configMaps, subPath binds) under its --root-dir, and the
+# runtime, in the host's namespace, must see them: kk_share_dir makes the
+# run directory a shared mount, so that what is mounted under it in the
+# kubelet's namespace propagates to the host's (and is unmounted there by
+# kk_unmount_under), while the bind over /var/lib/kubelet, on a private
+# mount, stays in the kubelet's namespace.
+
+# kk_share_dir DIR: bind DIR onto itself and make that mount shared.
+# kk_unmount_under DIR undoes it.
+kk_share_dir() {
+  mount --bind "$1" "$1"
+  mount --make-shared "$1"
+}
+
+# kk_isolate VAR_DIR CMD...: set the array KK_ISOLATED_CMD to a command line
+# that runs CMD in a new mount namespace where VAR_DIR (which must be under a
+# directory kk_share_dir shared) is bound over /var/lib/kubelet. The
+# namespace starts with the host's propagation (unshare's default would make
+# every mount private, the shared run directory too); the mount holding
+# /var/lib/kubelet is made private in it first, so the bind never reaches
+# the host. The wrapper (unshare, then sh) execs CMD, so CMD keeps the PID
+# the caller started. When /var/lib/kubelet does not exist, it is created,
+# empty, as the mount point, and left in place.
+kk_isolate() {
+  local var_dir="$1" parent
+  shift
+  if [[ ! -d /var/lib/kubelet ]]; then
+    mkdir -p /var/lib/kubelet
+    kk_log "created /var/lib/kubelet (empty): the mount point of the kubelets' own copies"
+  fi
+  mkdir -p "${var_dir}"
+  parent="$(findmnt -n -o TARGET --target /var/lib/kubelet)" || kk_die "no mount holds /var/lib/kubelet"
+  # shellcheck disable=SC2016 # expanded by the wrapper's sh
+  KK_ISOLATED_CMD=(unshare --mount --propagation unchanged -- sh -c
+    'set -e; mount --make-private "$1"; mount --bind "$2" /var/lib/kubelet; mount --make-private /var/lib/kubelet; shift 2; exec "$@"'
+    kk-isolate "${parent}" "${var_dir}" "$@")
+}
+
+# kk_runs PID BIN: true when PID is alive and runs BIN: as its command, or
+# still in kk_isolate's wrapper on its way to exec BIN.
+kk_runs() {
+  local pid="$1" bin="$2" cmd
+  kk_pid_alive "${pid}" || return 1
+  cmd="$(kk_cmdline "${pid}")"
+  [[ "${cmd}" == "${bin} "* || "${cmd}" == "${bin}" ||
+    "${cmd}" == "unshare --mount "*" ${bin} "* || "${cmd}" == "sh -c "*" kk-isolate "*" ${bin} "* ]]
+}
+
+# kk_node_ip: the host's IPv4 address on its default route, for upstream
+# kubelet's --node-ip. Without it, a standalone kubelet resolves its node name
+# (its hostname, or --hostname-override) by DNS each time it builds its Node
+# (on every pod admission); a name that is not in /etc/hosts then costs a DNS
+# round trip, or a resolver timeout on a machine without DNS.
+kk_node_ip() {
+  local ip
+  ip="$(ip -4 route get 1.1.1.1 2>/dev/null | sed -nE 's/.* src ([0-9.]+).*/\1/p')"
+  [[ -n "${ip}" ]] || ip="$(hostname -I 2>/dev/null | awk '{ print $1 }')"
+  [[ -n "${ip}" ]] || kk_die "no IPv4 address on the default route for --node-ip"
+  printf '%s\n' "${ip}"
+}
+
+# kk_write_kubelet_config FILE STATIC_POD_DIR POD_LOGS_DIR ENDPOINT READ_ONLY_PORT PORT [LINE...]:
+# write the KubeletConfiguration of a standalone upstream kubelet on 127.0.0.1:
+# static pods from STATIC_POD_DIR, pod logs in POD_LOGS_DIR, the runtime at
+# ENDPOINT, /pods on READ_ONLY_PORT, its main (authenticated) port on PORT,
+# healthz off, anonymous requests allowed; no swap check, cgroup v1 accepted,
+# cgroupfs without QoS cgroups (no systemd here). Each LINE is appended
+# (further fields).
+kk_write_kubelet_config() {
+  local file="$1" static="$2" logs="$3" endpoint="$4" ro_port="$5" port="$6" line
+  shift 6
+  {
+    cat <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: ${static}
+podLogsDir: ${logs}
+containerRuntimeEndpoint: ${endpoint}
+address: 127.0.0.1
+readOnlyPort: ${ro_port}
+port: ${port}
+healthzPort: 0
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+failSwapOn: false
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+resolvConf: /etc/resolv.conf
+EOF
+    for line in "$@"; do printf '%s\n' "${line}"; done
+  } >"${file}"
+}
