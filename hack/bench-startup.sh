@@ -134,7 +134,7 @@ one() {
 }
 
 main() {
-  local t0=${SECONDS} n commit
+  local t0=${SECONDS} n commit load
   kk_unmount_under "${DIR}"
   rm -rf "${DIR}"
   mkdir -p "${BIN}" "${DIR}/results"
@@ -153,6 +153,10 @@ main() {
     if [[ -n "$(cd "${HACK_DIR}/.." && git status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
       commit+=" (with uncommitted changes)"
     fi
+  fi
+  read -r load _ </proc/loadavg
+  if awk -v l="${load}" -v n="$(nproc)" 'BEGIN { exit !(l > n / 2) }'; then
+    kk_log "warning: load average ${load} on $(nproc) cores: other work will disturb the figures"
   fi
   for n in ${SIZES}; do
     one fakecri "${n}" upstream

@@ -29,12 +29,13 @@
 //     last of their containers to stop running, asking the runtime over CRI
 //     (ListContainers) for running containers of pods named bench-;
 //   - stops the kubelet (SIGTERM, SIGKILL after 20s) and writes a JSON
-//     result.
+//     result, with the machine's load average at the start and the end.
 //
 // /pods is polled at most every 10ms until the first pod runs and every
-// 50ms afterwards, and never more often than three times what the last
-// request and its decoding took, so that the harness takes a bounded share
-// of the two cores it shares with the kubelet. A sample is dated when its
+// 50ms afterwards, and no sooner than three times what the last request and
+// its decoding took after it, so that the harness takes a bounded share of
+// the cores it shares with the kubelet; but never more than 200ms after the
+// last answer. A sample is dated when its
 // answer arrived: each time is an upper bound, late by at most the gap to
 // the sample before it (the result keeps each such gap, and the widest as
 // resolution).

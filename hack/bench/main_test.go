@@ -69,6 +69,16 @@ func TestParseStatusMemory(t *testing.T) {
 	}
 }
 
+func TestParseLoadAverage(t *testing.T) {
+	got, err := parseLoadAverage([]byte("7.57 5.66 4.57 3/312 28374\n"))
+	require.NoError(t, err)
+	assert.InDelta(t, 7.57, got, 1e-9)
+	_, err = parseLoadAverage(nil)
+	assert.Error(t, err)
+	_, err = parseLoadAverage([]byte("x 1 2"))
+	assert.Error(t, err)
+}
+
 func TestReadProcOfThisProcess(t *testing.T) {
 	s, err := readProc(os.Getpid())
 	require.NoError(t, err)
@@ -122,6 +132,8 @@ func TestPollerDue(t *testing.T) {
 		{name: "first sample at once", p: poller{min: 10 * time.Millisecond}},
 		{name: "cheap samples at min", p: poller{min: 10 * time.Millisecond, last: t0, cost: time.Millisecond}, want: t0.Add(10 * time.Millisecond)},
 		{name: "costly samples at three times their cost", p: poller{min: 10 * time.Millisecond, last: t0, cost: 20 * time.Millisecond}, want: t0.Add(60 * time.Millisecond)},
+		{name: "never more than maxPause apart", p: poller{min: 10 * time.Millisecond, last: t0, cost: time.Second}, want: t0.Add(maxPause)},
+		{name: "min above maxPause", p: poller{min: time.Second, last: t0, cost: time.Millisecond}, want: t0.Add(time.Second)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +182,7 @@ func result(agent, runtime string, pods int, scale float64) *Result {
 		SteadySeconds: 60, SteadyCPU: 0.6 * scale, SteadyRSS: 30 * scale, SteadyPeakRSS: 31 * scale,
 		ExtraRunning: 0.3 * scale, ExtraReady: 0.4 * scale,
 		DeletePods: 0.2 * scale, DeleteContainers: 0.3 * scale, Resolution: 0.05,
+		LoadStart: 0.5 * scale, LoadEnd: 0.75 * scale,
 	}
 }
 
@@ -195,6 +208,7 @@ func TestWriteTables(t *testing.T) {
 | delete: no container runs (s) | 0.300 | 0.150 | 0.50 | ratio ≤ 1.0 | yes |
 
 Each time is late by at most 50 ms (upstream) and 50 ms (minikubelet): the widest gap between two samples.
+Load average (1 min) at the start and the end: 0.50–0.75 (upstream), 0.25–0.38 (minikubelet).
 
 containerd, 10 pods (steady state 60 s):
 
@@ -212,6 +226,7 @@ containerd, 10 pods (steady state 60 s):
 | delete: no container runs (s) | 0.300 | 0.600 | 2.00 | ratio ≤ 1.0 | no |
 
 Each time is late by at most 50 ms (upstream) and 50 ms (minikubelet): the widest gap between two samples.
+Load average (1 min) at the start and the end: 0.50–0.75 (upstream), 1.00–1.50 (minikubelet).
 `
 	assert.Equal(t, want, out.String())
 }

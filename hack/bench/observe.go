@@ -76,6 +76,24 @@ func parseStatCPU(stat []byte) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
+// loadAverage is the machine's load average over the last minute (the first
+// field of /proc/loadavg): what else ran beside the kubelet.
+func loadAverage() (float64, error) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	return parseLoadAverage(data)
+}
+
+func parseLoadAverage(data []byte) (float64, error) {
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0, errors.New("/proc/loadavg is empty")
+	}
+	return strconv.ParseFloat(f[0], 64)
+}
+
 // parseStatusMemory returns VmRSS and VmHWM of /proc/PID/status, in bytes.
 func parseStatusMemory(status []byte) (rss, hwm int64, err error) {
 	found := 0
@@ -172,6 +190,10 @@ func count(data []byte) (podCounts, error) {
 	return c, nil
 }
 
+// maxPause is the longest a poller waits between the end of a sample and
+// the start of the next.
+const maxPause = 200 * time.Millisecond
+
 // poller samples one source (/pods, or the runtime) no more often than its
 // pace allows, and dates each sample.
 type poller struct {
@@ -186,12 +208,14 @@ type poller struct {
 }
 
 // due is when the next sample may be taken: min after the last one, or
-// three times its cost when that is longer; at once before the first.
+// three times its cost when that is longer, but never more than maxPause
+// after it (a slow answer is more often a busy kubelet than a costly one);
+// at once before the first.
 func (p *poller) due() time.Time {
 	if p.last.IsZero() {
 		return time.Time{}
 	}
-	return p.last.Add(max(p.min, 3*p.cost))
+	return p.last.Add(max(p.min, min(3*p.cost, maxPause)))
 }
 
 // sample takes one sample with f, which returns when it saw what it saw,

@@ -57,6 +57,12 @@ type Result struct {
 	DeletePods       float64 `json:"deletePods"`
 	DeleteContainers float64 `json:"deleteContainers"`
 
+	// LoadStart and LoadEnd are the machine's load average over a minute
+	// when the kubelet started and when the run ended: other work on the
+	// machine disturbs every figure.
+	LoadStart float64 `json:"loadStart"`
+	LoadEnd   float64 `json:"loadEnd"`
+
 	// Gaps has, for each time above that a sample located (by its JSON
 	// name), the gap between that sample and the one before it: how late
 	// the time may be. Resolution is the widest.
@@ -123,6 +129,9 @@ func run(args []string) error {
 	// Its own session: a Ctrl-C of the harness reaches this program,
 	// which stops the kubelet, rather than both at once.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if b.res.LoadStart, err = loadAverage(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -143,6 +152,9 @@ func run(args []string) error {
 
 	if err := b.measure(ctx, t0); err != nil {
 		return fmt.Errorf("run %s on %s, %d pods: %w (the kubelet's output: %s)", b.res.Agent, b.res.Runtime, b.n, err, *logPath)
+	}
+	if b.res.LoadEnd, err = loadAverage(); err != nil {
+		return fmt.Errorf("run: %w", err)
 	}
 	data, err := json.MarshalIndent(b.res, "", "  ")
 	if err != nil {

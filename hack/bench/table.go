@@ -152,4 +152,6 @@ func writeTable(w io.Writer, runtime string, pods int, b, o *Result) {
 	}
 	fmt.Fprintf(w, "\nEach time is late by at most %.0f ms (%s) and %.0f ms (%s): the widest gap between two samples.\n",
 		1000*b.Resolution, b.Agent, 1000*o.Resolution, o.Agent)
+	fmt.Fprintf(w, "Load average (1 min) at the start and the end: %.2f–%.2f (%s), %.2f–%.2f (%s).\n",
+		b.LoadStart, b.LoadEnd, b.Agent, o.LoadStart, o.LoadEnd, o.Agent)
 }
