@@ -7,7 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -110,107 +109,4 @@ func validateName(pod *v1.Pod) error {
 	}
 	errs := field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")}
 	return fmt.Errorf("%w %s: %v", ErrInvalidPod, podRef(pod), errs.ToAggregate())
-}
-
-// ValidatePod checks what a kubelet needs of a pod from a static source, as a
-// subset of the API server's validation: a name that is a DNS-1123
-// subdomain, a namespace that is a DNS-1123 label, at least one container,
-// container names (init, regular and ephemeral together) that are DNS-1123
-// labels and unique, a non-empty image in every container, lifecycle
-// sleep actions within the termination grace period, a restartPolicy and
-// dnsPolicy among the known values, labels and annotations (syntax and
-// size), one source per volume with relative item paths free of "..", one
-// handler per probe with non-negative numbers, and subPaths free of "..".
-// Every problem is listed, with its field path and upstream's message, in
-// an error that wraps ErrInvalidPod.
-func ValidatePod(pod *v1.Pod) error {
-	var errs field.ErrorList
-	meta := field.NewPath("metadata")
-	if pod.Name == "" {
-		errs = append(errs, field.Required(meta.Child("name"), "name or generateName is required"))
-	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(pod.Name) {
-			errs = append(errs, field.Invalid(meta.Child("name"), pod.Name, msg))
-		}
-	}
-	if pod.Namespace != "" {
-		for _, msg := range validation.IsDNS1123Label(pod.Namespace) {
-			errs = append(errs, field.Invalid(meta.Child("namespace"), pod.Namespace, msg))
-		}
-	}
-	spec := field.NewPath("spec")
-	if len(pod.Spec.Containers) == 0 {
-		errs = append(errs, field.Required(spec.Child("containers"), ""))
-	}
-	names := map[string]bool{}
-	checkName := func(path *field.Path, c *v1.Container) {
-		if c.Name == "" {
-			errs = append(errs, field.Required(path.Child("name"), ""))
-		} else {
-			for _, msg := range validation.IsDNS1123Label(c.Name) {
-				errs = append(errs, field.Invalid(path.Child("name"), c.Name, msg))
-			}
-			if names[c.Name] {
-				errs = append(errs, field.Duplicate(path.Child("name"), c.Name))
-			}
-			names[c.Name] = true
-		}
-		if c.Image == "" {
-			errs = append(errs, field.Required(path.Child("image"), ""))
-		}
-	}
-	checkSleep := func(path *field.Path, h *v1.LifecycleHandler) {
-		grace := pod.Spec.TerminationGracePeriodSeconds
-		if h == nil || h.Sleep == nil || grace == nil {
-			return
-		}
-		if h.Sleep.Seconds < 0 || h.Sleep.Seconds > *grace {
-			errs = append(errs, field.Invalid(path.Child("sleep"), h.Sleep.Seconds,
-				fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", *grace)))
-		}
-	}
-	check := func(path *field.Path, c *v1.Container) {
-		checkName(path, c)
-		if c.Lifecycle != nil {
-			checkSleep(path.Child("lifecycle", "postStart"), c.Lifecycle.PostStart)
-			checkSleep(path.Child("lifecycle", "preStop"), c.Lifecycle.PreStop)
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		check(spec.Child("initContainers").Index(i), &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		check(spec.Child("containers").Index(i), &pod.Spec.Containers[i])
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		checkName(spec.Child("ephemeralContainers").Index(i), (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
-	}
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever:
-	default:
-		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), pod.Spec.RestartPolicy,
-			[]string{string(v1.RestartPolicyAlways), string(v1.RestartPolicyOnFailure), string(v1.RestartPolicyNever)}))
-	}
-	switch pod.Spec.DNSPolicy {
-	case v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault, v1.DNSNone:
-	default:
-		errs = append(errs, field.NotSupported(spec.Child("dnsPolicy"), pod.Spec.DNSPolicy,
-			[]string{string(v1.DNSClusterFirst), string(v1.DNSClusterFirstWithHostNet), string(v1.DNSDefault), string(v1.DNSNone)}))
-	}
-	errs = append(errs, validateMore(pod)...)
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w %s: %v", ErrInvalidPod, podRef(pod), errs.ToAggregate())
-}
-
-// podRef names a pod in messages: "namespace/name", or "<no name>".
-func podRef(pod *v1.Pod) string {
-	if pod.Name == "" {
-		return "<no name>"
-	}
-	if pod.Namespace == "" {
-		return pod.Name
-	}
-	return pod.Namespace + "/" + pod.Name
 }

@@ -33,18 +33,23 @@ const (
 
 // DefaultPod sets the fields of pod that the API server defaults and that a
 // kubelet relies on, where they are unset: restartPolicy Always, dnsPolicy
-// ClusterFirst, terminationGracePeriodSeconds 30, schedulerName
-// default-scheduler, an empty securityContext, enableServiceLinks true; in
-// every container (init, regular and ephemeral) terminationMessagePath
-// /dev/termination-log, terminationMessagePolicy File, imagePullPolicy by
-// the image's tag (Always for ":latest" or no tag, IfNotPresent otherwise,
-// also for a digest), port protocol TCP (and hostPort = containerPort with
-// hostNetwork), resource requests copied from limits where only the limit is
-// given, probe timeoutSeconds 1, periodSeconds 10, successThreshold 1,
-// failureThreshold 3, HTTP probe and handler scheme HTTP and path "/",
-// fieldRef apiVersion v1; secret, configMap, downwardAPI and projected
-// volume defaultMode 0644, and hostPath type "" (unset). It sets nothing
-// else, in particular no name, UID or status: see ApplyStaticDefaults.
+// ClusterFirst, terminationGracePeriodSeconds 30 (and 1 for a negative one,
+// as the API server's decoding does), schedulerName default-scheduler, an
+// empty securityContext, enableServiceLinks true; in every container (init,
+// regular and ephemeral) terminationMessagePath /dev/termination-log,
+// terminationMessagePolicy File, imagePullPolicy by the image's tag (Always
+// for ":latest" or no tag, IfNotPresent otherwise, also for a digest), port
+// protocol TCP (and hostPort = containerPort with hostNetwork), resource
+// requests copied from limits where only the limit is given, probe
+// timeoutSeconds 1, periodSeconds 10, successThreshold 1, failureThreshold
+// 3, HTTP probe and handler scheme HTTP and path "/", fieldRef apiVersion
+// v1 (in env and in downwardAPI and projected volumes); a volume with no
+// source (or only sources unknown to this API version, which decoding
+// dropped) an emptyDir; secret, configMap, downwardAPI and projected volume
+// defaultMode 0644, projected service account tokens expirationSeconds
+// 3600, image volumes' pullPolicy by their reference's tag, and hostPath
+// type "" (unset). It sets nothing else, in particular no name, UID or
+// status: see ApplyStaticDefaults.
 //
 // DefaultPod is idempotent: applying it twice is applying it once.
 func DefaultPod(pod *v1.Pod) {
@@ -55,9 +60,16 @@ func DefaultPod(pod *v1.Pod) {
 	if s.DNSPolicy == "" {
 		s.DNSPolicy = v1.DNSClusterFirst
 	}
-	if s.TerminationGracePeriodSeconds == nil {
-		g := DefaultTerminationGracePeriodSeconds
-		s.TerminationGracePeriodSeconds = &g
+	switch g := s.TerminationGracePeriodSeconds; {
+	case g == nil:
+		d := DefaultTerminationGracePeriodSeconds
+		s.TerminationGracePeriodSeconds = &d
+	case *g < 0:
+		// Upstream's conversion of a pod makes a negative grace period 1
+		// (the API server warns "must be >= 0; negative values are invalid
+		// and will be treated as 1").
+		one := int64(1)
+		s.TerminationGracePeriodSeconds = &one
 	}
 	if s.SchedulerName == "" {
 		s.SchedulerName = DefaultSchedulerName
@@ -165,6 +177,16 @@ func defaultVolume(vs *v1.VolumeSource) {
 			*m = &v
 		}
 	}
+	fieldRefs := func(items []v1.DownwardAPIVolumeFile) {
+		for i := range items {
+			if fr := items[i].FieldRef; fr != nil && fr.APIVersion == "" {
+				fr.APIVersion = "v1"
+			}
+		}
+	}
+	if *vs == (v1.VolumeSource{}) { // every source nil
+		vs.EmptyDir = &v1.EmptyDirVolumeSource{}
+	}
 	switch {
 	case vs.Secret != nil:
 		mode(&vs.Secret.DefaultMode)
@@ -172,13 +194,23 @@ func defaultVolume(vs *v1.VolumeSource) {
 		mode(&vs.ConfigMap.DefaultMode)
 	case vs.DownwardAPI != nil:
 		mode(&vs.DownwardAPI.DefaultMode)
-		for i := range vs.DownwardAPI.Items {
-			if fr := vs.DownwardAPI.Items[i].FieldRef; fr != nil && fr.APIVersion == "" {
-				fr.APIVersion = "v1"
-			}
-		}
+		fieldRefs(vs.DownwardAPI.Items)
 	case vs.Projected != nil:
 		mode(&vs.Projected.DefaultMode)
+		for i := range vs.Projected.Sources {
+			src := &vs.Projected.Sources[i]
+			if src.DownwardAPI != nil {
+				fieldRefs(src.DownwardAPI.Items)
+			}
+			if t := src.ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
+				hour := int64(3600)
+				t.ExpirationSeconds = &hour
+			}
+		}
+	case vs.Image != nil:
+		if vs.Image.PullPolicy == "" {
+			vs.Image.PullPolicy = PullPolicyForImage(vs.Image.Reference)
+		}
 	case vs.HostPath != nil:
 		if vs.HostPath.Type == nil {
 			t := v1.HostPathUnset

@@ -117,6 +117,34 @@ func TestDefaultPod(t *testing.T) {
 			assert.Equal(t, ptr.To[int32](0o644), p.Spec.Volumes[1].ConfigMap.DefaultMode)
 			assert.Equal(t, ptr.To(v1.HostPathUnset), p.Spec.Volumes[2].HostPath.Type)
 		}},
+		{"a negative terminationGracePeriodSeconds is 1, as the API server's decoding makes it", func() *v1.Pod {
+			p := bare()
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](-5)
+			return p
+		}, func(t *testing.T, p *v1.Pod) {
+			assert.Equal(t, ptr.To[int64](1), p.Spec.TerminationGracePeriodSeconds)
+		}},
+		{"a volume with no source is an emptyDir; projected, downwardAPI and image volume defaults", func() *v1.Pod {
+			p := bare()
+			p.Spec.Volumes = []v1.Volume{
+				{Name: "none"},
+				{Name: "p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+					{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "n", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+					{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+				}}}},
+				{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "registry/models:v1"}}},
+				{Name: "latest", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "registry/models"}}},
+			}
+			return p
+		}, func(t *testing.T, p *v1.Pod) {
+			assert.Equal(t, v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}, p.Spec.Volumes[0].VolumeSource)
+			pr := p.Spec.Volumes[1].Projected
+			assert.Equal(t, ptr.To[int32](0o644), pr.DefaultMode)
+			assert.Equal(t, "v1", pr.Sources[0].DownwardAPI.Items[0].FieldRef.APIVersion)
+			assert.Equal(t, ptr.To[int64](3600), pr.Sources[1].ServiceAccountToken.ExpirationSeconds)
+			assert.Equal(t, v1.PullIfNotPresent, p.Spec.Volumes[2].Image.PullPolicy)
+			assert.Equal(t, v1.PullAlways, p.Spec.Volumes[3].Image.PullPolicy)
+		}},
 		{"fieldRef apiVersion v1", func() *v1.Pod {
 			p := bare()
 			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "N", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
@@ -240,6 +268,23 @@ func TestStaticPodUID(t *testing.T) {
 	assert.Equal(t, "given", uid(withUID, file, "/m/web.yaml", "n1"), "a manifest's own UID is kept")
 }
 
+// probeManifest is a pod whose container has a liveness probe with extra
+// (a "key: value" line).
+func probeManifest(extra string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n    image: i\n    livenessProbe:\n      exec: {command: [\"true\"]}\n      " + extra + "\n"
+}
+
+// As upstream, two of the issue's examples are not errors: a negative
+// terminationGracePeriodSeconds is taken as 1 (the API server warns), and a
+// volume whose only source this API version does not know is an emptyDir.
+func TestReadManifestAcceptsWhatUpstreamDefaults(t *testing.T) {
+	grace := readOne(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {terminationGracePeriodSeconds: -30, containers: [{name: c, image: i}]}\n", file, "/m/x.yaml", "n")
+	assert.Equal(t, ptr.To[int64](1), grace.Spec.TerminationGracePeriodSeconds)
+
+	vol := readOne(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  volumes: [{name: v, futureSource: {size: 1}}]\n  containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v}]}]\n", file, "/m/x.yaml", "n")
+	assert.Equal(t, v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}, vol.Spec.Volumes[0].VolumeSource)
+}
+
 func TestReadManifest(t *testing.T) {
 	list := `apiVersion: v1
 kind: PodList
@@ -273,7 +318,7 @@ items:
 		{name: "no containers", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {}\n",
 			wantErr: source.ErrInvalidPod, errHas: "spec.containers: Required value"},
 		{name: "duplicate container names", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  initContainers: [{name: c, image: i}]\n  containers: [{name: c, image: i}]\n",
-			wantErr: source.ErrInvalidPod, errHas: `spec.containers[0].name: Duplicate value: "c"`},
+			wantErr: source.ErrInvalidPod, errHas: `spec.initContainers[0].name: Duplicate value: "c"`},
 		{name: "empty container name and image", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{}]}\n",
 			wantErr: source.ErrInvalidPod, errHas: "spec.containers[0].name: Required value, spec.containers[0].image: Required value"},
 		{name: "name not DNS-1123", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: Web_1}\nspec: {containers: [{name: c, image: i}]}\n",
@@ -286,12 +331,25 @@ items:
 			wantErr: source.ErrInvalidPod, errHas: "item 2"},
 		{name: "sleep hook longer than the grace period", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: c, image: i, lifecycle: {postStart: {sleep: {seconds: 3}}}}]\n",
 			wantErr: source.ErrInvalidPod, errHas: "spec.containers[0].lifecycle.postStart.sleep: Invalid value: 3: must be non-negative and less than terminationGracePeriodSeconds (1)"},
-		{name: "negative sleep hook", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  initContainers: [{name: i, image: i, lifecycle: {preStop: {sleep: {seconds: -1}}}}]\n  containers: [{name: c, image: i}]\n",
+		{name: "negative sleep hook", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  initContainers: [{name: i, image: i, restartPolicy: Always, lifecycle: {preStop: {sleep: {seconds: -1}}}}]\n  containers: [{name: c, image: i}]\n",
 			wantErr: source.ErrInvalidPod, errHas: "spec.initContainers[0].lifecycle.preStop.sleep: Invalid value: -1: must be non-negative and less than terminationGracePeriodSeconds (30)"},
 		{name: "sleep hook within the default grace period", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: i, lifecycle: {preStop: {sleep: {seconds: 30}}}}]}\n",
 			want: []string{"x-n"}},
 		{name: "a secret reference", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: i, env: [{name: A, valueFrom: {secretKeyRef: {name: s, key: k}}}]}]}\n",
 			wantErr: source.ErrInvalidPod, errHas: "invalid pod default/x-n: static pods may not reference secrets"},
+		// The issue's examples.
+		{name: "a negative probe periodSeconds", data: probeManifest("periodSeconds: -5"),
+			wantErr: source.ErrInvalidPod, errHas: "invalid pod default/x-n: spec.containers[0].livenessProbe.periodSeconds: Invalid value: -5: must be greater than or equal to 0"},
+		{name: "a negative probe timeoutSeconds", data: probeManifest("timeoutSeconds: -1"),
+			wantErr: source.ErrInvalidPod, errHas: "spec.containers[0].livenessProbe.timeoutSeconds: Invalid value: -1: must be greater than or equal to 0"},
+		{name: "a 5 MB annotation", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {big: " + strings.Repeat("x", 5<<20) + "}}\nspec: {containers: [{name: c, image: i}]}\n",
+			wantErr: source.ErrInvalidPod, errHas: "metadata.annotations: Too long: may not be more than 262144 bytes"},
+		{name: ".. in a downwardAPI path", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  volumes: [{name: v, downwardAPI: {items: [{path: ../../etc/x, fieldRef: {fieldPath: metadata.name}}]}}]\n  containers: [{name: c, image: i}]\n",
+			wantErr: source.ErrInvalidPod, errHas: `spec.volumes[0].downwardAPI.path: Invalid value: "../../etc/x": must not contain '..'`},
+		{name: ".. in a subPath", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  volumes: [{name: v, emptyDir: {}}]\n  containers: [{name: c, image: i, volumeMounts: [{name: v, mountPath: /v, subPath: ../x}]}]\n",
+			wantErr: source.ErrInvalidPod, errHas: `spec.containers[0].volumeMounts.subPath: Invalid value: "../x": must not contain '..'`},
+		{name: ".. as a configMap key", data: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: i, env: [{name: A, valueFrom: {configMapKeyRef: {name: m, key: ..}}}]}]}\n",
+			wantErr: source.ErrInvalidPod, errHas: `spec.containers[0].env[0].valueFrom.configMapKeyRef.key: Invalid value: "..": must not be '..'`},
 		{name: "field names are case-sensitive", data: "apiVersion: v1\nkind: Pod\nMetadata: {name: x}\nspec: {containers: [{name: c, image: i}]}\n",
 			wantErr: source.ErrInvalidPod, errHas: "metadata.name: Required value"},
 	}

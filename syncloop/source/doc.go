@@ -54,8 +54,9 @@
 // and upstream's static-pod defaults (ApplyStaticDefaults: a UID hashed from
 // the pod, the node and the path or URL; the name suffixed with the node
 // name; namespace default; the config.hash annotation; a NoExecute
-// toleration for file pods; phase Pending), and validate (ValidatePod).
-// ReadManifest does all four. A broken manifest is reported by its file name
+// toleration for file pods; phase Pending), and validate them as the API
+// server validates a pod it creates, with its field paths and messages
+// (ValidatePod). ReadManifest does all four. A broken manifest is reported by its file name
 // or URL and never affects another manifest's pods. The file source reads
 // everything every Period (20s) and in between watches its directory with
 // inotify (Linux): a manifest written and closed, renamed into place or

@@ -12,6 +12,7 @@ var ErrInvalidOptions = errors.New("invalid options")
 var ErrInvalidManifest = errors.New("invalid manifest")
 
 // ErrInvalidPod is wrapped by the error of a pod that was decoded but failed
-// validation (ValidatePod): no name, no containers, duplicate container
-// names, an empty image, a name that is not a DNS-1123 name, ...
+// validation (ValidatePod: what the API server refuses in a pod it creates,
+// such as no containers, a negative probe period or a path with ".."), or
+// references API objects a static pod may not (APIObjectReference).
 var ErrInvalidPod = errors.New("invalid pod")

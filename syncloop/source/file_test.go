@@ -170,6 +170,24 @@ func TestFileBrokenManifestsDoNotAffectOthers(t *testing.T) {
 	assert.Len(t, h.rec.Events(), 5)
 }
 
+// The report: a manifest with a negative periodSeconds is refused,
+// and the file and the field are named in Errors() and in the event.
+func TestFileRefusesAnInvalidProbeNamingFileAndField(t *testing.T) {
+	probe := "apiVersion: v1\nkind: Pod\nmetadata: {name: live}\nspec:\n  containers:\n  - name: c\n    image: i\n" +
+		"    livenessProbe: {exec: {command: [\"true\"]}, periodSeconds: -1}\n"
+	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i"), "live.yaml": probe})
+	assert.Equal(t, []string{"a-node-a"}, h.next())
+	p := filepath.Join(h.dir, "live.yaml")
+	want := "manifest " + p + ": invalid pod default/live-node-a: " +
+		"spec.containers[0].livenessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0"
+	err := h.f.Errors()[p]
+	require.Error(t, err)
+	assert.ErrorIs(t, err, source.ErrInvalidPod)
+	assert.Equal(t, want, err.Error())
+	require.Len(t, h.rec.Events(), 1)
+	assert.Equal(t, "Warning FailedValidation Error reading static pod "+want, h.rec.Events()[0].String())
+}
+
 func TestFileBecomesValidLater(t *testing.T) {
 	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i"), "b.yaml": badYAML}, polling)
 	assert.Equal(t, []string{"a-node-a"}, h.next())

@@ -1,205 +1,365 @@
 package source
 
 import (
-	"path"
-	"path/filepath"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// validateMore holds the API server's checks that a pod from a static
-// source would otherwise get past, with upstream's field paths and
-// messages: label and annotation syntax and size, one source per volume and
-// relative item paths without "..", one handler per probe and non-negative
-// probe numbers, and subPaths without "..". A pod that fails them is
-// refused, rather than left stuck when the kubelet acts on the field.
-func validateMore(pod *v1.Pod) field.ErrorList {
-	meta, spec := field.NewPath("metadata"), field.NewPath("spec")
-	errs := metav1validation.ValidateLabels(pod.Labels, meta.Child("labels"))
-	errs = append(errs, apivalidation.ValidateAnnotations(pod.Annotations, meta.Child("annotations"))...)
-	for i := range pod.Spec.Volumes {
-		errs = append(errs, validateVolumeSource(&pod.Spec.Volumes[i].VolumeSource, spec.Child("volumes").Index(i))...)
+// ValidatePod checks a pod of a static source as the API server checks a pod
+// it is asked to create (upstream's ValidatePodCreate, which upstream's
+// kubelet runs on every static manifest), for every field a kubelet acts on,
+// with the API server's field paths and messages, as of Kubernetes 1.36 with
+// its default feature gates. It expects a pod defaulted by DefaultPod (and
+// named and namespaced by ApplyStaticDefaults): a field the API server
+// defaults is required here.
+//
+// It checks the metadata (name, namespace, labels and annotations, 256 KiB
+// of annotations at most); the pod's numbers (activeDeadlineSeconds), enums
+// (restartPolicy, dnsPolicy, os), names (hostname, subdomain, runtime class,
+// readiness gates), DNS config and host aliases, and security context IDs;
+// the volumes (names, exactly one source, and within the sources kubelets
+// mount: paths, item keys and paths without "..", file modes, sizes); every
+// container (names unique across init and regular containers, image, ports
+// and host ports, env and envFrom, volume mounts naming a volume, at unique
+// paths, subPaths without "..", resources, probes and lifecycle handlers,
+// pull and termination message policies, restart policy and rules, security
+// context); and it refuses ephemeral containers, which cannot be set on
+// create. See docs/syncloop-sources.md for the list and what it leaves out.
+//
+// Every problem is listed, with its field path and upstream's message, in an
+// error that wraps ErrInvalidPod (`invalid pod default/x-node:
+// [spec.containers[0].livenessProbe.periodSeconds: Invalid value: -1: must
+// be greater than or equal to 0, ...]`).
+func ValidatePod(pod *v1.Pod) error {
+	errs := validatePod(pod)
+	if len(errs) == 0 {
+		return nil
 	}
-	containers := func(name string, cs []v1.Container) {
-		for i := range cs {
-			c, p := &cs[i], spec.Child(name).Index(i)
-			errs = append(errs, validateProbe(c.LivenessProbe, p.Child("livenessProbe"))...)
-			errs = append(errs, validateProbe(c.ReadinessProbe, p.Child("readinessProbe"))...)
-			errs = append(errs, validateProbe(c.StartupProbe, p.Child("startupProbe"))...)
-			for j, m := range c.VolumeMounts {
-				if m.SubPath != "" {
-					errs = append(errs, validateLocalDescendingPath(m.SubPath, p.Child("volumeMounts").Index(j).Child("subPath"))...)
+	return fmt.Errorf("%w %s: %v", ErrInvalidPod, podRef(pod), errs.ToAggregate())
+}
+
+// validatePod is ValidatePod's list of errors, in upstream's order.
+func validatePod(pod *v1.Pod) field.ErrorList {
+	meta, spec := field.NewPath("metadata"), field.NewPath("spec")
+	errs := apivalidation.ValidateObjectMeta(&pod.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, meta)
+	errs = append(errs, validatePodSpec(&pod.Spec, &pod.ObjectMeta, spec)...)
+
+	// Checked for pods and not for pod templates.
+	if pod.Spec.ServiceAccountName == "" {
+		for i, vol := range pod.Spec.Volumes {
+			if vol.Projected == nil {
+				continue
+			}
+			for j, src := range vol.Projected.Sources {
+				if src.ServiceAccountToken != nil {
+					errs = append(errs, field.Forbidden(spec.Child("volumes").Index(i).Child("projected", "sources").Index(j).Child("serviceAccountToken"),
+						"must not be specified when serviceAccountName is not set"))
 				}
 			}
 		}
 	}
-	containers("initContainers", pod.Spec.InitContainers)
-	containers("containers", pod.Spec.Containers)
+	imageSpaces := func(name string, cs []v1.Container) {
+		for i, c := range cs {
+			if len(c.Image) != len(strings.TrimSpace(c.Image)) {
+				errs = append(errs, field.Invalid(spec.Child(name).Index(i).Child("image"), c.Image, "must not have leading or trailing whitespace"))
+			}
+		}
+	}
+	imageSpaces("containers", pod.Spec.Containers)
+	imageSpaces("initContainers", pod.Spec.InitContainers)
+
+	// Checked on create only.
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "cannot be set on create"))
+	}
+	if pod.Spec.NodeName != "" && len(pod.Spec.SchedulingGates) != 0 {
+		errs = append(errs, field.Forbidden(spec.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+	}
 	return errs
 }
 
-// validateVolumeSource requires exactly one source, as upstream: none is
-// "must specify a volume type", each one past the first is forbidden. It
-// checks the item paths of the sources that write files.
-func validateVolumeSource(s *v1.VolumeSource, p *field.Path) field.ErrorList {
-	u := union{path: p, kind: "volume type"}
-	one := u.member
-	one(s.HostPath != nil, "hostPath")
-	one(s.EmptyDir != nil, "emptyDir")
-	one(s.GCEPersistentDisk != nil, "gcePersistentDisk")
-	one(s.AWSElasticBlockStore != nil, "awsElasticBlockStore")
-	one(s.GitRepo != nil, "gitRepo")
-	one(s.Secret != nil, "secret")
-	one(s.NFS != nil, "nfs")
-	one(s.ISCSI != nil, "iscsi")
-	one(s.Glusterfs != nil, "glusterfs")
-	one(s.PersistentVolumeClaim != nil, "persistentVolumeClaim")
-	one(s.RBD != nil, "rbd")
-	one(s.FlexVolume != nil, "flexVolume")
-	one(s.Cinder != nil, "cinder")
-	one(s.CephFS != nil, "cephfs")
-	one(s.Flocker != nil, "flocker")
-	one(s.DownwardAPI != nil, "downwardAPI")
-	one(s.FC != nil, "fc")
-	one(s.AzureFile != nil, "azureFile")
-	one(s.ConfigMap != nil, "configMap")
-	one(s.VsphereVolume != nil, "vsphereVolume")
-	one(s.Quobyte != nil, "quobyte")
-	one(s.AzureDisk != nil, "azureDisk")
-	one(s.PhotonPersistentDisk != nil, "photonPersistentDisk")
-	one(s.Projected != nil, "projected")
-	one(s.PortworxVolume != nil, "portworxVolume")
-	one(s.ScaleIO != nil, "scaleIO")
-	one(s.StorageOS != nil, "storageos")
-	one(s.CSI != nil, "csi")
-	one(s.Ephemeral != nil, "ephemeral")
-	one(s.Image != nil, "image")
-	errs := u.done()
-	itemPath := func(target string, p *field.Path) {
-		if target == "" {
-			errs = append(errs, field.Required(p, ""))
-			return
-		}
-		errs = append(errs, validateLocalNonReservedPath(target, p)...)
+// validatePodSpec checks the spec's fields a kubelet acts on.
+func validatePodSpec(s *v1.PodSpec, meta *metav1.ObjectMeta, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.TerminationGracePeriodSeconds == nil {
+		errs = append(errs, field.Required(p.Child("terminationGracePeriodSeconds"), ""))
 	}
-	items := func(ks []v1.KeyToPath, p *field.Path) {
-		for i, k := range ks {
-			itemPath(k.Path, p.Index(i).Child("path"))
+	vols, verrs := validateVolumes(s.Volumes, meta, p.Child("volumes"))
+	errs = append(errs, verrs...)
+	c := containerContext{volumes: vols, grace: s.TerminationGracePeriodSeconds, os: s.OS}
+	errs = append(errs, c.validateContainers(s.Containers, p.Child("containers"))...)
+	errs = append(errs, c.validateInitContainers(s.InitContainers, s.Containers, p.Child("initContainers"))...)
+	if s.Resources != nil {
+		errs = append(errs, validateResources(s.Resources, podResourceName, p.Child("resources"))...)
+	}
+	errs = append(errs, validateHostNetworkPorts(s, p)...)
+	errs = append(errs, oneOf(s.RestartPolicy, p.Child("restartPolicy"), v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever)...)
+	errs = append(errs, oneOf(s.DNSPolicy, p.Child("dnsPolicy"), v1.DNSClusterFirstWithHostNet, v1.DNSClusterFirst, v1.DNSDefault, v1.DNSNone)...)
+	errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, p.Child("nodeSelector"))...)
+	errs = append(errs, validatePodSecurityContext(s, p.Child("securityContext"))...)
+	errs = append(errs, validateDNSConfig(s.DNSConfig, s.DNSPolicy, p.Child("dnsConfig"))...)
+	for i, g := range s.ReadinessGates {
+		errs = append(errs, qualifiedName(string(g.ConditionType), p.Child("readinessGates").Index(i).Child("conditionType"))...)
+	}
+	errs = append(errs, validateHostnameOverride(s, p)...)
+	if s.ActiveDeadlineSeconds != nil {
+		if v := *s.ActiveDeadlineSeconds; v < 1 || v > math.MaxInt32 {
+			errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), v, validation.InclusiveRangeError(1, math.MaxInt32)))
 		}
 	}
-	downward := func(fs []v1.DownwardAPIVolumeFile, p *field.Path) {
-		for i, f := range fs {
-			itemPath(f.Path, p.Index(i).Child("path"))
+	if s.Hostname != "" {
+		errs = append(errs, dns1123Label(s.Hostname, p.Child("hostname"))...)
+	}
+	if s.Subdomain != "" {
+		errs = append(errs, dns1123Label(s.Subdomain, p.Child("subdomain"))...)
+	}
+	for i, a := range s.HostAliases {
+		ap := p.Child("hostAliases").Index(i)
+		errs = append(errs, validation.IsValidIPForLegacyField(ap.Child("ip"), a.IP, true, nil)...)
+		for j, h := range a.Hostnames {
+			errs = append(errs, dns1123Subdomain(h, ap.Child("hostnames").Index(j))...)
 		}
 	}
+	if s.RuntimeClassName != nil {
+		errs = append(errs, invalid(p.Child("runtimeClassName"), *s.RuntimeClassName, apivalidation.NameIsDNSSubdomain(*s.RuntimeClassName, false))...)
+	}
+	if s.OS != nil {
+		switch {
+		case s.OS.Name == "":
+			errs = append(errs, field.Required(p.Child("os", "name"), ""))
+		case s.OS.Name != v1.Linux && s.OS.Name != v1.Windows:
+			errs = append(errs, field.NotSupported(p.Child("os"), s.OS.Name, []v1.OSName{v1.Linux, v1.Windows}))
+		}
+	}
+	errs = append(errs, validateFileKeyRefVolumes(s, p)...)
+	return errs
+}
+
+// oneOf requires v, and one of the supported values, listed in the order
+// upstream's message lists them.
+func oneOf[T ~string](v T, p *field.Path, supported ...T) field.ErrorList {
 	switch {
-	case s.ConfigMap != nil:
-		items(s.ConfigMap.Items, p.Child("configMap", "items"))
-	case s.Secret != nil:
-		items(s.Secret.Items, p.Child("secret", "items"))
-	case s.DownwardAPI != nil:
-		downward(s.DownwardAPI.Items, p.Child("downwardAPI", "items"))
-	case s.Projected != nil:
-		for i, src := range s.Projected.Sources {
-			sp := p.Child("projected", "sources").Index(i)
-			if src.ConfigMap != nil {
-				items(src.ConfigMap.Items, sp.Child("configMap", "items"))
-			}
-			if src.Secret != nil {
-				items(src.Secret.Items, sp.Child("secret", "items"))
-			}
-			if src.DownwardAPI != nil {
-				downward(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"))
-			}
-			if src.ServiceAccountToken != nil {
-				itemPath(src.ServiceAccountToken.Path, sp.Child("serviceAccountToken", "path"))
-			}
-		}
+	case v == "":
+		return field.ErrorList{field.Required(p, "")}
+	case !slices.Contains(supported, v):
+		return field.ErrorList{field.NotSupported(p, v, supported)}
 	}
-	return errs
+	return nil
 }
 
-// validateProbe requires one handler and non-negative numbers, as upstream.
-func validateProbe(pr *v1.Probe, p *field.Path) field.ErrorList {
-	if pr == nil {
+// required is a Required error when v is empty, else what check says of
+// it.
+func required(v string, p *field.Path, check func(string, *field.Path) field.ErrorList) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	return check(v, p)
+}
+
+// Upstream's limits on a pod's DNS configuration, from libc's resolver.
+const (
+	maxDNSNameservers     = 3
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
+)
+
+// validateDNSConfig checks the resolver configuration the kubelet writes:
+// required with dnsPolicy None, at most 3 nameservers (IPs), 32 search
+// domains (DNS subdomains, a trailing dot allowed, "." alone too) in 2048
+// characters, named options.
+func validateDNSConfig(c *v1.PodDNSConfig, policy v1.DNSPolicy, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if policy == v1.DNSNone {
+		if c == nil {
+			return field.ErrorList{field.Required(p, fmt.Sprintf("must provide `dnsConfig` when `dnsPolicy` is %s", v1.DNSNone))}
+		}
+		if len(c.Nameservers) == 0 {
+			return field.ErrorList{field.Required(p.Child("nameservers"), fmt.Sprintf("must provide at least one DNS nameserver when `dnsPolicy` is %s", v1.DNSNone))}
+		}
+	}
+	if c == nil {
 		return nil
 	}
-	u := union{path: p, kind: "handler type"}
-	u.member(pr.Exec != nil, "exec")
-	u.member(pr.HTTPGet != nil, "httpGet")
-	u.member(pr.TCPSocket != nil, "tcpSocket")
-	u.member(pr.GRPC != nil, "grpc")
-	errs := u.done()
-	for _, f := range []struct {
-		name  string
-		value int32
-	}{
-		{"initialDelaySeconds", pr.InitialDelaySeconds},
-		{"timeoutSeconds", pr.TimeoutSeconds},
-		{"periodSeconds", pr.PeriodSeconds},
-		{"successThreshold", pr.SuccessThreshold},
-		{"failureThreshold", pr.FailureThreshold},
-	} {
-		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(f.value), p.Child(f.name))...)
+	if len(c.Nameservers) > maxDNSNameservers {
+		errs = append(errs, field.Invalid(p.Child("nameservers"), c.Nameservers, fmt.Sprintf("must not have more than %v nameservers", maxDNSNameservers)))
 	}
-	return errs
-}
-
-// union checks that exactly one member of a union (a volume's sources, a
-// probe's handlers) is set, with upstream's messages: each member past the
-// first is forbidden, none at all is required.
-type union struct {
-	path *field.Path
-	kind string // "volume type", "handler type"
-	n    int
-	errs field.ErrorList
-}
-
-// member counts the member name if it is set.
-func (u *union) member(set bool, name string) {
-	if !set {
-		return
+	for i, ns := range c.Nameservers {
+		errs = append(errs, validation.IsValidIPForLegacyField(p.Child("nameservers").Index(i), ns, true, nil)...)
 	}
-	if u.n++; u.n > 1 {
-		u.errs = append(u.errs, field.Forbidden(u.path.Child(name), "may not specify more than 1 "+u.kind))
+	if len(c.Searches) > maxDNSSearchPaths {
+		errs = append(errs, field.Invalid(p.Child("searches"), c.Searches, fmt.Sprintf("must not have more than %v search paths", maxDNSSearchPaths)))
 	}
-}
-
-// done returns the errors, with one if no member was set.
-func (u *union) done() field.ErrorList {
-	if u.n == 0 {
-		u.errs = append(u.errs, field.Required(u.path, "must specify a "+u.kind))
+	if len(strings.Join(c.Searches, " ")) > maxDNSSearchListChars {
+		errs = append(errs, field.Invalid(p.Child("searches"), c.Searches, fmt.Sprintf("must not have more than %v characters (including spaces) in the search list", maxDNSSearchListChars)))
 	}
-	return u.errs
-}
-
-// validateLocalDescendingPath refuses an absolute path and one with a ".."
-// element, as upstream does for subPaths.
-func validateLocalDescendingPath(target string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if path.IsAbs(target) {
-		errs = append(errs, field.Invalid(p, target, "must be a relative path"))
+	for i, search := range c.Searches {
+		if search == "." {
+			continue
+		}
+		// "_" allowed: upstream's relaxed DNS search validation, locked
+		// on since 1.34.
+		search = strings.TrimSuffix(search, ".")
+		errs = append(errs, invalid(p.Child("searches").Index(i), search, validation.IsDNS1123SubdomainWithUnderscore(search))...)
 	}
-	for _, part := range strings.Split(filepath.ToSlash(target), "/") {
-		if part == ".." {
-			errs = append(errs, field.Invalid(p, target, "must not contain '..'"))
-			break
+	for i, o := range c.Options {
+		if o.Name == "" {
+			errs = append(errs, field.Required(p.Child("options").Index(i), "must not be empty"))
 		}
 	}
 	return errs
 }
 
-// validateLocalNonReservedPath is validateLocalDescendingPath, and also
-// refuses a path that starts with "..", which the atomic writer reserves
-// for its own files, as upstream does for volume item paths.
-func validateLocalNonReservedPath(target string, p *field.Path) field.ErrorList {
-	errs := validateLocalDescendingPath(target, p)
-	if strings.HasPrefix(target, "..") && !strings.HasPrefix(target, "../") {
-		errs = append(errs, field.Invalid(p, target, "must not start with '..'"))
+// validateHostNetworkPorts requires, with hostNetwork, every container port's
+// hostPort to be its containerPort.
+func validateHostNetworkPorts(s *v1.PodSpec, p *field.Path) field.ErrorList {
+	if !s.HostNetwork {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, c := range s.Containers {
+		for j, port := range c.Ports {
+			if port.HostPort != port.ContainerPort {
+				errs = append(errs, field.Invalid(p.Child("containers").Index(i).Child("ports").Index(j).Child("hostPort"), port.HostPort,
+					"must match `containerPort` when `hostNetwork` is true"))
+			}
+		}
 	}
 	return errs
+}
+
+// validatePodSecurityContext checks the user and group IDs the runtime is
+// given, and that a shared process namespace is not also the host's.
+func validatePodSecurityContext(s *v1.PodSpec, p *field.Path) field.ErrorList {
+	sc := s.SecurityContext
+	if sc == nil {
+		sc = &v1.PodSecurityContext{}
+	}
+	var errs field.ErrorList
+	if sc.FSGroup != nil {
+		errs = append(errs, invalid(p.Child("fsGroup"), *sc.FSGroup, validation.IsValidGroupID(*sc.FSGroup))...)
+	}
+	if sc.RunAsUser != nil {
+		errs = append(errs, invalid(p.Child("runAsUser"), *sc.RunAsUser, validation.IsValidUserID(*sc.RunAsUser))...)
+	}
+	if sc.RunAsGroup != nil {
+		errs = append(errs, invalid(p.Child("runAsGroup"), *sc.RunAsGroup, validation.IsValidGroupID(*sc.RunAsGroup))...)
+	}
+	for i, g := range sc.SupplementalGroups {
+		errs = append(errs, invalid(p.Child("supplementalGroups").Index(i), g, validation.IsValidGroupID(g))...)
+	}
+	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
+		// Upstream's internal pod keeps both in the security context, hence
+		// the path.
+		errs = append(errs, field.Invalid(p.Child("shareProcessNamespace"), *s.ShareProcessNamespace, "ShareProcessNamespace and HostPID cannot both be enabled"))
+	}
+	if sc.FSGroupChangePolicy != nil {
+		switch *sc.FSGroupChangePolicy {
+		case v1.FSGroupChangeAlways, v1.FSGroupChangeOnRootMismatch:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("fsGroupChangePolicy"), sc.FSGroupChangePolicy,
+				[]v1.PodFSGroupChangePolicy{v1.FSGroupChangeAlways, v1.FSGroupChangeOnRootMismatch}))
+		}
+	}
+	return errs
+}
+
+// validateHostnameOverride checks spec.hostnameOverride (on by default since
+// 1.35): not with setHostnameAsFQDN or hostNetwork, at most 64 characters, a
+// DNS subdomain.
+func validateHostnameOverride(s *v1.PodSpec, p *field.Path) field.ErrorList {
+	if s.HostnameOverride == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	hp := p.Child("hostnameOverride")
+	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		errs = append(errs, field.Forbidden(hp, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if s.HostNetwork {
+		errs = append(errs, field.Forbidden(hp, "may not be specified when hostNetwork is true"))
+	}
+	if len(*s.HostnameOverride) > 64 {
+		errs = append(errs, field.TooLong(hp, "", 64))
+	}
+	return append(errs, dns1123Subdomain(*s.HostnameOverride, hp)...)
+}
+
+// validateFileKeyRefVolumes requires an env var's fileKeyRef to name an
+// emptyDir volume of the pod.
+func validateFileKeyRefVolumes(s *v1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	sources := make(map[string]*v1.VolumeSource, len(s.Volumes))
+	for i := range s.Volumes {
+		sources[s.Volumes[i].Name] = &s.Volumes[i].VolumeSource
+	}
+	visitContainers(s, p, func(c *v1.Container, cp *field.Path) {
+		for j, env := range c.Env {
+			if env.ValueFrom == nil || env.ValueFrom.FileKeyRef == nil {
+				continue
+			}
+			name := env.ValueFrom.FileKeyRef.VolumeName
+			np := cp.Child("env").Index(j).Child("valueFrom", "fileKeyRef", "volumeName")
+			if src, ok := sources[name]; !ok {
+				errs = append(errs, field.NotFound(np, name))
+			} else if src.EmptyDir == nil {
+				errs = append(errs, field.Invalid(np, name, "referenced volume must be of type emptyDir"))
+			}
+		}
+	})
+	return errs
+}
+
+// visitContainers calls f on every container, init ones first, with its
+// field path.
+func visitContainers(s *v1.PodSpec, p *field.Path, f func(c *v1.Container, cp *field.Path)) {
+	for i := range s.InitContainers {
+		f(&s.InitContainers[i], p.Child("initContainers").Index(i))
+	}
+	for i := range s.Containers {
+		f(&s.Containers[i], p.Child("containers").Index(i))
+	}
+	for i := range s.EphemeralContainers {
+		f((*v1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon), p.Child("ephemeralContainers").Index(i))
+	}
+}
+
+// invalid turns a validator's messages about value into Invalid errors.
+func invalid(p *field.Path, value any, msgs []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, m := range msgs {
+		errs = append(errs, field.Invalid(p, value, m))
+	}
+	return errs
+}
+
+func dns1123Label(v string, p *field.Path) field.ErrorList {
+	return invalid(p, v, validation.IsDNS1123Label(v))
+}
+
+func dns1123Subdomain(v string, p *field.Path) field.ErrorList {
+	return invalid(p, v, validation.IsDNS1123Subdomain(v))
+}
+
+func qualifiedName(v string, p *field.Path) field.ErrorList {
+	return invalid(p, v, validation.IsQualifiedName(v))
+}
+
+// podRef names a pod in messages: "namespace/name", or "<no name>".
+func podRef(pod *v1.Pod) string {
+	if pod.Name == "" {
+		return "<no name>"
+	}
+	if pod.Namespace == "" {
+		return pod.Name
+	}
+	return pod.Namespace + "/" + pod.Name
 }
