@@ -249,7 +249,9 @@ spec:
   containers:
   - {name: app, image: busybox, command: [sleep, "3600"]}
 `), 0o600))
-		opts := agent.Options{RootDir: t.TempDir(), ManifestPath: manifests, HostIPs: []string{"192.0.2.10"}, NoMounts: true,
+		// PollManifests: inotify's reader would block in a read the
+		// bubble cannot see past.
+		opts := agent.Options{RootDir: t.TempDir(), ManifestPath: manifests, PollManifests: true, HostIPs: []string{"192.0.2.10"}, NoMounts: true,
 			Machine: nodetest.Machine{Cap: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"),
 				v1.ResourcePods: resource.MustParse("110")}},
 			Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}}, Rand: func() float64 { return 0 }}
