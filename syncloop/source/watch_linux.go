@@ -85,6 +85,10 @@ func (w *inotifyWatcher) Take() watchBatch {
 func (w *inotifyWatcher) Arm() (bool, error) {
 	st, err := os.Stat(w.path)
 	isDir := err == nil && st.IsDir()
+	// Held while the watches change, so that the reader never takes an
+	// event of a new watch for one it does not know.
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var errs []error
 	parentWD, perr := unix.InotifyAddWatch(w.fd, w.parent, inotifyMask)
 	if perr != nil {
@@ -99,10 +103,8 @@ func (w *inotifyWatcher) Arm() (bool, error) {
 			errs = append(errs, fmt.Errorf("watch %s: %w", w.path, derr))
 		}
 	}
-	w.mu.Lock()
 	old := w.dirWD
 	w.dirWD, w.parentWD = dirWD, parentWD
-	w.mu.Unlock()
 	if old >= 0 && old != dirWD && old != parentWD {
 		// Path was replaced (renamed away, a symlink retargeted): stop
 		// watching the directory it was. A watch the kernel already
