@@ -278,11 +278,12 @@ func (f *File) wait(r *fileRun) time.Duration {
 	return wait
 }
 
-// onTimer does what is due: the full read, the manifests written for too
-// long without being closed, and, when not watching, the poll (which also
-// tries to watch again).
+// onTimer does what is due: when not watching, try to watch again; the full
+// read; the manifests written for too long without being closed; and, when
+// not watching, the poll.
 func (f *File) onTimer(ctx context.Context, r *fileRun) {
 	now := f.clock.Now()
+	armed := !r.armed && r.w != nil && f.arm(r)
 	if now.Sub(r.last) >= f.period {
 		clear(r.writing)
 		f.sync(ctx, r, readAll, nil)
@@ -296,7 +297,7 @@ func (f *File) onTimer(ctx context.Context, r *fileRun) {
 			dirty[p] = true
 		}
 	}
-	if !r.armed && r.w != nil && f.arm(r) {
+	if armed {
 		f.sync(ctx, r, readChanged, dirty) // what changed before the watch began
 		return
 	}

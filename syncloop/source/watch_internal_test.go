@@ -91,13 +91,17 @@ type watchHarness struct {
 	out chan syncloop.PodUpdate
 }
 
-func startWatch(t *testing.T, w *fakeWatcher, files map[string]string) *watchHarness {
+func startWatch(t *testing.T, w *fakeWatcher, files map[string]string, mods ...func(*FileOptions)) *watchHarness {
 	t.Helper()
 	h := &watchHarness{t: t, dir: t.TempDir(), w: w, out: make(chan syncloop.PodUpdate)}
 	for name, data := range files {
 		h.write(name, data)
 	}
-	f, err := NewFile(FileOptions{Path: h.dir, NodeName: "n", Out: h.out})
+	opts := FileOptions{Path: h.dir, NodeName: "n", Out: h.out}
+	for _, mod := range mods {
+		mod(&opts)
+	}
+	f, err := NewFile(opts)
 	require.NoError(t, err)
 	f.newWatcher = func(string) (watcher, error) {
 		if w == nil {
@@ -273,6 +277,25 @@ func TestWatchFallsBackToPolling(t *testing.T) {
 			names, after = h.next()
 			assert.Equal(t, []string{"a-n", "b-n", "c-n"}, names)
 			assert.Equal(t, DefaultPeriod-2*DefaultPollInterval, after)
+		})
+	})
+	t.Run("cannot arm, no polling: armed again at the period", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newFakeWatcher()
+			w.setArm(false, errors.New("no parent"))
+			h := startWatch(t, w, nil, func(o *FileOptions) { o.PollInterval = -1 })
+			h.next()
+			w.setArm(true, nil)
+			_, after := h.next()
+			assert.Equal(t, DefaultPeriod, after, "the periodic read, after arming")
+			h.write("a.yaml", testManifest("a", "i"))
+			w.op(h.path("a.yaml"), opChanged)
+			names, after := h.next()
+			assert.Equal(t, []string{"a-n"}, names)
+			assert.Zero(t, after, "watched")
+			w.mu.Lock()
+			assert.Equal(t, 2, w.arms)
+			w.mu.Unlock()
 		})
 	})
 }
