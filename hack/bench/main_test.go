@@ -134,6 +134,7 @@ func TestPollerDue(t *testing.T) {
 		{name: "costly samples at three times their cost", p: poller{min: 10 * time.Millisecond, last: t0, cost: 20 * time.Millisecond}, want: t0.Add(60 * time.Millisecond)},
 		{name: "never more than maxPause apart", p: poller{min: 10 * time.Millisecond, last: t0, cost: time.Second}, want: t0.Add(maxPause)},
 		{name: "min above maxPause", p: poller{min: time.Second, last: t0, cost: time.Millisecond}, want: t0.Add(time.Second)},
+		{name: "eager: at min whatever the cost", p: poller{min: 2 * time.Millisecond, eager: true, last: t0, cost: 50 * time.Millisecond}, want: t0.Add(2 * time.Millisecond)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -199,6 +199,10 @@ const maxPause = 200 * time.Millisecond
 type poller struct {
 	// min is the shortest gap between two samples.
 	min time.Duration
+	// eager samples again as soon as min allows, whatever a sample costs:
+	// for a short phase timed in milliseconds (one pod added), where a pause
+	// of three times the cost would be the error of the figure.
+	eager bool
 	// last is when the previous sample was taken; cost what it took.
 	last time.Time
 	cost time.Duration
@@ -210,10 +214,13 @@ type poller struct {
 // due is when the next sample may be taken: min after the last one, or
 // three times its cost when that is longer, but never more than maxPause
 // after it (a slow answer is more often a busy kubelet than a costly one);
-// at once before the first.
+// at once before the first; min after the last one when eager.
 func (p *poller) due() time.Time {
 	if p.last.IsZero() {
 		return time.Time{}
+	}
+	if p.eager {
+		return p.last.Add(p.min)
 	}
 	return p.last.Add(max(p.min, min(3*p.cost, maxPause)))
 }

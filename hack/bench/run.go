@@ -313,7 +313,7 @@ func (b *bench) addOne(ctx context.Context, _ time.Time) error {
 	if err := os.Rename(b.extra, dst); err != nil {
 		return err
 	}
-	p := poller{min: 10 * time.Millisecond}
+	p := poller{min: 2 * time.Millisecond, eager: true}
 	var c podCounts
 	for {
 		if err := b.alive(ctx); err != nil {
