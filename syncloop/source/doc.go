@@ -73,9 +73,9 @@
 // goroutine per source, which ends with the context given to Channel;
 // Config.Wait waits for them. File.Run and URL.Run run in the caller's
 // goroutine and return nil when their context ends; File.Run starts one
-// goroutine to read the inotify events and returns after it has ended. A Config is safe for
-// concurrent use; a Merger, a File and a URL are not (Run is their only
-// user). Sends on every channel give up when the sender's context ends, so
+// goroutine to read the inotify events and returns after it has ended. A
+// Config is safe for concurrent use; a Merger, a File and a URL are not (Run
+// is their only user). Sends on every channel give up when the sender's context ends, so
 // nothing blocks forever after shutdown.
 //
 // # Testing with it
@@ -83,5 +83,7 @@
 // There is no fake: the sources read real files and URLs (t.TempDir,
 // httptest.Server), take their periods from an injected k8s.io/utils/clock
 // clock, and a test can feed Config.Channel, or Merger.Merge, PodUpdates of
-// its own in place of an API server.
+// its own in place of an API server. A test on simulated time (a fake clock
+// it steps, a testing/synctest bubble) sets FileOptions.DisableWatch: the
+// kernel's notifications do not follow that time.
 package source
