@@ -3,6 +3,7 @@ package pleg
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,8 +34,12 @@ func inspectPodCase(t *testing.T, evented bool) {
 	addPod(rt, "p1")
 	addPod(rt, "p2")
 	clk := clocktesting.NewFakeClock(t0)
-	var events []Event
-	onEvents := func(evs []Event) { events = append(events, evs...) }
+	var (
+		mu     sync.Mutex
+		events []Event
+	)
+	// Called from the relist's parallel inspections.
+	onEvents := func(evs []Event) { mu.Lock(); events = append(events, evs...); mu.Unlock() }
 	var p interface {
 		Relist(context.Context) error
 		Cache() *Cache
