@@ -200,8 +200,9 @@ type poller struct {
 	// min is the shortest gap between two samples.
 	min time.Duration
 	// eager samples again as soon as min allows, whatever a sample costs:
-	// for a short phase timed in milliseconds (one pod added), where a pause
-	// of three times the cost would be the error of the figure.
+	// for a short phase timed in milliseconds (one pod added, the pods
+	// deleted), where a pause of three times the cost would be the error of
+	// the figure.
 	eager bool
 	// last is when the previous sample was taken; cost what it took.
 	last time.Time

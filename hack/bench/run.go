@@ -356,7 +356,8 @@ func (b *bench) deleteAll(ctx context.Context, _ time.Time) error {
 			return err
 		}
 	}
-	p := poller{min: 10 * time.Millisecond}
+	// Back to back, as in addOne: the first figure is milliseconds.
+	p := poller{min: 2 * time.Millisecond, eager: true}
 	var listed int
 	var lastErr error
 	for b.res.DeletePods == 0 || b.res.DeleteContainers == 0 {
