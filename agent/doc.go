@@ -27,13 +27,14 @@
 //	    ▼
 //	podworkers.Workers ── one serialized worker per pod; it waits for a
 //	    │                 runtime status newer than its last sync (the PLEG
-//	    │                 cache)
+//	    │                 cache, or the pod inspected at once: InspectPod)
 //	    ▼
 //	Agent, the workers' Syncer:
 //	    SyncPod             pleg cache ─► status.Generate ─► status.Manager;
 //	                        pod directories; volume.Manager.WaitForMount;
 //	                        cri/podsync.Syncer.SyncPod (images, sandbox, init
-//	                        containers, sidecars, containers, back-off)
+//	                        containers, sidecars, containers, back-off);
+//	                        when it acted, the pod's status read again
 //	    SyncTerminatingPod  the prober forgets the pod; podsync.KillPod
 //	                        (preStop hooks, grace period); the final status
 //	    SyncTerminatedPod   volumes torn down; status.Manager.TerminatePod
