@@ -82,17 +82,7 @@ func TestContainerdInitContainersAndAdoption(t *testing.T) {
 	manifests, root := filepath.Join(dir, "manifests"), filepath.Join(dir, "root")
 	require.NoError(t, os.Mkdir(manifests, 0o750))
 	first := startNode(t, c, manifests, root)
-	first.write("init.yaml", ctrdManifest(`
-apiVersion: v1
-kind: Pod
-metadata: {name: init}
-spec:
-  initContainers:
-  - {name: first, image: busybox:1.36, command: ["true"]}
-  - {name: second, image: busybox:1.36, command: [sh, -c, "exit 0"]}
-  containers:
-  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}
-`, image, "adopt"))
+	first.write("init.yaml", ctrdManifest(initPod, image, "adopt"))
 	running := func(p v1.Pod) bool {
 		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
 	}

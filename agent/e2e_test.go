@@ -197,6 +197,18 @@ spec:
       failureThreshold: 1
 `
 
+// initPod runs two init containers that exit 0, then an app container.
+const initPod = `apiVersion: v1
+kind: Pod
+metadata: {name: init}
+spec:
+  initContainers:
+  - {name: first, image: busybox:1.36, command: ["true"]}
+  - {name: second, image: busybox:1.36, command: [sh, -c, "exit 0"]}
+  containers:
+  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}
+`
+
 // crashPod's container exits 1 at once, forever.
 const crashPod = `
 apiVersion: v1
@@ -347,17 +359,7 @@ func TestCrashLoopBackOffGrows(t *testing.T) {
 // the app container starts.
 func TestInitContainersRunInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"init.yaml": `
-apiVersion: v1
-kind: Pod
-metadata: {name: init}
-spec:
-  initContainers:
-  - {name: first, image: busybox:1.36, command: ["true"]}
-  - {name: second, image: busybox:1.36, command: [sh, -c, "exit 0"]}
-  containers:
-  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}
-`})
+		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"init.yaml": initPod})
 		start := n.Now()
 		appRunning := podIs(n, "init-node1", func(p v1.Pod) bool {
 			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
