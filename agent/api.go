@@ -1,0 +1,168 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/server"
+	"github.com/kubeletkit/kubeletkit/syncloop"
+)
+
+// The agent is the node behind the kubelet API.
+var (
+	_ server.PodGetter        = (*Agent)(nil)
+	_ server.Streamer         = (*Agent)(nil)
+	_ server.CommandRunner    = (*Agent)(nil)
+	_ server.RunningPodLister = (*Agent)(nil)
+)
+
+// Pod implements server.PodGetter: the desired pod of that namespace and
+// name (a static pod by its suffixed name), with its current status.
+func (a *Agent) Pod(namespace, name string) (*v1.Pod, bool) {
+	p, ok := a.pods.GetPodByFullName(syncloop.FullName(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}))
+	if !ok {
+		return nil, false
+	}
+	cp := p.DeepCopy()
+	if st, ok := a.status.GetPodStatus(p.UID); ok {
+		cp.Status = st
+	}
+	return cp, true
+}
+
+// runningContainer returns the ID of the pod's running container of that
+// name, asking the runtime rather than the PLEG's cache, which may be a
+// relist behind. Like upstream, only a running container is found.
+func (a *Agent) runningContainer(ctx context.Context, pod *v1.Pod, container string) (string, error) {
+	rs, err := cri.GetPodStatus(ctx, a.rt, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range rs.Containers { // newest first
+		if c.GetMetadata().GetName() == container && c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return c.GetId(), nil
+		}
+	}
+	return "", fmt.Errorf("container not found (%q)", container)
+}
+
+// Exec implements server.Streamer with the runtime's CRI Exec.
+func (a *Agent) Exec(ctx context.Context, pod *v1.Pod, container string, cmd []string, opts server.StreamOptions) (*url.URL, error) {
+	id, err := a.runningContainer(ctx, pod, container)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd, Tty: opts.TTY,
+		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	return url.Parse(resp.GetUrl())
+}
+
+// Attach implements server.Streamer with the runtime's CRI Attach.
+func (a *Agent) Attach(ctx context.Context, pod *v1.Pod, container string, opts server.StreamOptions) (*url.URL, error) {
+	id, err := a.runningContainer(ctx, pod, container)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.rt.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: id, Tty: opts.TTY,
+		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	return url.Parse(resp.GetUrl())
+}
+
+// PortForward implements server.Streamer with the runtime's CRI
+// PortForward into the pod's newest ready sandbox.
+func (a *Agent) PortForward(ctx context.Context, pod *v1.Pod, ports []int32) (*url.URL, error) {
+	rs, err := cri.GetPodStatus(ctx, a.rt, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	sb := rs.Sandbox()
+	if sb == nil || sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil, fmt.Errorf("pod not found (%q)", pod.Name+"_"+pod.Namespace)
+	}
+	resp, err := a.rt.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: sb.GetId(), Port: ports})
+	if err != nil {
+		return nil, err
+	}
+	return url.Parse(resp.GetUrl())
+}
+
+// ErrCommandFailed is wrapped by RunInContainer's error when the command
+// ran and exited non-zero; the output is returned all the same.
+var ErrCommandFailed = errors.New("command failed")
+
+// RunInContainer implements server.CommandRunner with the runtime's
+// ExecSync: the command's standard output followed by its standard error.
+func (a *Agent) RunInContainer(ctx context.Context, pod *v1.Pod, container string, cmd []string) ([]byte, error) {
+	id, err := a.runningContainer(ctx, pod, container)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.rt.ExecSync(ctx, id, cmd, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := append(resp.GetStdout(), resp.GetStderr()...)
+	if code := resp.GetExitCode(); code != 0 {
+		return out, fmt.Errorf("%w: exit code %d", ErrCommandFailed, code)
+	}
+	return out, nil
+}
+
+// RunningPods implements server.RunningPodLister: the pods that have a
+// ready sandbox or a running container in the runtime, by their labels,
+// with their running containers' names and images.
+func (a *Agent) RunningPods(ctx context.Context) ([]v1.Pod, error) {
+	sandboxes, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		return nil, err
+	}
+	containers, err := a.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+	if err != nil {
+		return nil, err
+	}
+	byUID := map[types.UID]*v1.Pod{}
+	pod := func(labels map[string]string) *v1.Pod {
+		uid := types.UID(labels[cri.PodUIDLabel])
+		if uid == "" {
+			return nil // not a kubelet's
+		}
+		p := byUID[uid]
+		if p == nil {
+			p = &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Name: labels[cri.PodNameLabel], Namespace: labels[cri.PodNamespaceLabel]}}
+			byUID[uid] = p
+		}
+		return p
+	}
+	for _, s := range sandboxes {
+		pod(s.GetLabels())
+	}
+	for _, c := range containers {
+		if p := pod(c.GetLabels()); p != nil {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c.GetMetadata().GetName(), Image: c.GetImage().GetImage()})
+		}
+	}
+	out := make([]v1.Pod, 0, len(byUID))
+	for _, p := range byUID {
+		sort.Slice(p.Spec.Containers, func(i, j int) bool { return p.Spec.Containers[i].Name < p.Spec.Containers[j].Name })
+		out = append(out, *p)
+	}
+	sortPods(out)
+	return out, nil
+}
