@@ -280,12 +280,16 @@ type Agent struct {
 	rejected map[types.UID]struct{} // pods refused at admission
 	seen     map[types.UID]struct{} // pods added and not yet forgotten
 	latency  map[types.UID]*startup
+	admitted uint64 // pods added so far, numbering startup.seq
+
+	gate *startGate // starting pods' syncs, oldest first
 }
 
 // startup is when the agent first saw a pod, and how long it took to run
 // and to turn Ready.
 type startup struct {
 	added                time.Time
+	seq                  uint64        // admission order, for the start gate
 	ready                time.Duration // how long after added it turned Ready
 	wasRunning, wasReady bool
 }
@@ -336,7 +340,7 @@ func New(opts Options) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics,
-		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}}
+		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}, gate: newStartGate(startSlots)}
 	if a.metrics == nil {
 		a.metrics = noMetrics{}
 	}
@@ -386,7 +390,7 @@ func (a *Agent) build() error {
 	}
 	cms, secrets := a.envSources()
 	a.syncer, err = podsync.New(podsync.Options{
-		Runtime: a.rt, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
+		Runtime: pullPausing{a.rt}, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
 		ConfigMaps: cms, Secrets: secrets, Services: opts.Services,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),

@@ -38,7 +38,8 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 		a.mu.Lock()
 		a.seen[pod.UID] = struct{}{}
 		if a.latency[pod.UID] == nil {
-			a.latency[pod.UID] = &startup{added: a.clock.Now()}
+			a.admitted++
+			a.latency[pod.UID] = &startup{added: a.clock.Now(), seq: a.admitted}
 		}
 		a.mu.Unlock()
 		if err := podsync.ValidatePod(pod); err != nil {

@@ -129,6 +129,15 @@ func (a *Agent) runtimeName() string {
 // SyncPod brings a pod to its spec: status first (from the runtime state the
 // workers waited for), then the pod's directories, then the runtime.
 func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
+	var t *ticket
+	if seq, starting := a.starting(pod.UID); starting {
+		var err error
+		if t, err = a.gate.enter(ctx, seq); err != nil {
+			return false, err
+		}
+		defer t.leave()
+		ctx = withTicket(ctx, t)
+	}
 	rs, err := a.cache.Get(pod.UID)
 	if err != nil {
 		return false, fmt.Errorf("runtime status of %s: %w", podDesc(pod), err)
@@ -145,13 +154,33 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 	}
 	// The volumes first, as upstream: the pod waits (its status says
 	// ContainerCreating), other pods go on. WaitForMount records the
-	// FailedMount event itself.
-	if err := a.vol.WaitForMount(ctx, pod); err != nil {
+	// FailedMount event itself. A starting pod waits without its slot in
+	// the start gate.
+	if len(pod.Spec.Volumes) > 0 {
+		t.pause()
+		err = a.vol.WaitForMount(ctx, pod)
+		if rerr := t.resume(ctx); err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
 		return false, fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
 	res := a.syncer.SyncPod(ctx, pod, rs)
 	a.refreshAfter(ctx, pod, res)
 	return false, res.Err()
+}
+
+// starting says whether the pod has yet to be seen Running, and its
+// admission order: its syncs go through the start gate.
+func (a *Agent) starting(uid types.UID) (uint64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	lat := a.latency[uid]
+	if lat == nil || lat.wasRunning {
+		return 0, false
+	}
+	return lat.seq, true
 }
 
 // SyncTerminatingPod stops the pod's containers within the grace period and
