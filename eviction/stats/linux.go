@@ -6,13 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/internal/hoststats"
 )
 
 // ErrMissingRuntime is returned by NewLinux when LinuxOptions.Runtime is nil.
@@ -79,17 +76,9 @@ const DefaultVolumeStatsPeriod = time.Minute
 
 // Linux measures a Linux node and its pods. Build it with NewLinux.
 type Linux struct {
-	o LinuxOptions
-
-	mu      sync.Mutex
-	volumes map[types.UID]podVolumes // each pod's last emptyDir walk
-}
-
-// podVolumes is a pod's last emptyDir measurement and when it is due
-// again.
-type podVolumes struct {
-	stats []VolumeStats
-	next  time.Time
+	o       LinuxOptions
+	host    hoststats.Host
+	volumes *hoststats.Periodic[[]VolumeStats] // each pod's last emptyDir walk
 }
 
 var _ Provider = (*Linux)(nil)
@@ -117,7 +106,11 @@ func NewLinux(o LinuxOptions) (*Linux, error) {
 	if o.VolumeStatsPeriod == 0 {
 		o.VolumeStatsPeriod = DefaultVolumeStatsPeriod
 	}
-	return &Linux{o: o, volumes: map[types.UID]podVolumes{}}, nil
+	return &Linux{
+		o:       o,
+		host:    hoststats.Host{ProcRoot: o.ProcRoot, CgroupRoot: o.CgroupRoot},
+		volumes: hoststats.NewPeriodic[[]VolumeStats](o.VolumeStatsPeriod),
+	}, nil
 }
 
 // Get measures the node and its pods. A failing node measurement (memory,
@@ -138,7 +131,7 @@ func (l *Linux) Get(ctx context.Context) (*Summary, error) {
 		}
 		s.Node.AllocatableMemory = am
 	}
-	nodeFsPath := existingParent(l.o.RootDir)
+	nodeFsPath := hoststats.ExistingParent(l.o.RootDir)
 	if s.Node.Fs, err = statfs(nodeFsPath, now); err != nil {
 		return nil, fmt.Errorf("get stats: nodefs: %w", err)
 	}
@@ -156,41 +149,32 @@ func (l *Linux) Get(ctx context.Context) (*Summary, error) {
 	return s, nil
 }
 
-func (l *Linux) cgroupV2() bool {
-	_, err := os.Stat(filepath.Join(l.o.CgroupRoot, "cgroup.controllers"))
-	return err == nil
-}
-
 func (l *Linux) nodeMemory(now time.Time) (*MemoryStats, error) {
-	data, err := os.ReadFile(filepath.Join(l.o.ProcRoot, "meminfo"))
+	mi, err := l.host.Meminfo()
 	if err != nil {
 		return nil, fmt.Errorf("node memory: %w", err)
 	}
-	mi, err := parseMeminfo(data)
+	m, err := l.host.CgroupMemory("", mi)
 	if err != nil {
 		return nil, fmt.Errorf("node memory: %w", err)
 	}
-	usage, inactive, err := l.cgroupMemory("", mi)
-	if err != nil {
-		return nil, fmt.Errorf("node memory: %w", err)
-	}
-	ws := workingSet(usage, inactive)
+	ws := hoststats.WorkingSet(m.Usage, m.InactiveFile)
 	avail := uint64(0)
-	if mi.total > ws {
-		avail = mi.total - ws
+	if mi.Total > ws {
+		avail = mi.Total - ws
 	}
 	return &MemoryStats{Time: now, AvailableBytes: avail, WorkingSetBytes: ws}, nil
 }
 
 func (l *Linux) podsMemory(now time.Time) (*MemoryStats, error) {
-	if !safeRelPath(l.o.PodsCgroup) {
+	if !hoststats.SafeRelPath(l.o.PodsCgroup) {
 		return nil, fmt.Errorf("pods cgroup %q: not a relative path inside the hierarchy", l.o.PodsCgroup)
 	}
-	usage, inactive, err := l.cgroupMemory(l.o.PodsCgroup, meminfo{})
+	m, err := l.host.CgroupMemory(l.o.PodsCgroup, hoststats.Meminfo{})
 	if err != nil {
 		return nil, fmt.Errorf("pods cgroup memory: %w", err)
 	}
-	ws := workingSet(usage, inactive)
+	ws := hoststats.WorkingSet(m.Usage, m.InactiveFile)
 	avail := uint64(0)
 	if l.o.AllocatableMemoryBytes > ws {
 		avail = l.o.AllocatableMemoryBytes - ws
@@ -198,88 +182,10 @@ func (l *Linux) podsMemory(now time.Time) (*MemoryStats, error) {
 	return &MemoryStats{Time: now, AvailableBytes: avail, WorkingSetBytes: ws}, nil
 }
 
-// cgroupMemory returns the usage and inactive file bytes of the memory cgroup
-// rel ("" = the root). At the v2 root, which has no memory.current, usage is
-// MemTotal-MemFree from mi and the inactive file pages come from memory.stat
-// or, without it, from mi. On v1 without a memory controller, the root's
-// figures come from mi alone.
-func (l *Linux) cgroupMemory(rel string, mi meminfo) (usage, inactive uint64, err error) {
-	if l.cgroupV2() {
-		dir := filepath.Join(l.o.CgroupRoot, rel)
-		stat, statErr := readKeyValues(filepath.Join(dir, "memory.stat"))
-		data, curErr := os.ReadFile(filepath.Join(dir, "memory.current"))
-		switch {
-		case curErr == nil:
-			if usage, err = parseUint(data); err != nil {
-				return 0, 0, fmt.Errorf("%s: %w", filepath.Join(dir, "memory.current"), err)
-			}
-		case rel == "":
-			usage = mi.total - mi.free
-		default:
-			return 0, 0, curErr
-		}
-		switch {
-		case statErr == nil:
-			inactive = stat["inactive_file"]
-		case rel == "" && mi.hasInactiveFile:
-			inactive = mi.inactiveFile
-		case rel != "":
-			return 0, 0, statErr
-		}
-		return usage, inactive, nil
-	}
-	dir := filepath.Join(l.o.CgroupRoot, "memory", rel)
-	data, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
-	if err != nil && rel == "" && errors.Is(err, fs.ErrNotExist) {
-		// No memory controller mounted: /proc/meminfo alone.
-		return mi.total - mi.free, mi.inactiveFile, nil
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	if usage, err = parseUint(data); err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", filepath.Join(dir, "memory.usage_in_bytes"), err)
-	}
-	stat, err := readKeyValues(filepath.Join(dir, "memory.stat"))
-	if err != nil {
-		return 0, 0, err
-	}
-	return usage, stat["total_inactive_file"], nil
-}
-
-func readKeyValues(path string) (map[string]uint64, error) {
-	data, err := os.ReadFile(path)
+func (l *Linux) rlimit(now time.Time) (*RlimitStats, error) {
+	maxPID, n, err := l.host.PIDs()
 	if err != nil {
 		return nil, err
-	}
-	kv, err := parseKeyValues(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return kv, nil
-}
-
-func (l *Linux) rlimit(now time.Time) (*RlimitStats, error) {
-	data, err := os.ReadFile(filepath.Join(l.o.ProcRoot, "sys/kernel/pid_max"))
-	if err != nil {
-		return nil, fmt.Errorf("pid limit: %w", err)
-	}
-	maxPID, err := parseUint(data)
-	if err != nil {
-		return nil, fmt.Errorf("pid limit: pid_max: %w", err)
-	}
-	if data, err := os.ReadFile(filepath.Join(l.o.ProcRoot, "sys/kernel/threads-max")); err == nil {
-		if tm, err := parseUint(data); err == nil && tm < maxPID {
-			maxPID = tm
-		}
-	}
-	data, err = os.ReadFile(filepath.Join(l.o.ProcRoot, "loadavg"))
-	if err != nil {
-		return nil, fmt.Errorf("pid count: %w", err)
-	}
-	n, err := parseLoadavgThreads(data)
-	if err != nil {
-		return nil, fmt.Errorf("pid count: %w", err)
 	}
 	return &RlimitStats{Time: now, MaxPID: maxPID, NumOfRunningProcesses: n}, nil
 }
@@ -301,7 +207,7 @@ func (l *Linux) imageFs(info *runtimeapi.ImageFsInfoResponse, nodeFsPath string,
 		c := *nodeFs
 		st = &c
 	} else {
-		dedicated = !sameDevice(use.GetFsId().GetMountpoint(), nodeFsPath)
+		dedicated = !hoststats.SameDevice(use.GetFsId().GetMountpoint(), nodeFsPath)
 	}
 	st.UsedBytes = use.GetUsedBytes().GetValue()
 	st.InodesUsed = use.GetInodesUsed().GetValue()
@@ -387,13 +293,13 @@ func (l *Linux) pods(ctx context.Context, now time.Time) (out []PodStats, incomp
 // podDisk fills in the logs of p's containers and p's emptyDir volumes.
 // Names that could leave the directories (a "/" or "..") are skipped.
 func (l *Linux) podDisk(p *PodStats, now time.Time) {
-	if !safeName(string(p.UID)) {
+	if !hoststats.SafeName(string(p.UID)) {
 		return
 	}
-	if safeName(p.Namespace) && safeName(p.Name) {
+	if hoststats.SafeName(p.Namespace) && hoststats.SafeName(p.Name) {
 		logDir := filepath.Join(l.o.PodLogsDir, p.Namespace+"_"+p.Name+"_"+string(p.UID))
 		for i := range p.Containers {
-			if safeName(p.Containers[i].Name) {
+			if hoststats.SafeName(p.Containers[i].Name) {
 				p.Containers[i].Logs = du(filepath.Join(logDir, p.Containers[i].Name), now)
 			}
 		}
@@ -404,32 +310,19 @@ func (l *Linux) podDisk(p *PodStats, now time.Time) {
 // volumeStats returns the pod's emptyDir usage: measured now when it is
 // due (VolumeStatsPeriod), else the last measurement.
 func (l *Linux) volumeStats(uid types.UID, now time.Time) []VolumeStats {
-	period := l.o.VolumeStatsPeriod
-	if period > 0 {
-		l.mu.Lock()
-		c, ok := l.volumes[uid]
-		l.mu.Unlock()
-		if ok && now.Before(c.next) {
-			return slices.Clone(c.stats)
-		}
-	}
-	volDir := filepath.Join(l.o.RootDir, "pods", string(uid), "volumes", "kubernetes.io~empty-dir")
-	var out []VolumeStats
-	if entries, err := os.ReadDir(volDir); err == nil {
-		for _, e := range entries {
-			if !e.IsDir() || !safeName(e.Name()) {
-				continue
+	return slices.Clone(l.volumes.Get(uid, now, func() []VolumeStats {
+		volDir := filepath.Join(l.o.RootDir, "pods", string(uid), "volumes", "kubernetes.io~empty-dir")
+		var out []VolumeStats
+		if entries, err := os.ReadDir(volDir); err == nil {
+			for _, e := range entries {
+				if !e.IsDir() || !hoststats.SafeName(e.Name()) {
+					continue
+				}
+				out = append(out, VolumeStats{Name: e.Name(), FsStats: *du(filepath.Join(volDir, e.Name()), now)})
 			}
-			out = append(out, VolumeStats{Name: e.Name(), FsStats: *du(filepath.Join(volDir, e.Name()), now)})
 		}
-	}
-	if period > 0 {
-		next := now.Add(period + time.Duration(rand.Int64N(int64(period))))
-		l.mu.Lock()
-		l.volumes[uid] = podVolumes{stats: out, next: next}
-		l.mu.Unlock()
-	}
-	return slices.Clone(out)
+		return out
+	}))
 }
 
 // forgetVolumes drops the measurements of pods that are gone.
@@ -438,98 +331,25 @@ func (l *Linux) forgetVolumes(pods []PodStats) {
 	for i := range pods {
 		live[pods[i].UID] = struct{}{}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for uid := range l.volumes {
-		if _, ok := live[uid]; !ok {
-			delete(l.volumes, uid)
-		}
-	}
+	l.volumes.Retain(func(uid types.UID) bool { _, ok := live[uid]; return ok })
 }
 
-// du measures the bytes (allocated blocks) and inodes under dir without
-// following symbolic links or crossing into other filesystems. A missing
-// directory is zero usage.
+// du measures the bytes (allocated blocks) and inodes under dir (see
+// hoststats.DiskUsage). A missing directory is zero usage.
 func du(dir string, now time.Time) *FsStats {
-	st := &FsStats{Time: now}
-	var dev uint64
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return st
-	} else if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		dev = uint64(sys.Dev)
-	}
-	seen := map[[2]uint64]bool{}
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable parts are not counted
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		sys, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		if uint64(sys.Dev) != dev {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		key := [2]uint64{uint64(sys.Dev), sys.Ino}
-		if seen[key] {
-			return nil
-		}
-		seen[key] = true
-		st.UsedBytes += uint64(sys.Blocks) * 512
-		st.InodesUsed++
-		return nil
-	})
-	return st
+	b, n := hoststats.DiskUsage(dir)
+	return &FsStats{Time: now, UsedBytes: b, InodesUsed: n}
 }
 
 func statfs(path string, now time.Time) (*FsStats, error) {
-	var s syscall.Statfs_t
-	if err := syscall.Statfs(path, &s); err != nil {
-		return nil, fmt.Errorf("statfs %s: %w", path, err)
+	fs, err := hoststats.Statfs(path)
+	if err != nil {
+		return nil, err
 	}
-	bs := uint64(s.Bsize)
-	st := &FsStats{
-		Time:           now,
-		CapacityBytes:  s.Blocks * bs,
-		AvailableBytes: s.Bavail * bs,
-		UsedBytes:      (s.Blocks - s.Bfree) * bs,
-		Inodes:         s.Files,
-		InodesFree:     s.Ffree,
-	}
-	if s.Files >= s.Ffree {
-		st.InodesUsed = s.Files - s.Ffree
-	}
-	return st, nil
-}
-
-func sameDevice(a, b string) bool {
-	var sa, sb syscall.Stat_t
-	if syscall.Stat(a, &sa) != nil || syscall.Stat(b, &sb) != nil {
-		return true
-	}
-	return sa.Dev == sb.Dev
-}
-
-// existingParent returns path or its nearest ancestor that exists.
-func existingParent(path string) string {
-	p := filepath.Clean(path)
-	for {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return p
-		}
-		p = parent
-	}
+	return &FsStats{
+		Time: now, CapacityBytes: fs.CapacityBytes, AvailableBytes: fs.AvailableBytes, UsedBytes: fs.UsedBytes,
+		Inodes: fs.Inodes, InodesFree: fs.InodesFree, InodesUsed: fs.InodesUsed,
+	}, nil
 }
 
 func tsOr(ns int64, now time.Time) time.Time {

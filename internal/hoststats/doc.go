@@ -1,0 +1,17 @@
+// Package hoststats reads what a Linux node says about itself in procfs, the
+// cgroup hierarchy and the filesystems: memory, CPU time, processes, network
+// interfaces, filesystem sizes and the disk usage of a directory. It is
+// shared by the blocks that measure the node (eviction/stats for eviction
+// signals, stats for the Summary API), so that each file is parsed in one
+// place.
+//
+// The parsers (parse.go) are portable and pure: bytes in, numbers out. Host
+// (host_linux.go) reads the files under a configurable procfs and cgroup
+// root, so tests point it at fixtures; Statfs, DiskUsage and the device
+// helpers (fs_linux.go) use the system calls directly. Periodic
+// (periodic.go) keeps one costly measurement per pod and renews it once per
+// period with jitter, as upstream kubelet does for volume stats.
+//
+// Nothing here keeps state between calls except a Periodic value, which is
+// safe for concurrent use.
+package hoststats
