@@ -49,10 +49,14 @@
 // its config has (ImageStatus's Uid or Username).
 //
 // Stats are zero unless a test sets them (SetContainerStats,
-// SetPodSandboxStats); ImageFsInfo reports the images' total size unless
-// SetImageFsInfo says otherwise; Status reports RuntimeReady and
-// NetworkReady (SetRuntimeReady, SetNetworkReady); RuntimeConfig reports the
-// cgroup driver (SetCgroupDriver).
+// SetPodSandboxStats) or a UsageRule scripts a running container's CPU and
+// memory (Options.UsageRules, SetUsageRules): it then reports its rate as
+// usage_nano_cores and a cumulative CPU time growing at that rate on the
+// clock, so that a node on the fake shows figures in kubectl top, and its
+// sandbox reports the sums of its running containers. ImageFsInfo reports
+// the images' total size unless SetImageFsInfo says otherwise; Status
+// reports RuntimeReady and NetworkReady (SetRuntimeReady, SetNetworkReady);
+// RuntimeConfig reports the cgroup driver (SetCgroupDriver).
 //
 // GetContainerEvents streams containerd 1.7's events: CREATED, STARTED,
 // STOPPED and DELETED, for containers and sandboxes, each with the pod's

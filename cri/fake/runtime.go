@@ -51,6 +51,10 @@ type Options struct {
 	// ExecRules script ExecSync; the first match decides. Commands no rule
 	// matches get the built-in defaults described in the package doc.
 	ExecRules []ExecRule
+	// UsageRules script the CPU and memory of running containers (see
+	// UsageRule); SetUsageRules replaces them later. A container no rule
+	// matches uses nothing, unless SetContainerStats says otherwise.
+	UsageRules []UsageRule
 	// Registry, when not nil, is the set of references PullImage can pull
 	// (in any spelling that normalizes to the same reference, see
 	// NormalizeImage); other pulls fail with an error wrapping
@@ -103,8 +107,9 @@ type Runtime struct {
 	pulls     map[string]PullBehavior      // by normalized ref
 	imageFs   *runtimeapi.ImageFsInfoResponse
 
-	rules     []rule
-	execRules []execRule
+	rules      []rule
+	execRules  []execRule
+	usageRules []usageRule
 
 	faults map[Method]*faultState
 	calls  []Call
@@ -146,6 +151,7 @@ func New(opts Options) *Runtime {
 		pulls:          map[string]PullBehavior{},
 		rules:          compileRules(opts.Rules),
 		execRules:      compileExecRules(opts.ExecRules),
+		usageRules:     compileUsageRules(opts.UsageRules),
 		faults:         map[Method]*faultState{},
 		subs:           map[*subscriber]struct{}{},
 		stats:          map[string]*runtimeapi.ContainerStats{},

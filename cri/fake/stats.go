@@ -56,6 +56,9 @@ func zeroUsage() *runtimeapi.UInt64Value { return &runtimeapi.UInt64Value{} }
 func (r *Runtime) containerStatsLocked(c *container, now int64) *runtimeapi.ContainerStats {
 	st := proto.CloneOf(r.stats[c.id])
 	if st == nil {
+		st = r.scriptedContainerStatsLocked(c, now) // nil: no UsageRule
+	}
+	if st == nil {
 		st = &runtimeapi.ContainerStats{
 			Cpu:    &runtimeapi.CpuUsage{UsageCoreNanoSeconds: zeroUsage(), UsageNanoCores: zeroUsage()},
 			Memory: &runtimeapi.MemoryUsage{WorkingSetBytes: zeroUsage(), UsageBytes: zeroUsage(), RssBytes: zeroUsage(), AvailableBytes: zeroUsage(), PageFaults: zeroUsage(), MajorPageFaults: zeroUsage()},
@@ -88,6 +91,9 @@ func (r *Runtime) containerStatsLocked(c *container, now int64) *runtimeapi.Cont
 
 func (r *Runtime) sandboxStatsLocked(s *sandbox, now int64) *runtimeapi.PodSandboxStats {
 	st := proto.CloneOf(r.podStats[s.id])
+	if st == nil {
+		st = r.scriptedSandboxStatsLocked(s, now) // nil: no UsageRule
+	}
 	if st == nil {
 		st = &runtimeapi.PodSandboxStats{Linux: &runtimeapi.LinuxPodSandboxStats{
 			Cpu:     &runtimeapi.CpuUsage{UsageCoreNanoSeconds: zeroUsage(), UsageNanoCores: zeroUsage()},
