@@ -62,6 +62,52 @@
 //   - CheckAccess reviews the agent's permissions at start and names every
 //     denied verb and resource.
 //
+// # Webhook authentication and authorization
+//
+// The kubelet API (package server) asks a server.Authenticator who sent a
+// request and a server.Authorizer whether that user may do what it asks.
+// TokenReviewAuthenticator and SubjectAccessReviewAuthorizer ask the API
+// server, as upstream kubelet's --authentication-token-webhook and
+// --authorization-mode=Webhook do, with the node's own credentials (the
+// Node authorizer lets a node create both reviews):
+//
+//	authn, _ := apiserver.NewTokenReviewAuthenticator(client.AuthenticationV1(), apiserver.TokenReviewOptions{})
+//	authz, _ := apiserver.NewSubjectAccessReviewAuthorizer(client.AuthorizationV1(), apiserver.SubjectAccessReviewOptions{})
+//
+// The authenticator reads the token of an "Authorization: Bearer <token>"
+// header (or of a WebSocket request's base64url.bearer.authorization.k8s.io
+// subprotocol) and creates an authentication.k8s.io/v1 TokenReview of it,
+// with no audiences unless TokenReviewOptions.Audiences names some
+// (upstream kubelet names none, so the API server's own apply). A request
+// without a token is ok false and no error: another authenticator (client
+// certificates) or anonymous access may take it. A token the review does
+// not authenticate is an error wrapping ErrInvalidToken (with the server's
+// reason when it gave one), and a review that could not be made is an
+// error: the server answers 401 to both. An authenticated user gets
+// system:authenticated among its groups, and its token is removed from the
+// request.
+//
+// The authorizer creates an authorization.k8s.io/v1 SubjectAccessReview of
+// the user's name, UID, groups and extra and of the request's resource
+// attributes (verb, version v1, resource nodes, the subresource the path
+// falls under, the node's name; SubjectAccessReviewSpec builds it). Allowed
+// is DecisionAllow; denied, DecisionDeny; neither (a user RBAC grants
+// nothing), DecisionNoOpinion, which the server answers 403 as upstream; a
+// review that could not be made is an error, answered 500.
+//
+// Both keep answers as upstream's caches do: an answer about a token 2m
+// (--authentication-token-webhook-cache-ttl), whether it authenticated or
+// not, keyed by an HMAC of the token so that no token is kept; an allowed
+// review 5m and any other 30s
+// (--authorization-webhook-cache-authorized-ttl and -unauthorized-ttl),
+// keyed by the review's spec; at most 8192 of each, the least recently
+// used dropped first. Errors, and refusals that carry the server's reason,
+// are not kept. Requests with the same token share one TokenReview. A
+// review that fails for a transient reason (a reset connection, an
+// internal error, a timeout, throttling) is tried again, five times in all,
+// 500ms and then 1.5 times longer each time (DefaultWebhookBackoff). The
+// options' Clock drives the caches and the retries.
+//
 // # Driving the adapters one by one
 //
 //	client := kubernetes.NewForConfigOrDie(restConfig)
@@ -84,15 +130,19 @@
 // reflector has stopped. WatchingSources.Run starts one reflector goroutine
 // per watched object and returns once they have all ended. Joined.Run runs
 // the agent and three adapters in goroutines of its own and returns once
-// they have ended. Every other type is safe for concurrent use and does its
-// I/O in the caller's goroutine, bounded by the caller's ctx.
+// they have ended. TokenReviewAuthenticator reviews a token in a goroutine
+// that every request with that token waits for, bounded by 30s rather than
+// by the first request's deadline. Every other type is safe for concurrent
+// use and does its I/O in the caller's goroutine, bounded by the caller's
+// ctx.
 //
 // # Testing
 //
 // Every adapter takes a kubernetes.Interface, so tests use client-go's
 // k8s.io/client-go/kubernetes/fake clientset (its tracker applies merge and
 // strategic merge patches but ignores delete preconditions: check the
-// DeleteOptions with a reactor). PodSourceOptions.ListerWatcher takes a
+// DeleteOptions with a reactor; reactors on "create" answer TokenReviews
+// and SubjectAccessReviews). PodSourceOptions.ListerWatcher takes a
 // test's own lister-watcher (watch.FakeWatcher) to end watches at will.
 // Joined.Run takes any Agent (NodeName and Run), so a test can stand in for
 // package agent; the package's own tests also run a whole agent on the fake
