@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# hack/controlplane-setup.sh: install etcd and build kube-apiserver for the
-# API-server end-to-end tests. Idempotent and cached:
+# hack/controlplane-setup.sh: install etcd and build kube-apiserver and
+# kubectl for the API-server end-to-end tests. Idempotent and cached:
 #   1. etcd: apt-get install etcd-server (Debian 12: etcd 3.4) when `etcd` is
 #      missing. Debian's etcd unit is never started or enabled by us; without
 #      systemd its postinst cannot start it either (checked after install).
@@ -13,14 +13,18 @@
 #      under nice, GOWORK=off and -mod=readonly (go.mod/go.sum never change).
 #      Skipped when that binary exists. About 3.5 minutes on 2 cores with an
 #      empty Go build cache, 5s with a warm one (another KK_WORK).
+#   3. kubectl: built the same way (k8s.io/kubernetes/cmd/kubectl, the same
+#      version) into $KK_APISERVER_CACHE/kubectl-$KK_K8S_VERSION; the
+#      control plane's env file names it KK_KUBECTL. 21s here once
+#      kube-apiserver's build has warmed the Go build cache.
 #
 # Environment variables:
 #   KK_WORK          work dir (default /tmp/kubeletkit-e2e)
-#   KK_K8S_VERSION   kube-apiserver version (default v1.36.3; must be the one
-#                    hack/apiserver/go.mod requires)
-#   KK_APISERVER_CACHE  where the binary is cached (default $KK_WORK/bin)
+#   KK_K8S_VERSION   kube-apiserver and kubectl version (default v1.36.3;
+#                    must be the one hack/apiserver/go.mod requires)
+#   KK_APISERVER_CACHE  where the binaries are cached (default $KK_WORK/bin)
 #   KK_SKIP_APT=1    never run apt-get (fail if etcd is missing)
-#   KK_REBUILD=1     rebuild kube-apiserver even if cached
+#   KK_REBUILD=1     rebuild kube-apiserver and kubectl even if cached
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -63,11 +67,16 @@ build_apiserver() {
   kk_build_upstream kube-apiserver "${KK_APISERVER_BIN}"
 }
 
+build_kubectl() {
+  kk_build_upstream kubectl "${KK_KUBECTL_BIN}"
+}
+
 main() {
   command -v openssl >/dev/null 2>&1 || kk_die "openssl not found"
   command -v curl >/dev/null 2>&1 || kk_die "curl not found"
   install_etcd
   build_apiserver
+  build_kubectl
 }
 
 main "$@"

@@ -14,9 +14,13 @@
 #      NodeRestriction);
 #   5. delete the pod with grace 0: a wrong UID precondition is refused (409),
 #      the right one deletes it and the pod is gone (404);
-#   6. delete what it created.
+#   6. delete what it created;
+#   7. the kubelet API: the API server's kubelet client certificate chains to
+#      KK_CLIENT_CA_FILE with CN kube-apiserver-kubelet-client, a
+#      SubjectAccessReview allows that user nodes/proxy and refuses it to a
+#      user without RBAC, and `$KK_KUBECTL get nodes` answers.
 # Each step is checked; on failure it prints what was wrong, with the API
-# server's answer, and exits 1. Needs curl and jq.
+# server's answer, and exits 1. Needs curl, jq and openssl.
 #
 # Environment variables:
 #   KK_WORK   work dir (default /tmp/kubeletkit-e2e); the control plane's env
@@ -26,7 +30,7 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 source "${HACK_DIR}/lib.sh"
 
-for b in curl jq; do
+for b in curl jq openssl; do
   command -v "${b}" >/dev/null 2>&1 || kk_die "${b} not found"
 done
 [[ -f "${KK_CP_ENV}" ]] || kk_die "${KK_CP_ENV} missing: run hack/controlplane-start.sh"
@@ -218,7 +222,43 @@ main() {
   cleanup
   admin GET "/api/v1/nodes/${NODE}"
   expect 404
+
+  kubelet_api
   kk_log "smoke: OK in $((($(date +%s%N) - t0) / 1000000))ms"
+}
+
+# access USER: a SubjectAccessReview of USER creating nodes/proxy of
+# KK_NODE_NAME; sets CODE and leaves the review in $OUT/body.
+access() {
+  admin POST /apis/authorization.k8s.io/v1/subjectaccessreviews "$(jq -nc --arg u "$1" --arg n "${KK_NODE_NAME}" '{
+    apiVersion:"authorization.k8s.io/v1",kind:"SubjectAccessReview",
+    spec:{user:$u,groups:["system:authenticated"],
+      resourceAttributes:{verb:"create",version:"v1",resource:"nodes",subresource:"proxy",name:$n}}}')"
+}
+
+# kubelet_api: what kube-apiserver needs to call kubelets, and kubectl.
+kubelet_api() {
+  local subject
+  step "the kubelet client certificate chains to KK_CLIENT_CA_FILE, CN kube-apiserver-kubelet-client"
+  [[ -s "${KK_CLIENT_CA_FILE:-}" ]] || fail "KK_CLIENT_CA_FILE is not set or empty in ${KK_CP_ENV}"
+  openssl verify -purpose sslclient -CAfile "${KK_CLIENT_CA_FILE}" "${KK_KUBELET_CLIENT_CERT}" >"${OUT}/body" 2>&1 ||
+    fail "openssl verify failed"
+  subject="$(openssl x509 -noout -subject -nameopt RFC2253 -in "${KK_KUBELET_CLIENT_CERT}")"
+  [[ "${subject}" == "subject=CN=kube-apiserver-kubelet-client" ]] || fail "kubelet client certificate ${subject}"
+
+  step "SubjectAccessReview: kube-apiserver-kubelet-client may create nodes/proxy"
+  access kube-apiserver-kubelet-client
+  expect 201
+  check .status.allowed true
+  step "SubjectAccessReview: a user without RBAC may not"
+  access "kk-smoke-nobody-${SUFFIX}"
+  expect 201
+  check .status.allowed false
+
+  step "kubectl get nodes"
+  [[ -x "${KK_KUBECTL:-}" ]] || fail "KK_KUBECTL is not set in ${KK_CP_ENV}: run hack/controlplane-setup.sh, then start"
+  "${KK_KUBECTL}" --kubeconfig "${KK_KUBECONFIG}" --request-timeout=20s get nodes >"${OUT}/body" 2>&1 ||
+    fail "kubectl get nodes failed"
 }
 
 # admin_sa_admission: "on" when the running API server has the ServiceAccount

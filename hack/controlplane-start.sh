@@ -11,17 +11,36 @@
 #   2. Picks free loopback ports and writes, under $KK_WORK/controlplane:
 #      an RSA service-account key (openssl), a token file with an admin token
 #      (group system:masters) and a node token (system:node:$KK_NODE_NAME in
-#      group system:nodes).
+#      group system:nodes); a client CA (pki/client-ca.{crt,key}) that
+#      kubelets are told to trust (--client-ca-file), and the client
+#      certificate it signs for kube-apiserver to call kubelets with
+#      (pki/apiserver-kubelet-client.{crt,key}, CN
+#      kube-apiserver-kubelet-client, as kubeadm's).
 #   3. Starts etcd (data in $KK_WORK/controlplane/etcd-data, log and PID in
 #      $KK_WORK/etcd.{log,pid}), waits for /health.
 #   4. Starts kube-apiserver (self-signed serving cert in
 #      $KK_WORK/controlplane/pki, log and PID in $KK_WORK/kube-apiserver.{log,pid})
-#      and waits until /readyz says ok.
-#   5. Creates what a controller-manager would: the `default` ServiceAccount
-#      and the `kube-root-ca.crt` ConfigMap in the `default` namespace.
+#      and waits until /readyz says ok. It reaches kubelets (logs, exec,
+#      port-forward, proxy) with the kubelet client certificate, at their
+#      Node's InternalIP, else Hostname
+#      (--kubelet-preferred-address-types=InternalIP,Hostname), without
+#      verifying their serving certificates.
+#   5. Creates what a controller-manager and kubeadm would: the `default`
+#      ServiceAccount and the `kube-root-ca.crt` ConfigMap in the `default`
+#      namespace, and the ClusterRoleBinding kubeadm:apiserver-kubelet-client
+#      (user kube-apiserver-kubelet-client to ClusterRole
+#      system:kubelet-api-admin), so that a kubelet that authorizes with
+#      SubjectAccessReview lets the API server in.
 #   6. Writes $KK_WORK/controlplane/kubeconfig (admin),
 #      $KK_WORK/controlplane/kubeconfig-node (node identity) and
-#      $KK_WORK/controlplane/env, and prints the API server URL.
+#      $KK_WORK/controlplane/env (with KK_KUBECTL, the kubectl that
+#      hack/controlplane-setup.sh built, and KK_CLIENT_CA_FILE), and prints
+#      the API server URL.
+#
+# A running control plane is reused only when it was started with the
+# kubelet client certificate (an older hack/controlplane-start.sh did not);
+# otherwise it is stopped and started afresh. Reusing it writes KK_KUBECTL
+# into its env file again.
 #
 # hack/controlplane-start.sh --restart-apiserver restarts the kube-apiserver
 # of a running control plane with its very command line (same port, certs,
@@ -53,6 +72,9 @@ PKI="${KK_CP_DIR}/pki"
 TOKENS="${KK_CP_DIR}/tokens.csv"
 SA_KEY="${KK_CP_DIR}/sa.key"
 CA_FILE="${KK_CP_DIR}/ca.crt"
+CLIENT_CA="${PKI}/client-ca.crt"
+CLIENT_CA_KEY="${PKI}/client-ca.key"
+KUBELET_CLIENT="${PKI}/apiserver-kubelet-client"
 SA_ISSUER="https://kubernetes.default.svc.cluster.local"
 
 # The node name goes into the token file and the node's identity: it must be
@@ -89,11 +111,16 @@ running() {
   [[ "$(kcurl "${url}/readyz" 2>/dev/null)" == ok ]]
 }
 
-# reusable: running, and on the binary of KK_K8S_VERSION (another version
-# asks for a restart).
+# reusable: running, on the binary of KK_K8S_VERSION (another version asks
+# for a restart), and with the kubelet client certificate this script gives
+# it and the client CA in the env file (a control plane of an older script
+# has neither).
 reusable() {
+  local cmd
   running || return 1
-  [[ "$(kk_cmdline "$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)")" == "${KK_APISERVER_BIN} "* ]]
+  cmd="$(kk_cmdline "$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)")"
+  [[ "${cmd}" == "${KK_APISERVER_BIN} "* && "${cmd}" == *" --kubelet-client-certificate=${KUBELET_CLIENT}.crt "* ]] || return 1
+  [[ -s "${CLIENT_CA}" && "$(env_value KK_CLIENT_CA_FILE)" == "${CLIENT_CA}" ]]
 }
 
 write_credentials() {
@@ -112,6 +139,31 @@ write_credentials() {
       printf '%s,system:node:%s,system:node:%s,"system:nodes"\n' "${NODE_TOKEN}" "${NODE_NAME}" "${NODE_NAME}"
     } >"${TOKENS}"
   )
+  write_client_pki
+}
+
+# write_client_pki: the client CA kubelets trust (--client-ca-file) and the
+# client certificate it signs for kube-apiserver (--kubelet-client-*): CN
+# kube-apiserver-kubelet-client, no organization, for client
+# authentication only, as kubeadm issues it. Both valid for ten years.
+write_client_pki() {
+  local ext="${PKI}/openssl-client.cnf"
+  (
+    umask 077
+    openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 \
+      -keyout "${CLIENT_CA_KEY}" -out "${CLIENT_CA}" -subj "/CN=kubeletkit-client-ca" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null ||
+      kk_die "openssl: cannot create the client CA"
+    openssl req -newkey rsa:2048 -nodes -sha256 -keyout "${KUBELET_CLIENT}.key" -out "${KUBELET_CLIENT}.csr" \
+      -subj "/CN=kube-apiserver-kubelet-client" 2>/dev/null || kk_die "openssl: cannot create the kubelet client key"
+    printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+      "extendedKeyUsage=clientAuth" >"${ext}"
+    openssl x509 -req -sha256 -days 3650 -in "${KUBELET_CLIENT}.csr" -CA "${CLIENT_CA}" -CAkey "${CLIENT_CA_KEY}" \
+      -set_serial "0x$(openssl rand -hex 16)" -extfile "${ext}" -out "${KUBELET_CLIENT}.crt" 2>/dev/null ||
+      kk_die "openssl: cannot sign the kubelet client certificate"
+  )
+  rm -f "${KUBELET_CLIENT}.csr" "${ext}"
+  chmod 0644 "${CLIENT_CA}" "${KUBELET_CLIENT}.crt"
 }
 
 # launch NAME PIDFILE LOG CMD...: start CMD detached (setsid) with its output
@@ -209,6 +261,9 @@ start_apiserver() {
     --service-account-signing-key-file="${SA_KEY}" \
     --service-cluster-ip-range=10.96.0.0/16 \
     --authorization-mode=Node,RBAC \
+    --kubelet-client-certificate="${KUBELET_CLIENT}.crt" \
+    --kubelet-client-key="${KUBELET_CLIENT}.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
     "${admission[@]}" \
     --allow-privileged=true \
     --endpoint-reconciler-type=none \
@@ -253,6 +308,11 @@ bootstrap_objects() {
   create_object /api/v1/namespaces/default/configmaps \
     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"kube-root-ca.crt\",\"namespace\":\"default\"},\"data\":{\"ca.crt\":\"${ca_json}\"}}" ||
     kk_die "cannot create ConfigMap default/kube-root-ca.crt: $(cat "${KK_CP_DIR}/create.out" 2>/dev/null)"
+  # kubeadm's binding: the API server's kubelet client may use every
+  # kubelet API (nodes/proxy, log, stats, metrics ...).
+  create_object /apis/rbac.authorization.k8s.io/v1/clusterrolebindings \
+    '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kubeadm:apiserver-kubelet-client"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:kubelet-api-admin"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"kube-apiserver-kubelet-client"}]}' ||
+    kk_die "cannot create ClusterRoleBinding kubeadm:apiserver-kubelet-client: $(cat "${KK_CP_DIR}/create.out" 2>/dev/null)"
   rm -f "${KK_CP_DIR}/create.out"
 }
 
@@ -303,9 +363,25 @@ export KK_ETCD_PID=$(tr -dc '0-9' <"${KK_ETCD_PIDFILE}")
 export KK_APISERVER_PID=$(tr -dc '0-9' <"${KK_APISERVER_PIDFILE}")
 export KK_K8S_VERSION=${KK_K8S_VERSION}
 export KK_WORK=${KK_WORK}
+export KK_CLIENT_CA_FILE=${CLIENT_CA}
+export KK_KUBELET_CLIENT_CERT=${KUBELET_CLIENT}.crt
+export KK_KUBELET_CLIENT_KEY=${KUBELET_CLIENT}.key
 EOF
   )
   mv -f "${KK_CP_ENV}.new" "${KK_CP_ENV}"
+  write_env_kubectl
+}
+
+# write_env_kubectl: set KK_KUBECTL in the env file to the kubectl of
+# KK_K8S_VERSION that hack/controlplane-setup.sh built; without one, warn
+# and leave it out.
+write_env_kubectl() {
+  sed -i '/^export KK_KUBECTL=/d' "${KK_CP_ENV}"
+  if [[ -x "${KK_KUBECTL_BIN}" ]]; then
+    printf 'export KK_KUBECTL=%s\n' "${KK_KUBECTL_BIN}" >>"${KK_CP_ENV}"
+  else
+    kk_log "warning: ${KK_KUBECTL_BIN} missing (run hack/controlplane-setup.sh): no KK_KUBECTL in ${KK_CP_ENV}"
+  fi
 }
 
 # restart_apiserver: stop the running kube-apiserver and start it again with
@@ -344,6 +420,7 @@ main() {
   mkdir -p "${KK_WORK}"
   if reusable; then
     kk_log "control plane already running and ready (etcd pid $(env_value KK_ETCD_PID), kube-apiserver pid $(env_value KK_APISERVER_PID)); reusing it"
+    write_env_kubectl
     printf '%s\n' "$(env_value KK_APISERVER_URL)"
     return 0
   fi

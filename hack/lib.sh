@@ -106,7 +106,8 @@ kk_find_our_containerd() {
 # variables (all optional):
 #   KK_K8S_VERSION      kube-apiserver version (v1.36.3); must match
 #                       hack/apiserver/go.mod, which pins it.
-#   KK_APISERVER_CACHE  dir of the cached kube-apiserver-<version> binary
+#   KK_APISERVER_CACHE  dir of the cached kube-apiserver-<version>,
+#                       kubectl-<version> and kubelet-<version> binaries
 #                       (default $KK_WORK/bin); point it at a persistent dir
 #                       when KK_WORK is a fresh temp dir (as in .ci/run).
 KK_K8S_VERSION="${KK_K8S_VERSION:-v1.36.3}"
@@ -114,6 +115,7 @@ KK_APISERVER_MODULE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/apiserver
 KK_APISERVER_CACHE="${KK_APISERVER_CACHE:-${KK_BIN}}"
 KK_APISERVER_BIN="${KK_APISERVER_CACHE}/kube-apiserver-${KK_K8S_VERSION}"
 KK_KUBELET_BIN="${KK_APISERVER_CACHE}/kubelet-${KK_K8S_VERSION}"
+KK_KUBECTL_BIN="${KK_APISERVER_CACHE}/kubectl-${KK_K8S_VERSION}"
 KK_CP_DIR="${KK_WORK}/controlplane"        # certs, keys, kubeconfig, env
 KK_ETCD_DATA="${KK_CP_DIR}/etcd-data"
 KK_ETCD_PIDFILE="${KK_WORK}/etcd.pid"
@@ -263,7 +265,8 @@ kk_build_upstream() {
       go build -trimpath -ldflags "${ldflags}" -o "${bin}.tmp" "k8s.io/kubernetes/cmd/${name}"
   ) || { rm -f "${bin}.tmp"; kk_die "${name} build failed"; }
   mv -f "${bin}.tmp" "${bin}"
-  kk_log "built ${bin} in $((SECONDS - t0))s: $("${bin}" --version)"
+  # kubectl has no --version flag; its version command says the same.
+  kk_log "built ${bin} in $((SECONDS - t0))s: $("${bin}" --version 2>/dev/null || "${bin}" version --client 2>/dev/null | head -1)"
 }
 
 # ---- kubelets isolated from the host and from each other ----------------
