@@ -60,21 +60,6 @@ func SameDevice(a, b string) bool {
 	return errA != nil || errB != nil || da == db
 }
 
-// ExistingParent returns path or its nearest ancestor that exists.
-func ExistingParent(path string) string {
-	p := filepath.Clean(path)
-	for {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return p
-		}
-		p = parent
-	}
-}
-
 // DiskUsage measures the bytes (allocated blocks) and inodes of path and,
 // for a directory, everything under it, without following symbolic links
 // or crossing into other filesystems; hard links count once. A path that
