@@ -30,6 +30,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/server"
+	nodestats "github.com/kubeletkit/kubeletkit/stats"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -271,6 +272,10 @@ type Agent struct {
 	// statsErr saying why, where there is no measurement.
 	stats    stats.Provider
 	statsErr error
+	// summary answers /stats/summary; nil, with summaryErr saying why,
+	// where the machine cannot be measured.
+	summary    *nodestats.Provider
+	summaryErr error
 
 	listener net.Listener
 	ready    chan struct{} // closed once Run has started everything
@@ -429,6 +434,7 @@ func (a *Agent) build() error {
 			return err
 		}
 	}
+	a.newSummary()
 	if a.node, err = a.newNodeStatus(); err != nil {
 		return err
 	}

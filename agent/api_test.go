@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
 // The agent answers the kubelet API's questions about its pods: finds them
@@ -48,5 +50,32 @@ func TestAPIPodsAndCommands(t *testing.T) {
 		require.Len(t, running[0].Spec.Containers, 1)
 		assert.Equal(t, "web", running[0].Spec.Containers[0].Name)
 		assert.NotEmpty(t, running[0].Spec.Containers[0].Image, "the image as the runtime lists it")
+	})
+}
+
+// The stats summary shows the runtime's pods with the CPU and memory the
+// runtime reports, and the machine as the node.
+func TestAPISummary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := staticNode(t, agenttest.Options{}, map[string]string{"web.yaml": webPod})
+		n.Runtime().SetUsageRules([]fake.UsageRule{{Usage: fake.Usage{NanoCores: 1_000_000, MemoryBytes: 4 << 20}}})
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isRunning)), "Running")
+		s, err := n.Agent().Summary(context.Background(), true)
+		if runtime.GOOS != "linux" {
+			assert.Error(t, err, "no measure of the machine outside Linux")
+			return
+		}
+		require.NoError(t, err)
+		assert.Equal(t, "node1", s.Node.NodeName)
+		require.Len(t, s.Pods, 1)
+		p := s.Pods[0]
+		assert.Equal(t, "web-node1", p.PodRef.Name)
+		require.Len(t, p.Containers, 1)
+		c := p.Containers[0]
+		assert.Equal(t, "web", c.Name)
+		require.NotNil(t, c.CPU.UsageNanoCores)
+		assert.Equal(t, uint64(1_000_000), *c.CPU.UsageNanoCores)
+		require.NotNil(t, c.Memory.WorkingSetBytes)
+		assert.Equal(t, uint64(4<<20), *c.Memory.WorkingSetBytes)
 	})
 }

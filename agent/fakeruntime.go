@@ -18,6 +18,9 @@ import (
 //	false, sh -c "exit 1"  exit 1 after 500ms (Error)
 //	anything else          runs until stopped; dies on SIGTERM (143)
 //
+// Every running container keeps 1m of CPU (a thousandth of a core) and 4Mi
+// of memory busy, so that /stats/summary and kubectl top show figures.
+//
 // ExecSync (exec probes) follows cri/fake's built-in defaults: "false"
 // exits 1, "echo ..." prints, everything else exits 0.
 func NewFakeRuntime(clk clock.WithDelayedExecution, log *slog.Logger) *fake.Runtime {
@@ -34,5 +37,6 @@ func NewFakeRuntime(clk clock.WithDelayedExecution, log *slog.Logger) *fake.Runt
 			{Command: []string{"false"}, Behavior: exit(1)},
 			{Command: []string{"sh", "-c", "exit 1"}, Behavior: exit(1)},
 		},
+		UsageRules: []fake.UsageRule{{Usage: fake.Usage{NanoCores: 1_000_000, MemoryBytes: 4 << 20}}},
 	})
 }
