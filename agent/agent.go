@@ -384,7 +384,7 @@ func (a *Agent) build() error {
 	if err != nil {
 		return err
 	}
-	a.prober, err = prober.New(prober.Options{Runner: prober.NewRunner(prober.RunnerOptions{Execer: a.rt}), Status: a.status,
+	a.prober, err = prober.New(prober.Options{Runner: a.countingProber(prober.NewRunner(prober.RunnerOptions{Execer: a.rt})), Status: a.status,
 		Clock: a.clock, Jitter: func(p time.Duration) time.Duration { return time.Duration(a.opts.Rand() * float64(p)) },
 		Recorder: a, Logger: log.With("component", "prober")})
 	if err != nil {

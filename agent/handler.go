@@ -211,6 +211,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		a.syncer.RemovePod(uid)
 		a.sink.forget(uid)
 		a.vol.RemovePod(uid)
+		a.forgetProbeMetrics(uid)
 	}
 	a.cleanupOrphanedPodDirs(want)
 	if a.opts.MirrorPods != nil {

@@ -1,10 +1,17 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
+	"github.com/kubeletkit/kubeletkit/prober"
 )
 
 // noMetrics is the Metrics of an agent given none.
@@ -20,3 +27,93 @@ func (noMetrics) StreamState(pleg.StreamState)                          {}
 func (noMetrics) ObserveWork(podworkers.WorkKind, time.Duration, error) {}
 func (noMetrics) PodStartDuration(time.Duration)                        {}
 func (noMetrics) Event(string, string)                                  {}
+
+// ProbeMetrics is an optional extension of Metrics: when Options.Metrics
+// also implements it, the agent reports every probe run to it, as
+// upstream's prober_probe_total counts them.
+type ProbeMetrics interface {
+	// ObserveProbe counts one run of a container's probe that gave a
+	// result (Success or Failure); a probe that could not be run, or
+	// whose run was cut short by the pod's removal, is not counted.
+	ObserveProbe(pod *v1.Pod, container string, t prober.ProbeType, r prober.Result)
+	// ForgetProbes is called once the agent has forgotten a finished pod:
+	// nothing more of its probes will be observed.
+	ForgetProbes(uid types.UID)
+}
+
+// StartMetrics is an optional extension of Metrics: when Options.Metrics
+// also implements it, the agent reports every pod sandbox and container it
+// tries to start, as upstream's kubelet_started_pods_total,
+// kubelet_started_pods_errors_total, kubelet_started_containers_total and
+// kubelet_started_containers_errors_total count them.
+type StartMetrics interface {
+	// StartedPod counts one attempt to create a pod's sandbox; failed
+	// tells whether it failed.
+	StartedPod(failed bool)
+	// StartedContainer counts one attempt to start a container (one held
+	// back by its crash-loop back-off is no attempt): containerType is
+	// "container" or "init_container" (sidecars included), code is "" when
+	// it started, else the waiting reason it failed with (ErrImagePull,
+	// ImagePullBackOff, CreateContainerConfigError, CreateContainerError,
+	// RunContainerError, PostStartHookError ...).
+	StartedContainer(containerType, code string)
+}
+
+// countingProber wraps the probe runner so that every probe run that gave
+// a result is counted by ProbeMetrics, when the agent's Metrics have them.
+func (a *Agent) countingProber(r prober.ProbeRunner) prober.ProbeRunner {
+	pm, ok := a.metrics.(ProbeMetrics)
+	if !ok {
+		return r
+	}
+	return prober.ProbeRunnerFunc(func(ctx context.Context, t prober.Target) (prober.Outcome, error) {
+		out, err := r.Probe(ctx, t)
+		// As the manager does, a run that errored or that the end of its
+		// context cut short gives no result.
+		if err == nil && ctx.Err() == nil && t.Pod != nil && t.Container != nil {
+			pm.ObserveProbe(t.Pod, t.Container.Name, t.Type, out.Result)
+		}
+		return out, err
+	})
+}
+
+// forgetProbeMetrics tells ProbeMetrics that a finished pod is forgotten.
+func (a *Agent) forgetProbeMetrics(uid types.UID) {
+	if pm, ok := a.metrics.(ProbeMetrics); ok {
+		pm.ForgetProbes(uid)
+	}
+}
+
+// countStarts reports the sandbox and container starts a sync attempted to
+// StartMetrics, when the agent's Metrics have them.
+func (a *Agent) countStarts(res podsync.Result) {
+	sm, ok := a.metrics.(StartMetrics)
+	if !ok {
+		return
+	}
+	for _, s := range res.Steps {
+		switch s.Step {
+		case podsync.StepCreateSandbox:
+			// A sandbox step of a sync that was not to create one is a
+			// pod that could not be synced at all.
+			if res.Actions.CreateSandbox {
+				sm.StartedPod(s.Err != nil)
+			}
+		case podsync.StepInitContainer, podsync.StepStartContainer:
+			if errors.Is(s.Err, podsync.ErrCrashLoopBackOff) {
+				continue
+			}
+			typ := "container"
+			if s.Step == podsync.StepInitContainer {
+				typ = "init_container"
+			}
+			code := ""
+			if s.Err != nil {
+				if code = s.Reason; code == "" {
+					code = "Unknown"
+				}
+			}
+			sm.StartedContainer(typ, code)
+		}
+	}
+}

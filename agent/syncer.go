@@ -167,6 +167,7 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 		return false, fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
 	res := a.syncer.SyncPod(ctx, pod, rs)
+	a.countStarts(res)
 	a.refreshAfter(ctx, pod, res)
 	return false, res.Err()
 }

@@ -1,0 +1,151 @@
+package agent_test
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/agent/agenttest"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/prober"
+)
+
+// hookMetrics records what the optional Metrics extensions are told.
+type hookMetrics struct {
+	*recordingMetrics
+	probes     map[probeKey]int
+	pods       []bool      // failed
+	containers [][2]string // type, code
+	forgotten  []types.UID
+}
+
+type probeKey struct {
+	pod, container string
+	typ            prober.ProbeType
+	result         prober.Result
+}
+
+var (
+	_ agent.ProbeMetrics = (*hookMetrics)(nil)
+	_ agent.StartMetrics = (*hookMetrics)(nil)
+)
+
+func (m *hookMetrics) ObserveProbe(pod *v1.Pod, container string, t prober.ProbeType, r prober.Result) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.probes[probeKey{pod.Name, container, t, r}]++
+}
+
+func (m *hookMetrics) ForgetProbes(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forgotten = append(m.forgotten, uid)
+}
+
+func (m *hookMetrics) StartedPod(failed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pods = append(m.pods, failed)
+}
+
+func (m *hookMetrics) StartedContainer(typ, code string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.containers = append(m.containers, [2]string{typ, code})
+}
+
+func podFromYAML(t *testing.T, manifest string) *v1.Pod {
+	t.Helper()
+	var p v1.Pod
+	require.NoError(t, yaml.Unmarshal([]byte(manifest), &p))
+	return &p
+}
+
+func restarts(p v1.Pod) int32 {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return 0
+	}
+	return p.Status.ContainerStatuses[0].RestartCount
+}
+
+// The agent tells a Metrics that implements the optional extensions each
+// probe run with its result, each sandbox and container start it attempts
+// with how it failed (a crash-loop back-off is no attempt), and each
+// finished pod it forgets.
+func TestMetricsProbeAndStartHooks(t *testing.T) {
+	oops := errors.New("oops")
+	for _, tc := range []struct {
+		name           string
+		pod            string
+		faults         map[fake.Method]fake.Fault
+		until          func(p v1.Pod) bool
+		wantPods       []bool
+		wantContainers func(p v1.Pod) [][2]string
+		wantProbe      probeKey
+	}{
+		{name: "a sandbox and a start fail once, then the pod runs and turns ready", pod: webPod,
+			faults: map[fake.Method]fake.Fault{fake.RunPodSandbox: {Err: oops, Times: 1}, fake.StartContainer: {Err: oops, Times: 1}},
+			until:  isReady, wantPods: []bool{true, false},
+			wantContainers: func(v1.Pod) [][2]string { return [][2]string{{"container", "RunContainerError"}, {"container", ""}} },
+			wantProbe:      probeKey{"web", "web", prober.Readiness, prober.Success}},
+		{name: "init containers", pod: initPod, until: isRunning, wantPods: []bool{false},
+			wantContainers: func(v1.Pod) [][2]string {
+				return [][2]string{{"init_container", ""}, {"init_container", ""}, {"container", ""}}
+			}},
+		{name: "a crash loop's back-offs are no attempts", pod: crashPod,
+			until: func(p v1.Pod) bool { return restarts(p) >= 3 }, wantPods: []bool{false},
+			wantContainers: func(p v1.Pod) [][2]string {
+				var want [][2]string
+				for range restarts(p) + 1 {
+					want = append(want, [2]string{"container", ""})
+				}
+				return want
+			}},
+		{name: "a failed liveness probe", pod: livePod, until: func(p v1.Pod) bool { return restarts(p) >= 1 },
+			wantProbe: probeKey{"live", "app", prober.Liveness, prober.Failure}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := &hookMetrics{recordingMetrics: newRecordingMetrics(), probes: map[probeKey]int{}}
+				n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{Metrics: m}}, nil)
+				for method, f := range tc.faults {
+					n.Runtime().InjectFault(method, f)
+				}
+				pod := n.AddPod(podFromYAML(t, tc.pod))
+				require.True(t, n.StepUntil(2*time.Minute, podIs(n, pod.Name, tc.until)), "pod %s", pod.Name)
+				p := mustPod(t, n, pod.Name)
+
+				m.mu.Lock()
+				if tc.wantPods != nil {
+					assert.Equal(t, tc.wantPods, m.pods, "sandbox starts")
+				}
+				if tc.wantContainers != nil {
+					assert.Equal(t, tc.wantContainers(p), m.containers, "container starts")
+				}
+				if tc.wantProbe != (probeKey{}) {
+					assert.Positive(t, m.probes[tc.wantProbe], "probes %v", m.probes)
+				}
+				assert.Empty(t, m.forgotten)
+				m.mu.Unlock()
+
+				n.DeletePodWithGrace(p.Namespace, p.Name, 0)
+				require.True(t, n.StepUntil(time.Minute, func() bool {
+					m.mu.Lock()
+					defer m.mu.Unlock()
+					return len(m.forgotten) > 0
+				}), "the pod forgotten")
+				m.mu.Lock()
+				assert.Equal(t, []types.UID{p.UID}, m.forgotten)
+				m.mu.Unlock()
+			})
+		})
+	}
+}
