@@ -18,6 +18,33 @@
 //	                                             terminating, terminating_runtime, terminated)
 //	kubeletkit_events_total                      counter by type and reason
 //
+// Fed by the agent's optional hooks (Metrics implements agent.ProbeMetrics
+// and agent.StartMetrics), under upstream's names and labels:
+//
+//	prober_probe_total                           counter by probe_type (Liveness, Readiness,
+//	                                             Startup), result (successful, failed, unknown),
+//	                                             container, pod, namespace, pod_uid; a pod's
+//	                                             series are deleted once the agent forgets it
+//	kubelet_started_pods_total                   counter, sandboxes the agent tried to create
+//	kubelet_started_pods_errors_total            counter, those that failed
+//	kubelet_started_containers_total             counter by container_type (container,
+//	                                             init_container): start attempts, not the
+//	                                             syncs a crash-loop back-off held back
+//	kubelet_started_containers_errors_total      counter by container_type and code (the
+//	                                             waiting reason: ErrImagePull, RunContainerError ...)
+//	kubelet_evictions                            counter by eviction_signal, fed by Evicted;
+//	                                             the agent does not call it yet (package
+//	                                             eviction does not report the signal)
+//
+// Fed by the runtime InstrumentRuntime wraps, as upstream's instrumented
+// CRI clients, by operation_type (version, run_podsandbox, create_container,
+// start_container, list_containers, exec_sync, pull_image, image_status,
+// get_container_events ..., one per CRI method):
+//
+//	kubelet_runtime_operations_total             counter
+//	kubelet_runtime_operations_duration_seconds  histogram, 5ms to 745s (x2.5, 14 buckets)
+//	kubelet_runtime_operations_errors_total      counter
+//
 // Read from the node at scrape time, once RegisterNode has named it:
 // kubelet_running_pods, kubelet_running_containers{container_state},
 // kubeletkit_pods{phase} and kubeletkit_pleg_healthy.
@@ -34,14 +61,43 @@
 //	if err := m.RegisterNode(a); err != nil { ... }
 //	err = a.Run(ctx) // /metrics on :10255
 //
+// The runtime is measured when the agent is given it wrapped:
+//
+//	a, err := agent.New(agent.Options{Runtime: m.InstrumentRuntime(rt), Metrics: m, ...})
+//
+// (an agent given no Runtime embeds a fake one it does not expose for
+// wrapping, so its runtime goes unmeasured).
+//
+// # /metrics/resource
+//
+// NewResourceHandler serves upstream kubelet's resource metrics, the ones
+// metrics-server scrapes, from a server.StatsProvider's reduced summary
+// (Summary with onlyCPUAndMemory true), through ResourceCollector, a
+// client_golang collector on a registry of its own:
+//
+//	node_cpu_usage_seconds_total, node_memory_working_set_bytes, node_swap_usage_bytes
+//	pod_cpu_usage_seconds_total, pod_memory_working_set_bytes, pod_swap_usage_bytes
+//	                                             by pod, namespace
+//	container_cpu_usage_seconds_total, container_memory_working_set_bytes,
+//	container_swap_usage_bytes, container_swap_limit_bytes, container_start_time_seconds
+//	                                             by container, pod, namespace
+//	resource_scrape_error                        1 when the summary failed (then nothing
+//	                                             else is reported), else 0
+//
+// Each sample is stamped with the time its statistic was taken (the start
+// time excepted), as upstream's; CPU is in core-seconds. A statistic the
+// summary lacks is left out. The summary is bounded by
+// ResourceOptions.Timeout (5s).
+//
 // Everything is on the Metrics' own registry (Registry), never on
 // client_golang's global one, so two agents in one process, or a test, do
 // not collide; Options.Registry shares one with other collectors.
 //
 // # Threading
 //
-// New starts no goroutine. The agent.Metrics methods are safe for
-// concurrent use and never block. A scrape calls the Node from the request's
+// New starts no goroutine. The agent.Metrics methods (and the hooks') are
+// safe for concurrent use and never block; an instrumented runtime adds
+// only the counting to each call. A scrape calls the Node from the request's
 // goroutine, bounded by Options.ScrapeTimeout.
 //
 // # Testing
@@ -49,5 +105,8 @@
 // There is no fake: Metrics is itself cheap to build, and
 // client_golang's prometheus/testutil reads values back from Registry.
 // A test's Node is a small struct whose Runtime answers ListPodSandbox and
-// ListContainers (cri/fake.Runtime does).
+// ListContainers (cri/fake.Runtime does); a test's server.StatsProvider is
+// a function type, and a runtime to instrument embeds agent.Runtime and
+// overrides the methods the test calls. Options.Clock times the runtime's
+// operations on a fake clock.
 package prometheus

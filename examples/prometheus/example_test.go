@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/examples/prometheus"
@@ -55,4 +58,29 @@ func Example() {
 	// kubelet_running_pods 0
 	// kubeletkit_events_total{reason="Pulled",type="Normal"} 1
 	// kubeletkit_events_total{reason="Started",type="Normal"} 1
+}
+
+// /metrics/resource from the node's stats: what metrics-server scrapes.
+func ExampleNewResourceHandler() {
+	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ns := uint64(1_500_000_000)
+	stats := summaryFunc(func(context.Context, bool) (*statsv1alpha1.Summary, error) {
+		return &statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: "node1",
+			CPU: &statsv1alpha1.CPUStats{Time: at, UsageCoreNanoSeconds: &ns}}}, nil
+	})
+	h, err := prometheus.NewResourceHandler(stats, prometheus.ResourceOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/resource", nil))
+	for line := range strings.Lines(rec.Body.String()) {
+		if !strings.HasPrefix(line, "#") {
+			fmt.Print(line)
+		}
+	}
+	// Output:
+	// node_cpu_usage_seconds_total 1.5 1767225600000
+	// resource_scrape_error 0
 }

@@ -9,10 +9,14 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
+	"github.com/kubeletkit/kubeletkit/prober"
 )
 
 // ErrInvalidArgument is wrapped by the error of a call given a nil
@@ -20,7 +24,7 @@ import (
 var ErrInvalidArgument = errors.New("invalid argument")
 
 // Options configure Metrics. The zero value is a fresh registry, a 5s bound
-// on a scrape's runtime calls and no error logs.
+// on a scrape's runtime calls, the real clock and no error logs.
 type Options struct {
 	// Registry receives every metric; nil means a new *prom.Registry of
 	// the Metrics' own. Give one to serve other collectors (Go runtime,
@@ -33,6 +37,9 @@ type Options struct {
 	// Logger receives the errors of collecting and serving a scrape; nil
 	// discards them.
 	Logger *slog.Logger
+	// Clock times the runtime's operations (InstrumentRuntime); nil means
+	// the real clock.
+	Clock clock.PassiveClock
 }
 
 // Metrics is an agent.Metrics that keeps the agent's measurements in
@@ -44,6 +51,7 @@ type Metrics struct {
 	reg     *prom.Registry
 	timeout time.Duration
 	log     *slog.Logger
+	clock   clock.PassiveClock
 
 	relistDuration prom.Histogram
 	relistInterval prom.Histogram
@@ -52,16 +60,33 @@ type Metrics struct {
 	podStart       prom.Histogram
 	work           *prom.HistogramVec // by operation
 	events         *prom.CounterVec   // by type and reason
+
+	runtimeOps        *prom.CounterVec   // by operation_type
+	runtimeDuration   *prom.HistogramVec // by operation_type
+	runtimeErrors     *prom.CounterVec   // by operation_type
+	probes            *prom.CounterVec   // by probe_type, result, container, pod, namespace, pod_uid
+	startedPods       prom.Counter
+	startedPodsErrors prom.Counter
+	startedContainers *prom.CounterVec // by container_type
+	startErrors       *prom.CounterVec // by container_type, code
+	evictions         *prom.CounterVec // by eviction_signal
 }
 
-var _ agent.Metrics = (*Metrics)(nil)
+var (
+	_ agent.Metrics      = (*Metrics)(nil)
+	_ agent.ProbeMetrics = (*Metrics)(nil)
+	_ agent.StartMetrics = (*Metrics)(nil)
+)
 
 // New returns Metrics registered on opts.Registry (or a registry of their
 // own). It fails only when that registry already holds one of its names.
 func New(opts Options) (*Metrics, error) {
-	m := &Metrics{reg: opts.Registry, timeout: opts.ScrapeTimeout, log: opts.Logger}
+	m := &Metrics{reg: opts.Registry, timeout: opts.ScrapeTimeout, log: opts.Logger, clock: opts.Clock}
 	if m.reg == nil {
 		m.reg = prom.NewRegistry()
+	}
+	if m.clock == nil {
+		m.clock = clock.RealClock{}
 	}
 	if m.timeout <= 0 {
 		m.timeout = 5 * time.Second
@@ -85,7 +110,10 @@ func New(opts Options) (*Metrics, error) {
 		Help: "Duration in seconds to sync a single pod, broken down by operation type"}, []string{"operation"})
 	m.events = prom.NewCounterVec(prom.CounterOpts{Name: "kubeletkit_events_total",
 		Help: "Events recorded by the agent, by type and reason"}, []string{"type", "reason"})
-	for _, c := range []prom.Collector{m.relistDuration, m.relistInterval, m.lastSeen, m.discarded, m.podStart, m.work, m.events} {
+	m.newRuntimeAndStartMetrics()
+	for _, c := range []prom.Collector{m.relistDuration, m.relistInterval, m.lastSeen, m.discarded, m.podStart, m.work, m.events,
+		m.runtimeOps, m.runtimeDuration, m.runtimeErrors, m.probes, m.startedPods, m.startedPodsErrors,
+		m.startedContainers, m.startErrors, m.evictions} {
 		if err := m.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("new metrics: %w", err)
 		}
@@ -130,6 +158,80 @@ func (m *Metrics) PodStartDuration(d time.Duration) { m.podStart.Observe(d.Secon
 
 // Event implements agent.Metrics.
 func (m *Metrics) Event(eventtype, reason string) { m.events.WithLabelValues(eventtype, reason).Inc() }
+
+// newRuntimeAndStartMetrics makes the collectors of the runtime's
+// operations, the probes, the starts and the evictions, under upstream's
+// names, labels and buckets.
+func (m *Metrics) newRuntimeAndStartMetrics() {
+	op := []string{"operation_type"}
+	m.runtimeOps = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_runtime_operations_total",
+		Help: "Cumulative number of runtime operations by operation type."}, op)
+	m.runtimeDuration = prom.NewHistogramVec(prom.HistogramOpts{Name: "kubelet_runtime_operations_duration_seconds",
+		Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
+		Buckets: prom.ExponentialBuckets(.005, 2.5, 14)}, op)
+	m.runtimeErrors = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_runtime_operations_errors_total",
+		Help: "Cumulative number of runtime operation errors by operation type."}, op)
+	m.probes = prom.NewCounterVec(prom.CounterOpts{Name: "prober_probe_total",
+		Help: "Cumulative number of a liveness, readiness or startup probe for a container by result."},
+		[]string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
+	m.startedPods = prom.NewCounter(prom.CounterOpts{Name: "kubelet_started_pods_total",
+		Help: "Cumulative number of pods started"})
+	m.startedPodsErrors = prom.NewCounter(prom.CounterOpts{Name: "kubelet_started_pods_errors_total",
+		Help: "Cumulative number of errors when starting pods"})
+	m.startedContainers = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_started_containers_total",
+		Help: "Cumulative number of containers started"}, []string{"container_type"})
+	m.startErrors = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_started_containers_errors_total",
+		Help: "Cumulative number of errors when starting containers"}, []string{"container_type", "code"})
+	m.evictions = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_evictions",
+		Help: "Cumulative number of pod evictions by eviction signal"}, []string{"eviction_signal"})
+}
+
+// ObserveProbe implements agent.ProbeMetrics: prober_probe_total, by the
+// probe's type (Liveness, Readiness, Startup), its result (successful,
+// failed, unknown), and the container and pod.
+func (m *Metrics) ObserveProbe(pod *v1.Pod, container string, t prober.ProbeType, r prober.Result) {
+	result := "unknown"
+	switch r {
+	case prober.Success:
+		result = "successful"
+	case prober.Failure:
+		result = "failed"
+	}
+	m.probes.WithLabelValues(t.String(), result, container, pod.Name, pod.Namespace, string(pod.UID)).Inc()
+}
+
+// ForgetProbes implements agent.ProbeMetrics: the pod's prober_probe_total
+// series are deleted, as upstream deletes a probe worker's when it stops.
+func (m *Metrics) ForgetProbes(uid types.UID) {
+	m.probes.DeletePartialMatch(prom.Labels{"pod_uid": string(uid)})
+}
+
+// StartedPod implements agent.StartMetrics: kubelet_started_pods_total,
+// and kubelet_started_pods_errors_total when it failed.
+func (m *Metrics) StartedPod(failed bool) {
+	m.startedPods.Inc()
+	if failed {
+		m.startedPodsErrors.Inc()
+	}
+}
+
+// StartedContainer implements agent.StartMetrics:
+// kubelet_started_containers_total by container_type, and
+// kubelet_started_containers_errors_total by container_type and code (the
+// reason it failed with) when code is not "".
+func (m *Metrics) StartedContainer(containerType, code string) {
+	m.startedContainers.WithLabelValues(containerType).Inc()
+	if code != "" {
+		m.startErrors.WithLabelValues(containerType, code).Inc()
+	}
+}
+
+// Evicted counts a pod evicted for signal (memory.available,
+// nodefs.available, ...; emptydirfs.limit, ephemeralpodfs.limit,
+// ephemeralcontainerfs.limit for local storage limits) in
+// kubelet_evictions. The agent does not call it yet: package eviction does
+// not tell which signal an eviction was for.
+func (m *Metrics) Evicted(signal string) { m.evictions.WithLabelValues(signal).Inc() }
 
 // operation names a kind of pod work as the operation label of upstream's
 // kubelet_pod_worker_duration_seconds does: sync, terminating,

@@ -12,14 +12,17 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/examples/prometheus"
 	"github.com/kubeletkit/kubeletkit/podworkers"
+	"github.com/kubeletkit/kubeletkit/prober"
 )
 
 func newMetrics(t *testing.T) *prometheus.Metrics {
@@ -32,6 +35,22 @@ func newMetrics(t *testing.T) *prometheus.Metrics {
 // histogram returns the sample count and sum of the histogram name whose
 // labels include want.
 func histogram(t *testing.T, reg prom.Gatherer, name string, want map[string]string) (uint64, float64) {
+	t.Helper()
+	s := series(t, reg, name, want)
+	return s.GetHistogram().GetSampleCount(), s.GetHistogram().GetSampleSum()
+}
+
+// value returns the value of the counter or gauge name whose labels include
+// want; 0 when there is none.
+func value(t *testing.T, reg prom.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	s := series(t, reg, name, want)
+	return s.GetCounter().GetValue() + s.GetGauge().GetValue()
+}
+
+// series returns the first series of name whose labels include want; nil
+// when there is none.
+func series(t *testing.T, reg prom.Gatherer, name string, want map[string]string) *dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
@@ -50,10 +69,10 @@ func histogram(t *testing.T, reg prom.Gatherer, name string, want map[string]str
 					continue metrics
 				}
 			}
-			return s.GetHistogram().GetSampleCount(), s.GetHistogram().GetSampleSum()
+			return s
 		}
 	}
-	return 0, 0
+	return nil
 }
 
 func TestHistograms(t *testing.T) {
@@ -308,4 +327,56 @@ func scrape(t *testing.T, h http.Handler) (int, string) {
 	body, err := io.ReadAll(rec.Result().Body)
 	require.NoError(t, err)
 	return rec.Code, string(body)
+}
+
+// What the agent's optional hooks report is exposed under upstream's names
+// and labels; a forgotten pod's probe series are deleted.
+func TestProbeStartAndEvictionCounters(t *testing.T) {
+	web := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}}
+	db := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "prod", UID: "u2"}}
+	m := newMetrics(t)
+	m.ObserveProbe(web, "web", prober.Readiness, prober.Success)
+	m.ObserveProbe(web, "web", prober.Readiness, prober.Success)
+	m.ObserveProbe(web, "web", prober.Liveness, prober.Failure)
+	m.ObserveProbe(web, "web", prober.Startup, prober.Unknown)
+	m.ObserveProbe(db, "db", prober.Readiness, prober.Success)
+	m.StartedPod(false)
+	m.StartedPod(true)
+	m.StartedContainer("init_container", "")
+	m.StartedContainer("container", "")
+	m.StartedContainer("container", "ErrImagePull")
+	m.Evicted("memory.available")
+
+	probes := `
+# HELP prober_probe_total Cumulative number of a liveness, readiness or startup probe for a container by result.
+# TYPE prober_probe_total counter
+prober_probe_total{container="db",namespace="prod",pod="db",pod_uid="u2",probe_type="Readiness",result="successful"} 1
+`
+	webProbes := `prober_probe_total{container="web",namespace="default",pod="web",pod_uid="u1",probe_type="Liveness",result="failed"} 1
+prober_probe_total{container="web",namespace="default",pod="web",pod_uid="u1",probe_type="Readiness",result="successful"} 2
+prober_probe_total{container="web",namespace="default",pod="web",pod_uid="u1",probe_type="Startup",result="unknown"} 1
+`
+	starts := `
+# HELP kubelet_started_pods_total Cumulative number of pods started
+# TYPE kubelet_started_pods_total counter
+kubelet_started_pods_total 2
+# HELP kubelet_started_pods_errors_total Cumulative number of errors when starting pods
+# TYPE kubelet_started_pods_errors_total counter
+kubelet_started_pods_errors_total 1
+# HELP kubelet_started_containers_total Cumulative number of containers started
+# TYPE kubelet_started_containers_total counter
+kubelet_started_containers_total{container_type="container"} 2
+kubelet_started_containers_total{container_type="init_container"} 1
+# HELP kubelet_started_containers_errors_total Cumulative number of errors when starting containers
+# TYPE kubelet_started_containers_errors_total counter
+kubelet_started_containers_errors_total{code="ErrImagePull",container_type="container"} 1
+# HELP kubelet_evictions Cumulative number of pod evictions by eviction signal
+# TYPE kubelet_evictions counter
+kubelet_evictions{eviction_signal="memory.available"} 1
+`
+	names := []string{"prober_probe_total", "kubelet_started_pods_total", "kubelet_started_pods_errors_total",
+		"kubelet_started_containers_total", "kubelet_started_containers_errors_total", "kubelet_evictions"}
+	assert.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(probes+webProbes+starts), names...))
+	m.ForgetProbes(web.UID)
+	assert.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(probes+starts), names...), "web's probes forgotten")
 }
