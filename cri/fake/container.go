@@ -51,6 +51,9 @@ type container struct {
 	logFile    *os.File              // kept open by a periodic logger
 	exited     chan struct{}         // closed when it stops running
 	listed     *runtimeapi.Container // the list entry, shared; see listEntry
+	stdio      *stdio                // its streams as attach sees them, from its start
+	files      *files                // its own files (see files.go); nil until used
+	partial    [2][]byte             // output of its process not yet logged (no newline yet)
 }
 
 func (c *container) objectID() string { return c.id }
@@ -274,6 +277,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) error 
 		return err
 	}
 	c.state, c.startedAt, c.exited = runtimeapi.ContainerState_CONTAINER_RUNNING, now, make(chan struct{})
+	c.stdio = newStdio()
 	r.emitLocked(now, c.id, c.sandbox, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	r.log.Debug("container started", "id", c.id)
 	var code int32
@@ -350,6 +354,7 @@ func (r *Runtime) scheduleLogs(c *container, start, until int64, b Behavior) {
 			if err := appendLog(c.logFile, time.Unix(0, at), b.Stdout, b.Stderr); err != nil {
 				r.log.Debug("container log write failed", "id", c.id, "err", err)
 			}
+			c.stdio.broadcastLines(c.config.GetTty(), b.Stdout, b.Stderr)
 		}))
 	}
 	r.mu.Lock()
@@ -414,7 +419,9 @@ func (r *Runtime) exitLocked(now int64, c *container, code int32, reason, messag
 		r.staleTimers = append(r.staleTimers, c.timer)
 		c.timer = nil
 	}
+	r.flushOutputLocked(now, c)
 	r.stopLoggingLocked(c)
+	c.stdio.close(nil)
 	if reason == "" {
 		reason = reasonError
 		if code == 0 {

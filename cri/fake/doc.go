@@ -74,17 +74,98 @@
 // file keeps growing until ReopenContainerLog, as with a real runtime).
 // ExitContainer ends a running container at any time, as a crash would.
 //
-// ExecSync runs the first matching ExecRule: output, exit code, duration.
-// Without one, built-in defaults give a generic client something plausible:
-// "echo ARGS..." prints ARGS joined by spaces and a newline ("-n" drops the
-// newline), "sh -c 'echo ARGS...'" likewise when the script is a plain echo
-// with no quoting, redirection or other shell syntax, "cat FILE..." prints
-// the files under the container's mounts as the container would see them
-// (the host file behind the longest mount's ContainerPath; busybox's
-// messages for a missing file; nothing for a path outside every mount),
-// "false" exits 1, and everything else, "true" included, exits 0 with no
-// output. This is a convenience, not an interpreter: script
-// anything else with an ExecRule.
+// # Commands
+//
+// ExecSync, a streaming exec, and the process of a container that reads
+// its stdin (see Streaming) run commands the same way. The first matching
+// ExecRule decides: output, exit code, and a duration on the clock (an
+// ExecSync whose commands wait longer than its timeout fails with
+// cri.ErrTimeout). Without one, built-in commands give a client something
+// plausible; they are a convenience, not busybox:
+//
+//   - echo [-n] ARGS prints its arguments; true exits 0, false 1.
+//   - sh -c SCRIPT (bash, ash, dash too) runs a script of simple commands:
+//     words with single and double quotes and backslashes, comments, and
+//     the operators ;, &&, || and newline; exit [N]. Each command goes
+//     through the rules and built-ins in turn. A script with other syntax
+//     (expansions, redirections, pipes, globs, compound commands,
+//     assignments) is the default: exit 0, no output. sh alone (or -i, -s,
+//     -l) reads such commands from stdin, a line at a time, until EOF or
+//     exit, printing busybox's root prompt "/ # " on a terminal; there, a
+//     line it cannot interpret prints an error and sets status 2.
+//   - cat [FILE...] prints files as the container sees them (below), or
+//     copies stdin ("-" or no file). Messages are busybox's.
+//   - test EXPR and [ EXPR ] evaluate -e, -f, -d and -s on a path, and !;
+//     other expressions are the default (true).
+//   - mkdir [-p] DIR... creates directories among the container's files.
+//   - tar c, x and t with f - (stdin or stdout only), C DIR, z, v, m: enough
+//     for kubectl cp, which runs "tar cf - PATH" and "tar xmf - -C DIR".
+//     Directories, files and symbolic links (archived as links, never
+//     followed); a member whose name leaves DIR is refused.
+//   - Anything else exits 0 with no output.
+//
+// What a container sees at a path: under one of its mounts, the host file
+// behind the mount with the longest container path (read only: the fake
+// never writes a host file, and says so; a symbolic link that leads out of
+// the mount's host path reads as missing); elsewhere, its own files, in
+// memory: the directories at the root of a busybox image, empty, and what
+// mkdir and tar wrote (at most MaxContainerFiles bytes). A new container,
+// a restart included, starts with the bare directories again. cat of a
+// path that is neither prints nothing, as the fake cannot know what an
+// image holds (critest reads /proc/self/status and /proc/1/cmdline so);
+// test finds nothing there.
+//
+// # Streaming: exec, attach, port-forward
+//
+// NewStreamingServer and StreamingServer.Run serve the runtime's streaming
+// sessions over HTTP, with the SPDY and WebSocket protocols of
+// k8s.io/cri-streaming, the server containerd and CRI-O embed, so that
+// kubectl (through a kubelet's API), crictl and critest exec, attach and
+// port-forward as against a real runtime:
+//
+//	lis, _ := net.Listen("tcp", "127.0.0.1:0")
+//	srv, err := fake.NewStreamingServer(rt, fake.StreamingOptions{Listener: lis})
+//	go srv.Run(ctx) // until ctx ends; every session ends with it
+//	resp, err := rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh"}, Stdin: true, Stdout: true, Tty: true})
+//	// resp.Url is http://127.0.0.1:PORT/exec/TOKEN, good for one session
+//
+// While it runs, Exec, Attach and PortForward return URLs on it, with
+// containerd's checks: a container that exists and runs (a sandbox that is
+// ready), stdin, stdout or stderr asked for, not both a tty and stderr.
+// Without one they fail with cri.ErrUnimplemented.
+//
+// An exec session runs its command as above with the client's streams: a
+// non-zero exit reaches the client as the exit code; stopping the
+// container kills the command (137). With a tty, a terminal sits between
+// the client and the command, as a pseudo-terminal's line discipline:
+// what the client types is echoed and handed over a line at a time, with
+// erase (DEL, ^H), kill (^U), eof (^D on an empty line) and intr (^C: the
+// line is dropped, and a command reading it ends with 130; a command
+// waiting on the clock cannot be interrupted); output newlines become
+// CRLF. Terminal size changes are accepted and ignored.
+//
+// An attach session copies what the container's process writes from then
+// on (the Behavior lines it logs periodically, and the output of the
+// commands below) to the client until the container stops; nothing earlier
+// is replayed. A client that falls 4 MiB behind is detached. What the
+// client sends goes to the process's stdin when its config has Stdin: a
+// container whose argv is a shell without a script (sh, /bin/sh -i) runs
+// it a line at a time as above, its output going to the log and to every
+// attached client (with the config's Tty, through a terminal, prompt
+// included); one whose argv is cat (or cat -) echoes it; any other ignores
+// it. One client feeds stdin at a time; another's input waits its turn.
+// When the client's stdin ends, a StdinOnce container's stdin closes (as
+// in containerd, unless the client asked for a tty), so a shell or cat
+// reading it exits, and the container with it; otherwise the session ends
+// and the container runs on. exit in the shell, or ^D on its terminal,
+// exits the container with that status.
+//
+// A port-forward session connects each forwarded connection to what the
+// first matching PortRule names: a running container of the sandbox by
+// image and name, and the port. Address dials a real TCP address and
+// copies both ways; Handler answers in-process (EchoPort echoes). A port
+// no rule matches refuses the connection with containerd's message, as a
+// pod where nothing listens.
 //
 // SetPullBehavior gives pulls of an image latency or failure, and says
 // what the registry serves for it (image ID, USER).
@@ -118,7 +199,9 @@
 //
 // # Concurrency
 //
-// A Runtime is safe for concurrent use and starts no goroutine. It holds
+// A Runtime is safe for concurrent use and starts no goroutine (a
+// StreamingServer's Run serves the sessions, and returns once every
+// goroutine it started has ended). It holds
 // one lock, only for in-memory work and the small writes of container logs:
 // never while it waits on the clock or a ctx, never while it calls the clock
 // (so FakeClock.Step may run its callbacks), never while a subscriber reads.
@@ -136,14 +219,14 @@
 // # Limits
 //
 // Nothing runs: there are no processes, no filesystems besides the log
-// files, no networking (an IP is a number handed out, nothing answers on
-// it), no users, capabilities, seccomp, sysctls, mounts or namespaces (they
+// files and each container's few in-memory files, no networking (an IP is
+// a number handed out, nothing answers on it; a port-forward reaches only
+// what a PortRule names), no users, capabilities, seccomp, sysctls, mounts or namespaces (they
 // are echoed back, never enforced) and no resource accounting: a rule's
-// OOMKill does not look at the memory limit. ExecSync's defaults are not a
-// shell. docs/cri.md lists what the critest suite finds out about this.
-// Exec, Attach and PortForward fail with cri.ErrUnimplemented: there is no
-// streaming server, so kubectl exec, attach and port-forward cannot work.
-// A container's argv is its config's Command and Args only: there is no
+// OOMKill does not look at the memory limit. The built-in commands are not
+// a shell, and a container's files are not an image's. docs/cri.md lists
+// what the critest suite finds out about this. Exec, Attach and
+// PortForward need a StreamingServer. A container's argv is its config's Command and Args only: there is no
 // image config with an ENTRYPOINT or CMD. Each events stream queues at most
 // Options.EventQueueSize events (1000 by default, containerd's channel
 // size); a stream whose reader falls further behind ends with an error

@@ -1,17 +1,18 @@
 package fake
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -20,11 +21,11 @@ import (
 
 // ExecSync implements cri.Execer, in a running container only (a missing
 // container is ErrNotFound, one that is not running ErrFailedPrecondition).
-// The result comes from the first matching ExecRule, or else from the
-// built-in defaults (see the package doc). A rule whose Duration exceeds
-// timeout (when not 0) fails with an error wrapping cri.ErrTimeout once
-// timeout has passed on the runtime's clock; a ctx that ends first fails the
-// call with its error.
+// The command is the first matching ExecRule, or else a built-in command
+// (see the package doc), with no stdin. A rule whose Duration exceeds
+// timeout (when not 0) fails the call with an error wrapping cri.ErrTimeout
+// once timeout has passed on the runtime's clock; a ctx that ends first
+// fails the call with its error.
 func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error) {
 	secs := int64((timeout + time.Second - 1) / time.Second)
 	if err := r.enter(ctx, ExecSync, &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: secs}); err != nil {
@@ -44,129 +45,146 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 		r.mu.Unlock()
 		return nil, fmt.Errorf("exec in container %q: container is in %s state: %w", c.id, c.state, cri.ErrFailedPrecondition)
 	}
-	res, scripted := r.execRuleLocked(c, cmd)
-	mounts := c.config.GetMounts()
+	p := r.newProcLocked(c)
 	r.mu.Unlock()
-	if !scripted && len(cmd) > 1 && base(cmd[0]) == "cat" {
-		res = catThroughMounts(mounts, cmd[1:])
-	}
 
-	if d := res.Duration; d > 0 {
-		if timeout > 0 && timeout < d {
-			d = timeout
-		}
-		if err := r.wait(ctx, d, nil); err != nil {
-			return nil, fmt.Errorf("exec %q in container %q: %w", strings.Join(cmd, " "), c.id, err)
-		}
-		if d < res.Duration {
-			return nil, fmt.Errorf("exec %q in container %q: command did not finish within %s: %w", strings.Join(cmd, " "), c.id, timeout, cri.ErrTimeout)
-		}
+	var stdout, stderr bytes.Buffer
+	p.out, p.err = &stdout, &stderr
+	p.budget = timeout
+	code := p.run(ctx, cmd)
+	switch {
+	case errors.Is(p.abort, errExecTimeout):
+		return nil, fmt.Errorf("exec %q in container %q: command did not finish within %s: %w", strings.Join(cmd, " "), c.id, timeout, cri.ErrTimeout)
+	case p.abort != nil:
+		return nil, fmt.Errorf("exec %q in container %q: %w", strings.Join(cmd, " "), c.id, p.abort)
 	}
-	return &runtimeapi.ExecSyncResponse{Stdout: []byte(res.Stdout), Stderr: []byte(res.Stderr), ExitCode: res.ExitCode}, nil
+	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: code}, nil
 }
 
-// errNoStreaming says why the streaming calls fail.
+// errNoStreaming says why the streaming calls fail without a streaming
+// server.
 var errNoStreaming = errors.New("the fake runtime has no streaming server")
 
-// Exec implements cri.Streamer. The fake has no streaming server: it fails
+// Exec implements cri.Streamer: it returns the URL of an exec session on the
+// runtime's StreamingServer, as containerd returns one on its own. The
+// container must exist (ErrNotFound) and run (ErrFailedPrecondition); the
+// request must ask for stdin, stdout or stderr, and not for both a tty and
+// stderr (ErrInvalidArgument). Without a StreamingServer serving, it fails
 // with an error wrapping cri.ErrUnimplemented.
 func (r *Runtime) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	return nil, r.streaming(ctx, Exec, req)
+	if err := r.enter(ctx, Exec, req); err != nil {
+		return nil, err
+	}
+	srv, id, err := r.streamTarget(Exec, req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	req = proto.CloneOf(req)
+	req.ContainerId = id
+	resp, err := srv.lib.GetExec(req)
+	if err != nil {
+		return nil, fmt.Errorf("exec in container %q: %w", id, streamingError(err))
+	}
+	return resp, nil
 }
 
-// Attach implements cri.Streamer; it fails with an error wrapping
-// cri.ErrUnimplemented.
+// Attach implements cri.Streamer: it returns the URL of an attach session on
+// the runtime's StreamingServer, with the errors of Exec.
 func (r *Runtime) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	return nil, r.streaming(ctx, Attach, req)
+	if err := r.enter(ctx, Attach, req); err != nil {
+		return nil, err
+	}
+	srv, id, err := r.streamTarget(Attach, req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	req = proto.CloneOf(req)
+	req.ContainerId = id
+	resp, err := srv.lib.GetAttach(req)
+	if err != nil {
+		return nil, fmt.Errorf("attach to container %q: %w", id, streamingError(err))
+	}
+	return resp, nil
 }
 
-// PortForward implements cri.Streamer; it fails with an error wrapping
-// cri.ErrUnimplemented.
+// PortForward implements cri.Streamer: it returns the URL of a port-forward
+// session into the sandbox on the runtime's StreamingServer. The sandbox
+// must exist (ErrNotFound) and be ready (ErrFailedPrecondition). What
+// answers on each port is scripted with PortRules.
 func (r *Runtime) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	return nil, r.streaming(ctx, PortForward, req)
+	if err := r.enter(ctx, PortForward, req); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	srv := r.streamer
+	if srv == nil {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w: %w", PortForward, errNoStreaming, cri.ErrUnimplemented)
+	}
+	s, err := r.sandboxes.resolve(req.GetPodSandboxId(), "pod sandbox")
+	if err != nil {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("failed to find sandbox: %w", err)
+	}
+	ready := s.state == runtimeapi.PodSandboxState_SANDBOX_READY
+	r.mu.Unlock()
+	if !ready {
+		return nil, fmt.Errorf("port forward into sandbox %q: sandbox container is not running: %w", s.id, cri.ErrFailedPrecondition)
+	}
+	req = proto.CloneOf(req)
+	req.PodSandboxId = s.id
+	resp, err := srv.lib.GetPortForward(req)
+	if err != nil {
+		return nil, fmt.Errorf("port forward into sandbox %q: %w", s.id, streamingError(err))
+	}
+	return resp, nil
 }
 
-func (r *Runtime) streaming(ctx context.Context, m Method, req proto.Message) error {
-	if err := r.enter(ctx, m, req); err != nil {
+// streamTarget returns the streaming server and the ID of the running
+// container an Exec or Attach names, with containerd's errors.
+func (r *Runtime) streamTarget(m Method, containerID string) (*StreamingServer, string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.streamer == nil {
+		return nil, "", fmt.Errorf("%s: %w: %w", m, errNoStreaming, cri.ErrUnimplemented)
+	}
+	c, err := r.containers.resolve(containerID, "container")
+	if err != nil {
+		return nil, "", fmt.Errorf("failed to find container in store: %w", err)
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, "", fmt.Errorf("container %q is in %s state: %w", c.id, c.state, cri.ErrFailedPrecondition)
+	}
+	return r.streamer, c.id, nil
+}
+
+// streamingError turns an error of the streaming library (a gRPC status)
+// into one wrapping the matching cri sentinel.
+func streamingError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
 		return err
 	}
-	return fmt.Errorf("%s: %w: %w", m, errNoStreaming, cri.ErrUnimplemented)
+	switch st.Code() {
+	case codes.InvalidArgument:
+		return fmt.Errorf("%s: %w", st.Message(), cri.ErrInvalidArgument)
+	case codes.ResourceExhausted:
+		return fmt.Errorf("%s: %w", st.Message(), cri.ErrUnavailable)
+	}
+	return err
 }
 
-// catThroughMounts is the built-in "cat FILE...": each file is read on the
-// host through the container's mounts (the longest ContainerPath that
-// contains it), as busybox cat would read it inside the container; a
-// symlink that leads out of its mount's host path is refused as missing.
-// Messages are busybox's. The fake has no root filesystem: a path outside
-// every mount prints nothing, the default of commands the fake does not
-// know.
-func catThroughMounts(mounts []*runtimeapi.Mount, files []string) ExecRule {
-	var out, errs strings.Builder
-	var code int32
-	for _, f := range files {
-		data, err := readThroughMounts(mounts, f)
-		switch {
-		case errors.Is(err, errNoMount):
-			// Outside every mount: the fake has no root filesystem, and
-			// keeps its default for it (no output). critest reads
-			// /proc/self/status and /proc/1/cmdline this way.
-		case errors.Is(err, fs.ErrNotExist):
-			fmt.Fprintf(&errs, "cat: can't open '%s': No such file or directory\n", f)
-			code = 1
-		case err != nil:
-			fmt.Fprintf(&errs, "cat: read error: %s\n", errorText(err))
-			code = 1
-		default:
-			out.Write(data)
-		}
-	}
-	return ExecRule{Stdout: out.String(), Stderr: errs.String(), ExitCode: code}
-}
-
-// readThroughMounts reads a container path through the mounts.
-func readThroughMounts(mounts []*runtimeapi.Mount, file string) ([]byte, error) {
-	p := path.Clean("/" + file)
-	var best *runtimeapi.Mount
-	for _, m := range mounts {
-		cp := path.Clean(m.GetContainerPath())
-		if (p == cp || strings.HasPrefix(p, strings.TrimSuffix(cp, "/")+"/")) && (best == nil || len(cp) > len(path.Clean(best.GetContainerPath()))) {
-			best = m
-		}
-	}
-	if best == nil {
-		return nil, errNoMount
-	}
-	rel := strings.TrimPrefix(strings.TrimPrefix(p, path.Clean(best.GetContainerPath())), "/")
-	host := filepath.Join(best.GetHostPath(), filepath.FromSlash(rel))
-	real, err := filepath.EvalSymlinks(host)
-	if err != nil {
-		return nil, err
-	}
-	root, err := filepath.EvalSymlinks(best.GetHostPath())
-	if err != nil {
-		return nil, err
-	}
-	if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
-		return nil, fs.ErrNotExist
-	}
-	st, err := os.Stat(real)
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, errors.New("Is a directory")
-	}
-	return os.ReadFile(real)
-}
-
-// errNoMount says that a path is outside every mount of a container.
-var errNoMount = errors.New("not under any mount")
-
-// errorText is an error's message without Go's "op path: " prefix.
+// errorText is an error's message as strerror prints it: without Go's
+// "op path: " prefix, capitalized.
 func errorText(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Err.Error()
+		err = pe.Err
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		s := errno.Error()
+		return strings.ToUpper(s[:1]) + s[1:]
 	}
 	return err.Error()
 }

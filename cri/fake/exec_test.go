@@ -29,10 +29,17 @@ func TestExecSyncDefaults(t *testing.T) {
 		{[]string{"sh", "-c", "echo hello   world"}, "hello world\n", 0},
 		{[]string{"/bin/bash", "-c", "echo ok"}, "ok\n", 0},
 		{[]string{"sh", "-c", "echo a > /tmp/x"}, "", 0},
-		{[]string{"sh", "-c", "echo 'quoted'"}, "", 0},
+		{[]string{"sh", "-c", "echo 'quoted'   \"words\""}, "quoted words\n", 0},
+		{[]string{"sh", "-c", "echo $HOME"}, "", 0},
+		{[]string{"sh", "-c", "echo a; false && echo b || echo c"}, "a\nc\n", 0},
+		{[]string{"sh", "-c", "true && exit 3; echo never"}, "", 3},
+		{[]string{"sh", "-c", "if true; then echo x; fi"}, "", 0},
 		{[]string{"true"}, "", 0},
 		{[]string{"/bin/false"}, "", 1},
 		{[]string{"sh", "-c", "false"}, "", 1},
+		{[]string{"sh", "-c", "exit 300"}, "", 44},
+		{[]string{"sh", "-c", "FOO=1 env"}, "", 0},
+		{[]string{"sh", "-c", "echo a &&"}, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.cmd[len(tc.cmd)-1], func(t *testing.T) {

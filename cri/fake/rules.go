@@ -107,9 +107,10 @@ type Rule struct {
 	Behavior Behavior
 }
 
-// ExecRule scripts ExecSync for the commands it matches. Image and Name
-// match the container as in Rule; Command and CommandPrefix match the
-// exec'd argv.
+// ExecRule scripts the commands it matches, wherever they run: ExecSync, a
+// streaming exec, each command of an "sh -c" script or of a shell reading
+// its stdin (see the package doc). Image and Name match the container as in
+// Rule; Command and CommandPrefix match the command's argv.
 type ExecRule struct {
 	// Image matches the container's image as Rule.Image does.
 	Image string
@@ -123,9 +124,10 @@ type ExecRule struct {
 	Stdout, Stderr string
 	// ExitCode is the command's exit code; non-zero is not an error.
 	ExitCode int32
-	// Duration is how long the command runs, on the runtime's clock. If it
-	// is longer than the call's timeout, ExecSync fails with an error
-	// wrapping cri.ErrTimeout once the timeout has passed.
+	// Duration is how long the command runs, on the runtime's clock, after
+	// writing its output. If an ExecSync's commands run longer than its
+	// timeout, it fails with an error wrapping cri.ErrTimeout once the
+	// timeout has passed.
 	Duration time.Duration
 }
 
@@ -243,8 +245,7 @@ func (r *Runtime) behaviorLocked(c *container) Behavior {
 	return Behavior{}
 }
 
-// execRuleLocked returns what cmd does in c: the first matching exec rule,
-// or the built-in default.
+// execRuleLocked returns the first exec rule matching cmd in c.
 func (r *Runtime) execRuleLocked(c *container, cmd []string) (rule ExecRule, scripted bool) {
 	for _, er := range r.execRules {
 		if (er.name == "" || er.name == c.config.GetMetadata().GetName()) &&
@@ -252,30 +253,7 @@ func (r *Runtime) execRuleLocked(c *container, cmd []string) (rule ExecRule, scr
 			return er.rule, true
 		}
 	}
-	return defaultExec(cmd), false
-}
-
-// defaultExec is the fake's convenience for commands no rule scripts. It is
-// not a shell: echo prints its arguments, sh -c with a plain echo likewise,
-// false exits 1, and everything else (true included) exits 0 silently.
-func defaultExec(cmd []string) ExecRule {
-	if len(cmd) == 3 && isShell(cmd[0]) && cmd[1] == "-c" && !strings.ContainsAny(cmd[2], ";&|<>$`\"'\\()*?[]{}~#\n") {
-		cmd = strings.Fields(cmd[2])
-	}
-	if len(cmd) == 0 {
-		return ExecRule{}
-	}
-	switch base(cmd[0]) {
-	case "echo":
-		args, nl := cmd[1:], "\n"
-		if len(args) > 0 && args[0] == "-n" {
-			args, nl = args[1:], ""
-		}
-		return ExecRule{Stdout: strings.Join(args, " ") + nl}
-	case "false":
-		return ExecRule{ExitCode: 1}
-	}
-	return ExecRule{}
+	return ExecRule{}, false
 }
 
 func isShell(s string) bool {

@@ -48,9 +48,14 @@ type Options struct {
 	// container when it starts decides. A container no rule matches runs
 	// until it is stopped. SetRules replaces them later.
 	Rules []Rule
-	// ExecRules script ExecSync; the first match decides. Commands no rule
-	// matches get the built-in defaults described in the package doc.
+	// ExecRules script ExecSync and streaming exec; the first match
+	// decides. Commands no rule matches get the built-in commands described
+	// in the package doc.
 	ExecRules []ExecRule
+	// PortRules script what answers a port-forward to a pod's port; the
+	// first match decides. A port no rule matches refuses the connection,
+	// as a pod where nothing listens.
+	PortRules []PortRule
 	// UsageRules script the CPU and memory of running containers (see
 	// UsageRule); SetUsageRules replaces them later. A container no rule
 	// matches uses nothing, unless SetContainerStats says otherwise.
@@ -110,6 +115,8 @@ type Runtime struct {
 	rules      []rule
 	execRules  []execRule
 	usageRules []usageRule
+	portRules  []portRule
+	streamer   *StreamingServer // serving the streaming sessions; nil: none
 
 	faults map[Method]*faultState
 	calls  []Call
@@ -151,6 +158,7 @@ func New(opts Options) *Runtime {
 		pulls:          map[string]PullBehavior{},
 		rules:          compileRules(opts.Rules),
 		execRules:      compileExecRules(opts.ExecRules),
+		portRules:      compilePortRules(opts.PortRules),
 		usageRules:     compileUsageRules(opts.UsageRules),
 		faults:         map[Method]*faultState{},
 		subs:           map[*subscriber]struct{}{},
@@ -214,6 +222,9 @@ func (r *Runtime) Close() {
 			c.timer = nil
 		}
 		r.stopLoggingLocked(c)
+		if c.stdio != nil {
+			c.stdio.close(ErrClosed)
+		}
 	}
 	for s := range r.subs {
 		s.fail(ErrClosed)
