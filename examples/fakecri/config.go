@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
 	"time"
@@ -21,6 +22,7 @@ type config struct {
 	Containers []containerRule `json:"containers"`
 	Exec       []execRule      `json:"exec"`
 	Pulls      []pullRule      `json:"pulls"`
+	Ports      []portRule      `json:"ports"`
 }
 
 type containerRule struct {
@@ -57,6 +59,16 @@ type pullRule struct {
 	Error   string   `json:"error"`
 	ID      string   `json:"id"`
 	User    string   `json:"user"`
+}
+
+// portRule says what answers a port-forward to a pod's port: a real TCP
+// address the fake dials, or the fake's echo server.
+type portRule struct {
+	Image   string `json:"image"`
+	Name    string `json:"name"`
+	Port    int32  `json:"port"`
+	Address string `json:"address"`
+	Echo    bool   `json:"echo"`
 }
 
 // duration is a time.Duration written as a Go duration string.
@@ -109,6 +121,19 @@ func parseConfig(name string, data []byte) (*config, error) {
 			return nil, fmt.Errorf("%s: containers[%d]: logEvery and logRepeat go together, both positive", name, i)
 		}
 	}
+	for i, p := range c.Ports {
+		if p.Port < 0 || p.Port > 65535 {
+			return nil, fmt.Errorf("%s: ports[%d]: port %d is not between 0 (any) and 65535", name, i, p.Port)
+		}
+		if p.Echo && p.Address != "" {
+			return nil, fmt.Errorf("%s: ports[%d]: address and echo exclude each other", name, i)
+		}
+		if p.Address != "" {
+			if _, _, err := net.SplitHostPort(p.Address); err != nil {
+				return nil, fmt.Errorf("%s: ports[%d]: address: %w", name, i, err)
+			}
+		}
+	}
 	for i, p := range c.Pulls {
 		if p.Image == "" {
 			return nil, fmt.Errorf("%s: pulls[%d]: image is required", name, i)
@@ -152,6 +177,13 @@ func (c *config) options() fake.Options {
 				LogRepeat:    r.LogRepeat,
 			},
 		})
+	}
+	for _, r := range c.Ports {
+		pr := fake.PortRule{Image: r.Image, Name: r.Name, Port: r.Port, Address: r.Address}
+		if r.Echo {
+			pr.Handler = fake.EchoPort
+		}
+		opts.PortRules = append(opts.PortRules, pr)
 	}
 	for _, r := range c.Exec {
 		opts.ExecRules = append(opts.ExecRules, fake.ExecRule{
