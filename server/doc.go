@@ -1,20 +1,62 @@
-// Package server is the kubelet's HTTP API as a block: today the read-only
-// endpoints of upstream's read-only port, over small interfaces that
-// package agent implements.
+// Package server is the kubelet's HTTP API as a block: what upstream
+// kubelet serves on its secure port (10250) to kubectl logs, exec, attach,
+// port-forward and cp (through the API server), to metrics-server and to
+// monitoring, and on its read-only port (10255), over small interfaces
+// that package agent implements. It imports no client-go and no metrics
+// library.
 //
-//	/healthz  "ok" while Health.Healthy returns nil, else 500 with its reasons
-//	/pods     a v1.PodList of the node's pods with their live statuses
-//	/node     a v1.Node with the node's status: conditions, capacity,
-//	          addresses, node info
-//	/metrics  Options.Metrics (absent when nil): the core has no metrics
-//	          library, and examples/prometheus serves one with client_golang
+// Build one with New over the node's parts. Without Options.Auth it is the
+// read-only server; with it, the secure server, where every request is
+// authenticated, then authorized, first:
 //
-// Build one with New over the node's parts, then Serve it on a listener
-// until the context ends, or mount Handler in a server of your own:
+//	path                                          methods     answer                                    needs
+//	/healthz, /healthz/<check>                    GET         "ok", or the checks (?verbose, ?exclude)   Health, Checks
+//	/pods                                         GET         v1.PodList of the node's pods              Pods
+//	/node                                         GET         v1.Node with the node's status (ours)      Node
+//	/stats/summary                                GET, POST   statsv1alpha1.Summary as JSON              Stats
+//	/metrics, /metrics/resource                   GET         the handlers given                         Metrics, ResourceMetrics
+//	secure server only (the read-only one answers 405 "Debug endpoints are disabled."):
+//	/containerLogs/{ns}/{pod}/{container}         GET         the log, flushed as written                PodGetter, Logs
+//	/exec/{ns}/{pod}[/{uid}]/{container}          GET, POST   the stream, proxied to the runtime         PodGetter, Streaming
+//	/attach/{ns}/{pod}[/{uid}]/{container}        GET, POST   the stream, proxied to the runtime         PodGetter, Streaming
+//	/portForward/{ns}/{pod}[/{uid}]               GET, POST   the stream, proxied to the runtime         PodGetter, Streaming
+//	/run/{ns}/{pod}[/{uid}]/{container}           POST        the command's output                       PodGetter, Runner
+//	/runningpods/                                 GET         v1.PodList of the runtime's pods           RunningPods
 //
-//	srv := server.New(server.Options{Pods: a, Node: a, Health: a})
-//	err := srv.Serve(ctx, listener)
+// A part left nil answers 503 on its paths. Queries, status codes and error
+// texts are upstream's; the path's segments must be valid path segment
+// names (no "/", "%", "." or ".."), and a UID in the path must be the
+// pod's (or, for a mirror pod, its static pod's), else 404 "pod not found".
 //
-// The handlers are safe for concurrent use; they call the interfaces from
-// the request's goroutine.
+// Exec, attach and port forward ask the Streamer for the runtime's
+// streaming URL (CRI's Exec, Attach and PortForward) and proxy the
+// client's upgraded connection, SPDY or WebSocket, to it with
+// apimachinery's UpgradeAwareHandler, or redirect the client to it with
+// RedirectContainerStreaming.
+//
+// Authentication and authorization are upstream's: NewAuthenticator joins
+// client certificates (X509Authenticator, verified against the client CA),
+// bearer tokens (BearerToken over a TokenAuthenticator, a TokenReview in
+// a cluster) and, when enabled, Anonymous; no user is 401 "Unauthorized".
+// The Authorizer is asked about nodes/<subresource> of the node, the verb
+// from the method: /stats → stats, /metrics → metrics, /logs → log, /pods
+// and /runningpods → pods then proxy, /healthz → healthz then proxy,
+// everything else proxy; a request no attribute is allowed is 403
+// "Forbidden (user=..., verb=..., resource=nodes, subresource(s)=[...])".
+// AlwaysAllow and AlwaysDeny are the trivial authorizers.
+//
+// TLSConfig builds the TLS configuration from a certificate and key, or a
+// self-signed pair it creates under a directory (kubelet.crt, kubelet.key)
+// and reuses, and asks clients for certificates when given a client CA.
+//
+//	cfg, clientCAs, err := server.TLSConfig(server.TLSOptions{CertDir: dir, Host: nodeName, ClientCAFile: caFile})
+//	authn, err := server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: clientCAs, Token: tokenReviewer})
+//	srv := server.New(server.Options{Pods: a, Node: a, Health: a, PodGetter: a, Logs: a, Streaming: a,
+//		Runner: a, Stats: stats, RunningPods: a, TLS: cfg, Auth: &server.Auth{Authenticator: authn, Authorizer: sar}})
+//	err = srv.Serve(ctx, listener) // until ctx ends, then a graceful shutdown
+//
+// New starts nothing. Serve runs an http.Server until its context ends and
+// returns once it has shut down, the proxied streams closed. The handlers
+// call the interfaces from each request's goroutine: their implementations
+// must be safe for concurrent use.
 package server

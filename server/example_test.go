@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,9 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kubeletkit/kubeletkit/server"
 )
@@ -32,8 +38,9 @@ func (node) NodeStatus() (v1.NodeStatus, bool) {
 
 func (n node) Healthy() error { return n.unhealthy }
 
-// The server's handler, mounted in an httptest server, answers the
-// read-only endpoints.
+// Without Auth the server is the read-only one (upstream's port 10255):
+// its handler, mounted in an httptest server, answers the read-only
+// endpoints and refuses the others.
 func Example() {
 	n := node{}
 	srv := server.New(server.Options{Pods: n, Node: n, Health: n})
@@ -51,7 +58,8 @@ func Example() {
 		fmt.Printf("%s: %d\n", path, resp.StatusCode)
 		return body
 	}
-	fmt.Printf("%s", get("/healthz"))
+	fmt.Printf("%s\n", get("/healthz"))
+	fmt.Printf("%s", get("/healthz?verbose"))
 	var pods v1.PodList
 	_ = json.Unmarshal(get("/pods"), &pods)
 	for _, p := range pods.Items {
@@ -61,42 +69,102 @@ func Example() {
 	_ = json.Unmarshal(get("/node"), &nd)
 	fmt.Println(nd.Kind, nd.Name, nd.Status.Conditions[0].Type, nd.Status.Conditions[0].Status)
 	get("/metrics") // no metrics handler given
+	fmt.Printf("%s", get("/containerLogs/default/web-node1/app"))
 	// Output:
 	// /healthz: 200
 	// ok
+	// /healthz?verbose: 200
+	// [+]ping ok
+	// [+]syncloop ok
+	// healthz check passed
 	// /pods: 200
 	// PodList default web-node1 Running
 	// /node: 200
 	// Node node1 Ready True
 	// /metrics: 404
+	// /containerLogs/default/web-node1/app: 405
+	// Debug endpoints are disabled.
 }
 
-// Serve serves on a listener until its context ends; a failing health
-// check shows its reasons.
+// With Auth and TLS the server is the secure one (upstream's port 10250):
+// here over a self-signed certificate, with bearer tokens checked by a
+// TokenAuthenticator (a TokenReview in a cluster) and an authorizer that
+// lets the metrics reader read stats only. Serve serves until its context
+// ends.
 func ExampleServer_Serve() {
+	dir, err := os.MkdirTemp("", "kubelet-pki")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	cfg, _, err := server.TLSConfig(server.TLSOptions{CertDir: dir, Host: "localhost"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	authn, err := server.NewAuthenticator(server.AuthenticatorOptions{
+		Token: server.TokenAuthenticatorFunc(func(_ context.Context, token string) (*server.User, bool, error) {
+			return &server.User{Name: "metrics-reader"}, token == "s3cret", nil
+		}),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	authz := server.AuthorizerFunc(func(_ context.Context, a server.Attributes) (server.Decision, string, error) {
+		if a.User.Name == "metrics-reader" && a.Verb == "get" && a.Subresource == "stats" {
+			return server.DecisionAllow, "", nil
+		}
+		return server.DecisionNoOpinion, "", nil
+	})
+	n := node{unhealthy: errors.New("pleg was last seen active 4m0s ago")}
+	srv := server.New(server.Options{Pods: n, Node: n, Health: n, Stats: newFakeNode(), TLS: cfg,
+		Auth: &server.Auth{Authenticator: authn, Authorizer: authz}})
+
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	n := node{unhealthy: errors.New("[-]pleg failed: pleg was last seen active 4m0s ago")}
-	srv := server.New(server.Options{Pods: n, Node: n, Health: n})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()
 
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get("http://" + l.Addr().String() + "/healthz")
-	if err != nil {
-		fmt.Println(err)
-	} else {
+	// The client trusts the CA that kubelet.crt ends with.
+	crt, _ := os.ReadFile(filepath.Join(dir, "kubelet.crt"))
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(crt)
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "localhost"}}}
+	get := func(path, token string) {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+l.Addr().String()+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		fmt.Printf("%d %s", resp.StatusCode, body)
+		if resp.StatusCode == http.StatusOK {
+			var s statsv1alpha1.Summary
+			_ = json.Unmarshal(body, &s)
+			body = []byte("summary of " + s.Node.NodeName)
+		}
+		fmt.Printf("%s %d %s\n", path, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
+	get("/stats/summary", "")
+	get("/stats/summary", "guess")
+	get("/stats/summary", "s3cret")
+	get("/pods", "s3cret")
 	cancel()
 	fmt.Println("Serve returned:", <-done)
 	// Output:
-	// 500 [-]pleg failed: pleg was last seen active 4m0s ago
+	// /stats/summary 401 Unauthorized
+	// /stats/summary 401 Unauthorized
+	// /stats/summary 200 summary of node1
+	// /pods 403 Forbidden (user=metrics-reader, verb=get, resource=nodes, subresource(s)=[pods proxy])
 	// Serve returned: <nil>
 }

@@ -36,6 +36,14 @@ type StreamOptions struct {
 // port forward into one of the node's pods, as CRI's Exec, Attach and
 // PortForward do. The server proxies the client's upgraded connection to
 // that URL (or redirects to it).
+//
+// The server has found the pod (and checked the UID the path may give);
+// the Streamer finds the running container. An error that wraps
+// ErrNotFound or carries a gRPC NotFound status (no such container
+// running) is answered 404, ErrBadRequest or InvalidArgument 400,
+// ResourceExhausted 429, any other 500, with the error's text. Exec's cmd
+// is the request's command parameters, as given; PortForward's ports are
+// empty for a SPDY client, which names each port in its streams.
 type Streamer interface {
 	Exec(ctx context.Context, pod *v1.Pod, container string, cmd []string, opts StreamOptions) (*url.URL, error)
 	Attach(ctx context.Context, pod *v1.Pod, container string, opts StreamOptions) (*url.URL, error)
@@ -43,7 +51,7 @@ type Streamer interface {
 }
 
 // CommandRunner runs a command in a container and returns its combined
-// output (/run, CRI's ExecSync).
+// output (/run, CRI's ExecSync). Its errors are answered as Streamer's.
 type CommandRunner interface {
 	RunInContainer(ctx context.Context, pod *v1.Pod, container string, cmd []string) ([]byte, error)
 }
@@ -52,6 +60,8 @@ type CommandRunner interface {
 // (/stats/summary). With onlyCPUAndMemory, only the CPU and memory of the
 // node, the pods and their containers need be filled in
 // (/stats/summary?only_cpu_and_memory=true, which metrics-server asks for).
+// An error is answered 500 "Internal Error: <error>" (404 when it wraps
+// ErrNotFound).
 type StatsProvider interface {
 	Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1alpha1.Summary, error)
 }

@@ -2,14 +2,21 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -27,21 +34,64 @@ type NodeStatusGetter interface {
 }
 
 // HealthChecker says whether the node is healthy: nil, or the reasons.
+// Given as Options.Health, it is /healthz's check "syncloop".
 type HealthChecker interface {
 	Healthy() error
 }
 
-// Options configure a Server. Package agent's *Agent is all three of Pods,
-// Node and Health.
+// Options configure a Server. Package agent's *Agent is Pods, Node and
+// Health. A part left nil makes its endpoints answer 503 (or, for the
+// metrics handlers, not exist).
 type Options struct {
-	// Pods answers /pods; nil makes it answer 503.
+	// Pods answers /pods.
 	Pods PodLister
-	// Node answers /node; nil makes it answer 503.
+	// Node answers /node, and names the node in authorization
+	// attributes unless Auth.NodeName does.
 	Node NodeStatusGetter
-	// Health answers /healthz; nil makes it answer 503.
+	// Health is /healthz's check "syncloop", when set.
 	Health HealthChecker
-	// Metrics serves /metrics; nil means no such endpoint.
+	// Checks are /healthz's further checks, after "ping" and "syncloop".
+	Checks []HealthCheck
+	// Metrics serves /metrics.
 	Metrics http.Handler
+	// ResourceMetrics serves /metrics/resource (what metrics-server may
+	// scrape); the core has no metrics library, and the examples module
+	// builds it with client_golang.
+	ResourceMetrics http.Handler
+	// Stats answers /stats/summary.
+	Stats StatsProvider
+
+	// The secure server's parts; the read-only server answers their paths
+	// 405 "Debug endpoints are disabled.", as upstream's read-only port.
+
+	// PodGetter finds the pod of /containerLogs, /exec, /attach,
+	// /portForward and /run.
+	PodGetter PodGetter
+	// Logs answers /containerLogs.
+	Logs ContainerLogger
+	// Streaming gives the runtime's URL for /exec, /attach and
+	// /portForward.
+	Streaming Streamer
+	// Runner answers /run.
+	Runner CommandRunner
+	// RunningPods answers /runningpods/.
+	RunningPods RunningPodLister
+	// RedirectContainerStreaming answers /exec, /attach and /portForward
+	// with a 302 to the runtime's URL instead of proxying the connection
+	// (upstream's former --redirect-container-streaming): the client must
+	// then reach the runtime's streaming server itself.
+	RedirectContainerStreaming bool
+
+	// Auth, when set, makes this the kubelet's secure server (port
+	// 10250): every request authenticated and authorized, and every
+	// endpoint served. Nil makes it the read-only server (port 10255):
+	// no authentication, and only /healthz, /pods, /node, /stats/summary
+	// and the metrics.
+	Auth *Auth
+	// TLS, when set, makes Serve speak TLS with it (see TLSConfig). Client
+	// certificates are verified by Auth's authenticator, not here.
+	TLS *tls.Config
+
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
 	// once its context ends. Zero means 5s.
 	ShutdownTimeout time.Duration
@@ -51,65 +101,202 @@ type Options struct {
 
 // Server serves the node's HTTP API.
 type Server struct {
-	opts Options
-	log  *slog.Logger
-	mux  *http.ServeMux
+	opts    Options
+	log     *slog.Logger
+	checks  []HealthCheck
+	handler http.Handler
 }
 
 // New builds a Server; it listens on nothing until Serve.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	s := &Server{opts: opts, log: opts.Logger, checks: healthChecks(opts)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.opts.ShutdownTimeout == 0 {
 		s.opts.ShutdownTimeout = 5 * time.Second
 	}
-	s.mux.HandleFunc("GET /healthz", s.serveHealthz)
-	s.mux.HandleFunc("GET /pods", s.servePods)
-	s.mux.HandleFunc("GET /node", s.serveNode)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.serveHealthz)
+	mux.HandleFunc("GET /healthz/{name}", s.serveHealthCheck)
+	mux.HandleFunc("GET /pods", s.servePods)
+	mux.HandleFunc("GET /node", s.serveNode)
+	mux.HandleFunc("GET /stats/summary", s.serveSummary)
+	mux.HandleFunc("POST /stats/summary", s.serveSummary)
 	if opts.Metrics != nil {
-		s.mux.Handle("GET /metrics", opts.Metrics)
+		mux.Handle("GET /metrics", opts.Metrics)
 	}
+	if opts.ResourceMetrics != nil {
+		mux.Handle("GET /metrics/resource", opts.ResourceMetrics)
+	}
+	if opts.Auth == nil {
+		disabled := func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
+		}
+		for _, p := range []string{"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", runningPodsPath, "/debug/pprof/", logsPath} {
+			mux.HandleFunc(p, disabled)
+		}
+		s.handler = mux
+		return s
+	}
+	mux.HandleFunc("GET "+runningPodsPath+"{$}", s.serveRunningPods)
+	s.handler = s.withAuth(podRoutes(mux, []podRoute{
+		{"/containerLogs/", []string{http.MethodGet}, s.serveContainerLogs},
+		{"/exec/", []string{http.MethodGet, http.MethodPost}, s.serveExec},
+		{"/attach/", []string{http.MethodGet, http.MethodPost}, s.serveAttach},
+		{"/portForward/", []string{http.MethodGet, http.MethodPost}, s.servePortForward},
+		{"/run/", []string{http.MethodPost}, s.serveRun},
+	}))
 	return s
 }
 
+// podRoute is an endpoint whose path names a pod: its prefix, methods and
+// handler.
+type podRoute struct {
+	prefix  string
+	methods []string
+	serve   http.HandlerFunc
+}
+
+// podRoutes serves the per-pod endpoints, and passes other paths to next.
+// They are dispatched on the escaped path, before a ServeMux would clean
+// it: their handlers parse and validate each segment themselves
+// (parsePodPath), so that an empty segment or a dot segment is refused as
+// upstream's router would, not redirected elsewhere.
+func podRoutes(next http.Handler, routes []podRoute) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.EscapedPath()
+		for _, rt := range routes {
+			if !strings.HasPrefix(path, rt.prefix) {
+				continue
+			}
+			if !slices.Contains(rt.methods, r.Method) && !(r.Method == http.MethodHead && slices.Contains(rt.methods, http.MethodGet)) {
+				w.Header().Set("Allow", strings.Join(rt.methods, ", "))
+				http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+				return
+			}
+			rt.serve(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Handler returns the server's handler, to mount in a server of your own.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Proxying /exec, /attach and /portForward needs a ResponseWriter that can
+// be hijacked (net/http's HTTP/1.1 one).
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve serves on l until ctx ends, then shuts down gracefully and closes
-// l. It returns nil after a shutdown ctx asked for, or the error that
-// stopped it.
+// l; with Options.TLS it speaks TLS. It returns nil after a shutdown ctx
+// asked for, or the error that stopped it. Connections taken over by
+// /exec, /attach and /portForward are closed when it stops.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
+	tl := &trackingListener{Listener: l, conns: map[*trackedConn]struct{}{}}
+	// The requests' contexts end when the shutdown gives up on them, so
+	// that a followed log stops.
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           s.handler,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnState:         markHijacked,
+		ReadHeaderTimeout: 5 * time.Second,
+		// Upstream's: long enough for a day of following logs or an exec
+		// session of 4h.
+		IdleTimeout:    90 * time.Second,
+		ReadTimeout:    4 * time.Hour,
+		WriteTimeout:   4 * time.Hour,
+		MaxHeaderBytes: 1 << 20,
+	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
+	if s.opts.TLS != nil {
+		srv.TLSConfig = s.opts.TLS.Clone()
+		go func() { done <- srv.ServeTLS(tl, "", "") }()
+	} else {
+		go func() { done <- srv.Serve(tl) }()
+	}
 	select {
 	case err := <-done:
+		tl.closeHijacked()
 		return fmt.Errorf("serve %s: %w", l.Addr(), err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)
+	cancelBase()
+	// Shutdown neither waits for nor closes the hijacked connections, the
+	// proxied streams: their ends are closed here.
+	tl.closeHijacked()
 	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
 	return err
 }
 
-func (s *Server) serveHealthz(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if s.opts.Health == nil {
-		http.Error(w, "no health checker", http.StatusServiceUnavailable)
+// trackingListener remembers the connections it accepted until they are
+// closed, so that Serve can close those the proxy took over.
+type trackingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.conns[tc] = struct{}{}
+	l.mu.Unlock()
+	return tc, nil
+}
+
+func (l *trackingListener) closeHijacked() {
+	l.mu.Lock()
+	var conns []*trackedConn
+	for c := range l.conns {
+		if c.hijacked.Load() {
+			conns = append(conns, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// markHijacked is the server's ConnState hook: it marks the connections
+// a handler takes over.
+func markHijacked(c net.Conn, state http.ConnState) {
+	if state != http.StateHijacked {
 		return
 	}
-	if err := s.opts.Health.Healthy(); err != nil {
-		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintln(w, err)
-		return
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
 	}
-	fmt.Fprintln(w, "ok")
+	if tc, ok := c.(*trackedConn); ok {
+		tc.hijacked.Store(true)
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	l        *trackingListener
+	hijacked atomic.Bool
+	once     sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 func (s *Server) servePods(w http.ResponseWriter, _ *http.Request) {
@@ -138,4 +325,50 @@ func (s *Server) writeJSON(w http.ResponseWriter, path string, v any) {
 	if err := enc.Encode(v); err != nil {
 		s.log.Warn("Failed to write a response", "path", path, "err", err)
 	}
+}
+
+// writeError answers code with msg as it is, as go-restful's
+// WriteErrorString does for upstream's handlers.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg))
+}
+
+// errorStatus is the HTTP status for an error a node interface returned:
+// 404 for ErrNotFound or a gRPC NotFound, 400 for ErrBadRequest or a gRPC
+// InvalidArgument, 429 for a gRPC ResourceExhausted (the runtime's
+// streaming server has too many requests in flight), else 500.
+func errorStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest
+	}
+	if st, ok := grpcstatus.FromError(err); ok {
+		switch st.Code() {
+		case codes.NotFound:
+			return http.StatusNotFound
+		case codes.InvalidArgument:
+			return http.StatusBadRequest
+		case codes.ResourceExhausted:
+			return http.StatusTooManyRequests
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// writeNodeError answers an error a node interface returned, with its
+// text, under errorStatus.
+func writeNodeError(w http.ResponseWriter, err error) {
+	code := errorStatus(err)
+	if code == http.StatusTooManyRequests {
+		// The runtime's request cache lives a minute (upstream's cacheTTL).
+		w.Header().Set("Retry-After", "60")
+	}
+	writeError(w, code, err.Error())
 }

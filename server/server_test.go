@@ -90,19 +90,26 @@ func TestEndpoints(t *testing.T) {
 		check       func(t *testing.T, body []byte)
 	}{{
 		name: "healthz ok", opts: full, path: "/healthz",
-		code: http.StatusOK, contentType: "text/plain; charset=utf-8", body: "ok\n",
+		code: http.StatusOK, contentType: "text/plain; charset=utf-8", body: "ok",
 	}, {
-		name: "healthz failing gives the reasons",
+		name: "healthz failing withholds the reasons",
 		opts: with(func(o *server.Options) {
 			o.Health = healthFunc(func() error {
 				return errors.New("[-]pleg failed: pleg was last seen active 4m0s ago\n[-]syncloop failed: stuck")
 			})
 		}),
 		path: "/healthz", code: http.StatusInternalServerError, contentType: "text/plain; charset=utf-8",
-		body: "[-]pleg failed: pleg was last seen active 4m0s ago\n[-]syncloop failed: stuck\n",
+		body: "[+]ping ok\n[-]syncloop failed: reason withheld\nhealthz check failed\n",
 	}, {
-		name: "healthz without a checker", opts: with(func(o *server.Options) { o.Health = nil }),
-		path: "/healthz", code: http.StatusServiceUnavailable, body: "no health checker\n",
+		name: "healthz's check gives its reasons",
+		opts: with(func(o *server.Options) {
+			o.Health = healthFunc(func() error { return errors.New("[-]pleg failed: pleg was last seen active 4m0s ago") })
+		}),
+		path: "/healthz/syncloop", code: http.StatusInternalServerError,
+		body: "internal server error: [-]pleg failed: pleg was last seen active 4m0s ago\n",
+	}, {
+		name: "healthz without a checker pings", opts: with(func(o *server.Options) { o.Health = nil }),
+		path: "/healthz", code: http.StatusOK, body: "ok",
 	}, {
 		name: "pods", opts: full, path: "/pods", code: http.StatusOK, contentType: "application/json",
 		check: func(t *testing.T, body []byte) {
@@ -150,7 +157,25 @@ func TestEndpoints(t *testing.T) {
 		name: "metrics served by the handler", opts: with(func(o *server.Options) { o.Metrics = metrics }),
 		path: "/metrics", code: http.StatusOK, contentType: "text/plain; version=0.0.4", body: "up 1\n",
 	}, {
-		name: "unknown path", opts: full, path: "/stats/summary", code: http.StatusNotFound,
+		name: "unknown path", opts: full, path: "/spec/", code: http.StatusNotFound,
+	}, {
+		name: "stats without a provider", opts: full, path: "/stats/summary", code: http.StatusServiceUnavailable,
+	}, {
+		name: "stats", opts: with(func(o *server.Options) { o.Stats = newFakeNode() }), path: "/stats/summary",
+		code: http.StatusOK, contentType: "application/json",
+	}, {
+		name: "read-only: no exec", opts: with(func(o *server.Options) { o.Streaming = newFakeNode(); o.PodGetter = newFakeNode() }),
+		method: http.MethodPost, path: "/exec/default/web/app?command=ls&output=1",
+		code: http.StatusMethodNotAllowed, body: "Debug endpoints are disabled.\n",
+	}, {
+		name: "read-only: no logs", opts: full, path: "/containerLogs/default/web/app",
+		code: http.StatusMethodNotAllowed, body: "Debug endpoints are disabled.\n",
+	}, {
+		name: "read-only: no running pods", opts: full, path: "/runningpods/",
+		code: http.StatusMethodNotAllowed, body: "Debug endpoints are disabled.\n",
+	}, {
+		name: "read-only: no run, attach, port forward, pprof, logs", opts: full, path: "/portForward/default/web",
+		code: http.StatusMethodNotAllowed, body: "Debug endpoints are disabled.\n",
 	}, {
 		name: "read-only", opts: full, method: http.MethodPost, path: "/pods", code: http.StatusMethodNotAllowed,
 	}, {
@@ -196,9 +221,9 @@ func TestEndpointsServeLiveState(t *testing.T) {
 	code, _ := get("/healthz")
 	assert.Equal(t, http.StatusOK, code)
 	err = errors.New("[-]pleg failed: not yet")
-	code, body := get("/healthz")
+	code, body := get("/healthz/syncloop")
 	assert.Equal(t, http.StatusInternalServerError, code)
-	assert.Equal(t, "[-]pleg failed: not yet\n", body)
+	assert.Equal(t, "internal server error: [-]pleg failed: not yet\n", body)
 
 	_, body = get("/pods")
 	assert.NotContains(t, body, `"web"`)
@@ -239,7 +264,7 @@ func TestServeReturnsNilOnceItsContextEnds(t *testing.T) {
 	resp.Body.Close()
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, "ok\n", string(body))
+	assert.Equal(t, "ok", string(body))
 
 	cancel()
 	select {

@@ -1,0 +1,247 @@
+package server
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// TLSOptions say where the secure server's certificate comes from and
+// whom it asks for client certificates, as upstream kubelet's flags.
+type TLSOptions struct {
+	// CertFile and KeyFile are the serving certificate (with its chain)
+	// and key, PEM (--tls-cert-file, --tls-private-key-file). Give both
+	// or neither.
+	CertFile, KeyFile string
+	// CertDir, when neither file is given, holds kubelet.crt and
+	// kubelet.key (--cert-dir): used when both exist, else created: a
+	// self-signed certificate for Host, IPs and DNSNames, valid a year,
+	// the key mode 0600, the directory 0700 when created.
+	CertDir string
+	// Host is the name in the self-signed certificate: the node's name.
+	Host string
+	// IPs and DNSNames are further names of the self-signed certificate.
+	IPs      []net.IP
+	DNSNames []string
+	// ClientCAFile holds the CAs of client certificates (--client-ca-file).
+	// When set the server asks clients for a certificate (without
+	// requiring one); X509Authenticator, over the pool TLSConfig returns,
+	// verifies it.
+	ClientCAFile string
+	// MinVersion is the lowest TLS version served; zero means TLS 1.2.
+	MinVersion uint16
+	// CipherSuites, when set, are the TLS 1.2 cipher suites served.
+	CipherSuites []uint16
+}
+
+// TLSConfig builds the secure server's TLS configuration, as upstream's
+// InitializeTLS and its serving setup: the certificate from the files or
+// the certificate directory (created self-signed the first time), and a
+// request for client certificates when a client CA is given. It returns
+// the client CA pool too (nil without one), for X509Authenticator.
+func TLSConfig(o TLSOptions) (*tls.Config, *x509.CertPool, error) {
+	certFile, keyFile := o.CertFile, o.KeyFile
+	if (certFile == "") != (keyFile == "") {
+		return nil, nil, errors.New("tls: certificate and key must be supplied as a pair")
+	}
+	if certFile == "" {
+		if o.CertDir == "" {
+			return nil, nil, errors.New("tls: no certificate: give CertFile and KeyFile, or CertDir")
+		}
+		certFile = filepath.Join(o.CertDir, "kubelet.crt")
+		keyFile = filepath.Join(o.CertDir, "kubelet.key")
+		if err := ensureSelfSigned(certFile, keyFile, o); err != nil {
+			return nil, nil, fmt.Errorf("tls: %w", err)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls: %w", err)
+	}
+	cfg := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   o.MinVersion,
+		CipherSuites: o.CipherSuites,
+	}
+	if cfg.MinVersion == 0 {
+		cfg.MinVersion = tls.VersionTLS12
+	}
+	var pool *x509.CertPool
+	if o.ClientCAFile != "" {
+		if pool, err = LoadClientCAs(o.ClientCAFile); err != nil {
+			return nil, nil, err
+		}
+		// Verification is the authenticator's: a request with no or a bad
+		// certificate may still bring a token.
+		cfg.ClientAuth = tls.RequestClientCert
+		cfg.ClientCAs = pool
+	}
+	return cfg, pool, nil
+}
+
+// LoadClientCAs reads a PEM file of CA certificates into a pool; a file with
+// none is an error.
+func LoadClientCAs(file string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("client CA: no certificate in %s", file)
+	}
+	return pool, nil
+}
+
+// ensureSelfSigned leaves a readable certificate and key pair in place,
+// refuses half a pair, and otherwise writes a new self-signed pair.
+func ensureSelfSigned(certFile, keyFile string, o TLSOptions) error {
+	_, cerr := os.Stat(certFile)
+	_, kerr := os.Stat(keyFile)
+	switch {
+	case cerr == nil && kerr == nil:
+		return nil
+	case cerr == nil || kerr == nil:
+		missing := certFile
+		if cerr == nil {
+			missing = keyFile
+		}
+		return fmt.Errorf("error reading %s, certificate and key must be supplied as a pair", missing)
+	case !errors.Is(cerr, fs.ErrNotExist):
+		return cerr
+	case !errors.Is(kerr, fs.ErrNotExist):
+		return kerr
+	}
+	certPEM, keyPEM, err := selfSigned(o.Host, o.IPs, o.DNSNames, time.Now())
+	if err != nil {
+		return fmt.Errorf("unable to generate self signed cert: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(certFile), 0o700); err != nil {
+		return err
+	}
+	// The key first: a crash between the two leaves no certificate, and
+	// the next start refuses the lone key rather than serving a wrong pair.
+	if err := writeFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeFileAtomic(certFile, certPEM, 0o644)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := f.Chmod(mode); err == nil {
+		if _, err = f.Write(data); err == nil {
+			err = f.Close()
+		}
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// selfSigned makes upstream's self-signed pair: a CA named
+// "<host>-ca@<unix time>" and a serving certificate "<host>@<unix time>"
+// it signs, both valid from an hour ago for a year; the PEM certificate
+// holds the serving certificate then the CA. The keys are ECDSA P-256
+// (upstream's RSA 2048).
+func selfSigned(host string, ips []net.IP, dnsNames []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	if host == "" {
+		return nil, nil, errors.New("no host name")
+	}
+	from := now.Add(-time.Hour)
+	caDER, ca, caKey, err := newCert(&x509.Certificate{
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s-ca@%d", host, now.Unix())},
+		NotBefore:             from,
+		NotAfter:              from.Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageKeyEncipherment | x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}, nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s@%d", host, now.Unix())},
+		NotBefore:             from,
+		NotAfter:              from.Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageKeyEncipherment | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+	} else {
+		tmpl.DNSNames = append(tmpl.DNSNames, host)
+	}
+	tmpl.IPAddresses = append(tmpl.IPAddresses, ips...)
+	tmpl.DNSNames = append(tmpl.DNSNames, dnsNames...)
+	der, _, key, err := newCert(tmpl, ca, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})...)
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return certPEM, keyPEM, nil
+}
+
+// newCert makes a key and a certificate from tmpl, with a random serial,
+// signed by parent's key, or by its own when parent is nil.
+func newCert(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) ([]byte, *x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tmpl.SerialNumber = serial()
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return der, cert, key, nil
+}
+
+// serial is a random serial number in [1, MaxInt64).
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, big.NewInt(math.MaxInt64-1))
+	if err != nil {
+		// crypto/rand does not fail (Go 1.24+); a fixed serial would only
+		// make two certificates look alike.
+		n = big.NewInt(0)
+	}
+	return n.Add(n, big.NewInt(1))
+}
