@@ -412,3 +412,30 @@ func TestStreamingServerStops(t *testing.T) {
 	require.ErrorIs(t, err, cri.ErrUnimplemented)
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, e.status(id).State)
 }
+
+// Every attached client sees the output; one feeds stdin at a time; Close
+// ends the sessions (with an error: the runtime went away) and the
+// commands waiting on the clock.
+func TestStreamingAttachFanOutAndClose(t *testing.T) {
+	e := newStreamEnv(t, fake.Options{ExecRules: []fake.ExecRule{{Command: []string{"wait"}, Duration: time.Hour}}})
+	sb, cfg := e.runPod("pod")
+	cc := containerConfig("sh", "busybox", "sh")
+	cc.Stdin = true
+	id := e.create(sb, cfg, cc)
+	require.NoError(t, e.rt.StartContainer(t.Context(), id))
+	first := e.attach(id, true, false, false)
+	second := e.attach(id, true, false, false)
+	first.send("echo from the first\n")
+	first.stdout.waitFor(t, "from the first\n")
+	second.stdout.waitFor(t, "from the first\n")
+	second.send("echo from the second\n") // waits until the first lets go
+	first.closeStdin()
+	assert.Equal(t, 0, first.wait().exitCode())
+	second.stdout.waitFor(t, "from the second\n")
+
+	x := e.exec(id, &runtimeapi.ExecRequest{Cmd: []string{"wait"}, Stdout: true})
+	waitUntil(t, "the exec waits on the clock", e.clk.HasWaiters)
+	e.rt.Close()
+	assert.Equal(t, "Failure", second.wait().Status)
+	assert.Equal(t, "Failure", x.wait().Status)
+}
