@@ -1,0 +1,7 @@
+package logs
+
+// Internal functions that the external tests check against a reference.
+var (
+	ParseTime = parseTime
+	TailStart = tailStart
+)
