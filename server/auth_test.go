@@ -472,3 +472,26 @@ func TestServeTLSWithClientCertificates(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A request authenticator is asked after client certificates and tokens,
+// and its users are authenticated like theirs.
+func TestNewAuthenticatorRequest(t *testing.T) {
+	carol := server.AuthenticatorFunc(func(r *http.Request) (*server.User, bool, error) {
+		if r.Header.Get("X-Test-User") == "carol" {
+			return &server.User{Name: "carol"}, true, nil
+		}
+		return nil, false, nil
+	})
+	authn, err := server.NewAuthenticator(server.AuthenticatorOptions{Request: carol})
+	require.NoError(t, err)
+	req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	req.Header.Set("X-Test-User", "carol")
+	u, ok, err := authn.AuthenticateRequest(req)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "carol", u.Name)
+	assert.Equal(t, []string{"system:authenticated"}, u.Groups)
+	_, ok, err = authn.AuthenticateRequest(httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	assert.False(t, ok)
+	assert.NoError(t, err)
+}

@@ -159,6 +159,12 @@ type AuthenticatorOptions struct {
 	ClientCA *x509.CertPool
 	// Token checks bearer tokens (BearerToken); nil accepts none.
 	Token TokenAuthenticator
+	// Request is a further authenticator of whole requests, asked after
+	// client certificates and Token: one that reads more than the
+	// Authorization header (examples/apiserver's TokenReview
+	// authenticator also reads a WebSocket's bearer subprotocol). Nil
+	// means none.
+	Request Authenticator
 	// Anonymous lets a request without credentials in as
 	// system:anonymous (upstream's --anonymous-auth, which kubeadm turns
 	// off). A request with invalid credentials is still refused.
@@ -177,6 +183,9 @@ func NewAuthenticator(o AuthenticatorOptions) (Authenticator, error) {
 	}
 	if o.Token != nil {
 		as = append(as, BearerToken(o.Token))
+	}
+	if o.Request != nil {
+		as = append(as, o.Request)
 	}
 	if len(as) == 0 {
 		if o.Anonymous {
