@@ -219,6 +219,11 @@ func (c *Controller) Status() (v1.NodeStatus, bool) {
 	return *c.last.DeepCopy(), true
 }
 
+// SetKubeletPort sets the port reported in daemonEndpoints, as
+// Options.KubeletPort, for a kubelet that learns its port once it listens
+// (":0"). Call it before Run.
+func (c *Controller) SetKubeletPort(port int32) { c.o.KubeletPort = port }
+
 // Run updates the status and renews the lease until ctx ends, then waits
 // for its goroutines and returns nil. Run may be called once.
 func (c *Controller) Run(ctx context.Context) error {
