@@ -23,6 +23,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
+	"github.com/kubeletkit/kubeletkit/cri/logs"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
@@ -173,13 +174,30 @@ type Options struct {
 	// Machine describes the node's hardware for its status. Nil means this
 	// machine (node.LocalMachine).
 	Machine node.Machine
-	// Listen is the address of the read-only HTTP server (package server:
-	// /healthz, /pods, /node, /metrics); empty means none. ":0" picks a
-	// free port; Addr tells which.
+	// Listen is the address of the read-only HTTP server (upstream's
+	// read-only port, package server without authentication: /healthz,
+	// /pods, /node, /stats/summary, /metrics); empty means none. ":0"
+	// picks a free port; Addr tells which.
 	Listen string
-	// MetricsHandler serves /metrics on that server (examples/prometheus
-	// has one over Metrics); nil means no /metrics.
+	// MetricsHandler serves /metrics on that server and on the kubelet API
+	// (examples/prometheus has one over Metrics); nil means no /metrics.
 	MetricsHandler http.Handler
+	// ResourceMetricsHandler serves /metrics/resource on both servers
+	// (examples/prometheus has one over the agent's Summary); nil means
+	// no such endpoint.
+	ResourceMetricsHandler http.Handler
+	// ContainerLogMaxSize is the size at which a running container's log
+	// is rotated (upstream's containerLogMaxSize); 0 means 10Mi, negative
+	// turns rotation off. ContainerLogMaxFiles is how many files a
+	// container's log may have, the live one included
+	// (containerLogMaxFiles); 0 means 5.
+	ContainerLogMaxSize  int64
+	ContainerLogMaxFiles int
+	// API serves the kubelet API: kubectl logs, exec, attach,
+	// port-forward and cp, the stats summary (kubectl top through
+	// metrics-server), over TLS with authentication and authorization.
+	// Nil means none.
+	API *APIOptions
 	// Out receives one line per change of a pod's phase or container
 	// states; nil means none.
 	Out io.Writer
@@ -277,8 +295,9 @@ type Agent struct {
 	summary    *nodestats.Provider
 	summaryErr error
 
-	listener net.Listener
-	ready    chan struct{} // closed once Run has started everything
+	listener    net.Listener
+	apiListener net.Listener  // the kubelet API's; nil when none
+	ready       chan struct{} // closed once Run has started everything
 
 	mu       sync.Mutex
 	cleanups int
@@ -287,7 +306,8 @@ type Agent struct {
 	latency  map[types.UID]*startup
 	admitted uint64 // pods added so far, numbering startup.seq
 
-	gate *startGate // starting pods' syncs, oldest first
+	gate    *startGate    // starting pods' syncs, oldest first
+	rotator *logs.Rotator // the containers' logs
 }
 
 // startup is when the agent first saw a pod, and how long it took to run
@@ -435,6 +455,10 @@ func (a *Agent) build() error {
 		}
 	}
 	a.newSummary()
+	if a.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: a.rt, Clock: a.clock, MaxSize: opts.ContainerLogMaxSize,
+		MaxFiles: opts.ContainerLogMaxFiles, Logger: log.With("component", "container-logs")}); err != nil {
+		return err
+	}
 	if a.node, err = a.newNodeStatus(); err != nil {
 		return err
 	}
@@ -541,11 +565,28 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.listener = l
 	}
+	closeListeners := func() {
+		for _, l := range []net.Listener{a.listener, a.apiListener} {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}
+	if err := a.listenAPI(); err != nil {
+		closeListeners()
+		return err
+	}
+	var api *server.Server
+	if a.apiListener != nil {
+		var err error
+		if api, err = a.newAPIServer(); err != nil {
+			closeListeners()
+			return err
+		}
+	}
 	v, err := a.rt.Version(ctx, "v1")
 	if err != nil {
-		if a.listener != nil {
-			a.listener.Close()
-		}
+		closeListeners()
 		return fmt.Errorf("agent: runtime version: %w", err)
 	}
 	a.runtime = v.GetRuntimeName()
@@ -572,24 +613,31 @@ func (a *Agent) Run(ctx context.Context) error {
 		g.go_("eviction", func() error { return a.evict.Run(ctx) })
 	}
 	g.go_("node-status", func() error { return a.node.Run(ctx) })
+	g.go_("container-logs", func() error { return a.rotator.Run(ctx) })
 	g.go_("volumes", func() error { return a.vol.Run(ctx) })
 	if a.objects != nil && a.opts.ObjectPath != "" {
 		l := a.loadObjects()
 		g.go_("objects", func() error { return l.run(ctx) })
 	}
-	if err := a.startSources(ctx, g); err != nil {
+	err = a.startSources(ctx, g)
+	if err == nil && api != nil && a.fakeRT != nil {
+		err = a.serveFakeStreaming(ctx, g)
+	}
+	if err != nil {
 		cancel()
 		g.wait()
 		a.config.Wait()
-		if a.listener != nil {
-			a.listener.Close()
-		}
+		closeListeners()
 		return err
 	}
 	g.go_("syncloop", func() error { return a.loop.Run(ctx) })
 	if a.listener != nil {
-		srv := server.New(server.Options{Pods: a, Node: a, Health: a, Metrics: a.opts.MetricsHandler, Logger: a.log.With("component", "http")})
+		srv := server.New(server.Options{Pods: a, Node: a, Checks: a.healthChecks(), Stats: a, Metrics: a.opts.MetricsHandler,
+			ResourceMetrics: a.opts.ResourceMetricsHandler, Logger: a.log.With("component", "http")})
 		g.go_("http", func() error { return srv.Serve(ctx, a.listener) })
+	}
+	if api != nil {
+		g.go_("kubelet-api", func() error { return api.Serve(ctx, a.apiListener) })
 	}
 	close(a.ready)
 	a.log.Info("Agent started", "node", a.opts.NodeName, "rootDir", a.opts.RootDir, "sources", a.sources())

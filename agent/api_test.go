@@ -2,7 +2,10 @@ package agent_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -77,5 +80,30 @@ func TestAPISummary(t *testing.T) {
 		assert.Equal(t, uint64(1_000_000), *c.CPU.UsageNanoCores)
 		require.NotNil(t, c.Memory.WorkingSetBytes)
 		assert.Equal(t, uint64(4<<20), *c.Memory.WorkingSetBytes)
+	})
+}
+
+// A container's log grown past ContainerLogMaxSize is rotated at the next
+// look (every 10s): the live file starts again, the old one is kept beside
+// it, and kubectl logs reads the live one.
+func TestContainerLogRotation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := agenttest.Options{Rules: []fake.Rule{{Name: "web", Behavior: fake.Behavior{
+			Stdout: []string{strings.Repeat("x", 100)}, LogEvery: time.Second, LogRepeat: 1000}}}}
+		opts.Agent.ContainerLogMaxSize = 1000
+		n, _ := staticNode(t, opts, map[string]string{"web.yaml": webPod})
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isRunning)), "Running")
+		p := mustPod(t, n, "web-node1")
+		id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "kubeletkit-fake://")
+		resp, err := n.Runtime().ContainerStatus(context.Background(), id, false)
+		require.NoError(t, err)
+		path := resp.GetStatus().GetLogPath()
+		n.Step(25 * time.Second)
+		rotated, err := filepath.Glob(path + ".*")
+		require.NoError(t, err)
+		assert.NotEmpty(t, rotated, "rotated files beside %s", path)
+		st, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Less(t, st.Size(), int64(2000), "the live file started again")
 	})
 }

@@ -228,7 +228,7 @@ func TestHTTPEndpoints(t *testing.T) {
 
 	code, body := n.get("/healthz")
 	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "ok\n", body)
+	assert.Equal(t, "ok", body)
 
 	code, body = n.get("/pods")
 	assert.Equal(t, http.StatusOK, code)

@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/server"
+)
+
+// APIOptions configure the kubelet API (package server's secure server,
+// upstream's port 10250): container logs, exec, attach, port-forward, the
+// stats summary, the pods, health and metrics, over TLS, every request
+// authenticated and authorized.
+type APIOptions struct {
+	// Listen is the API's address (":10250"); ":0" picks a free port
+	// (APIAddr tells which). Its port goes into the node's
+	// status.daemonEndpoints, where the API server finds it for kubectl
+	// logs and exec.
+	Listen string
+	// TLS says where the serving certificate comes from and which CA
+	// signs client certificates (--tls-cert-file, --tls-private-key-file,
+	// --client-ca-file). With no files and no CertDir, a self-signed
+	// certificate for the node's name and IPs is made once under
+	// RootDir/pki and reused. Host and IPs default to the node's.
+	TLS server.TLSOptions
+	// Authenticator checks credentials other than client certificates:
+	// examples/apiserver's TokenReview authenticator for bearer tokens
+	// (--authentication-token-webhook). Nil means client certificates
+	// only.
+	Authenticator server.Authenticator
+	// Anonymous lets requests without credentials in as system:anonymous
+	// (--anonymous-auth; off, as upstream's configuration defaults it).
+	Anonymous bool
+	// Authorizer decides what each user may do (examples/apiserver's
+	// SubjectAccessReview authorizer: --authorization-mode=Webhook). Nil
+	// allows every authenticated user (--authorization-mode=AlwaysAllow).
+	Authorizer server.Authorizer
+}
+
+// listenAPI opens the kubelet API's listener and reports its port in the
+// node's status.
+func (a *Agent) listenAPI() error {
+	if a.opts.API == nil || a.opts.API.Listen == "" {
+		return nil
+	}
+	l, err := net.Listen("tcp", a.opts.API.Listen)
+	if err != nil {
+		return fmt.Errorf("agent: kubelet API: %w", err)
+	}
+	a.apiListener = l
+	if _, port, err := net.SplitHostPort(l.Addr().String()); err == nil {
+		if p, err := strconv.ParseInt(port, 10, 32); err == nil {
+			a.node.SetKubeletPort(int32(p))
+		}
+	}
+	return nil
+}
+
+// APIAddr returns the kubelet API's address once Run listens, else nil.
+func (a *Agent) APIAddr() net.Addr {
+	if a.apiListener == nil {
+		return nil
+	}
+	return a.apiListener.Addr()
+}
+
+// healthChecks are /healthz's checks beyond ping: the sync loop and the
+// PLEG, as upstream's syncloop check and its PLEG health.
+func (a *Agent) healthChecks() []server.HealthCheck {
+	return []server.HealthCheck{
+		{Name: "syncloop", Check: func(*http.Request) error { return a.loop.Healthy() }},
+		{Name: "pleg", Check: func(*http.Request) error {
+			if ok, err := a.pleg.Healthy(); !ok {
+				return err
+			}
+			return nil
+		}},
+	}
+}
+
+// newAPIServer builds the kubelet API's server over the agent.
+func (a *Agent) newAPIServer() (*server.Server, error) {
+	o := a.opts.API
+	tlsOpts := o.TLS
+	if tlsOpts.CertFile == "" && tlsOpts.CertDir == "" {
+		tlsOpts.CertDir = filepath.Join(a.opts.RootDir, "pki")
+	}
+	if tlsOpts.Host == "" {
+		tlsOpts.Host = a.opts.NodeName
+	}
+	if len(tlsOpts.IPs) == 0 {
+		for _, s := range a.opts.HostIPs {
+			if ip := net.ParseIP(s); ip != nil {
+				tlsOpts.IPs = append(tlsOpts.IPs, ip)
+			}
+		}
+	}
+	tlsConfig, clientCAs, err := server.TLSConfig(tlsOpts)
+	if err != nil {
+		return nil, fmt.Errorf("agent: kubelet API: %w", err)
+	}
+	var authn server.Authenticator = nobody
+	if clientCAs != nil || o.Authenticator != nil || o.Anonymous {
+		if authn, err = server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: clientCAs, Request: o.Authenticator, Anonymous: o.Anonymous}); err != nil {
+			return nil, fmt.Errorf("agent: kubelet API: %w", err)
+		}
+	} else {
+		// As upstream kubelet with no client CA, no token webhook and no
+		// anonymous requests: it serves, and answers everyone 401.
+		a.log.Warn("The kubelet API authenticates nobody: give it a client CA, a token authenticator or anonymous requests")
+	}
+	authz := o.Authorizer
+	if authz == nil {
+		authz = server.AlwaysAllow{}
+	}
+	return server.New(server.Options{
+		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.MetricsHandler, ResourceMetrics: a.opts.ResourceMetricsHandler,
+		Stats: a, PodGetter: a, Logs: a, Streaming: a, Runner: a, RunningPods: a,
+		Auth: &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},
+		TLS:  tlsConfig, Logger: a.log.With("component", "kubelet-api"),
+	}), nil
+}
+
+// nobody finds no user in any request.
+var nobody = server.AuthenticatorFunc(func(*http.Request) (*server.User, bool, error) { return nil, false, nil })
+
+// serveFakeStreaming serves the embedded fake runtime's exec, attach and
+// port-forward sessions on a loopback port, for the kubelet API to proxy.
+func (a *Agent) serveFakeStreaming(ctx context.Context, g *group) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("agent: fake runtime streaming: %w", err)
+	}
+	srv, err := fake.NewStreamingServer(a.fakeRT, fake.StreamingOptions{Listener: l})
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("agent: fake runtime streaming: %w", err)
+	}
+	g.go_("fake-streaming", func() error { return srv.Run(ctx) })
+	return nil
+}

@@ -1,0 +1,127 @@
+package agent_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/server"
+)
+
+// tokens is a bearer-token authenticator for the tests: "admin-token" is
+// the admin, "nobody-token" a user the authorizer refuses.
+var tokens = server.AuthenticatorFunc(func(r *http.Request) (*server.User, bool, error) {
+	switch r.Header.Get("Authorization") {
+	case "Bearer admin-token":
+		return &server.User{Name: "admin"}, true, nil
+	case "Bearer nobody-token":
+		return &server.User{Name: "nobody"}, true, nil
+	}
+	return nil, false, nil
+})
+
+var onlyAdmin = server.AuthorizerFunc(func(_ context.Context, a server.Attributes) (server.Decision, string, error) {
+	if a.User.Name == "admin" {
+		return server.DecisionAllow, "", nil
+	}
+	return server.DecisionNoOpinion, "", nil
+})
+
+// The kubelet API serves over TLS with the self-signed certificate it
+// writes under the root dir, reports its port in the node's status, and
+// answers an authorized user's logs, run and pods; a request without
+// credentials gets 401, a user without the right 403.
+func TestKubeletAPI(t *testing.T) {
+	n := newNodeWith(t, agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin}})
+	n.a.FakeRuntime().SetRules([]fake.Rule{{Name: "web", Behavior: fake.Behavior{Stdout: []string{"hello from web"}}}})
+	n.write("web.yaml", `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+  - name: web
+    image: busybox:1.36
+    command: ["sh", "-c", "echo hello from web; sleep 3600"]
+`)
+	n.waitPod("web-node1", "Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	addr := n.a.APIAddr()
+	require.NotNil(t, addr)
+
+	certPEM, err := os.ReadFile(filepath.Join(n.root, "pki", "kubelet.crt"))
+	require.NoError(t, err, "the self-signed certificate, under the root dir")
+	block, _ := pem.Decode(certPEM)
+	require.NotNil(t, block)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	assert.Contains(t, cert.DNSNames, "node1")
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "node1"}}, Timeout: 10 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	call := func(method, path, token string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "https://"+addr.String()+path, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+
+	code, _ := call("GET", "/pods", "")
+	assert.Equal(t, http.StatusUnauthorized, code, "no credentials")
+	code, body := call("GET", "/pods", "nobody-token")
+	assert.Equal(t, http.StatusForbidden, code, body)
+	code, body = call("GET", "/pods", "admin-token")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `"web-node1"`)
+
+	code, body = call("GET", "/containerLogs/default/web-node1/web", "admin-token")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, "hello from web\n", body)
+	code, body = call("GET", "/containerLogs/default/web-node1/web?previous=true", "admin-token")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `previous terminated container "web" in pod "web-node1" not found`)
+	code, _ = call("GET", "/containerLogs/default/web-node1/nosuch", "admin-token")
+	assert.Equal(t, http.StatusNotFound, code)
+
+	code, body = call("POST", "/run/default/web-node1/web?cmd="+url.QueryEscape("echo ran"), "admin-token")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, "ran\n", body)
+
+	code, body = call("GET", "/healthz?verbose", "admin-token")
+	assert.Equal(t, http.StatusOK, code)
+	for _, check := range []string{"[+]ping ok", "[+]syncloop ok", "[+]pleg ok"} {
+		assert.Contains(t, body, check)
+	}
+
+	n.waitNodeCondition(v1.NodeReady, v1.ConditionTrue)
+	st, ok := n.a.NodeStatus()
+	require.True(t, ok)
+	_, port, _ := strings.Cut(addr.String(), ":")
+	assert.Equal(t, port, itoa(st.DaemonEndpoints.KubeletEndpoint.Port), "daemonEndpoints")
+}
+
+func itoa(p int32) string { return strconv.Itoa(int(p)) }
