@@ -99,8 +99,10 @@ one() {
   "${BIN}/bench" manifests --dir "${rd}/manifests" --n "${n}" --extra "${rd}/extra/bench-extra.yaml" \
     --image "${KK_BUSYBOX_IMAGE}"
   port="$(kk_free_port)"
+  # Both kubelets serve their API over TLS too (a self-signed certificate
+  # made at start), as they would on a node.
+  main_port="$(kk_free_port)"
   if [[ "${agent}" == upstream ]]; then
-    main_port="$(kk_free_port)"
     # maxPods: the default, 110, would refuse most of 500 pods.
     kk_write_kubelet_config "${rd}/kubelet.yaml" "${rd}/manifests" "${rd}/pod-logs" "${endpoint}" \
       "${port}" "${main_port}" "maxPods: 1000"
@@ -108,7 +110,8 @@ one() {
       --hostname-override="${NODE}" --node-ip="${NODE_IP}")
   else
     cmd=("${BIN}/minikubelet" --container-runtime-endpoint "${endpoint}" --pod-manifest-path "${rd}/manifests"
-      --node-name "${NODE}" --root-dir "${rd}/root" --port "${port}")
+      --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir "${rd}/root" --address 127.0.0.1 --read-only-port "${port}"
+      --port "${main_port}")
   fi
   kk_isolate "${rd}/var-lib-kubelet" "${cmd[@]}"
   AGENT_BIN="${cmd[0]}"

@@ -132,7 +132,7 @@ standalone_phase() {
   fi
   run minikubelet "${MINI_PORT}" "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --pod-manifest-path "${DIR}/manifests" --node-name kk-node --root-dir "${DIR}/minikubelet-root" \
-    --port "${MINI_PORT}" -v
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
 
   "${DIR}/fidelity" compare "${DIR}/upstream.json" "${DIR}/minikubelet.json" >"${DIR}/report.txt" || DIFFERS=1
   cat "${DIR}/report.txt"
@@ -155,7 +155,7 @@ api_phase() {
     --root-dir="${DIR}/upstream-api-root" --cert-dir="${DIR}/upstream-api-pki" --hostname-override=kk-node --v=2
   run_api minikubelet-api "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
-    --port "${MINI_PORT}" -v
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
   "${DIR}/fidelity" compare "${DIR}/upstream-api.json" "${DIR}/minikubelet-api.json" >"${DIR}/report-api.txt" || DIFFERS=1
   cat "${DIR}/report-api.txt"
   kk_log "report, API-server pods: ${DIR}/report-api.txt"

@@ -6,12 +6,27 @@
 //	go run ./examples/minikubelet
 //
 // With no flags it runs the embedded fake runtime (no containerd, no root),
-// the pods in examples/minikubelet/manifests, and an HTTP server on 127.0.0.1:10255:
+// the pods in examples/minikubelet/manifests, the read-only server on port
+// 10255 and the kubelet API on port 10250:
 //
 //	curl localhost:10255/healthz   # ok while the PLEG relists in time
 //	curl localhost:10255/pods      # a v1.PodList with live statuses
 //	curl localhost:10255/node      # a v1.Node: conditions, capacity, addresses
+//	curl localhost:10255/stats/summary  # the Summary API: CPU, memory, disks
 //	curl localhost:10255/metrics   # Prometheus exposition (examples/prometheus)
+//
+// The kubelet API (package server) serves container logs, exec, attach,
+// port-forward and the stats over TLS, with a self-signed certificate made
+// once under ROOT-DIR/pki (or --tls-cert-file and --tls-private-key-file).
+// Every request is authenticated, by a client certificate of
+// --client-ca-file (the API server's kubelet-client certificate), a bearer
+// token (--authentication-token-webhook: TokenReview), or as
+// system:anonymous with --anonymous-auth; and authorized
+// (--authorization-mode: Webhook, SubjectAccessReview, the default with
+// --kubeconfig; AlwaysAllow otherwise). Joined to an API server, the node
+// reports the API's port in status.daemonEndpoints, so kubectl logs, exec,
+// attach, port-forward and cp reach it, and the read-only server is off
+// unless --read-only-port is given.
 //
 // It prints a line whenever a pod's phase or container states change.
 // SIGINT or SIGTERM stops the agent and leaves the containers running, as a
@@ -25,7 +40,11 @@
 // --kubeconfig (join an API server), --register-node, --node-labels,
 // --node-status-update-frequency, --node-lease-duration-seconds,
 // --kube-api-qps, --kube-api-burst (50 and 100, upstream's),
-// --node-name, --root-dir, --address, --port, --runonce, --evented-pleg,
+// --node-name, --node-ip, --root-dir, --address, --port, --read-only-port,
+// --tls-cert-file, --tls-private-key-file, --cert-dir, --client-ca-file,
+// --anonymous-auth, --authentication-token-webhook, --authorization-mode,
+// --container-log-max-size, --container-log-max-files (10Mi and 5,
+// upstream's), --runonce, --evented-pleg,
 // --eviction-hard, --eviction-soft, --eviction-soft-grace-period,
 // --eviction-minimum-reclaim (upstream's syntax and defaults),
 // --image-gc-high-threshold, --image-gc-low-threshold,

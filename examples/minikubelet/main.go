@@ -19,6 +19,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,6 +30,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/examples/prometheus"
+	"github.com/kubeletkit/kubeletkit/server"
 )
 
 func main() {
@@ -47,7 +49,12 @@ var defaultManifests = filepath.Join("examples", "minikubelet", "manifests")
 // config is what the flags say.
 type config struct {
 	endpoint, manifestPath, manifestURL, nodeName, rootDir, address string
-	objectPath, kubeconfig, nodeLabels                              string
+	certDir                                                         string
+	objectPath, kubeconfig, nodeLabels, nodeIP                      string
+	tlsCertFile, tlsKeyFile, clientCAFile, authorizationMode        string
+	readOnlyPort, containerLogMaxFiles                              int
+	containerLogMaxSize                                             string
+	anonymousAuth, tokenWebhook                                     bool
 	nodeStatusFrequency                                             time.Duration
 	port, nodeLeaseSeconds, imageGCHigh, imageGCLow, kubeAPIBurst   int
 	kubeAPIQPS                                                      float64
@@ -76,8 +83,19 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.objectPath, "object-manifest-path", "", "directory of ConfigMap and Secret manifests (one per file) for pods' configMap, secret and projected volumes")
 	fs.StringVar(&c.nodeName, "node-name", "", "node name (default: the host name)")
 	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "minikubelet"), "directory for pod data and logs")
-	fs.StringVar(&c.address, "address", "127.0.0.1", "address of the read-only HTTP server")
-	fs.IntVar(&c.port, "port", 10255, "port of the read-only HTTP server (0: none)")
+	fs.StringVar(&c.address, "address", "0.0.0.0", "address the kubelet API and the read-only server listen on")
+	fs.IntVar(&c.port, "port", 10250, "port of the kubelet API over TLS: logs, exec, attach, port-forward, stats (0: none)")
+	fs.IntVar(&c.readOnlyPort, "read-only-port", 10255, "port of the read-only HTTP server, without authentication: /pods, /healthz, /stats/summary, /metrics (0: none; the default is 0 with --kubeconfig)")
+	fs.StringVar(&c.tlsCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (PEM, with its chain); empty: a self-signed one under --cert-dir")
+	fs.StringVar(&c.tlsKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
+	fs.StringVar(&c.certDir, "cert-dir", "", "where the self-signed serving certificate is kept (default ROOT-DIR/pki)")
+	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle that signs the client certificates the kubelet API accepts (the API server's kubelet-client certificate)")
+	fs.BoolVar(&c.anonymousAuth, "anonymous-auth", false, "let requests to the kubelet API without credentials in as system:anonymous")
+	fs.BoolVar(&c.tokenWebhook, "authentication-token-webhook", false, "check bearer tokens with the API server's TokenReview (needs --kubeconfig)")
+	fs.StringVar(&c.authorizationMode, "authorization-mode", "", "AlwaysAllow or Webhook (SubjectAccessReview; needs --kubeconfig); default Webhook with --kubeconfig, else AlwaysAllow")
+	fs.StringVar(&c.containerLogMaxSize, "container-log-max-size", "10Mi", "size at which a running container's log is rotated (a quantity; 0 or negative: never)")
+	fs.IntVar(&c.containerLogMaxFiles, "container-log-max-files", 5, "how many files a container's log may have, the live one included (at least 2)")
+	fs.StringVar(&c.nodeIP, "node-ip", "", "the node's IP address, reported in its status and in the serving certificate (default: the machine's first non-loopback address)")
 	fs.BoolVar(&c.runOnce, "runonce", false, "start the pods, wait until they run, print their statuses and exit")
 	fs.DurationVar(&c.runOnceTimeout, "runonce-timeout", 2*time.Minute, "how long --runonce waits")
 	fs.BoolVar(&c.evented, "evented-pleg", false, "follow the runtime's container events instead of relisting every second (upstream's EventedPLEG)")
@@ -115,8 +133,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !c.runOnce {
 		opts.Out = stdout
 	}
-	if c.port != 0 && !c.runOnce {
-		opts.Listen = net.JoinHostPort(c.address, strconv.Itoa(c.port))
+	if c.nodeIP != "" {
+		opts.HostIPs = []string{c.nodeIP}
+	}
+	if err := apiOptions(c, &opts); err != nil {
+		return err
+	}
+	size, err := resource.ParseQuantity(c.containerLogMaxSize)
+	if err != nil {
+		return fmt.Errorf("--container-log-max-size=%s: %w", c.containerLogMaxSize, err)
+	}
+	if c.containerLogMaxFiles < 2 {
+		return fmt.Errorf("--container-log-max-files=%d: must be at least 2", c.containerLogMaxFiles)
+	}
+	opts.ContainerLogMaxSize, opts.ContainerLogMaxFiles = size.Value(), c.containerLogMaxFiles
+	if opts.ContainerLogMaxSize == 0 {
+		opts.ContainerLogMaxSize = -1 // the flag's 0 is "never", the option's is the default
 	}
 	opts.Timings.NodeStatus = c.nodeStatusFrequency
 	opts.ImageGC = imagegc.Policy{HighThresholdPercent: c.imageGCHigh, LowThresholdPercent: c.imageGCLow, MinAge: c.imageMinTTL}
@@ -137,11 +169,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var metrics *prometheus.Metrics
-	if opts.Listen != "" {
+	late := &lateStats{}
+	if opts.Listen != "" || opts.API != nil {
 		if metrics, err = prometheus.New(prometheus.Options{Logger: log.With("component", "metrics")}); err != nil {
 			return err
 		}
 		opts.Metrics, opts.MetricsHandler = metrics, metrics.Handler()
+		if opts.ResourceMetricsHandler, err = prometheus.NewResourceHandler(late, prometheus.ResourceOptions{Logger: log.With("component", "resource-metrics")}); err != nil {
+			return err
+		}
 	}
 	if c.endpoint != "" {
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -152,11 +188,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer client.Close()
 		opts.Runtime = client
+		if metrics != nil {
+			opts.Runtime = metrics.InstrumentRuntime(client)
+		}
 	}
 	a, err := agent.New(opts)
 	if err != nil {
 		return err
 	}
+	late.Agent = a
 	if metrics != nil {
 		if err := metrics.RegisterNode(a); err != nil {
 			return err
@@ -174,6 +214,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "minikubelet: node %q, runtime %s, manifests %s", a.NodeName(), runtime, opts.ManifestPath)
 		if opts.Listen != "" {
 			fmt.Fprintf(stdout, ", http://%s/pods", opts.Listen)
+		}
+		if opts.API != nil {
+			fmt.Fprintf(stdout, ", kubelet API https://%s", opts.API.Listen)
 		}
 		fmt.Fprintln(stdout)
 		return runAgent(ctx)
@@ -234,8 +277,59 @@ func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, 
 	if err := j.Apply(opts); err != nil {
 		return nil, err
 	}
+	if opts.API != nil {
+		if c.tokenWebhook {
+			if opts.API.Authenticator, err = apiserver.NewTokenReviewAuthenticator(client.AuthenticationV1(), apiserver.TokenReviewOptions{}); err != nil {
+				return nil, err
+			}
+		}
+		if c.authorizationMode == "" || c.authorizationMode == "Webhook" {
+			if opts.API.Authorizer, err = apiserver.NewSubjectAccessReviewAuthorizer(client.AuthorizationV1(), apiserver.SubjectAccessReviewOptions{}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return j, nil
 }
+
+// apiOptions puts the kubelet API and the read-only server the flags ask
+// for into opts, as upstream kubelet's flags of the same names.
+func apiOptions(c *config, opts *agent.Options) error {
+	switch c.authorizationMode {
+	case "", "AlwaysAllow":
+	case "Webhook":
+		if c.kubeconfig == "" {
+			return errors.New("--authorization-mode=Webhook needs --kubeconfig")
+		}
+	default:
+		return fmt.Errorf("--authorization-mode=%s: must be AlwaysAllow or Webhook", c.authorizationMode)
+	}
+	if c.tokenWebhook && c.kubeconfig == "" {
+		return errors.New("--authentication-token-webhook needs --kubeconfig")
+	}
+	if (c.tlsCertFile == "") != (c.tlsKeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-private-key-file go together")
+	}
+	if c.runOnce {
+		return nil
+	}
+	readOnly := c.readOnlyPort
+	if c.kubeconfig != "" && !c.set["read-only-port"] {
+		readOnly = 0 // off by default on a node of a cluster
+	}
+	if readOnly != 0 {
+		opts.Listen = net.JoinHostPort(c.address, strconv.Itoa(readOnly))
+	}
+	if c.port != 0 {
+		opts.API = &agent.APIOptions{Listen: net.JoinHostPort(c.address, strconv.Itoa(c.port)), Anonymous: c.anonymousAuth,
+			TLS: server.TLSOptions{CertFile: c.tlsCertFile, KeyFile: c.tlsKeyFile, CertDir: c.certDir, ClientCAFile: c.clientCAFile}}
+	}
+	return nil
+}
+
+// lateStats is the agent's Summary for the resource metrics handler, which
+// is built before the agent is.
+type lateStats struct{ *agent.Agent }
 
 // parseLabels reads "key=value,key=value" (upstream's --node-labels).
 func parseLabels(s string) (map[string]string, error) {

@@ -21,7 +21,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// spdystream's connection shutdown goroutine ends within a second of both
+// ends closing an exec's connection.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/moby/spdystream.(*Connection).shutdown"))
+}
 
 func TestFlagErrors(t *testing.T) {
 	tests := []struct {
@@ -44,6 +48,12 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--node-lease-duration-seconds", "10"}, "--node-lease-duration-seconds needs --kubeconfig"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--node-lease-duration-seconds", "0"}, "--node-lease-duration-seconds=0: must be positive"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--register-node=false", "--node-labels", "a=b"}, "--register-node=false skips"},
+		{[]string{"--authorization-mode", "Webhook"}, "--authorization-mode=Webhook needs --kubeconfig"},
+		{[]string{"--authorization-mode", "RBAC"}, "--authorization-mode=RBAC: must be AlwaysAllow or Webhook"},
+		{[]string{"--authentication-token-webhook"}, "--authentication-token-webhook needs --kubeconfig"},
+		{[]string{"--tls-cert-file", "/etc/kubelet.crt"}, "--tls-cert-file and --tls-private-key-file go together"},
+		{[]string{"--container-log-max-size", "ten"}, "--container-log-max-size=ten"},
+		{[]string{"--container-log-max-files", "1"}, "--container-log-max-files=1: must be at least 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -122,7 +132,7 @@ func TestHTTPServer(t *testing.T) {
 	var out syncBuffer
 	go func() {
 		done <- run(ctx, []string{"--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", manifests,
-			"--eviction-hard", "", "--port", port}, &out, io.Discard)
+			"--eviction-hard", "", "--address", "127.0.0.1", "--read-only-port", port, "--port", "0"}, &out, io.Discard)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -167,7 +177,7 @@ func TestHTTPServer(t *testing.T) {
 	}
 	code, body = get("/healthz")
 	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "ok\n", body)
+	assert.Equal(t, "ok", body)
 	code, body = get("/pods")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, `"name": "web-edge1"`)

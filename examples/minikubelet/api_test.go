@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// On the embedded fake runtime, the kubelet API (--port) serves what
+// kubectl asks a node for: the pods, a container's log, and an exec with
+// its output streamed back over SPDY (client-go's executor, as kubectl
+// exec and the API server use), here for an anonymous user
+// (--anonymous-auth, AlwaysAllow).
+func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, l.Close())
+	dir := t.TempDir()
+	manifests := webManifests(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out syncBuffer
+	go func() {
+		done <- run(ctx, []string{"--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", manifests,
+			"--eviction-hard", "", "--address", "127.0.0.1", "--read-only-port", "0", "--port", port, "--anonymous-auth"}, &out, io.Discard)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+	base := "https://127.0.0.1:" + port
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} // the node's self-signed certificate
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	get := func(path string) (int, string) {
+		resp, err := client.Get(base + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	// The agent's real clock: poll until the pod runs.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, body := get("/pods")
+		if code == http.StatusOK && strings.Contains(body, `"phase": "Running"`) {
+			var pods v1.PodList
+			require.NoError(t, json.Unmarshal([]byte(body), &pods))
+			require.Len(t, pods.Items, 1)
+			assert.Equal(t, "web-edge1", pods.Items[0].Name)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "web-edge1 not Running; /pods: %d %s", code, body)
+	}
+	assert.Contains(t, out.String(), "kubelet API https://127.0.0.1:"+port)
+
+	code, body := get("/containerLogs/default/web-edge1/web")
+	assert.Equal(t, http.StatusOK, code, body)
+	code, body = get("/containerLogs/default/web-edge1/nosuch")
+	assert.Equal(t, http.StatusNotFound, code, body)
+
+	q := url.Values{"command": {"sh", "-c", "echo out; exit 3"}, "output": {"1"}, "error": {"1"}}
+	u, err := url.Parse(base + "/exec/default/web-edge1/web?" + q.Encode())
+	require.NoError(t, err)
+	exec, err := remotecommand.NewSPDYExecutor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, http.MethodPost, u)
+	require.NoError(t, err)
+	var stdout, stderr bytes.Buffer
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	err = exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	require.Error(t, err, "exit code 3; stdout %q stderr %q", stdout.String(), stderr.String())
+	assert.EqualError(t, err, "command terminated with exit code 3")
+	assert.Equal(t, "out\n", stdout.String())
+	assert.Empty(t, stderr.String())
+}
