@@ -10,8 +10,9 @@
 #      hack/controlplane-stop.sh clears what an earlier run left.
 #   2. Picks free loopback ports and writes, under $KK_WORK/controlplane:
 #      an RSA service-account key (openssl), a token file with an admin token
-#      (group system:masters) and a node token (system:node:$KK_NODE_NAME in
-#      group system:nodes); a client CA (pki/client-ca.{crt,key}) that
+#      (group system:masters), a node token (system:node:$KK_NODE_NAME in
+#      group system:nodes) and a token of a user no role binds
+#      (kubeletkit-nobody, KK_NOBODY_TOKEN); a client CA (pki/client-ca.{crt,key}) that
 #      kubelets are told to trust (--client-ca-file), and the client
 #      certificate it signs for kube-apiserver to call kubelets with
 #      (pki/apiserver-kubelet-client.{crt,key}, CN
@@ -113,14 +114,14 @@ running() {
 
 # reusable: running, on the binary of KK_K8S_VERSION (another version asks
 # for a restart), and with the kubelet client certificate this script gives
-# it and the client CA in the env file (a control plane of an older script
-# has neither).
+# it, the client CA and the nobody token in the env file (a control plane
+# of an older script lacks them).
 reusable() {
   local cmd
   running || return 1
   cmd="$(kk_cmdline "$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)")"
   [[ "${cmd}" == "${KK_APISERVER_BIN} "* && "${cmd}" == *" --kubelet-client-certificate=${KUBELET_CLIENT}.crt "* ]] || return 1
-  [[ -s "${CLIENT_CA}" && "$(env_value KK_CLIENT_CA_FILE)" == "${CLIENT_CA}" ]]
+  [[ -s "${CLIENT_CA}" && "$(env_value KK_CLIENT_CA_FILE)" == "${CLIENT_CA}" && -n "$(env_value KK_NOBODY_TOKEN)" ]]
 }
 
 write_credentials() {
@@ -131,12 +132,15 @@ write_credentials() {
   chmod 0600 "${SA_KEY}"
   ADMIN_TOKEN="$(openssl rand -hex 32)"
   NODE_TOKEN="$(openssl rand -hex 32)"
+  # A user with no role at all: the kubelet API must refuse it (403).
+  NOBODY_TOKEN="$(openssl rand -hex 32)"
   # token,user,uid,"group1,group2"
   (
     umask 077
     {
       printf '%s,kubeletkit-admin,kubeletkit-admin,"system:masters"\n' "${ADMIN_TOKEN}"
       printf '%s,system:node:%s,system:node:%s,"system:nodes"\n' "${NODE_TOKEN}" "${NODE_NAME}" "${NODE_NAME}"
+      printf '%s,kubeletkit-nobody,kubeletkit-nobody\n' "${NOBODY_TOKEN}"
     } >"${TOKENS}"
   )
   write_client_pki
@@ -358,6 +362,7 @@ export KK_APISERVER_TOKEN=${ADMIN_TOKEN}
 export KK_APISERVER_CA=${CA_FILE}
 export KK_NODE_NAME=${NODE_NAME}
 export KK_NODE_TOKEN=${NODE_TOKEN}
+export KK_NOBODY_TOKEN=${NOBODY_TOKEN}
 export KK_ETCD_ENDPOINT=${ETCD_URL}
 export KK_ETCD_PID=$(tr -dc '0-9' <"${KK_ETCD_PIDFILE}")
 export KK_APISERVER_PID=$(tr -dc '0-9' <"${KK_APISERVER_PIDFILE}")

@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# hack/kubectl-e2e.sh: what a cluster user does with a node, through the API
+# server and the kubelet API: kubectl logs (-f, --tail, --since,
+# --timestamps, --previous, -c), exec (plain, -i, -t), attach, port-forward
+# with an HTTP request through it, cp in and out, and the node's
+# stats/summary through the API server's node proxy; plus the kubelet API's
+# own refusals: 401 without credentials, 403 for a user without
+# nodes/proxy, 4xx for a bad path. Run against upstream kubelet and
+# minikubelet, one after the other on the same containerd and control
+# plane; every check must pass under each, and the outputs of the two are
+# compared (differences that are expected, timestamps and IDs, are
+# normalized away; the rest is printed).
+#
+#   bash hack/containerd-setup.sh && bash hack/containerd-start.sh
+#   bash hack/controlplane-setup.sh && bash hack/controlplane-start.sh
+#   bash hack/kubectl-e2e.sh
+#
+# Each kubelet joins as node kk-node with the node credentials of the control
+# plane, serves its API on a free port over TLS (minikubelet: a self-signed
+# certificate; upstream: the same), trusts the control plane's client CA
+# (KK_CLIENT_CA_FILE, which signs the API server's kubelet-client
+# certificate), and authenticates and authorizes other callers with
+# TokenReview and SubjectAccessReview. It runs in a private mount namespace
+# (kk_isolate) with its own root dir. Output: $KK_WORK/kubectl-e2e/.
+# KK_E2E_AGENTS (default "upstream minikubelet") picks the kubelets. Needs root.
+set -euo pipefail
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "${HACK_DIR}/lib.sh"
+
+DIR="${KK_WORK}/kubectl-e2e"
+AGENTS="${KK_E2E_AGENTS:-upstream minikubelet}"
+NODE=kk-node
+NS=default
+AGENT_PID=""
+AGENT_BIN=""
+FAILED=0
+
+[[ -S "${KK_SOCK}" ]] || kk_die "no containerd at ${KK_SOCK}: run hack/containerd-start.sh"
+[[ "$(id -u)" == 0 ]] || kk_die "needs root (the kubelets run containers)"
+[[ -f "${KK_CP_ENV}" ]] || kk_die "no control plane env at ${KK_CP_ENV}: run hack/controlplane-start.sh"
+# shellcheck disable=SC1090
+source "${KK_CP_ENV}"
+[[ -x "${KK_KUBECTL_BIN}" ]] || kk_die "no kubectl at ${KK_KUBECTL_BIN}: run hack/controlplane-setup.sh"
+[[ -n "${KK_CLIENT_CA_FILE:-}" && -f "${KK_CLIENT_CA_FILE}" ]] || kk_die "the control plane env names no client CA (KK_CLIENT_CA_FILE)"
+
+kubectl() { "${KK_KUBECTL_BIN}" --kubeconfig "${KK_KUBECONFIG}" "$@"; }
+crictl() { "${KK_BIN}/crictl" --runtime-endpoint "${KK_ENDPOINT}" --image-endpoint "${KK_ENDPOINT}" "$@"; }
+
+stop_agent() {
+  if [[ -n "${AGENT_PID}" ]] && kk_runs "${AGENT_PID}" "${AGENT_BIN}"; then
+    kk_stop_pid agent "${AGENT_PID}" 20 || true
+  fi
+  AGENT_PID=""
+}
+
+cleanup() {
+  stop_agent
+  kubectl -n "${NS}" delete pod -l kk-e2e=1 --force --grace-period=0 >/dev/null 2>&1 || true
+  kubectl delete node "${NODE}" >/dev/null 2>&1 || true
+  crictl rmp -fa >/dev/null 2>&1 || true
+  kk_unmount_under "${DIR}"
+}
+trap cleanup EXIT
+
+# check NAME CMD...: run a check; its output goes to OUT/NAME.txt, a failure
+# is reported and counted, and the run goes on.
+check() {
+  local name="$1"
+  shift
+  if "$@" >"${OUT}/${name}.txt" 2>&1; then
+    kk_log "${AGENT}: ok   ${name}"
+  else
+    kk_log "${AGENT}: FAIL ${name}: $(tail -n 5 "${OUT}/${name}.txt" | tr '\n' ' ')"
+    FAILED=1
+  fi
+}
+
+# expect WANT CMD...: CMD's standard output must be WANT.
+expect() {
+  local want="$1" got
+  shift
+  got="$("$@")"
+  printf '%s\n' "${got}"
+  [[ "${got}" == "${want}" ]] || { printf 'want:\n%s\n' "${want}"; return 1; }
+}
+
+# http_code URL CURL_ARGS...: the HTTP status of a request to the kubelet.
+http_code() {
+  local url="$1"
+  shift
+  curl -sk -o /dev/null -w '%{http_code}' "$@" "${url}"
+}
+
+write_pods() {
+  cat >"${DIR}/pods.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: logger, namespace: ${NS}, labels: {kk-e2e: "1"}}
+spec:
+  nodeName: ${NODE}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ${KK_BUSYBOX_IMAGE}
+    command: ["sh", "-c", "for i in 1 2 3 4 5; do echo line \$i; done; echo oops >&2; exec sleep 3600"]
+  - name: side
+    image: ${KK_BUSYBOX_IMAGE}
+    command: ["sh", "-c", "echo side car; exec sleep 3600"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: crasher, namespace: ${NS}, labels: {kk-e2e: "1"}}
+spec:
+  nodeName: ${NODE}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ${KK_BUSYBOX_IMAGE}
+    command: ["sh", "-c", "echo attempt; exit 1"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reader, namespace: ${NS}, labels: {kk-e2e: "1"}}
+spec:
+  nodeName: ${NODE}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ${KK_BUSYBOX_IMAGE}
+    command: ["cat"]
+    stdin: true
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: ${NS}, labels: {kk-e2e: "1"}}
+spec:
+  nodeName: ${NODE}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ${KK_WEBSERVER_IMAGE}
+    ports: [{containerPort: 80}]
+EOF
+}
+
+# start NAME: start that kubelet joined as kk-node, its API on $API_PORT.
+start() {
+  local name="$1" cmd
+  case "${name}" in
+  upstream)
+    kk_write_kubelet_config "${DIR}/kubelet.yaml" "${DIR}/static" "${DIR}/upstream-logs" "${KK_ENDPOINT}" 0 "${API_PORT}"
+    # The kubelet API as a joined node serves it: client certificates from
+    # the cluster's client CA, tokens and authorization by webhook.
+    sed -i -e '/^authentication:/d' -e '/^authorization:/d' -e 's/^address: .*/address: 0.0.0.0/' "${DIR}/kubelet.yaml"
+    cat >>"${DIR}/kubelet.yaml" <<EOF
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: ${KK_CLIENT_CA_FILE}}
+authorization: {mode: Webhook}
+EOF
+    cmd=("${KK_KUBELET_BIN}" --config="${DIR}/kubelet.yaml" --kubeconfig="${KK_NODE_KUBECONFIG}"
+      --root-dir="${DIR}/upstream-root" --cert-dir="${DIR}/upstream-pki" --hostname-override="${NODE}"
+      --node-ip="${NODE_IP}" --v=2)
+    ;;
+  minikubelet)
+    cmd=("${DIR}/bin/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" --kubeconfig "${KK_NODE_KUBECONFIG}"
+      --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir "${DIR}/minikubelet-root" --address 0.0.0.0
+      --port "${API_PORT}" --read-only-port 0 --client-ca-file "${KK_CLIENT_CA_FILE}"
+      --authentication-token-webhook --authorization-mode Webhook -v)
+    ;;
+  esac
+  kk_log "${name}: starting"
+  kk_isolate "${DIR}/${name}-var-lib-kubelet" "${cmd[@]}"
+  AGENT_BIN="${cmd[0]}"
+  setsid "${KK_ISOLATED_CMD[@]}" >"${DIR}/${name}.log" 2>&1 </dev/null &
+  AGENT_PID=$!
+  local i
+  for i in $(seq 120); do
+    [[ "$(kubectl get node "${NODE}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && return 0
+    kk_pid_alive "${AGENT_PID}" || { tail -n 30 "${DIR}/${name}.log" >&2; kk_die "${name} exited; see ${DIR}/${name}.log"; }
+    sleep 0.5
+  done
+  tail -n 30 "${DIR}/${name}.log" >&2
+  kk_die "${name}: node ${NODE} not Ready after 60s"
+}
+
+# run_checks: the pods created, every check run, the pods deleted.
+run_checks() {
+  kubectl apply -f "${DIR}/pods.yaml" >/dev/null
+  kubectl -n "${NS}" wait --for=condition=Ready pod/logger pod/reader pod/web --timeout=90s >/dev/null ||
+    { kubectl -n "${NS}" get pods -o wide >&2; FAILED=1; return; }
+  # The crasher has crashed once when its restart count is 1 or more.
+  local i
+  for i in $(seq 120); do
+    [[ "$(kubectl -n "${NS}" get pod crasher -o jsonpath='{.status.containerStatuses[0].restartCount}')" -ge 1 ]] && break
+    sleep 0.5
+  done
+
+  check logs expect $'line 1\nline 2\nline 3\nline 4\nline 5\noops' kubectl -n "${NS}" logs logger -c main
+  check logs-container expect 'side car' kubectl -n "${NS}" logs logger -c side
+  check logs-tail expect $'line 5\noops' kubectl -n "${NS}" logs logger -c main --tail 2
+  check logs-since expect $'line 1\nline 2\nline 3\nline 4\nline 5\noops' kubectl -n "${NS}" logs logger -c main --since 1h
+  check logs-limit expect 'line' kubectl -n "${NS}" logs logger -c main --limit-bytes 4
+  check logs-timestamps bash -c "set -o pipefail; ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} logs logger -c main --timestamps | head -1 | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z line 1$'"
+  check logs-previous expect 'attempt' kubectl -n "${NS}" logs crasher --previous
+  check logs-follow bash -c "timeout 3 ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} logs -f logger -c side; [ \$? = 124 ]"
+  check logs-unknown-container bash -c "! ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} logs logger -c nosuch"
+
+  check exec expect 'hello' kubectl -n "${NS}" exec logger -c main -- echo hello
+  check exec-exit-code bash -c "${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec logger -c main -- sh -c 'exit 3'; [ \$? = 3 ]"
+  check exec-stdin expect 'from stdin' bash -c "echo 'from stdin' | ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec -i logger -c main -- cat"
+  # A tty needs a terminal on kubectl's side: script(1) gives it one.
+  check exec-tty bash -c "script -qec \"${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec -it logger -c main -- sh -c 'tty; echo done'\" /dev/null | tr -d '\r' | grep -E '^/dev/pts/[0-9]+$'"
+  check attach bash -c "(echo 'through attach'; sleep 2) | timeout 5 ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} attach -i reader -c main | grep -x 'through attach'"
+
+  local port
+  port="$(kk_free_port)"
+  kubectl -n "${NS}" port-forward pod/web "${port}:80" >"${OUT}/port-forward.log" 2>&1 &
+  local pf=$!
+  check port-forward bash -c "for i in \$(seq 50); do curl -fsS -o /dev/null http://127.0.0.1:${port}/ && exit 0; sleep 0.2; done; exit 1"
+  kill "${pf}" 2>/dev/null || true
+  wait "${pf}" 2>/dev/null || true
+
+  printf 'copied in\n' >"${OUT}/cp-in.src"
+  check cp-in kubectl -n "${NS}" cp "${OUT}/cp-in.src" "logger:/tmp/cp-in" -c main
+  check cp-in-read expect 'copied in' kubectl -n "${NS}" exec logger -c main -- cat /tmp/cp-in
+  check cp-out bash -c "${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} cp logger:/tmp/cp-in ${OUT}/cp-out.dst -c main && grep -x 'copied in' ${OUT}/cp-out.dst"
+
+  check stats-summary bash -c "${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} get --raw /api/v1/nodes/${NODE}/proxy/stats/summary >${OUT}/summary.json && python3 -c '
+import json, sys
+s = json.load(open(\"${OUT}/summary.json\"))
+assert s[\"node\"][\"nodeName\"] == \"${NODE}\", s[\"node\"]
+assert s[\"node\"][\"cpu\"][\"usageCoreNanoSeconds\"] > 0 and s[\"node\"][\"memory\"][\"workingSetBytes\"] > 0
+pods = {p[\"podRef\"][\"name\"]: p for p in s[\"pods\"] if p[\"podRef\"][\"namespace\"] == \"${NS}\"}
+for name in (\"logger\", \"reader\", \"web\"):
+    p = pods[name]
+    assert \"usageCoreNanoSeconds\" in p[\"cpu\"], (name, p.get(\"cpu\"))
+    assert p[\"memory\"][\"workingSetBytes\"] > 0, (name, p.get(\"memory\"))
+print(\"ok\", sorted(pods))
+'"
+
+  # The kubelet API itself: refusals.
+  local api="https://${NODE_IP}:${API_PORT}"
+  check api-no-credentials expect 401 http_code "${api}/pods"
+  check api-forbidden expect 403 http_code "${api}/pods" -H "Authorization: Bearer ${KK_NOBODY_TOKEN}"
+  check api-admin-pods expect 200 http_code "${api}/pods" -H "Authorization: Bearer ${KK_APISERVER_ADMIN_TOKEN:-${KK_APISERVER_TOKEN}}"
+  check api-bad-path bash -c "c=\$(curl -sk -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ${KK_APISERVER_ADMIN_TOKEN:-${KK_APISERVER_TOKEN}}' '${api}/containerLogs/${NS}/logger/..%2f..%2fetc'); echo \$c; [ \$c -ge 400 ] && [ \$c -lt 500 ]"
+
+  # No controller manager runs here: the pods are deleted while the kubelet
+  # runs, which confirms their end.
+  kubectl -n "${NS}" delete pod -l kk-e2e=1 --timeout=60s >/dev/null || true
+}
+
+# normalize FILE: FILE with what differs by nature between two runs (times,
+# IDs, ports) replaced by placeholders.
+normalize() {
+  sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/TIME/g; s/[0-9a-f]{64}/ID/g; s/port [0-9]+/port PORT/g' "$1"
+}
+
+main() {
+  kk_unmount_under "${DIR}"
+  rm -rf "${DIR}"
+  mkdir -p "${DIR}/static" "${DIR}/bin"
+  kk_share_dir "${DIR}"
+  NODE_IP="$(kk_node_ip)"
+  [[ -f "${KK_IMAGES}/webserver.oci.tar" ]] || kk_die "${KK_IMAGES}/webserver.oci.tar missing: run hack/containerd-setup.sh"
+  kk_ctr images import --base-name "${KK_WEBSERVER_IMAGE%:*}" "${KK_IMAGES}/webserver.oci.tar" >/dev/null
+  kk_build_upstream kubelet "${KK_KUBELET_BIN}"
+  (cd "${HACK_DIR}/.." && go build -o "${DIR}/bin/minikubelet" ./examples/minikubelet)
+  write_pods
+  for AGENT in ${AGENTS}; do
+    OUT="${DIR}/${AGENT}"
+    mkdir -p "${OUT}"
+    crictl rmp -fa >/dev/null 2>&1 || true
+    kubectl delete node "${NODE}" >/dev/null 2>&1 || true
+    API_PORT="$(kk_free_port)"
+    start "${AGENT}"
+    run_checks
+    stop_agent
+    kubectl delete node "${NODE}" >/dev/null 2>&1 || true
+  done
+  # The outputs of the two kubelets side by side, where both ran.
+  if [[ -d "${DIR}/upstream" && -d "${DIR}/minikubelet" ]]; then
+    local f differ=0
+    for f in "${DIR}/upstream"/*.txt; do
+      f="$(basename "${f}")"
+      # Times, IDs and ports differ by nature.
+      if ! diff <(normalize "${DIR}/upstream/${f}") <(normalize "${DIR}/minikubelet/${f}") >"${DIR}/diff-${f}"; then
+        differ=1
+        kk_log "output differs: ${f} (${DIR}/diff-${f})"
+      fi
+    done
+    ((differ == 0)) && kk_log "the outputs of upstream kubelet and minikubelet agree"
+  fi
+  return "${FAILED}"
+}
+
+main "$@"
