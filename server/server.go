@@ -305,7 +305,7 @@ func (s *Server) servePods(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	list := v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: s.opts.Pods.PodStatuses()}
-	s.writeJSON(w, "/pods", &list)
+	s.writeCompactJSON(w, "/pods", &list)
 }
 
 func (s *Server) serveNode(w http.ResponseWriter, _ *http.Request) {
@@ -319,9 +319,21 @@ func (s *Server) serveNode(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, path string, v any) {
+	s.encodeJSON(w, path, v, true)
+}
+
+// writeCompactJSON writes v as the API's codec does, on one line: /pods
+// and /runningpods/, whose lists of hundreds of pods a caller may poll.
+func (s *Server) writeCompactJSON(w http.ResponseWriter, path string, v any) {
+	s.encodeJSON(w, path, v, false)
+}
+
+func (s *Server) encodeJSON(w http.ResponseWriter, path string, v any, indent bool) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if indent {
+		enc.SetIndent("", "  ")
+	}
 	if err := enc.Encode(v); err != nil {
 		s.log.Warn("Failed to write a response", "path", path, "err", err)
 	}

@@ -229,7 +229,7 @@ func TestEndpointsServeLiveState(t *testing.T) {
 	assert.NotContains(t, body, `"web"`)
 	pods = podList{pod("web", v1.PodRunning)}
 	_, body = get("/pods")
-	assert.Contains(t, body, `"name": "web"`)
+	assert.Contains(t, body, `"name":"web"`)
 }
 
 type podListFunc func() []v1.Pod

@@ -54,5 +54,5 @@ func (s *Server) serveRunningPods(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list := v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: pods}
-	s.writeJSON(w, runningPodsPath, &list)
+	s.writeCompactJSON(w, runningPodsPath, &list)
 }

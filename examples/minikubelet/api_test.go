@@ -62,7 +62,7 @@ func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
 	// The agent's real clock: poll until the pod runs.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		code, body := get("/pods")
-		if code == http.StatusOK && strings.Contains(body, `"phase": "Running"`) {
+		if code == http.StatusOK && strings.Contains(body, `"phase":"Running"`) {
 			var pods v1.PodList
 			require.NoError(t, json.Unmarshal([]byte(body), &pods))
 			require.Len(t, pods.Items, 1)

@@ -180,7 +180,7 @@ func TestHTTPServer(t *testing.T) {
 	assert.Equal(t, "ok", body)
 	code, body = get("/pods")
 	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, `"name": "web-edge1"`)
+	assert.Contains(t, body, `"name":"web-edge1"`)
 	code, body = get("/node")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, `"name": "edge1"`)
