@@ -61,6 +61,11 @@ func (a *Agent) newEviction() (*eviction.Manager, error) {
 		NodeRef:                  &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName},
 		Recorder:                 a,
 		Logger:                   a.log.With("component", "eviction"),
+		OnEvict: func(_ *v1.Pod, sig eviction.Signal) {
+			if em, ok := a.metrics.(EvictionMetrics); ok {
+				em.Evicted(string(sig))
+			}
+		},
 	})
 }
 

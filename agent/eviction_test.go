@@ -100,8 +100,9 @@ func nodeCondition(n *agenttest.Node, typ v1.NodeConditionType) v1.ConditionStat
 func TestMemoryPressureEvictsTheRightPod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &pressureStats{}
+		m := &hookMetrics{recordingMetrics: newRecordingMetrics(), probes: map[probeKey]int{}}
 		// A static pod uses 2Gi: static pods are critical, never evicted.
-		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{Eviction: agent.EvictionOptions{Stats: st}}},
+		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{Eviction: agent.EvictionOptions{Stats: st}, Metrics: m}},
 			map[string]string{"static.yaml": `
 apiVersion: v1
 kind: Pod
@@ -126,6 +127,9 @@ spec:
 		evicted := mustPod(t, n, "hog")
 		const message = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. Container hog was using 1Gi, request is 0, has larger consumption of memory. "
 		assert.Equal(t, "Evicted", evicted.Status.Reason)
+		m.mu.Lock()
+		assert.Equal(t, []string{"memory.available"}, m.evictions, "kubelet_evictions")
+		m.mu.Unlock()
 		assert.Equal(t, message, evicted.Status.Message)
 		assert.Equal(t, v1.ConditionTrue, condition(evicted, v1.DisruptionTarget))
 		require.Len(t, evicted.Status.ContainerStatuses, 1)

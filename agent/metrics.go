@@ -59,6 +59,16 @@ type StartMetrics interface {
 	StartedContainer(containerType, code string)
 }
 
+// EvictionMetrics is an optional extension of Metrics: when Options.Metrics
+// also implements it, the agent reports every eviction to it with the
+// signal that decided it, as upstream's kubelet_evictions counts them.
+type EvictionMetrics interface {
+	// Evicted counts one pod evicted for signal (memory.available,
+	// nodefs.available ..., or a local storage limit: emptydirfs.limit,
+	// ephemeralpodfs.limit, ephemeralcontainerfs.limit).
+	Evicted(signal string)
+}
+
 // countingProber wraps the probe runner so that every probe run that gave
 // a result is counted by ProbeMetrics, when the agent's Metrics have them.
 func (a *Agent) countingProber(r prober.ProbeRunner) prober.ProbeRunner {

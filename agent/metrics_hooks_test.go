@@ -25,6 +25,7 @@ type hookMetrics struct {
 	pods       []bool      // failed
 	containers [][2]string // type, code
 	forgotten  []types.UID
+	evictions  []string // signals
 }
 
 type probeKey struct {
@@ -34,9 +35,16 @@ type probeKey struct {
 }
 
 var (
-	_ agent.ProbeMetrics = (*hookMetrics)(nil)
-	_ agent.StartMetrics = (*hookMetrics)(nil)
+	_ agent.ProbeMetrics    = (*hookMetrics)(nil)
+	_ agent.StartMetrics    = (*hookMetrics)(nil)
+	_ agent.EvictionMetrics = (*hookMetrics)(nil)
 )
+
+func (m *hookMetrics) Evicted(signal string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.evictions = append(m.evictions, signal)
+}
 
 func (m *hookMetrics) ObserveProbe(pod *v1.Pod, container string, t prober.ProbeType, r prober.Result) {
 	m.mu.Lock()

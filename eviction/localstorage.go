@@ -24,11 +24,11 @@ func (m *Manager) localStorageEviction(ctx context.Context, pods []*v1.Pod, s *s
 		if !ok || IsCriticalPod(pod) {
 			continue
 		}
-		msg := localStorageViolation(pod, ps, dedicated)
+		msg, sig := localStorageViolation(pod, ps, dedicated)
 		if msg == "" {
 			continue
 		}
-		if err := m.evictPod(ctx, pod, 0, msg, nil); err != nil {
+		if err := m.evictPod(ctx, pod, sig, 0, msg, nil); err != nil {
 			errs = append(errs, err)
 		}
 		evicted = append(evicted, pod)
@@ -43,17 +43,28 @@ func (m *Manager) localStorageEviction(ctx context.Context, pods []*v1.Pod, s *s
 // of its containers' limits, or a container's logs (and writable layer,
 // likewise) over its own limit.
 func LocalStorageViolation(pod *v1.Pod, ps *stats.PodStats, dedicatedImageFs bool) string {
-	return localStorageViolation(pod, ps, dedicatedImageFs)
+	msg, _ := localStorageViolation(pod, ps, dedicatedImageFs)
+	return msg
 }
 
-func localStorageViolation(pod *v1.Pod, ps *stats.PodStats, dedicated bool) string {
+// The signals of local storage evictions, as upstream counts them in
+// kubelet_evictions.
+const (
+	SignalEmptyDirFsLimit           Signal = "emptydirfs.limit"
+	SignalEphemeralPodFsLimit       Signal = "ephemeralpodfs.limit"
+	SignalEphemeralContainerFsLimit Signal = "ephemeralcontainerfs.limit"
+)
+
+// localStorageViolation returns the eviction message of the pod's first
+// local storage limit exceeded and its signal, or "".
+func localStorageViolation(pod *v1.Pod, ps *stats.PodStats, dedicated bool) (string, Signal) {
 	for _, v := range pod.Spec.Volumes {
 		if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Sign() <= 0 {
 			continue
 		}
 		for j := range ps.Volumes {
 			if ps.Volumes[j].Name == v.Name && int64(ps.Volumes[j].UsedBytes) > v.EmptyDir.SizeLimit.Value() {
-				return fmt.Sprintf(emptyDirMessageFmt, v.Name, v.EmptyDir.SizeLimit.String())
+				return fmt.Sprintf(emptyDirMessageFmt, v.Name, v.EmptyDir.SizeLimit.String()), SignalEmptyDirFsLimit
 			}
 		}
 	}
@@ -63,7 +74,7 @@ func localStorageViolation(pod *v1.Pod, ps *stats.PodStats, dedicated bool) stri
 			measure = measure[1:]
 		}
 		if used, _ := podDiskUsage(ps, pod, measure); used > limit.Value() {
-			return fmt.Sprintf(podEphemeralStorageMessageFmt, limit.String())
+			return fmt.Sprintf(podEphemeralStorageMessageFmt, limit.String()), SignalEphemeralPodFsLimit
 		}
 	}
 	limits := map[string]resource.Quantity{}
@@ -87,8 +98,8 @@ func localStorageViolation(pod *v1.Pod, ps *stats.PodStats, dedicated bool) stri
 			used += int64(c.Rootfs.UsedBytes)
 		}
 		if used > limit.Value() {
-			return fmt.Sprintf(containerEphemeralStorageMessageFmt, c.Name, limit.String())
+			return fmt.Sprintf(containerEphemeralStorageMessageFmt, c.Name, limit.String()), SignalEphemeralContainerFsLimit
 		}
 	}
-	return ""
+	return "", ""
 }

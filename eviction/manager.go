@@ -260,7 +260,7 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 		}
 		msg := evictionMessage(res, pod, statsFn, metTs, obs)
 		cond := &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: msg}
-		return []*v1.Pod{pod}, m.evictPod(ctx, pod, grace, msg, cond)
+		return []*v1.Pod{pod}, m.evictPod(ctx, pod, t.Signal, grace, msg, cond)
 	}
 	m.log.Info("eviction manager: unable to evict any pod from the node", "resource", res)
 	return nil, nil
@@ -310,8 +310,9 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, sig Signal, dedicated bo
 }
 
 // evictPod records the Evicted event and kills the pod with the given grace
-// period and the status of an evicted pod.
-func (m *Manager) evictPod(ctx context.Context, pod *v1.Pod, grace int64, msg string, cond *v1.PodCondition) error {
+// period and the status of an evicted pod; OnEvict hears of it, with the
+// signal that decided it.
+func (m *Manager) evictPod(ctx context.Context, pod *v1.Pod, sig Signal, grace int64, msg string, cond *v1.PodCondition) error {
 	if m.o.Recorder != nil {
 		m.o.Recorder.Eventf(pod, v1.EventTypeWarning, Reason, "%s", msg)
 	}
@@ -321,7 +322,10 @@ func (m *Manager) evictPod(ctx context.Context, pod *v1.Pod, grace int64, msg st
 		c.LastTransitionTime.Time = m.o.Clock.Now()
 		status.Conditions = []v1.PodCondition{c}
 	}
-	m.log.Info("eviction manager: evicting pod", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "gracePeriod", grace, "message", msg)
+	m.log.Info("eviction manager: evicting pod", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "signal", sig, "gracePeriod", grace, "message", msg)
+	if m.o.OnEvict != nil {
+		m.o.OnEvict(pod, sig)
+	}
 	if err := m.o.Killer.KillPodForEviction(ctx, pod, status, &grace); err != nil {
 		m.log.Error("eviction manager: kill pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)

@@ -330,17 +330,18 @@ func TestLocalStorageEviction(t *testing.T) {
 		u         usage
 		dedicated bool
 		want      string
+		signal    eviction.Signal // what OnEvict hears
 	}{
 		{name: "emptyDir over sizeLimit", pod: newPod("p", emptyDir("cache", "1Gi")), u: usage{volumes: map[string]uint64{"cache": 2 * Gi}},
-			want: `Usage of EmptyDir volume "cache" exceeds the limit "1Gi". `},
+			want: `Usage of EmptyDir volume "cache" exceeds the limit "1Gi". `, signal: eviction.SignalEmptyDirFsLimit},
 		{name: "emptyDir within sizeLimit", pod: newPod("p", emptyDir("cache", "1Gi")), u: usage{volumes: map[string]uint64{"cache": Gi}}},
 		{name: "container over its limit", pod: newPod("p", limit(v1.ResourceEphemeralStorage, "1Gi")), u: usage{rootfs: 700 * Mi, logs: 400 * Mi},
-			want: "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. "},
+			want: "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. ", signal: eviction.SignalEphemeralPodFsLimit},
 		{name: "limit keeps its format", pod: newPod("p", limit(v1.ResourceEphemeralStorage, "1G")), u: usage{logs: 1100 * 1000 * 1000},
-			want: "Pod ephemeral local storage usage exceeds the total limit of containers 1G. "},
+			want: "Pod ephemeral local storage usage exceeds the total limit of containers 1G. ", signal: eviction.SignalEphemeralPodFsLimit},
 		{name: "dedicated imagefs: writable layer does not count", pod: newPod("p", limit(v1.ResourceEphemeralStorage, "1Gi")), u: usage{rootfs: 5 * Gi, logs: 400 * Mi}, dedicated: true},
 		{name: "pod total over limit with volume", pod: newPod("p", limit(v1.ResourceEphemeralStorage, "1Gi"), emptyDir("v", "")), u: usage{logs: 100 * Mi, volumes: map[string]uint64{"v": Gi}},
-			want: "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. "},
+			want: "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. ", signal: eviction.SignalEphemeralPodFsLimit},
 		{name: "critical pod spared", pod: newPod("p", emptyDir("cache", "1Gi"), priority(eviction.SystemCriticalPriority)), u: usage{volumes: map[string]uint64{"cache": 2 * Gi}}},
 	}
 	for _, tc := range cases {
@@ -348,13 +349,17 @@ func TestLocalStorageEviction(t *testing.T) {
 			n := healthyNode()
 			n.dedicated = tc.dedicated
 			other := newPod("innocent")
-			h := newHarness(t, nil, []*v1.Pod{other, tc.pod}, summary(n, podStats(other, usage{logs: 10 * Gi}), podStats(tc.pod, tc.u)))
+			var heard []eviction.Signal
+			h := newHarness(t, nil, []*v1.Pod{other, tc.pod}, summary(n, podStats(other, usage{logs: 10 * Gi}), podStats(tc.pod, tc.u)),
+				func(o *eviction.Options) { o.OnEvict = func(_ *v1.Pod, sig eviction.Signal) { heard = append(heard, sig) } })
 			got := h.sync(t)
 			if tc.want == "" {
 				assert.Empty(t, got)
+				assert.Empty(t, heard)
 				return
 			}
 			assert.Equal(t, []string{"p"}, got)
+			assert.Equal(t, []eviction.Signal{tc.signal}, heard)
 			k := h.killer.Kills()[0]
 			assert.Equal(t, tc.want, k.Status.Message)
 			assert.Equal(t, int64(0), *k.GracePeriod)

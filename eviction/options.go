@@ -138,4 +138,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Recorder receives the Evicted events on pods. Nil means none.
 	Recorder EventRecorder
+	// OnEvict, when set, is called as each pod is evicted, with the signal
+	// that decided it: a threshold's (memory.available ...) or a local
+	// storage limit's (emptydirfs.limit, ephemeralpodfs.limit,
+	// ephemeralcontainerfs.limit), upstream's kubelet_evictions label.
+	OnEvict func(pod *v1.Pod, signal Signal)
 }

@@ -32,9 +32,7 @@
 //	                                             syncs a crash-loop back-off held back
 //	kubelet_started_containers_errors_total      counter by container_type and code (the
 //	                                             waiting reason: ErrImagePull, RunContainerError ...)
-//	kubelet_evictions                            counter by eviction_signal, fed by Evicted;
-//	                                             the agent does not call it yet (package
-//	                                             eviction does not report the signal)
+//	kubelet_evictions                            counter by eviction_signal (Evicted)
 //
 // Fed by the runtime InstrumentRuntime wraps, as upstream's instrumented
 // CRI clients, by operation_type (version, run_podsandbox, create_container,

@@ -73,9 +73,10 @@ type Metrics struct {
 }
 
 var (
-	_ agent.Metrics      = (*Metrics)(nil)
-	_ agent.ProbeMetrics = (*Metrics)(nil)
-	_ agent.StartMetrics = (*Metrics)(nil)
+	_ agent.Metrics         = (*Metrics)(nil)
+	_ agent.ProbeMetrics    = (*Metrics)(nil)
+	_ agent.StartMetrics    = (*Metrics)(nil)
+	_ agent.EvictionMetrics = (*Metrics)(nil)
 )
 
 // New returns Metrics registered on opts.Registry (or a registry of their
@@ -226,11 +227,10 @@ func (m *Metrics) StartedContainer(containerType, code string) {
 	}
 }
 
-// Evicted counts a pod evicted for signal (memory.available,
-// nodefs.available, ...; emptydirfs.limit, ephemeralpodfs.limit,
-// ephemeralcontainerfs.limit for local storage limits) in
-// kubelet_evictions. The agent does not call it yet: package eviction does
-// not tell which signal an eviction was for.
+// Evicted implements agent.EvictionMetrics: a pod evicted for signal
+// (memory.available, nodefs.available, ...; emptydirfs.limit,
+// ephemeralpodfs.limit, ephemeralcontainerfs.limit for local storage
+// limits) in kubelet_evictions.
 func (m *Metrics) Evicted(signal string) { m.evictions.WithLabelValues(signal).Inc() }
 
 // operation names a kind of pod work as the operation label of upstream's
