@@ -351,7 +351,9 @@ func TestLocalStorageEviction(t *testing.T) {
 			other := newPod("innocent")
 			var heard []eviction.Signal
 			h := newHarness(t, nil, []*v1.Pod{other, tc.pod}, summary(n, podStats(other, usage{logs: 10 * Gi}), podStats(tc.pod, tc.u)),
-				func(o *eviction.Options) { o.OnEvict = func(_ *v1.Pod, sig eviction.Signal) { heard = append(heard, sig) } })
+				func(o *eviction.Options) {
+					o.OnEvict = func(_ *v1.Pod, sig eviction.Signal) { heard = append(heard, sig) }
+				})
 			got := h.sync(t)
 			if tc.want == "" {
 				assert.Empty(t, got)
