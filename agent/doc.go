@@ -66,6 +66,10 @@
 // restart does: the next agent adopts them. Ready is closed once Run has
 // started everything. PodStatuses, NodeStatus and Healthy read the agent
 // while it runs (package server serves them over HTTP with Options.Listen).
+// With Options.API the agent serves the kubelet API too (package server's
+// secure server, over TLS, authenticated and authorized): container logs,
+// exec, attach, port-forward, run and the stats summary, the agent being
+// every node interface the server asks for.
 //
 // Everything an API server provides comes in through Options: pods
 // (Updates), the status sink, the node's status and lease sinks, mirror
