@@ -1,6 +1,7 @@
-// The anchor for pleg's relist benchmarks: upstream kubelet's GenericPLEG
-// (k8s.io/kubernetes v1.36.3) and kubeletkit's pleg measured in one process
-// on the same runtime (see doc.go). It is a separate module, like
+// The anchor for pleg's relist benchmarks and cri/logs' reader benchmarks:
+// upstream kubelet's GenericPLEG (k8s.io/kubernetes v1.36.3) and log reader
+// (k8s.io/cri-client v0.36.3) measured beside kubeletkit's in one process
+// (see doc.go). It is a separate module, like
 // hack/apiserver (not part of the root module's ./... nor of go.work):
 // k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
 // with local paths, so every one of them is replaced here with its published
@@ -21,6 +22,7 @@ require (
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.36.3
 	k8s.io/cri-api v0.37.2
+	k8s.io/cri-client v0.0.0
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubernetes v1.36.3
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
@@ -145,15 +147,15 @@ require (
 	k8s.io/component-base v0.36.3 // indirect
 	k8s.io/component-helpers v0.36.3 // indirect
 	k8s.io/controller-manager v0.36.3 // indirect
-	k8s.io/cri-client v0.0.0 // indirect
+	k8s.io/cri-streaming v0.37.2 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
 	k8s.io/dynamic-resource-allocation v0.36.3 // indirect
 	k8s.io/kms v0.36.3 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
-	k8s.io/kubelet v0.36.3 // indirect
+	k8s.io/kubelet v0.37.2 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
-	k8s.io/streaming v0.36.3 // indirect
+	k8s.io/streaming v0.37.2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
