@@ -21,8 +21,11 @@ import (
 var _ syncloop.SyncHandler = (*Agent)(nil)
 
 // gcEvery is how many cleanups pass between container garbage collections:
-// upstream collects when it starts and then every minute; the first
-// cleanup collects, then every 30th (cleanups run every 2s).
+// every minute, as upstream (cleanups run every 2s). The first comes a
+// minute after the start, as upstream's second: its first runs before any
+// pod has started, where a collection at the first cleanup, two seconds
+// in, would remove a crash-looping container's first attempt while its
+// status still names it as the last termination (kubectl logs --previous).
 const gcEvery = 30
 
 // HandlePodAdditions admits new pods and starts their workers.
@@ -219,7 +222,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 	}
 
 	a.mu.Lock()
-	gc := a.cleanups%gcEvery == 0
+	gc := a.cleanups%gcEvery == gcEvery-1
 	a.cleanups++
 	a.mu.Unlock()
 	if gc {

@@ -105,7 +105,7 @@ spec:
   containers:
   - name: main
     image: ${KK_BUSYBOX_IMAGE}
-    command: ["sh", "-c", "for i in 1 2 3 4 5; do echo line \$i; done; echo oops >&2; exec sleep 3600"]
+    command: ["sh", "-c", "echo oops >&2; sleep 1; for i in 1 2 3 4 5; do echo line \$i; done; exec sleep 3600"]
   - name: side
     image: ${KK_BUSYBOX_IMAGE}
     command: ["sh", "-c", "echo side car; exec sleep 3600"]
@@ -203,12 +203,19 @@ run_checks() {
     sleep 0.5
   done
 
-  check logs expect $'line 1\nline 2\nline 3\nline 4\nline 5\noops' kubectl -n "${NS}" logs logger -c main
+  # The runtime copies a container's stdout and stderr from two pipes: the
+  # logger writes to stderr a second before stdout, so that the file's order
+  # is known. Its last line is there before the checks begin.
+  for i in $(seq 60); do
+    kubectl -n "${NS}" logs logger -c main 2>/dev/null | grep -qx 'line 5' && break
+    sleep 0.5
+  done
+  check logs expect $'oops\nline 1\nline 2\nline 3\nline 4\nline 5' kubectl -n "${NS}" logs logger -c main
   check logs-container expect 'side car' kubectl -n "${NS}" logs logger -c side
-  check logs-tail expect $'line 5\noops' kubectl -n "${NS}" logs logger -c main --tail 2
-  check logs-since expect $'line 1\nline 2\nline 3\nline 4\nline 5\noops' kubectl -n "${NS}" logs logger -c main --since 1h
-  check logs-limit expect 'line' kubectl -n "${NS}" logs logger -c main --limit-bytes 4
-  check logs-timestamps bash -c "set -o pipefail; ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} logs logger -c main --timestamps | head -1 | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z line 1$'"
+  check logs-tail expect $'line 4\nline 5' kubectl -n "${NS}" logs logger -c main --tail 2
+  check logs-since expect $'oops\nline 1\nline 2\nline 3\nline 4\nline 5' kubectl -n "${NS}" logs logger -c main --since 1h
+  check logs-limit expect 'oops' kubectl -n "${NS}" logs logger -c main --limit-bytes 4
+  check logs-timestamps bash -c "${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} logs logger -c main --timestamps | head -1 | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z oops$'"
   check logs-previous expect 'attempt' kubectl -n "${NS}" logs crasher --previous
   check logs-follow bash -c "timeout 3 ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} logs -f logger -c side; [ \$? = 124 ]"
   check logs-unknown-container bash -c "! ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} logs logger -c nosuch"
@@ -216,8 +223,9 @@ run_checks() {
   check exec expect 'hello' kubectl -n "${NS}" exec logger -c main -- echo hello
   check exec-exit-code bash -c "${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec logger -c main -- sh -c 'exit 3'; [ \$? = 3 ]"
   check exec-stdin expect 'from stdin' bash -c "echo 'from stdin' | ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec -i logger -c main -- cat"
-  # A tty needs a terminal on kubectl's side: script(1) gives it one.
-  check exec-tty bash -c "script -qec \"${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec -it logger -c main -- sh -c 'tty; echo done'\" /dev/null | tr -d '\r' | grep -E '^/dev/pts/[0-9]+$'"
+  # A tty needs a terminal on kubectl's side: script(1) gives it one. The
+  # session stays a second, so that kubectl has the output before it ends.
+  check exec-tty bash -c "script -qec \"${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec -it logger -c main -- sh -c 'tty; sleep 1'\" /dev/null | tr -d '\r' | grep -E '^/dev/pts/[0-9]+$'"
   check attach bash -c "(echo 'through attach'; sleep 2) | timeout 5 ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} attach -i reader -c main | grep -x 'through attach'"
 
   local port
