@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -128,7 +129,7 @@ func ReadLogs(ctx context.Context, path, containerID string, opts *Options, rt C
 	r := &reader{
 		path:  resolved,
 		f:     f,
-		br:    bufio.NewReaderSize(f, 64<<10),
+		br:    newBufReader(f),
 		out:   newOutput(opts, stdout, stderr),
 		log:   opts.Logger,
 		lines: -1,
@@ -192,6 +193,22 @@ func (r *reader) close() {
 	if r.f != nil {
 		_ = r.f.Close()
 	}
+	if r.br != nil {
+		r.br.Reset(nil)
+		bufReaders.Put(r.br)
+		r.br = nil
+	}
+}
+
+// bufReaders keeps the readers' 64 KiB buffers between requests: a tail
+// of 100 lines reads a few KiB, and allocating the buffer cost more than
+// reading them.
+var bufReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+func newBufReader(f *os.File) *bufio.Reader {
+	br := bufReaders.Get().(*bufio.Reader)
+	br.Reset(f)
+	return br
 }
 
 // run reads lines until the end (without a follower), or until the

@@ -9,7 +9,7 @@ import (
 // to find where its last lines start; each further block is twice the size
 // of the one before, so the bytes copied stay proportional to the bytes
 // read.
-const tailBlockSize = 8 << 10
+const tailBlockSize = 16 << 10
 
 // tailStart returns the offset in the file (size bytes of r) where its
 // last n lines start: the offset just after the (n+1)th last entry that
