@@ -424,10 +424,16 @@ func TestStreamingAttachFanOutAndClose(t *testing.T) {
 	id := e.create(sb, cfg, cc)
 	require.NoError(t, e.rt.StartContainer(t.Context(), id))
 	first := e.attach(id, true, false, false)
-	second := e.attach(id, true, false, false)
+	waitUntil(t, "the first session follows the output", func() bool { return e.rt.Attachments(id) == 1 })
+	// The first feeds stdin once its input has come through; only then
+	// does the second attach, so which of the two feeds is not a race.
 	first.send("echo from the first\n")
 	first.stdout.waitFor(t, "from the first\n")
-	second.stdout.waitFor(t, "from the first\n")
+	second := e.attach(id, true, false, false)
+	waitUntil(t, "both sessions follow the output", func() bool { return e.rt.Attachments(id) == 2 })
+	first.send("echo to both\n")
+	first.stdout.waitFor(t, "to both\n")
+	second.stdout.waitFor(t, "to both\n")
 	second.send("echo from the second\n") // waits until the first lets go
 	first.closeStdin()
 	assert.Equal(t, 0, first.wait().exitCode())
