@@ -6,11 +6,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,23 +25,8 @@ import (
 // exec and the API server use), here for an anonymous user
 // (--anonymous-auth, AlwaysAllow).
 func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	require.NoError(t, l.Close())
-	dir := t.TempDir()
-	manifests := webManifests(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var out syncBuffer
-	go func() {
-		done <- run(ctx, []string{"--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", manifests,
-			"--eviction-hard", "", "--address", "127.0.0.1", "--read-only-port", "0", "--port", port, "--anonymous-auth"}, &out, io.Discard)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-done)
-	})
+	port := freePort(t)
+	out := startNode(t, "--read-only-port", "0", "--port", port, "--anonymous-auth")
 	base := "https://127.0.0.1:" + port
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} // the node's self-signed certificate
 	t.Cleanup(tr.CloseIdleConnections)
@@ -84,7 +66,7 @@ func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
 	exec, err := remotecommand.NewSPDYExecutor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, http.MethodPost, u)
 	require.NoError(t, err)
 	var stdout, stderr bytes.Buffer
-	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	sctx, scancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer scancel()
 	err = exec.StreamWithContext(sctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
 	require.Error(t, err, "exit code 3; stdout %q stderr %q", stdout.String(), stderr.String())

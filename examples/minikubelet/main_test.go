@@ -118,26 +118,41 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// The read-only server serves the pods, the node, health and the
-// Prometheus metrics of examples/prometheus under upstream's names.
-func TestHTTPServer(t *testing.T) {
+// freePort returns a port that was free a moment ago on 127.0.0.1.
+func freePort(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	require.NoError(t, l.Close())
+	return port
+}
+
+// startNode runs minikubelet, node edge1 on the embedded fake runtime with
+// the web pod of webManifests and ports on 127.0.0.1, with args added,
+// until the test ends; it returns what minikubelet prints.
+func startNode(t *testing.T, args ...string) *syncBuffer {
+	t.Helper()
 	dir := t.TempDir()
 	manifests := webManifests(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var out syncBuffer
-	go func() {
-		done <- run(ctx, []string{"--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", manifests,
-			"--eviction-hard", "", "--address", "127.0.0.1", "--read-only-port", port, "--port", "0"}, &out, io.Discard)
-	}()
+	out := &syncBuffer{}
+	args = append([]string{"--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", manifests,
+		"--eviction-hard", "", "--address", "127.0.0.1"}, args...)
+	go func() { done <- run(ctx, args, out, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()
 		assert.NoError(t, <-done)
 	})
+	return out
+}
+
+// The read-only server serves the pods, the node, health and the
+// Prometheus metrics of examples/prometheus under upstream's names.
+func TestHTTPServer(t *testing.T) {
+	port := freePort(t)
+	out := startNode(t, "--read-only-port", port, "--port", "0")
 	base := "http://127.0.0.1:" + port
 	get := func(path string) (int, string) {
 		resp, err := http.Get(base + path)
