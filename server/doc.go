@@ -22,8 +22,10 @@
 //	/portForward/{ns}/{pod}[/{uid}]               GET, POST   the stream, proxied to the runtime         PodGetter, Streaming
 //	/run/{ns}/{pod}[/{uid}]/{container}           POST        the command's output                       PodGetter, Runner
 //	/runningpods/                                 GET         v1.PodList of the runtime's pods           RunningPods
+//	/configz (secure server only; 404 on the read-only one, as upstream)
+//	                                              any         {"kubeletconfig": <the configuration>}    Configz
 //
-// A part left nil answers 503 on its paths. Queries, status codes and error
+// A part left nil answers 503 on its paths (Configz: 404, no /configz). Queries, status codes and error
 // texts are upstream's; the path's segments must be valid path segment
 // names (no "/", "%", "." or ".."), and a UID in the path must be the
 // pod's (or, for a mirror pod, its static pod's), else 404 "pod not found".
@@ -41,7 +43,7 @@
 // The Authorizer is asked about nodes/<subresource> of the node, the verb
 // from the method: /stats → stats, /metrics → metrics, /logs → log, /pods
 // and /runningpods → pods then proxy, /healthz → healthz then proxy,
-// everything else proxy; a request no attribute is allowed is 403
+// /configz → configz then proxy, everything else proxy; a request no attribute is allowed is 403
 // "Forbidden (user=..., verb=..., resource=nodes, subresource(s)=[...])".
 // AlwaysAllow and AlwaysDeny are the trivial authorizers.
 //

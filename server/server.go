@@ -76,6 +76,12 @@ type Options struct {
 	Runner CommandRunner
 	// RunningPods answers /runningpods/.
 	RunningPods RunningPodLister
+	// Configz answers /configz, upstream's view of the kubelet's
+	// configuration ({"kubeletconfig": <KubeletConfiguration>}), which the
+	// node e2e suite reads through the API server's node proxy. Nil: no
+	// /configz (404). The read-only server never serves it, as upstream's
+	// read-only port does not.
+	Configz ConfigProvider
 	// RedirectContainerStreaming answers /exec, /attach and /portForward
 	// with a 302 to the runtime's URL instead of proxying the connection
 	// (upstream's former --redirect-container-streaming): the client must
@@ -140,6 +146,11 @@ func New(opts Options) *Server {
 		return s
 	}
 	mux.HandleFunc("GET "+runningPodsPath+"{$}", s.serveRunningPods)
+	if opts.Configz != nil {
+		// Every method, as upstream's handler: the verb only changes what
+		// is authorized (GET get, POST create of nodes/configz).
+		mux.HandleFunc(configzPath, s.serveConfigz)
+	}
 	s.handler = s.withAuth(podRoutes(mux, []podRoute{
 		{"/containerLogs/", []string{http.MethodGet}, s.serveContainerLogs},
 		{"/exec/", []string{http.MethodGet, http.MethodPost}, s.serveExec},
