@@ -40,6 +40,11 @@ type APIOptions struct {
 	// SubjectAccessReview authorizer: --authorization-mode=Webhook). Nil
 	// allows every authenticated user (--authorization-mode=AlwaysAllow).
 	Authorizer server.Authorizer
+	// Configz answers /configz with the node's configuration: a value
+	// that encodes as k8s.io/kubelet/config/v1beta1's
+	// KubeletConfiguration, which the core does not import
+	// (examples/minikubelet builds one from its flags). Nil: no /configz.
+	Configz server.ConfigProvider
 }
 
 // listenAPI opens the kubelet API's listener and reports its port in the
@@ -120,7 +125,7 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 	}
 	return server.New(server.Options{
 		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.MetricsHandler, ResourceMetrics: a.opts.ResourceMetricsHandler,
-		Stats: a, PodGetter: a, Logs: a, Streaming: a, Runner: a, RunningPods: a,
+		Stats: a, PodGetter: a, Logs: a, Streaming: a, Runner: a, RunningPods: a, Configz: o.Configz,
 		Auth: &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},
 		TLS:  tlsConfig, Logger: a.log.With("component", "kubelet-api"),
 	}), nil

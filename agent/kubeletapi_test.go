@@ -46,9 +46,13 @@ var onlyAdmin = server.AuthorizerFunc(func(_ context.Context, a server.Attribute
 // The kubelet API serves over TLS with the self-signed certificate it
 // writes under the root dir, reports its port in the node's status, and
 // answers an authorized user's logs, run and pods; a request without
-// credentials gets 401, a user without the right 403.
+// credentials gets 401, a user without the right 403; /configz is the
+// provider's configuration.
 func TestKubeletAPI(t *testing.T) {
-	n := newNodeWith(t, agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin}})
+	configz := server.ConfigProviderFunc(func() (any, error) {
+		return map[string]string{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1"}, nil
+	})
+	n := newNodeWith(t, agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin, Configz: configz}})
 	n.a.FakeRuntime().SetRules([]fake.Rule{{Name: "web", Behavior: fake.Behavior{Stdout: []string{"hello from web"}}}})
 	n.write("web.yaml", `
 apiVersion: v1
@@ -116,6 +120,12 @@ spec:
 	for _, check := range []string{"[+]ping ok", "[+]syncloop ok", "[+]pleg ok"} {
 		assert.Contains(t, body, check)
 	}
+
+	code, body = call("GET", "/configz", "admin-token")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.JSONEq(t, `{"kubeletconfig": {"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1"}}`, body)
+	code, _ = call("GET", "/configz", "nobody-token")
+	assert.Equal(t, http.StatusForbidden, code)
 
 	n.waitNodeCondition(v1.NodeReady, v1.ConditionTrue)
 	st, ok := n.a.NodeStatus()
