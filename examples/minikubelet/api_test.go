@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +19,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 )
 
 // On the embedded fake runtime, the kubelet API (--port) serves what
 // kubectl asks a node for: the pods, a container's log, and an exec with
 // its output streamed back over SPDY (client-go's executor, as kubectl
 // exec and the API server use), here for an anonymous user
-// (--anonymous-auth, AlwaysAllow).
+// (--anonymous-auth, AlwaysAllow), and /configz the settings it runs
+// with.
 func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
 	port := freePort(t)
 	out := startNode(t, "--read-only-port", "0", "--port", port, "--anonymous-auth")
@@ -55,7 +60,22 @@ func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
 	}
 	assert.Contains(t, out.String(), "kubelet API https://127.0.0.1:"+port)
 
-	code, body := get("/containerLogs/default/web-edge1/web")
+	code, body := get("/configz")
+	require.Equal(t, http.StatusOK, code, body)
+	var configz struct {
+		KubeletConfig kubeletconfig.KubeletConfiguration `json:"kubeletconfig"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &configz), body)
+	kc := configz.KubeletConfig
+	assert.Equal(t, "KubeletConfiguration", kc.Kind)
+	assert.Equal(t, strconv.Itoa(int(kc.Port)), port)
+	assert.Zero(t, kc.ReadOnlyPort)
+	assert.Equal(t, "manifests", filepath.Base(kc.StaticPodPath))
+	assert.Equal(t, ptr.To(true), kc.Authentication.Anonymous.Enabled)
+	assert.Equal(t, kubeletconfig.KubeletAuthorizationModeAlwaysAllow, kc.Authorization.Mode)
+	assert.Empty(t, kc.EvictionHard, "--eviction-hard \"\"")
+
+	code, body = get("/containerLogs/default/web-edge1/web")
 	assert.Equal(t, http.StatusOK, code, body)
 	code, body = get("/containerLogs/default/web-edge1/nosuch")
 	assert.Equal(t, http.StatusNotFound, code, body)

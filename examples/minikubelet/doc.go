@@ -16,8 +16,17 @@
 //	curl localhost:10255/metrics   # Prometheus exposition (examples/prometheus)
 //
 // The kubelet API (package server) serves container logs, exec, attach,
-// port-forward and the stats over TLS, with a self-signed certificate made
-// once under ROOT-DIR/pki (or --tls-cert-file and --tls-private-key-file).
+// port-forward, the stats and /configz over TLS, with a self-signed
+// certificate made once under ROOT-DIR/pki (or --tls-cert-file and
+// --tls-private-key-file). /configz is upstream's
+// {"kubeletconfig": <v1beta1.KubeletConfiguration>}, what the node e2e
+// suite reads: the settings minikubelet really runs with, from its flags
+// and the agent's defaults (static pod path, check and sync frequencies,
+// address and ports, TLS files, authentication and authorization, log
+// rotation and the logs directory, eviction thresholds, image GC, node
+// status and lease, the runtime endpoint), with cgroupsPerQOS false and
+// enforceNodeAllocatable none, as it makes no cgroups of its own, and no
+// cgroupDriver, as it picks none.
 // Every request is authenticated, by a client certificate of
 // --client-ca-file (the API server's kubelet-client certificate), a bearer
 // token (--authentication-token-webhook: TokenReview), or as

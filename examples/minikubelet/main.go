@@ -128,43 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, ManifestURL: c.manifestURL, ObjectPath: c.objectPath, Logger: log, EventedPLEG: c.evented}
-	if !c.runOnce {
-		opts.Out = stdout
-	}
-	if c.nodeIP != "" {
-		opts.HostIPs = []string{c.nodeIP}
-	}
-	if err := apiOptions(c, &opts); err != nil {
-		return err
-	}
-	size, err := resource.ParseQuantity(c.containerLogMaxSize)
-	if err != nil {
-		return fmt.Errorf("--container-log-max-size=%s: %w", c.containerLogMaxSize, err)
-	}
-	if c.containerLogMaxFiles < 2 {
-		return fmt.Errorf("--container-log-max-files=%d: must be at least 2", c.containerLogMaxFiles)
-	}
-	opts.ContainerLogMaxSize, opts.ContainerLogMaxFiles = size.Value(), c.containerLogMaxFiles
-	if opts.ContainerLogMaxSize == 0 {
-		opts.ContainerLogMaxSize = -1 // the flag's 0 is "never", the option's is the default
-	}
-	opts.Timings.NodeStatus = c.nodeStatusFrequency
-	opts.ImageGC = imagegc.Policy{HighThresholdPercent: c.imageGCHigh, LowThresholdPercent: c.imageGCLow, MinAge: c.imageMinTTL}
-	joined, err := join(c, &opts, log)
-	if err != nil {
-		return err
-	}
-	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
-	if err != nil {
-		return err
-	}
-	if opts.Eviction.Thresholds == nil {
-		// Nil would mean the defaults; the user asked for none.
-		opts.Eviction.Thresholds = []eviction.Threshold{}
-	}
-	opts.ManifestPath, err = manifestPath(c)
+	opts, joined, err := options(c, stdout, log)
 	if err != nil {
 		return err
 	}
@@ -222,6 +186,59 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runAgent(ctx)
 	}
 	return runOnce(ctx, a, runAgent, c.runOnceTimeout, stdout)
+}
+
+// options turns the flags into the agent's options, joined to the API
+// server of --kubeconfig when there is one (nil otherwise), with the
+// configuration the kubelet API's /configz shows.
+func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *apiserver.Joined, error) {
+	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, ManifestURL: c.manifestURL, ObjectPath: c.objectPath, Logger: log, EventedPLEG: c.evented}
+	if !c.runOnce {
+		opts.Out = stdout
+	}
+	if c.nodeIP != "" {
+		opts.HostIPs = []string{c.nodeIP}
+	}
+	if err := apiOptions(c, &opts); err != nil {
+		return agent.Options{}, nil, err
+	}
+	size, err := resource.ParseQuantity(c.containerLogMaxSize)
+	if err != nil {
+		return agent.Options{}, nil, fmt.Errorf("--container-log-max-size=%s: %w", c.containerLogMaxSize, err)
+	}
+	if c.containerLogMaxFiles < 2 {
+		return agent.Options{}, nil, fmt.Errorf("--container-log-max-files=%d: must be at least 2", c.containerLogMaxFiles)
+	}
+	opts.ContainerLogMaxSize, opts.ContainerLogMaxFiles = size.Value(), c.containerLogMaxFiles
+	if opts.ContainerLogMaxSize == 0 {
+		opts.ContainerLogMaxSize = -1 // the flag's 0 is "never", the option's is the default
+	}
+	opts.Timings.NodeStatus = c.nodeStatusFrequency
+	opts.ImageGC = imagegc.Policy{HighThresholdPercent: c.imageGCHigh, LowThresholdPercent: c.imageGCLow, MinAge: c.imageMinTTL}
+	joined, err := join(c, &opts, log)
+	if err != nil {
+		return agent.Options{}, nil, err
+	}
+	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
+	if err != nil {
+		return agent.Options{}, nil, err
+	}
+	if opts.Eviction.Thresholds == nil {
+		// Nil would mean the defaults; the user asked for none.
+		opts.Eviction.Thresholds = []eviction.Threshold{}
+	}
+	opts.ManifestPath, err = manifestPath(c)
+	if err != nil {
+		return agent.Options{}, nil, err
+	}
+	if opts.API != nil {
+		kc, err := kubeletConfig(c, &opts)
+		if err != nil {
+			return agent.Options{}, nil, err
+		}
+		opts.API.Configz = server.ConfigProviderFunc(func() (any, error) { return kc, nil })
+	}
+	return opts, joined, nil
 }
 
 // join joins the node to the API server of --kubeconfig and puts what it
