@@ -108,9 +108,14 @@ type Options struct {
 	// kubelet does so when it has an API server, and so a Node; standalone,
 	// pod statuses have no hostIP.
 	ReportHostIPs bool
-	// RootDir holds the pods' data directories (RootDir/pods/<uid>) and
-	// their logs (RootDir/logs). Empty means /tmp/minikubelet.
+	// RootDir holds the pods' data directories (RootDir/pods/<uid>) and,
+	// unless PodLogsDir says otherwise, their logs (RootDir/logs). Empty
+	// means /tmp/minikubelet.
 	RootDir string
+	// PodLogsDir is the directory of the containers' log files
+	// (<namespace>_<name>_<uid>/<container>/<restart>.log), upstream's
+	// podLogsDir, which is /var/log/pods there. Empty means RootDir/logs.
+	PodLogsDir string
 	// NoMounts keeps the agent from mounting: secret and projected volumes
 	// are written on disk under RootDir instead of a tmpfs, and subPaths are
 	// handed to the runtime unpinned. It is always so when the process is
@@ -501,7 +506,12 @@ func (a *Agent) sources() []string {
 }
 
 func (a *Agent) podsDir() string { return filepath.Join(a.opts.RootDir, "pods") }
-func (a *Agent) logsDir() string { return filepath.Join(a.opts.RootDir, "logs") }
+func (a *Agent) logsDir() string {
+	if a.opts.PodLogsDir != "" {
+		return a.opts.PodLogsDir
+	}
+	return filepath.Join(a.opts.RootDir, "logs")
+}
 
 // NodeName returns the node's name.
 func (a *Agent) NodeName() string { return a.opts.NodeName }

@@ -107,3 +107,21 @@ func TestContainerLogRotation(t *testing.T) {
 		assert.Less(t, st.Size(), int64(2000), "the live file started again")
 	})
 }
+
+// With PodLogsDir set, the containers' logs go there, in upstream's layout
+// (<namespace>_<name>_<uid>/<container>/<restart>.log), and not under the
+// root dir.
+func TestPodLogsDir(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var opts agenttest.Options
+		opts.Agent.PodLogsDir = filepath.Join(t.TempDir(), "var-log-pods")
+		n, _ := staticNode(t, opts, map[string]string{"web.yaml": webPod})
+		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isRunning)), "Running")
+		p := mustPod(t, n, "web-node1")
+		id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "kubeletkit-fake://")
+		resp, err := n.Runtime().ContainerStatus(context.Background(), id, false)
+		require.NoError(t, err)
+		want := filepath.Join(opts.Agent.PodLogsDir, "default_web-node1_"+string(p.UID), "web", "0.log")
+		assert.Equal(t, want, resp.GetStatus().GetLogPath())
+	})
+}

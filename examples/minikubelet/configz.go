@@ -36,11 +36,17 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 	if err != nil {
 		return nil, fmt.Errorf("configz: root dir %q: %w", opts.RootDir, err)
 	}
+	logDir := filepath.Join(root, "logs")
+	if opts.PodLogsDir != "" {
+		if logDir, err = filepath.Abs(opts.PodLogsDir); err != nil {
+			return nil, fmt.Errorf("configz: pod logs dir %q: %w", opts.PodLogsDir, err)
+		}
+	}
 	joined := c.kubeconfig != ""
 	kc := &kubeletconfig.KubeletConfiguration{
 		TypeMeta:      metav1.TypeMeta{Kind: "KubeletConfiguration", APIVersion: kubeletconfig.SchemeGroupVersion.String()},
 		EnableServer:  ptr.To(opts.API != nil),
-		PodLogsDir:    filepath.Join(root, "logs"),
+		PodLogsDir:    logDir,
 		SyncFrequency: metav1.Duration{Duration: podworkers.DefaultResyncInterval},
 		// The manifest directory is watched as well, as upstream's.
 		FileCheckFrequency: metav1.Duration{Duration: source.DefaultPeriod},

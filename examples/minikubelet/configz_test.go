@@ -125,6 +125,11 @@ current-context: c
 		name: "no kubelet API, no /configz", args: []string{"--port", "0"},
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) { assert.Nil(t, kc) },
 	}, {
+		name: "pod logs elsewhere", args: []string{"--pod-logs-dir", "/var/log/pods"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, "/var/log/pods", kc.PodLogsDir)
+		},
+	}, {
 		name: "the API's flags",
 		args: []string{"--address", "127.0.0.1", "--port", "11250", "--read-only-port", "0", "--tls-cert-file", "/etc/kubelet/tls.crt",
 			"--tls-private-key-file", "/etc/kubelet/tls.key", "--client-ca-file", "/etc/kubernetes/ca.crt", "--anonymous-auth"},
