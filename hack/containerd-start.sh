@@ -24,6 +24,10 @@
 #   KK_CONTAINERD_LOG_LEVEL  containerd --log-level (default info)
 #   KK_STREAM_PORT           CRI streaming server port on 127.0.0.1 (default 0 = random)
 #   KK_CNI_SUBNET            pod subnet for the bridge network (default 10.88.77.0/24)
+#   KK_REGISTRY_HOSTS_DIR    the CRI registry config_path: a dir of <host>/hosts.toml
+#                            (default $KK_WORK/containerd/certs.d, empty). Loopback
+#                            registries (localhost, 127.0.0.1) need none: containerd
+#                            pulls from them over plain HTTP by default.
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -35,6 +39,7 @@ STREAM_PORT="${KK_STREAM_PORT:-0}"
 CNI_SUBNET="${KK_CNI_SUBNET:-10.88.77.0/24}"
 CONFIG="${KK_CTRD_DIR}/config.toml"
 CNI_CONF_DIR="${KK_CTRD_DIR}/cni"
+REGISTRY_HOSTS_DIR="${KK_REGISTRY_HOSTS_DIR:-${KK_CTRD_DIR}/certs.d}"
 
 [[ "$(id -u)" == 0 ]] || kk_die "must run as root"
 for b in containerd containerd-shim-runc-v2 ctr runc; do
@@ -107,8 +112,9 @@ disabled_plugins = [
       max_conf_num = 1
 
     [plugins."io.containerd.grpc.v1.cri".registry]
-      # Empty: no registry host configuration from /etc/containerd is used.
-      config_path = "${KK_CTRD_DIR}/certs.d"
+      # Ours (empty unless KK_REGISTRY_HOSTS_DIR names another): no registry
+      # host configuration from /etc/containerd is used.
+      config_path = "${REGISTRY_HOSTS_DIR}"
 EOF
   mv -f "${CONFIG}.new" "${CONFIG}"
 
