@@ -116,6 +116,11 @@ type Options struct {
 	// (<namespace>_<name>_<uid>/<container>/<restart>.log), upstream's
 	// podLogsDir, which is /var/log/pods there. Empty means RootDir/logs.
 	PodLogsDir string
+	// ContainerLogLinksDir gets a symbolic link to each container's log
+	// file, <pod>_<namespace>_<container>-<id>.log, as upstream keeps
+	// /var/log/containers for log collectors (podsync.Options). Empty: no
+	// links.
+	ContainerLogLinksDir string
 	// NoMounts keeps the agent from mounting: secret and projected volumes
 	// are written on disk under RootDir instead of a tmpfs, and subPaths are
 	// handed to the runtime unpinned. It is always so when the process is
@@ -427,7 +432,7 @@ func (a *Agent) build() error {
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),
 			StartupSucceeded: func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Success },
 		},
-		LogRoot: a.logsDir(), PodsDir: a.podsDir(), NodeName: opts.NodeName, HostIPs: opts.HostIPs,
+		LogRoot: a.logsDir(), ContainerLogLinksDir: opts.ContainerLogLinksDir, PodsDir: a.podsDir(), NodeName: opts.NodeName, HostIPs: opts.HostIPs,
 		BackoffInitial: opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
 	})
 	if err != nil {

@@ -35,8 +35,9 @@ type PodExists func(uid types.UID) bool
 // GarbageCollect removes dead containers (exited, or created and never
 // started) beyond the policy's limits and every dead container of pods that
 // no longer exist, then the sandboxes that are not ready and hold no
-// container, except a live pod's newest one. Objects not created by a kubelet
-// (no PodUIDLabel) are left alone. It returns the errors of the removals it
+// container, except a live pod's newest one, and, with ContainerLogLinksDir,
+// the log links whose file is gone. Objects not created by a kubelet (no
+// PodUIDLabel) are left alone. It returns the errors of the removals it
 // tried, joined; one failure does not stop the others.
 func (s *Syncer) GarbageCollect(ctx context.Context, policy GCPolicy, exists PodExists) error {
 	containers, err := s.rt.ListContainers(ctx, nil)
@@ -50,7 +51,9 @@ func (s *Syncer) GarbageCollect(ctx context.Context, policy GCPolicy, exists Pod
 	}
 	groups := map[key][]*runtimeapi.Container{}
 	inSandbox := map[string]int{}
+	known := make(map[string]bool, len(containers))
 	for _, c := range containers {
+		known[c.GetId()] = true
 		uid := cri.PodUIDFromLabels(c.GetLabels())
 		if uid == "" {
 			continue
@@ -72,6 +75,8 @@ func (s *Syncer) GarbageCollect(ctx context.Context, policy GCPolicy, exists Pod
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.GetId(), err))
 			return
 		}
+		s.unlinkLog(c)
+		delete(known, c.GetId())
 		inSandbox[c.GetPodSandboxId()]--
 	}
 	var kept []*runtimeapi.Container
@@ -119,6 +124,9 @@ func (s *Syncer) GarbageCollect(ctx context.Context, policy GCPolicy, exists Pod
 		if err := s.rt.RemovePodSandbox(ctx, sb.GetId()); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.GetId(), err))
 		}
+	}
+	if err := s.removeDanglingLogLinks(known); err != nil {
+		errs = append(errs, fmt.Errorf("garbage collect: container log links: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,9 @@ package podsync_test
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,7 +13,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 )
 
@@ -58,4 +64,49 @@ func TestGarbageCollectKeepsLivePodsNewestSandbox(t *testing.T) {
 	st := h.status(pod)
 	assert.Empty(t, st.Containers)
 	assert.Len(t, st.Sandboxes, 1, "a live pod keeps its newest sandbox")
+}
+
+// With ContainerLogLinksDir, a started container's log is linked there
+// under upstream's name; the link goes with the container, and a link whose
+// file and container are both gone is swept; other files stay.
+func TestContainerLogLinks(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}, Rules: []fake.Rule{exitRule(3, time.Second)}})
+	t.Cleanup(rt.Close)
+	links := filepath.Join(t.TempDir(), "containers")
+	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, LogRoot: t.TempDir(), ContainerLogLinksDir: links})
+	require.NoError(t, err)
+	ctx := context.Background()
+	pod := newPod("", nil, crasher("app"))
+	status := func() *cri.PodStatus {
+		st, err := cri.GetPodStatus(ctx, rt, pod.UID, pod.Name, pod.Namespace)
+		require.NoError(t, err)
+		return st
+	}
+	require.NoError(t, s.SyncPod(ctx, pod, status()).Err())
+	first := status().ContainersByName("app")[0]
+	link := filepath.Join(links, pod.Name+"_"+pod.Namespace+"_app-"+first.GetId()+".log")
+	target, err := os.Readlink(link)
+	require.NoError(t, err, "the started container's log is linked")
+	assert.Equal(t, first.GetLogPath(), target)
+
+	// Dangling links of containers the runtime does not have are swept;
+	// a file that is not a link, and a link whose file exists, stay.
+	stray := filepath.Join(links, "gone_default_app-0123.log")
+	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "missing.log"), stray))
+	notLink := filepath.Join(links, "plain.log")
+	require.NoError(t, os.WriteFile(notLink, nil, 0o644))
+
+	clk.Step(time.Second) // the container exits
+	require.NoError(t, s.SyncPod(ctx, pod, status()).Err())
+	require.Len(t, status().ContainersByName("app"), 2)
+	require.NoError(t, s.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, func(types.UID) bool { return true }))
+	_, err = os.Lstat(link)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the removed container's link went with it")
+	_, err = os.Lstat(stray)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a dangling link is swept")
+	assert.FileExists(t, notLink)
+	second := status().ContainersByName("app")[0]
+	_, err = os.Lstat(filepath.Join(links, pod.Name+"_"+pod.Namespace+"_app-"+second.GetId()+".log"))
+	assert.NoError(t, err, "the running container's link stays, even before its file is written")
 }

@@ -333,6 +333,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 		return failRuntime(ReasonRunContainerError, ErrRunContainer, err)
 	}
 	s.event(pod, v1.EventTypeNormal, EventStarted, "Started container %s", c.Name)
+	s.linkLog(pod.Name, pod.Namespace, c.Name, id, filepath.Join(sb.config.LogDirectory, config.GetLogPath()))
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		// As upstream's, the hook runs to its end (bounded only by ctx) and
 		// a failure kills the container, which its restart policy may then

@@ -126,6 +126,13 @@ type Options struct {
 	Logger *slog.Logger
 	// LogRoot is the root of pod log directories (empty: DefaultLogRoot).
 	LogRoot string
+	// ContainerLogLinksDir, when set, gets a symbolic link to each started
+	// container's log file, named <pod>_<namespace>_<container>-<id>.log,
+	// as upstream kubelet keeps /var/log/containers
+	// (DefaultContainerLogLinksDir) for log collectors. A link goes when
+	// its container is removed, or at garbage collection once its file is
+	// gone. Empty: no links.
+	ContainerLogLinksDir string
 	// PodsDir is the kubelet's pods directory (upstream's
 	// /var/lib/kubelet/pods). When set, each container whose spec has a
 	// terminationMessagePath gets an empty file

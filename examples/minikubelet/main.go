@@ -48,22 +48,22 @@ var defaultManifests = filepath.Join("examples", "minikubelet", "manifests")
 
 // config is what the flags say.
 type config struct {
-	endpoint, manifestPath, manifestURL, nodeName, rootDir, podLogsDir, address string
-	certDir                                                                     string
-	objectPath, kubeconfig, nodeLabels, nodeIP                                  string
-	tlsCertFile, tlsKeyFile, clientCAFile, authorizationMode                    string
-	readOnlyPort, containerLogMaxFiles                                          int
-	containerLogMaxSize                                                         string
-	anonymousAuth, tokenWebhook                                                 bool
-	nodeStatusFrequency                                                         time.Duration
-	port, nodeLeaseSeconds, imageGCHigh, imageGCLow, kubeAPIBurst               int
-	kubeAPIQPS                                                                  float64
-	imageMinTTL                                                                 time.Duration
-	runOnce, evented, registerNode                                              bool
-	runOnceTimeout                                                              time.Duration
-	verbose                                                                     bool
-	evictionHard, evictionSoft, evictionSoftGrace, evictionReclaim              string
-	set                                                                         map[string]bool // the flags given
+	endpoint, manifestPath, manifestURL, nodeName, rootDir, podLogsDir, logLinksDir, address string
+	certDir                                                                                  string
+	objectPath, kubeconfig, nodeLabels, nodeIP                                               string
+	tlsCertFile, tlsKeyFile, clientCAFile, authorizationMode                                 string
+	readOnlyPort, containerLogMaxFiles                                                       int
+	containerLogMaxSize                                                                      string
+	anonymousAuth, tokenWebhook                                                              bool
+	nodeStatusFrequency                                                                      time.Duration
+	port, nodeLeaseSeconds, imageGCHigh, imageGCLow, kubeAPIBurst                            int
+	kubeAPIQPS                                                                               float64
+	imageMinTTL                                                                              time.Duration
+	runOnce, evented, registerNode                                                           bool
+	runOnceTimeout                                                                           time.Duration
+	verbose                                                                                  bool
+	evictionHard, evictionSoft, evictionSoftGrace, evictionReclaim                           string
+	set                                                                                      map[string]bool // the flags given
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -83,6 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.objectPath, "object-manifest-path", "", "directory of ConfigMap and Secret manifests (one per file) for pods' configMap, secret and projected volumes")
 	fs.StringVar(&c.nodeName, "node-name", "", "node name (default: the host name)")
 	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "minikubelet"), "directory for pod data and logs")
+	fs.StringVar(&c.logLinksDir, "container-log-links-dir", "", "directory that gets a link to each container's log file, as upstream's /var/log/containers; empty: no links")
 	fs.StringVar(&c.podLogsDir, "pod-logs-dir", "", "directory of the containers' log files (upstream's podLogsDir, /var/log/pods there); empty means ROOT-DIR/logs")
 	fs.StringVar(&c.address, "address", "0.0.0.0", "address the kubelet API and the read-only server listen on")
 	fs.IntVar(&c.port, "port", 10250, "port of the kubelet API over TLS: logs, exec, attach, port-forward, stats (0: none)")
@@ -193,7 +194,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // server of --kubeconfig when there is one (nil otherwise), with the
 // configuration the kubelet API's /configz shows.
 func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *apiserver.Joined, error) {
-	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, PodLogsDir: c.podLogsDir, ManifestURL: c.manifestURL, ObjectPath: c.objectPath, Logger: log, EventedPLEG: c.evented}
+	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, PodLogsDir: c.podLogsDir, ContainerLogLinksDir: c.logLinksDir, ManifestURL: c.manifestURL, ObjectPath: c.objectPath, Logger: log, EventedPLEG: c.evented}
 	if !c.runOnce {
 		opts.Out = stdout
 	}
