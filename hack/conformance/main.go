@@ -1,0 +1,418 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: conformance summarize|compare ... (see go doc)")
+		os.Exit(2)
+	}
+	var err error
+	ok := true
+	switch os.Args[1] {
+	case "summarize":
+		ok, err = summarizeCmd(os.Args[2:], os.Stdout)
+	case "compare":
+		err = compareCmd(os.Args[2:], os.Stdout)
+	default:
+		err = fmt.Errorf("unknown command %q (summarize or compare)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(2)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+// suiteReport is the part of ginkgo's JSON report (types.Report) read here.
+type suiteReport struct {
+	SuiteDescription string
+	SpecReports      []specReport
+}
+
+type specReport struct {
+	ContainerHierarchyTexts []string
+	LeafNodeType            string
+	LeafNodeText            string
+	State                   string
+	RunTime                 time.Duration
+	Failure                 struct {
+		Message string
+	}
+}
+
+// Spec is one spec's outcome in a run.
+type Spec struct {
+	Name    string // full text: containers and leaf, space-separated
+	Area    string
+	Outcome Outcome
+	Failure string // first line of the failure message
+	RunTime time.Duration
+}
+
+// Outcome is what became of a spec.
+type Outcome string
+
+// The outcomes; ginkgo's panicked, timed-out, interrupted and aborted specs
+// count as failed, pending as skipped.
+const (
+	Passed  Outcome = "passed"
+	Failed  Outcome = "failed"
+	Skipped Outcome = "skipped"
+)
+
+var sigPrefix = regexp.MustCompile(`^\[sig-[a-z-]+\]\s*`)
+var tag = regexp.MustCompile(`\s*\[[^\]]*\]`)
+
+// area names the spec's outermost container, without its [sig-...] prefix
+// and bracketed tags.
+func area(containers []string, leaf string) string {
+	a := leaf
+	if len(containers) > 0 {
+		a = containers[0]
+	}
+	a = sigPrefix.ReplaceAllString(a, "")
+	a = strings.TrimSpace(tag.ReplaceAllString(a, ""))
+	if a == "" {
+		return "(unnamed)"
+	}
+	return a
+}
+
+// readReport returns the specs (It nodes) of a ginkgo JSON report that the
+// run selected, sorted by name: a spec its focus or skip left out is not
+// returned, a spec that skipped itself (a missing feature, say) is, with the
+// reason. Setup nodes (BeforeSuite and the like) are left out, but when one of
+// them failed its failure is returned as an error: the run then tells
+// nothing about the specs.
+func readReport(r io.Reader) ([]Spec, error) {
+	var reports []suiteReport
+	if err := json.NewDecoder(r).Decode(&reports); err != nil {
+		return nil, fmt.Errorf("decoding the ginkgo report: %w", err)
+	}
+	var specs []Spec
+	for _, sr := range reports {
+		for _, s := range sr.SpecReports {
+			if s.LeafNodeType != "It" {
+				if outcome(s.State) == Failed {
+					return nil, fmt.Errorf("%s failed: %s", s.LeafNodeType, firstLine(s.Failure.Message))
+				}
+				continue
+			}
+			if s.State == "skipped" && s.Failure.Message == "" {
+				continue // filtered out by focus or skip: not part of this run
+			}
+			name := strings.Join(append(slices.Clone(s.ContainerHierarchyTexts), s.LeafNodeText), " ")
+			sp := Spec{Name: name, Area: area(s.ContainerHierarchyTexts, s.LeafNodeText), Outcome: outcome(s.State), RunTime: s.RunTime}
+			if sp.Outcome != Passed {
+				sp.Failure = firstLine(s.Failure.Message)
+			}
+			specs = append(specs, sp)
+		}
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs, nil
+}
+
+func outcome(state string) Outcome {
+	switch state {
+	case "passed":
+		return Passed
+	case "skipped", "pending":
+		return Skipped
+	default:
+		return Failed
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	const max = 300
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return s
+}
+
+// Tally counts outcomes and the time the specs took.
+type Tally struct {
+	Passed, Failed, Skipped int
+	RunTime                 time.Duration
+}
+
+// Ran is the number of specs that ran (passed or failed).
+func (t Tally) Ran() int { return t.Passed + t.Failed }
+
+func tallyByArea(specs []Spec) (map[string]*Tally, []string) {
+	m := map[string]*Tally{}
+	for _, s := range specs {
+		t := m[s.Area]
+		if t == nil {
+			t = &Tally{}
+			m[s.Area] = t
+		}
+		t.RunTime += s.RunTime
+		switch s.Outcome {
+		case Passed:
+			t.Passed++
+		case Failed:
+			t.Failed++
+		default:
+			t.Skipped++
+		}
+	}
+	areas := make([]string, 0, len(m))
+	for a := range m {
+		areas = append(areas, a)
+	}
+	sort.Strings(areas)
+	return m, areas
+}
+
+func summarizeCmd(args []string, stdout io.Writer) (bool, error) {
+	fs := flag.NewFlagSet("summarize", flag.ContinueOnError)
+	report := fs.String("report", "", "ginkgo JSON report")
+	out := fs.String("out", "", "directory for passed.txt, failed.txt and summary.txt")
+	passList := fs.String("pass-list", "", "recorded pass list to check for regressions")
+	if err := fs.Parse(args); err != nil {
+		return false, err
+	}
+	if *report == "" || *out == "" {
+		return false, errors.New("summarize needs --report and --out")
+	}
+	f, err := os.Open(*report)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	specs, err := readReport(f)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", *report, err)
+	}
+	var passed, failed strings.Builder
+	for _, s := range specs {
+		switch s.Outcome {
+		case Passed:
+			fmt.Fprintln(&passed, s.Name)
+		case Failed:
+			fmt.Fprintf(&failed, "%s\n\t%s\n", s.Name, s.Failure)
+		}
+	}
+	var summary strings.Builder
+	writeSummary(&summary, specs)
+	for name, content := range map[string]string{"passed.txt": passed.String(), "failed.txt": failed.String(), "summary.txt": summary.String()} {
+		if err := os.WriteFile(filepath.Join(*out, name), []byte(content), 0o644); err != nil {
+			return false, err
+		}
+	}
+	if *passList == "" {
+		return true, nil
+	}
+	want, err := readLines(*passList)
+	if err != nil {
+		return false, err
+	}
+	regressions, added := checkPassList(want, specs)
+	for _, n := range added {
+		fmt.Fprintf(stdout, "new pass (not in %s): %s\n", filepath.Base(*passList), n)
+	}
+	for _, r := range regressions {
+		fmt.Fprintf(stdout, "REGRESSION: %s\n", r)
+	}
+	fmt.Fprintf(stdout, "%d of the %d specs of %s passed; %d regressions, %d new passes\n",
+		len(want)-len(regressions), len(want), *passList, len(regressions), len(added))
+	return len(regressions) == 0, nil
+}
+
+// checkPassList returns the specs of want that did not pass (with why: failed,
+// skipped or not run) and the passed specs that want lacks.
+func checkPassList(want []string, specs []Spec) (regressions, added []string) {
+	byName := make(map[string]Spec, len(specs))
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	wanted := make(map[string]bool, len(want))
+	for _, n := range want {
+		wanted[n] = true
+		s, ok := byName[n]
+		switch {
+		case !ok:
+			regressions = append(regressions, n+" (not run)")
+		case s.Outcome == Failed:
+			regressions = append(regressions, n+" (failed: "+s.Failure+")")
+		case s.Outcome == Skipped:
+			regressions = append(regressions, n+" (skipped)")
+		}
+	}
+	for _, s := range specs {
+		if s.Outcome == Passed && !wanted[s.Name] {
+			added = append(added, s.Name)
+		}
+	}
+	return regressions, added
+}
+
+func writeSummary(w io.Writer, specs []Spec) {
+	m, areas := tallyByArea(specs)
+	var total Tally
+	fmt.Fprintf(w, "%-60s %6s %6s %7s %8s\n", "area", "passed", "failed", "skipped", "time")
+	for _, a := range areas {
+		t := m[a]
+		total.Passed += t.Passed
+		total.Failed += t.Failed
+		total.Skipped += t.Skipped
+		total.RunTime += t.RunTime
+		fmt.Fprintf(w, "%-60s %6d %6d %7d %8s\n", a, t.Passed, t.Failed, t.Skipped, t.RunTime.Round(time.Second))
+	}
+	fmt.Fprintf(w, "%-60s %6d %6d %7d %8s\n", "total", total.Passed, total.Failed, total.Skipped, total.RunTime.Round(time.Second))
+}
+
+func readLines(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "\t") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return lines, sc.Err()
+}
+
+func compareCmd(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	up := fs.String("upstream", "", "report dir of upstream kubelet's run (with report.json)")
+	mini := fs.String("minikubelet", "", "report dir of minikubelet's run")
+	md := fs.Bool("markdown", false, "print a markdown table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *up == "" || *mini == "" {
+		return errors.New("compare needs --upstream and --minikubelet")
+	}
+	load := func(dir string) ([]Spec, error) {
+		f, err := os.Open(filepath.Join(dir, "report.json"))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return readReport(f)
+	}
+	us, err := load(*up)
+	if err != nil {
+		return err
+	}
+	ms, err := load(*mini)
+	if err != nil {
+		return err
+	}
+	compare(w, us, ms, *md)
+	return nil
+}
+
+// compare prints, per area, the specs each kubelet passed of the specs that
+// ran under either, then the specs upstream passed and minikubelet did not.
+func compare(w io.Writer, up, mini []Spec, markdown bool) {
+	type row struct{ up, mini, total int }
+	rows := map[string]*row{}
+	ranUnder := map[string]bool{}
+	mark := func(specs []Spec) map[string]Spec {
+		m := map[string]Spec{}
+		for _, s := range specs {
+			m[s.Name] = s
+			if s.Outcome != Skipped && !ranUnder[s.Name] {
+				ranUnder[s.Name] = true
+				r := rows[s.Area]
+				if r == nil {
+					r = &row{}
+					rows[s.Area] = r
+				}
+				r.total++
+			}
+		}
+		return m
+	}
+	um, mm := mark(up), mark(mini)
+	var lost []string
+	for name, s := range um {
+		if s.Outcome == Passed {
+			rows[s.Area].up++
+			if mm[name].Outcome != Passed {
+				lost = append(lost, name)
+			}
+		}
+	}
+	for _, s := range mm {
+		if s.Outcome == Passed {
+			rows[s.Area].mini++
+		}
+	}
+	areas := make([]string, 0, len(rows))
+	for a := range rows {
+		areas = append(areas, a)
+	}
+	sort.Strings(areas)
+	sort.Strings(lost)
+	var t row
+	if markdown {
+		fmt.Fprintln(w, "| area | upstream kubelet passed | minikubelet passed | ran |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
+	} else {
+		fmt.Fprintf(w, "%-60s %8s %11s %5s\n", "area", "upstream", "minikubelet", "ran")
+	}
+	for _, a := range areas {
+		r := rows[a]
+		t.up, t.mini, t.total = t.up+r.up, t.mini+r.mini, t.total+r.total
+		if markdown {
+			fmt.Fprintf(w, "| %s | %d | %d | %d |\n", a, r.up, r.mini, r.total)
+		} else {
+			fmt.Fprintf(w, "%-60s %8d %11d %5d\n", a, r.up, r.mini, r.total)
+		}
+	}
+	if markdown {
+		fmt.Fprintf(w, "| **all** | **%d** | **%d** | **%d** |\n", t.up, t.mini, t.total)
+	} else {
+		fmt.Fprintf(w, "%-60s %8d %11d %5d\n", "all", t.up, t.mini, t.total)
+	}
+	fmt.Fprintf(w, "\nPassed under upstream kubelet, not under minikubelet (%d):\n", len(lost))
+	for _, n := range lost {
+		why := "not run"
+		if s, ok := mm[n]; ok {
+			why = string(s.Outcome)
+			if s.Failure != "" {
+				why += ": " + s.Failure
+			}
+		}
+		if markdown {
+			fmt.Fprintf(w, "- %s — %s\n", n, why)
+		} else {
+			fmt.Fprintf(w, "  %s\n\t%s\n", n, why)
+		}
+	}
+}
