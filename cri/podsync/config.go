@@ -45,16 +45,10 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 	for k, v := range pod.Annotations {
 		annotations[k] = v
 	}
-	hostname := pod.Name
-	if pod.Spec.Hostname != "" {
-		hostname = pod.Spec.Hostname
-	}
+	hostname, _ := podHostnameAndDomain(pod, s.opts.ClusterDomain)
 	if pod.Spec.HostNetwork {
 		// The node's UTS namespace: the runtime must not set a hostname.
 		hostname = ""
-	}
-	if len(hostname) > 63 {
-		hostname = strings.TrimRight(hostname[:63], "-.")
 	}
 	netMode, pidMode, ipcMode := runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_CONTAINER, runtimeapi.NamespaceMode_POD
 	if pod.Spec.HostNetwork {
@@ -178,6 +172,11 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return nil, err
 	}
 	if m, err := s.terminationMessageMount(pod, c, restartCount); err != nil {
+		return nil, err
+	} else if m != nil {
+		mounts = append(mounts, m)
+	}
+	if m, err := s.hostsMount(pod, c, podIPs); err != nil {
 		return nil, err
 	} else if m != nil {
 		mounts = append(mounts, m)

@@ -136,9 +136,14 @@ type Options struct {
 	// PodsDir is the kubelet's pods directory (upstream's
 	// /var/lib/kubelet/pods). When set, each container whose spec has a
 	// terminationMessagePath gets an empty file
-	// PodsDir/<uid>/containers/<name>/<restartCount> mounted there, as
-	// upstream does. Empty: no termination-message mount.
+	// PodsDir/<uid>/containers/<name>/<restartCount> mounted there, and
+	// each container of a pod with an IP (or on the host's network) gets
+	// the pod's hosts file, PodsDir/<uid>/etc-hosts, at /etc/hosts, as
+	// upstream does. Empty: neither mount.
 	PodsDir string
+	// NodeHostsFile is the node's hosts file, which a host-network pod's
+	// hosts file copies (empty: /etc/hosts).
+	NodeHostsFile string
 	// RuntimeHandler is passed to RunPodSandbox when the pod names no
 	// runtime class ("" is the runtime's default).
 	RuntimeHandler string
