@@ -326,8 +326,11 @@ func (m *Merger) apply(source string, s *sourcePods, ref *v1.Pod, ch *changes, r
 		e.pod = next
 		return
 	}
+	// A mirror pod is the API server's copy of a static pod and has its
+	// full name by design: it neither takes nor checks the name.
 	n := nameOf(ref)
-	if o, taken := m.names[n]; taken && o.uid != ref.UID {
+	mirror := syncloop.IsMirrorPod(ref)
+	if o, taken := m.names[n]; taken && o.uid != ref.UID && !mirror {
 		why := fmt.Sprintf("duplicate pod name %q, held by pod %s from %s", ref.Name, o.uid, o.source)
 		m.refuse(source, s, ref, why, refused)
 		return
@@ -340,7 +343,9 @@ func (m *Merger) apply(source string, s *sourcePods, ref *v1.Pod, ch *changes, r
 	pod.Annotations[syncloop.ConfigSourceAnnotation] = source
 	pod.Annotations[syncloop.ConfigSeenAnnotation] = m.clock.Now().Format(time.RFC3339Nano)
 	s.pods[pod.UID] = &entry{pod: pod, sent: ref, gen: m.gen}
-	m.names[n] = owner{source: source, uid: pod.UID}
+	if !mirror {
+		m.names[n] = owner{source: source, uid: pod.UID}
+	}
 	ch.adds = append(ch.adds, pod)
 }
 

@@ -199,6 +199,20 @@ func TestMerge(t *testing.T) {
 			held:   []string{"a", "b"},
 		},
 		{
+			name:   "a static pod's mirror pod from the API shares its name",
+			before: []msg{set(file, apiPod("a"))},
+			msg:    set(api, apiPod("a", withUID("mirror-a"), withAnnotation(syncloop.ConfigMirrorAnnotation, "hash"))),
+			want:   []string{"ADD api a"},
+			held:   []string{"a", "a"},
+		},
+		{
+			name:   "a mirror pod seen first does not take its static pod's name",
+			before: []msg{set(api, apiPod("a", withUID("mirror-a"), withAnnotation(syncloop.ConfigMirrorAnnotation, "hash")))},
+			msg:    set(file, apiPod("a")),
+			want:   []string{"ADD file a"},
+			held:   []string{"a", "a"},
+		},
+		{
 			name:   "a name freed in the same SET is free for the new UID",
 			before: []msg{set(file, apiPod("a"))},
 			msg:    set(file, apiPod("a", withUID("v2"))),
