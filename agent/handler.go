@@ -113,7 +113,10 @@ func (a *Agent) HandlePodReconcile(pods []*v1.Pod) {
 		if syncloop.IsMirrorPod(pod) {
 			continue
 		}
-		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		// A pod the API shows finished, or whose readiness gates another
+		// writer just changed, is synced so that its status is reported
+		// anew; any other status-only change waits for the next sync.
+		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed || status.NeedsReadinessReconcile(pod) {
 			a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod})
 		}
 	}

@@ -242,6 +242,24 @@ func ReadyCondition(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, ph
 	return readyFrom(pod, ContainersReadyCondition(pod, initStatuses, statuses, phase), conds)
 }
 
+// NeedsReadinessReconcile reports whether the Ready condition in the pod's
+// status disagrees, in status or message, with what its readiness gates'
+// conditions (set by other writers through the API) now make it: the node
+// must then sync the pod to report it anew, as upstream's kubelet does when
+// a gate's condition changes. A pod without readiness gates, or without a
+// Ready condition yet, never needs it.
+func NeedsReadinessReconcile(pod *v1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	cur := findCondition(pod.Status.Conditions, v1.PodReady)
+	if cur == nil {
+		return false
+	}
+	want := ReadyCondition(pod, pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.Phase, pod.Status.Conditions)
+	return cur.Status != want.Status || cur.Message != want.Message
+}
+
 func readyFrom(pod *v1.Pod, containersReady v1.PodCondition, conds []v1.PodCondition) v1.PodCondition {
 	c := v1.PodCondition{Type: v1.PodReady, Status: containersReady.Status, Reason: containersReady.Reason, Message: containersReady.Message}
 	if c.Status != v1.ConditionTrue {

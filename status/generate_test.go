@@ -770,3 +770,35 @@ func TestPodLevelQoS(t *testing.T) {
 	p.Spec.Resources.Limits = v1.ResourceList{v1.ResourceCPU: resourceMust("2")}
 	assert.Equal(t, v1.PodQOSBurstable, ComputeQOSClass(p))
 }
+
+func TestNeedsReadinessReconcile(t *testing.T) {
+	running := v1.ContainerStatus{Name: "app", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
+	notReady := `the status of pod readiness gate "example.com/lb" is not "True", but False`
+	for _, tc := range []struct {
+		name  string
+		gates bool
+		conds []v1.PodCondition
+		want  bool
+	}{
+		{name: "no readiness gates", conds: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}},
+		{name: "no Ready condition yet", gates: true, conds: []v1.PodCondition{{Type: "example.com/lb", Status: v1.ConditionTrue}}},
+		{name: "the gate turned True: Ready must follow", gates: true, want: true, conds: []v1.PodCondition{
+			{Type: "example.com/lb", Status: v1.ConditionTrue},
+			{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonReadinessGatesNotReady, Message: notReady}}},
+		{name: "the gate turned False: Ready must follow", gates: true, want: true, conds: []v1.PodCondition{
+			{Type: "example.com/lb", Status: v1.ConditionFalse},
+			{Type: v1.PodReady, Status: v1.ConditionTrue}}},
+		{name: "in agreement", gates: true, conds: []v1.PodCondition{
+			{Type: "example.com/lb", Status: v1.ConditionFalse},
+			{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonReadinessGatesNotReady, Message: notReady}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+			if tc.gates {
+				p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+			}
+			p.Status = v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{running}, Conditions: tc.conds}
+			assert.Equal(t, tc.want, NeedsReadinessReconcile(p))
+		})
+	}
+}

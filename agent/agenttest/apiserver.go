@@ -199,6 +199,31 @@ func (s *apiServer) UpdatePodStatus(_ context.Context, pod *v1.Pod, st v1.PodSta
 	return p.DeepCopy(), nil
 }
 
+// setCondition sets (or replaces) one condition of a pod's status, as
+// another writer through the API does (a readiness gate's controller), and
+// tells the node, which sees it as a status-only change.
+func (s *apiServer) setCondition(namespace, name string, c v1.PodCondition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.pods[key(namespace, name)]
+	if !ok {
+		return fmt.Errorf("pods %q not found", key(namespace, name))
+	}
+	p := old.DeepCopy()
+	replaced := false
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == c.Type {
+			p.Status.Conditions[i], replaced = c, true
+		}
+	}
+	if !replaced {
+		p.Status.Conditions = append(p.Status.Conditions, c)
+	}
+	s.pods[key(namespace, name)] = p
+	s.notify()
+	return nil
+}
+
 // DeletePod implements status.Sink: the pod is gone at once, and the agent
 // sees it leave.
 func (s *apiServer) DeletePod(_ context.Context, pod *v1.Pod) error {

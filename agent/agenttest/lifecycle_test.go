@@ -130,3 +130,33 @@ func TestGracefulDeletionWithPreStop(t *testing.T) {
 		golden(t, "graceful-deletion.txt", tr.b.String())
 	})
 }
+
+// A pod with a readiness gate is Ready only once another writer sets the
+// gate's condition True through the API, and leaves Ready when it turns
+// False; the node reports each change at once, not at its next resync.
+func TestReadinessGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		p := pod("gated", container("app", "sleep", "3600"))
+		p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+		n.AddPod(p)
+		require.True(t, n.StepUntil(time.Minute, func() bool { return n.Pod("default", "gated").Status.Phase == v1.PodRunning }))
+		n.Step(5 * time.Second)
+		assert.False(t, ready(n.Pod("default", "gated")), "the gate's condition does not exist")
+
+		gate := func(s v1.ConditionStatus) {
+			n.SetPodCondition("default", "gated", v1.PodCondition{Type: "example.com/lb", Status: s})
+			n.Step(2 * time.Second)
+		}
+		gate(v1.ConditionTrue)
+		assert.True(t, ready(n.Pod("default", "gated")), "the gate is True")
+		gate(v1.ConditionFalse)
+		p = n.Pod("default", "gated")
+		assert.False(t, ready(p), "the gate is False")
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady {
+				assert.Equal(t, "ReadinessGatesNotReady", c.Reason)
+			}
+		}
+	})
+}

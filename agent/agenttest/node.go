@@ -246,6 +246,17 @@ func (n *Node) UpdatePod(pod *v1.Pod) {
 	n.Settle()
 }
 
+// SetPodCondition sets one condition of a pod's status as another
+// controller does through the API: the condition of a readiness gate, for
+// example, which the node then takes into the pod's Ready condition.
+func (n *Node) SetPodCondition(namespace, name string, c v1.PodCondition) {
+	n.t.Helper()
+	if err := n.api.setCondition(namespace, name, c); err != nil {
+		n.t.Fatalf("agenttest: SetPodCondition: %v", err)
+	}
+	n.Settle()
+}
+
 // DeletePod deletes a pod gracefully, as kubectl delete does: the pod's
 // terminationGracePeriodSeconds (30s by default) is its deletion grace
 // period. The node stops its containers, then the pod is removed once its
