@@ -271,13 +271,17 @@ type lifecycle interface {
 // Agent is a node agent composed of the kubeletkit blocks. Build one with
 // New and start it with Run.
 type Agent struct {
-	opts    Options
-	log     *slog.Logger
-	clock   Clock
-	rt      Runtime
-	fakeRT  *fake.Runtime
-	runtime string // runtime name for container IDs
-	metrics Metrics
+	opts Options
+	// appArmor: the host enforces AppArmor (admitAppArmor).
+	appArmor bool
+	// unsettled: pods rejected before the first housekeeping (mu).
+	unsettled []types.UID
+	log       *slog.Logger
+	clock     Clock
+	rt        Runtime
+	fakeRT    *fake.Runtime
+	runtime   string // runtime name for container IDs
+	metrics   Metrics
 
 	cache   *pleg.Cache
 	pleg    lifecycle
@@ -375,7 +379,8 @@ func New(opts Options) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics,
-		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}, gate: newStartGate(startSlots)}
+		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}, gate: newStartGate(startSlots),
+		appArmor: hostAppArmor()}
 	if a.metrics == nil {
 		a.metrics = noMetrics{}
 	}

@@ -49,6 +49,10 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 			a.reject(pod, "UnexpectedAdmissionError", err.Error())
 			continue
 		}
+		if ok, reason, msg := admitAppArmor(pod, a.appArmor); !ok {
+			a.reject(pod, reason, msg)
+			continue
+		}
 		if a.evict != nil {
 			if ok, reason, msg := a.evict.Admit(pod); !ok {
 				a.reject(pod, reason, msg)
@@ -63,8 +67,12 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 // reject records a pod that cannot be admitted: it is shown Failed with the
 // reason and message and never runs, and no other pod is affected.
 func (a *Agent) reject(pod *v1.Pod, reason, msg string) {
+	unsettled := a.workers.CouldHaveRunningContainers(pod.UID)
 	a.mu.Lock()
 	a.rejected[pod.UID] = struct{}{}
+	if unsettled {
+		a.unsettled = append(a.unsettled, pod.UID)
+	}
 	a.mu.Unlock()
 	// The status says so, as upstream's rejectPod writes it, and reaches
 	// the API server through the status manager.
@@ -74,6 +82,16 @@ func (a *Agent) reject(pod *v1.Pod, reason, msg string) {
 	}
 	a.Eventf(pod, v1.EventTypeWarning, reason, "%s", msg)
 	a.log.Warn("Pod rejected", "pod", podDesc(pod), "reason", reason, "message", msg)
+}
+
+// takeUnsettledRejections returns, once, the pods refused while the workers
+// could not yet tell that they run nothing.
+func (a *Agent) takeUnsettledRejections() []types.UID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	u := a.unsettled
+	a.unsettled = nil
+	return u
 }
 
 func (a *Agent) isRejected(uid types.UID) bool {
@@ -161,6 +179,12 @@ func (a *Agent) handlePLEGEvents(events []pleg.Event) {
 func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 	desired := a.pods.GetPods()
 	known := a.workers.SyncKnownPods(desired)
+	// A pod refused before the workers first learnt the desired pods had
+	// its Failed phase held back (its containers could have been running
+	// then); now that they cannot, it is written.
+	for _, uid := range a.takeUnsettledRejections() {
+		a.status.PushAgain(uid)
+	}
 	want := make(map[types.UID]struct{}, len(desired))
 	for _, p := range desired {
 		want[p.UID] = struct{}{}

@@ -160,3 +160,25 @@ func TestReadinessGate(t *testing.T) {
 		}
 	})
 }
+
+// A pod that asks for an AppArmor profile the node cannot apply is refused
+// with upstream's reason and never runs; the node's other pods go on. Added
+// at the node's start, before the workers first learn the desired pods, its
+// Failed phase is written once they know it runs nothing.
+func TestAppArmorProfileRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		p := pod("confined", container("app", "sleep", "3600"))
+		p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+		n.AddPod(p)
+		n.AddPod(pod("plain", container("app", "sleep", "3600")))
+		require.True(t, n.StepUntil(time.Minute, func() bool {
+			return n.Pod("default", "plain").Status.Phase == v1.PodRunning && n.Pod("default", "confined").Status.Phase != ""
+		}))
+		got := n.Pod("default", "confined").Status
+		assert.Equal(t, v1.PodFailed, got.Phase)
+		assert.Equal(t, "AppArmor", got.Reason)
+		assert.Contains(t, got.Message, "Pod was rejected: Cannot enforce AppArmor: ")
+		assert.Empty(t, got.ContainerStatuses)
+	})
+}

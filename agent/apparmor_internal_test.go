@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestAdmitAppArmor(t *testing.T) {
+	profile := func(t v1.AppArmorProfileType) *v1.AppArmorProfile { return &v1.AppArmorProfile{Type: t} }
+	withPod := func(p *v1.AppArmorProfile) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{AppArmorProfile: p}, Containers: []v1.Container{{Name: "c"}}}}
+	}
+	withContainer := func(p *v1.AppArmorProfile) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "i", SecurityContext: &v1.SecurityContext{AppArmorProfile: p}}}, Containers: []v1.Container{{Name: "c"}}}}
+	}
+	withAnnotation := func(v string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "c": v}},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+	}
+	const notEnabled = "Cannot enforce AppArmor: AppArmor is not enabled on the host"
+	for _, tc := range []struct {
+		name    string
+		pod     *v1.Pod
+		host    bool
+		message string // "" means admitted
+	}{
+		{name: "no profile", pod: &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}},
+		{name: "unconfined everywhere", pod: withPod(profile(v1.AppArmorProfileTypeUnconfined))},
+		{name: "unconfined annotation", pod: withAnnotation(v1.DeprecatedAppArmorBetaProfileNameUnconfined)},
+		{name: "pod field, no AppArmor on the host", pod: withPod(profile(v1.AppArmorProfileTypeRuntimeDefault)), message: notEnabled},
+		{name: "an init container's field", pod: withContainer(profile(v1.AppArmorProfileTypeLocalhost)), message: notEnabled},
+		{name: "the annotation", pod: withAnnotation(v1.DeprecatedAppArmorBetaProfileRuntimeDefault), message: notEnabled},
+		{name: "a host with AppArmor: still refused, never run unconfined", pod: withPod(profile(v1.AppArmorProfileTypeRuntimeDefault)), host: true,
+			message: "Cannot enforce AppArmor: this node does not pass AppArmor profiles to its runtime"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, reason, msg := admitAppArmor(tc.pod, tc.host)
+			if tc.message == "" {
+				assert.True(t, ok)
+				return
+			}
+			assert.False(t, ok)
+			assert.Equal(t, ReasonAppArmor, reason)
+			assert.Equal(t, tc.message, msg)
+		})
+	}
+}
