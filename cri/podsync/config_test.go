@@ -297,3 +297,41 @@ func TestFSGroupIsASupplementalGroup(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, cfg.GetLinux().GetSecurityContext().GetSupplementalGroups())
 }
+
+// As upstream orders a pod's termination: the app containers stop first,
+// then the sidecars in reverse order, each once the one after it stopped;
+// every preStop hook runs at once, before any wait.
+func TestKillPodStopsSidecarsInReverseOrder(t *testing.T) {
+	h := newHarness(t)
+	withHook := func(c v1.Container) v1.Container {
+		c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"/bin/drain", c.Name}}}}
+		return c
+	}
+	pod := newPod("", nil, withHook(ctr("app1")), ctr("app2"))
+	pod.Spec.InitContainers = []v1.Container{withHook(sidecar("side1")), sidecar("side2"), withHook(sidecar("side3"))}
+	for range 5 {
+		require.NoError(t, h.sync(pod).Err())
+	}
+	st := h.status(pod)
+	running := 0
+	for _, c := range st.Containers {
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running++
+		}
+	}
+	require.Equal(t, 5, running, "every container runs")
+
+	require.NoError(t, h.s.KillPod(context.Background(), pod, st, nil).Err())
+	var stopped []string
+	for _, c := range h.rt.CallsOf(fake.StopContainer) {
+		stopped = append(stopped, st.ContainerByID(c.Request.(*runtimeapi.StopContainerRequest).GetContainerId()).GetMetadata().GetName())
+	}
+	require.Len(t, stopped, 5)
+	assert.ElementsMatch(t, []string{"app1", "app2"}, stopped[:2], "the apps first")
+	assert.Equal(t, []string{"side3", "side2", "side1"}, stopped[2:], "then the sidecars, last first")
+	var hooks []string
+	for _, c := range h.rt.CallsOf(fake.ExecSync) {
+		hooks = append(hooks, c.Request.(*runtimeapi.ExecSyncRequest).GetCmd()[1])
+	}
+	assert.ElementsMatch(t, []string{"app1", "side1", "side3"}, hooks)
+}

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cri"
 )
@@ -25,12 +26,16 @@ const (
 
 // KillPod stops a pod: every running container of status with its grace
 // period (the override when non-nil, else the pod's deletion grace period,
-// else its terminationGracePeriodSeconds, else 30s), app containers first and
-// in parallel, then init containers and sidecars in parallel; each first runs
-// its preStop hook (exec, HTTP GET or sleep), which uses up part of the grace
-// period. Then every sandbox of the pod is stopped. pod may be nil (a pod
-// known only from the runtime): hooks are then read from the containers'
-// annotations and the grace period from theirs.
+// else its terminationGracePeriodSeconds, else 30s). Every container first
+// runs its preStop hook (exec, HTTP GET or sleep), all at once, which uses
+// up part of its grace period; then, as upstream orders termination, app
+// containers and plain init containers are stopped at once, and each
+// sidecar (restartable init container) only once every app container and
+// the sidecar after it have stopped, so that sidecars stop in reverse order
+// after the apps; the wait uses up grace period too. Then every sandbox of
+// the pod is stopped. pod may be nil (a pod known only from the runtime):
+// hooks are then read from the containers' annotations and the grace period
+// from theirs, and the app containers stop before the init containers.
 func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, gracePeriodOverride *int64) Result {
 	var res Result
 	if status == nil {
@@ -47,7 +52,13 @@ func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 			apps = append(apps, st)
 		}
 	}
-	for _, group := range [][]*runtimeapi.ContainerStatus{apps, inits} {
+	groups := [][]*runtimeapi.ContainerStatus{apps, inits}
+	var order *stopOrder
+	if pod != nil {
+		groups = [][]*runtimeapi.ContainerStatus{append(apps, inits...)}
+		order = newStopOrder(pod, groups[0])
+	}
+	for _, group := range groups {
 		steps := make([]StepResult, len(group))
 		var wg sync.WaitGroup
 		for i, st := range group {
@@ -58,7 +69,7 @@ func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 				if pod != nil {
 					c = findContainer(pod, cri.ContainerName(st))
 				}
-				steps[i] = s.killContainer(ctx, pod, c, st, status.IPs, gracePeriodOverride, "")
+				steps[i] = s.stopContainer(ctx, pod, c, st, status.IPs, gracePeriodOverride, "", order)
 			}()
 		}
 		wg.Wait()
@@ -76,6 +87,73 @@ func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		res.Steps = append(res.Steps, step)
 	}
 	return res
+}
+
+// stopOrder is the order in which a pod's running containers stop: a
+// sidecar waits for every running app container and for the running
+// sidecar after it in the spec; nothing else waits.
+type stopOrder struct {
+	stopped map[string]chan struct{} // closed once the container stopped
+	waitFor map[string][]chan struct{}
+	mu      sync.Mutex
+}
+
+func newStopOrder(pod *v1.Pod, running []*runtimeapi.ContainerStatus) *stopOrder {
+	o := &stopOrder{stopped: map[string]chan struct{}{}, waitFor: map[string][]chan struct{}{}}
+	for _, st := range running {
+		o.stopped[cri.ContainerName(st)] = make(chan struct{})
+	}
+	var apps []chan struct{}
+	for _, c := range pod.Spec.Containers {
+		if ch, ok := o.stopped[c.Name]; ok {
+			apps = append(apps, ch)
+		}
+	}
+	var later chan struct{} // the running sidecar after this one
+	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		c := &pod.Spec.InitContainers[i]
+		ch, ok := o.stopped[c.Name]
+		if !ok || !IsSidecar(c) {
+			continue
+		}
+		o.waitFor[c.Name] = append(o.waitFor[c.Name], apps...)
+		if later != nil {
+			o.waitFor[c.Name] = append(o.waitFor[c.Name], later)
+		}
+		later = ch
+	}
+	return o
+}
+
+// wait blocks until it is name's turn to stop, or for at most grace, and
+// returns how long it waited.
+func (o *stopOrder) wait(ctx context.Context, clk clock.Clock, name string, grace time.Duration) time.Duration {
+	deps := o.waitFor[name]
+	if len(deps) == 0 || grace <= 0 {
+		return 0
+	}
+	start := clk.Now()
+	timeout := clk.After(grace)
+	for _, ch := range deps {
+		select {
+		case <-ch:
+		case <-timeout:
+			return clk.Since(start)
+		case <-ctx.Done():
+			return clk.Since(start)
+		}
+	}
+	return clk.Since(start)
+}
+
+// done records that name stopped (or gave up trying).
+func (o *stopOrder) done(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ch, ok := o.stopped[name]; ok {
+		close(ch)
+		delete(o.stopped, name)
+	}
 }
 
 // gracePeriod returns the seconds a container gets to stop.
@@ -101,6 +179,12 @@ func gracePeriod(pod *v1.Pod, st *runtimeapi.ContainerStatus, override *int64) i
 // killContainer runs the preStop hook and stops one container. podIPs are
 // the pod's IPs from the runtime, for an HTTP hook without a host.
 func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus, podIPs []string, override *int64, message string) StepResult {
+	return s.stopContainer(ctx, pod, c, st, podIPs, override, message, nil)
+}
+
+// stopContainer is killContainer that, with an order, waits after the hook
+// for the container's turn to stop (KillPod).
+func (s *Syncer) stopContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus, podIPs []string, override *int64, message string, order *stopOrder) StepResult {
 	name := cri.ContainerName(st)
 	step := StepResult{Step: StepKillContainer, Target: name, ContainerID: st.GetId(), Message: message}
 	grace := gracePeriod(pod, st, override)
@@ -135,6 +219,12 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 			}
 		}
 		grace -= int64(s.clock.Since(start) / time.Second)
+	}
+	if order != nil {
+		defer order.done(name)
+		if grace > 0 {
+			grace -= int64(order.wait(ctx, s.clock, name, time.Duration(grace)*time.Second) / time.Second)
+		}
 	}
 	if grace < MinimumGracePeriod {
 		grace = MinimumGracePeriod
