@@ -402,6 +402,20 @@ func TestManagerStaticAndRecreatedPods(t *testing.T) {
 		h.stepUntil(status.DefaultResyncPeriod, atLeast(2, count(statustest.OpGet, "static-uid", true)))
 		assert.Empty(t, sink.CallsOf(statustest.OpUpdate))
 	})
+	t.Run("a mirror pod created after the static pod's status gets it at a resync", func(t *testing.T) {
+		sink := &statustest.Sink{}
+		static := apiPod("static-uid", "etcd-node1", v1.RestartPolicyAlways)
+		static.Annotations = map[string]string{status.ConfigSourceAnnotation: "file"}
+		h := newHarness(t, sink, nil)
+		require.NoError(t, h.m.Set(static, runningStatus(true)))
+		h.wait(atLeast(1, count(statustest.OpGet, "static-uid", false))) // not found: no mirror yet
+		mirror := apiPod("mirror-uid", "etcd-node1", v1.RestartPolicyAlways)
+		mirror.Annotations = map[string]string{status.ConfigSourceAnnotation: "api", status.ConfigMirrorAnnotation: "hash"}
+		sink.Add(mirror)
+		h.stepUntil(status.DefaultResyncPeriod, atLeast(1, count(statustest.OpUpdate, "mirror-uid", true)))
+		stored, _ := sink.Pod("ns", "etcd-node1")
+		assert.Equal(t, v1.PodRunning, stored.Status.Phase)
+	})
 	t.Run("a re-created pod does not get the old pod's status", func(t *testing.T) {
 		sink := &statustest.Sink{}
 		old := apiPod("old", "web", v1.RestartPolicyAlways)

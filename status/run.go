@@ -158,7 +158,10 @@ func (m *Manager) pushOne(ctx context.Context, uid types.UID) {
 			return
 		}
 	case errors.Is(err, errSkipped):
+		// Not queued again: the next resync tries it, whatever
+		// version it has by then.
 		e.failures = 0
+		return
 	default:
 		if ctx.Err() != nil {
 			return // shutting down; the status stays unpushed
@@ -187,6 +190,12 @@ func (m *Manager) pushOne(ctx context.Context, uid types.UID) {
 // whether the pod was deleted.
 func (m *Manager) push(ctx context.Context, pod *v1.Pod, st v1.PodStatus, couldHaveRunning, finished bool) (bool, error) {
 	api, err := m.sink.GetPod(ctx, pod)
+	if err != nil && IsStaticPod(pod) && errors.Is(err, ErrPodNotFound) {
+		// Its mirror pod is not there yet: the status goes to it at a
+		// resync once it is.
+		m.log.Debug("static pod has no mirror pod yet", "pod", pod.UID)
+		return false, errSkipped
+	}
 	if err != nil {
 		return false, fmt.Errorf("push pod status %s: get pod: %w", pod.UID, err)
 	}
