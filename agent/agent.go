@@ -274,6 +274,9 @@ type Agent struct {
 	opts Options
 	// appArmor: the host enforces AppArmor (admitAppArmor).
 	appArmor bool
+	// allocatable: the node's allocatable at the start, the downward API's
+	// default limits.
+	allocatable v1.ResourceList
 	// unsettled: pods rejected before the first housekeeping (mu).
 	unsettled []types.UID
 	log       *slog.Logger
@@ -425,13 +428,19 @@ func (a *Agent) build() error {
 	if err != nil {
 		return err
 	}
+	// Read once: the downward API's default limits.
+	if capacity, err := a.opts.Machine.Capacity(context.Background()); err != nil {
+		a.log.Warn("Cannot read the node's capacity: a container's unset limits read through the downward API fail", "err", err)
+	} else {
+		a.allocatable = node.Allocatable(capacity, nil)
+	}
 	if a.vol, err = a.newVolumes(); err != nil {
 		return err
 	}
 	cms, secrets := a.envSources()
 	a.syncer, err = podsync.New(podsync.Options{
 		Runtime: pullPausing{a.rt}, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
-		ConfigMaps: cms, Secrets: secrets, Services: opts.Services,
+		ConfigMaps: cms, Secrets: secrets, Services: opts.Services, NodeAllocatable: a.allocatable,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),

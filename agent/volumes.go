@@ -53,6 +53,7 @@ func (a *Agent) newVolumes() (*volume.Manager, error) {
 		RootDir:          a.opts.RootDir,
 		Sources:          sources,
 		NodeName:         a.opts.NodeName,
+		NodeAllocatable:  a.allocatable,
 		SecretsOnDisk:    cannotMount,
 		UnpinnedSubPaths: cannotMount,
 		SourcesReady:     func() bool { return a.config.SeenAllSources(a.sources()...) },

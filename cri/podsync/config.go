@@ -386,7 +386,7 @@ func (s *Syncer) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs 
 			case vf.FieldRef != nil:
 				v, err = s.fieldRef(pod, vf.FieldRef.FieldPath, podIPs)
 			case vf.ResourceFieldRef != nil:
-				v, err = resourceFieldRef(pod, c, vf.ResourceFieldRef)
+				v, err = resourceFieldRef(pod, c, vf.ResourceFieldRef, s.opts.NodeAllocatable)
 			case vf.ConfigMapKeyRef != nil:
 				ref := vf.ConfigMapKeyRef
 				v, skip, err = cms.key(ref.Name, ref.Key, ref.Optional)
@@ -533,7 +533,9 @@ func subscript(path, field string) (string, bool) {
 // resourceFieldRef resolves limits.* and requests.* of a container; an
 // unset limit is reported as upstream does without node allocatable: 0 is
 // replaced by nothing, so the value is the request or empty.
-func resourceFieldRef(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {
+// A limit the container does not set reads as the node's allocatable (its
+// limit is, in effect, the node), an unset request as zero, as upstream.
+func resourceFieldRef(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, allocatable v1.ResourceList) (string, error) {
 	target := c
 	if ref.ContainerName != "" {
 		target = findContainer(pod, ref.ContainerName)
@@ -555,8 +557,14 @@ func resourceFieldRef(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelecto
 		return "", fmt.Errorf("unsupported resource %q", ref.Resource)
 	}
 	q, ok := list[v1.ResourceName(name)]
-	if !ok {
-		return "", fmt.Errorf("resource %q is not set on container %s (node allocatable is not known here)", ref.Resource, target.Name)
+	switch {
+	case ok:
+	case kind == "requests":
+		// An unset request reads as zero, as upstream's.
+	default:
+		if q, ok = allocatable[v1.ResourceName(name)]; !ok {
+			return "", fmt.Errorf("limit %q is not set on container %s and the node's allocatable is not known", name, target.Name)
+		}
 	}
 	divisor := ref.Divisor
 	if divisor.IsZero() {

@@ -335,3 +335,40 @@ func TestKillPodStopsSidecarsInReverseOrder(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"app1", "side1", "side3"}, hooks)
 }
+
+// A limit the container does not set reads, through the downward API, as the
+// node's allocatable, and an unset request as zero, as upstream; without the
+// node's allocatable an unset limit is a config error.
+func TestContainerConfigDefaultLimitsFromAllocatable(t *testing.T) {
+	env := []v1.EnvVar{
+		{Name: "CPU", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+		{Name: "MEM", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+	}
+	build := func(alloc v1.ResourceList, env []v1.EnvVar) (map[string]string, error) {
+		rt := fake.New(fake.Options{})
+		t.Cleanup(rt.Close)
+		s, err := podsync.New(podsync.Options{Runtime: rt, LogRoot: "/logs", NodeAllocatable: alloc})
+		require.NoError(t, err)
+		c := ctr("app")
+		c.Env = env
+		pod := newPod("", nil, c)
+		cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+		if err != nil {
+			return nil, err
+		}
+		got := map[string]string{}
+		for _, kv := range cfg.GetEnvs() {
+			got[kv.GetKey()] = string(kv.GetValue())
+		}
+		return got, nil
+	}
+	got, err := build(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi")}, env)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"CPU": "2", "MEM": "4096"}, got)
+	_, err = build(nil, env)
+	assert.Error(t, err, "no limit and no allocatable")
+	got, err = build(v1.ResourceList{v1.ResourceMemory: resource.MustParse("4Gi")},
+		[]v1.EnvVar{{Name: "REQ", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "requests.memory"}}}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"REQ": "0"}, got, "an unset request is not the allocatable")
+}

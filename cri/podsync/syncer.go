@@ -151,6 +151,11 @@ type Options struct {
 	// status.hostIP(s) of the downward API.
 	NodeName string
 	HostIPs  []string
+	// NodeAllocatable is what a container's unset limits.cpu, limits.memory
+	// and limits.ephemeral-storage read as in the downward API (upstream's
+	// default: the node's allocatable). Nil: such a reference fails with
+	// CreateContainerConfigError.
+	NodeAllocatable v1.ResourceList
 	// ClusterDNS and ClusterDomain configure DNS for the ClusterFirst
 	// policy (empty: the runtime's resolv.conf is left alone).
 	ClusterDNS    []string
