@@ -91,6 +91,10 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 		}
 		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
 	}
+	// The sandbox is privileged when any of its containers is, as upstream
+	// sets it: runtimes refuse a privileged container in an unprivileged
+	// sandbox.
+	cfg.Linux.SecurityContext.Privileged = hasPrivilegedContainer(pod)
 	for i := range pod.Spec.Containers {
 		for _, p := range pod.Spec.Containers[i].Ports {
 			if p.HostPort == 0 {
@@ -106,6 +110,25 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 		}
 	}
 	return cfg, nil
+}
+
+// hasPrivilegedContainer reports whether any container of the pod (init,
+// app or ephemeral) asks to be privileged.
+func hasPrivilegedContainer(pod *v1.Pod) bool {
+	privileged := func(sc *v1.SecurityContext) bool { return sc != nil && sc.Privileged != nil && *sc.Privileged }
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if privileged(cs[i].SecurityContext) {
+				return true
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if privileged(pod.Spec.EphemeralContainers[i].SecurityContext) {
+			return true
+		}
+	}
+	return false
 }
 
 func protocol(p v1.Protocol) (runtimeapi.Protocol, error) {

@@ -372,3 +372,35 @@ func TestContainerConfigDefaultLimitsFromAllocatable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"REQ": "0"}, got, "an unset request is not the allocatable")
 }
+
+// The sandbox is privileged when any container is, or runtimes refuse the
+// privileged container ("no privileged container allowed in sandbox").
+func TestSandboxConfigPrivileged(t *testing.T) {
+	s := newSyncer(t, nil)
+	yes := true
+	for _, tc := range []struct {
+		name string
+		mod  func(*v1.Pod)
+		want bool
+	}{
+		{name: "no container privileged", mod: func(*v1.Pod) {}},
+		{name: "an app container", mod: func(p *v1.Pod) { p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &yes} }, want: true},
+		{name: "an init container", mod: func(p *v1.Pod) {
+			c := ctr("init")
+			c.SecurityContext = &v1.SecurityContext{Privileged: &yes}
+			p.Spec.InitContainers = []v1.Container{c}
+		}, want: true},
+		{name: "an ephemeral container", mod: func(p *v1.Pod) {
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+				Name: "debug", SecurityContext: &v1.SecurityContext{Privileged: &yes}}}}
+		}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("", nil, ctr("app"))
+			tc.mod(pod)
+			cfg, err := s.SandboxConfig(pod, 0)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, cfg.GetLinux().GetSecurityContext().GetPrivileged())
+		})
+	}
+}
