@@ -49,6 +49,10 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 			a.reject(pod, "UnexpectedAdmissionError", err.Error())
 			continue
 		}
+		if ok, reason, msg := admitOS(pod, nodeOS); !ok {
+			a.reject(pod, reason, msg)
+			continue
+		}
 		if ok, reason, msg := admitAppArmor(pod, a.appArmor); !ok {
 			a.reject(pod, reason, msg)
 			continue
