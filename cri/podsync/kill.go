@@ -156,6 +156,28 @@ func (o *stopOrder) done(name string) {
 	}
 }
 
+// probeGracePeriod returns the grace period of a container killed because
+// its liveness or startup probe failed, when that probe sets its own
+// terminationGracePeriodSeconds and the pod is not being deleted (a
+// deletion's grace period wins), as upstream; nil otherwise.
+func probeGracePeriod(pod *v1.Pod, c *v1.Container, reason KillReason) *int64 {
+	if pod == nil || c == nil || pod.DeletionGracePeriodSeconds != nil {
+		return nil
+	}
+	var p *v1.Probe
+	switch reason {
+	case KillLivenessFailed:
+		p = c.LivenessProbe
+	case KillStartupFailed:
+		p = c.StartupProbe
+	}
+	if p == nil || p.TerminationGracePeriodSeconds == nil {
+		return nil
+	}
+	g := *p.TerminationGracePeriodSeconds
+	return &g
+}
+
 // gracePeriod returns the seconds a container gets to stop.
 func gracePeriod(pod *v1.Pod, st *runtimeapi.ContainerStatus, override *int64) int64 {
 	switch {

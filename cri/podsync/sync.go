@@ -174,7 +174,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	} else {
 		for _, k := range a.ContainersToKill {
 			c := findContainer(pod, k.Name)
-			res.Steps = append(res.Steps, s.killContainer(ctx, pod, c, status.ContainerByID(k.ID), status.IPs, nil, k.Message))
+			res.Steps = append(res.Steps, s.killContainer(ctx, pod, c, status.ContainerByID(k.ID), status.IPs, probeGracePeriod(pod, c, k.Reason), k.Message))
 		}
 	}
 
