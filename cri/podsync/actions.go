@@ -285,6 +285,9 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 			st := status.ContainerByName(c.Name)
 			if !running(st) {
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
+			} else if k, ok := sidecarChanged(c, st); ok {
+				a.ContainersToKill = append(a.ContainersToKill, k)
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
 			} else if k, ok := probeKill(c, st, probes); ok {
 				a.ContainersToKill = append(a.ContainersToKill, k)
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
@@ -359,6 +362,11 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
 				return false
 			}
+			if k, ok := sidecarChanged(c, st); ok {
+				a.ContainersToKill = append(a.ContainersToKill, k)
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+				return false
+			}
 			if k, ok := probeKill(c, st, probes); ok {
 				a.ContainersToKill = append(a.ContainersToKill, k)
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
@@ -390,6 +398,17 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 		return false
 	}
 	return true
+}
+
+// sidecarChanged reports whether a running sidecar's spec changed since it
+// was started (its image updated, say): it is then restarted, as upstream,
+// with upstream's message.
+func sidecarChanged(c *v1.Container, st *runtimeapi.ContainerStatus) (ContainerToKill, bool) {
+	if h, ok, err := cri.HashFromAnnotations(st.GetAnnotations()); err == nil && ok && h != HashContainer(c) {
+		return ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillSpecChanged,
+			Message: fmt.Sprintf("Init container %s definition changed", c.Name)}, true
+	}
+	return ContainerToKill{}, false
 }
 
 // probeKill reports whether a running container must be killed for a failed
