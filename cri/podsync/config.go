@@ -298,6 +298,13 @@ func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSec
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode, Pid: pidMode, Ipc: ipcMode},
 	}
+	// The runtime masks nothing on its own: the lists come from here, as
+	// upstream sends them.
+	var procMount *v1.ProcMountType
+	if c.SecurityContext != nil {
+		procMount = c.SecurityContext.ProcMount
+	}
+	sc.MaskedPaths, sc.ReadonlyPaths = procPaths(procMount)
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		if psc.RunAsUser != nil {
 			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
