@@ -5,6 +5,8 @@
 //
 //	conformance summarize --report report.json --out DIR [--pass-list FILE]
 //	conformance compare --upstream DIR --minikubelet DIR [--markdown]
+//	conformance focus FILE
+//	conformance passed --report report.json [--areas REGEXP]
 //
 // summarize writes DIR/passed.txt and DIR/failed.txt (one spec a line, by its
 // full text; failed.txt adds the first line of each failure, indented) and
@@ -18,6 +20,14 @@
 // many specs each passed, of how many that ran, then every spec upstream
 // passed and minikubelet did not. With --markdown it prints the table for
 // docs/conformance.md.
+//
+// focus prints a ginkgo focus regexp that selects exactly the specs of a
+// pass list, so that a run checks the recorded specs and waits on no spec
+// known to fail.
+//
+// passed prints the specs of a run that passed, one a line, limited to the
+// areas the regexp matches whole: how a pass list such as
+// hack/conformance/curated.passed is recorded.
 //
 // An area is the spec's outermost ginkgo container ("Probing container",
 // "Downward API volume", ...), without its [sig-...] prefix.

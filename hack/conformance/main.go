@@ -28,8 +28,12 @@ func main() {
 		ok, err = summarizeCmd(os.Args[2:], os.Stdout)
 	case "compare":
 		err = compareCmd(os.Args[2:], os.Stdout)
+	case "focus":
+		err = focusCmd(os.Args[2:], os.Stdout)
+	case "passed":
+		err = passedCmd(os.Args[2:], os.Stdout)
 	default:
-		err = fmt.Errorf("unknown command %q (summarize or compare)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (summarize, compare, focus or passed)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
@@ -415,4 +419,70 @@ func compare(w io.Writer, up, mini []Spec, markdown bool) {
 			fmt.Fprintf(w, "  %s\n\t%s\n", n, why)
 		}
 	}
+}
+
+func focusCmd(args []string, w io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("focus takes one pass list")
+	}
+	names, err := readLines(args[0])
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("%s lists no spec", args[0])
+	}
+	fmt.Fprintln(w, focusRegexp(names))
+	return nil
+}
+
+// focusRegexp is a ginkgo focus that selects exactly the named specs: their
+// full texts, quoted and anchored.
+func focusRegexp(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return "^(?:" + strings.Join(quoted, "|") + ")$"
+}
+
+func passedCmd(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("passed", flag.ContinueOnError)
+	report := fs.String("report", "", "ginkgo JSON report")
+	areas := fs.String("areas", "", "regexp an area must match, whole (empty: every area)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *report == "" {
+		return errors.New("passed needs --report")
+	}
+	re, err := regexp.Compile("^(?:" + *areas + ")$")
+	if err != nil {
+		return fmt.Errorf("--areas: %w", err)
+	}
+	f, err := os.Open(*report)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	specs, err := readReport(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *report, err)
+	}
+	for _, n := range passedIn(specs, re, *areas == "") {
+		fmt.Fprintln(w, n)
+	}
+	return nil
+}
+
+// passedIn returns the passed specs whose area re matches (every area with
+// all).
+func passedIn(specs []Spec, re *regexp.Regexp, all bool) []string {
+	var out []string
+	for _, s := range specs {
+		if s.Outcome == Passed && (all || re.MatchString(s.Area)) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,21 @@ func TestCompare(t *testing.T) {
 Passed under upstream kubelet, not under minikubelet (1):
 - `+probe+` — failed: restart count 0
 `, out.String())
+}
+
+func TestFocusRegexp(t *testing.T) {
+	re := regexp.MustCompile(focusRegexp([]string{probe, logPath}))
+	assert.True(t, re.MatchString(probe))
+	assert.True(t, re.MatchString(logPath))
+	assert.False(t, re.MatchString(podname))
+	assert.False(t, re.MatchString(probe+" and more"), "anchored")
+	assert.False(t, re.MatchString("[sig-node] Probing container should be restarted with a exec liveness probe"), "brackets are literal")
+}
+
+func TestPassedIn(t *testing.T) {
+	specs, err := readReport(strings.NewReader(report))
+	require.NoError(t, err)
+	assert.Equal(t, []string{probe}, passedIn(specs, regexp.MustCompile("^(?:Probing container|Pods)$"), false))
+	assert.Empty(t, passedIn(specs, regexp.MustCompile("^(?:Pods)$"), false), "Pods' only spec skipped itself")
+	assert.Equal(t, []string{probe}, passedIn(specs, nil, true))
 }
