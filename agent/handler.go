@@ -301,14 +301,26 @@ func (a *Agent) finished(want map[types.UID]struct{}, known map[types.UID]podwor
 
 // syncMirrorPods creates the mirror pods of static pods that lack one,
 // recreates outdated ones and deletes orphans, as upstream's housekeeping.
+// While the static pod that holds a full name is terminating, the name is
+// left alone: its mirror pod stays through the grace period, and a new
+// static pod of that name (an updated manifest) gets its own mirror pod
+// once it starts.
 func (a *Agent) syncMirrorPods(ctx context.Context) {
-	var static []*v1.Pod
+	terminating := func(p *v1.Pod) bool {
+		return a.workers.IsPodForMirrorPodTerminatingByFullName(p.Name + "_" + p.Namespace)
+	}
+	var static, mirrors []*v1.Pod
 	for _, p := range a.pods.GetPods() {
-		if syncloop.IsStaticPod(p) && !a.workers.IsPodTerminationRequested(p.UID) {
+		if syncloop.IsStaticPod(p) && !a.workers.IsPodTerminationRequested(p.UID) && !terminating(p) {
 			static = append(static, p)
 		}
 	}
-	if err := a.opts.MirrorPods.SyncMirrorPods(ctx, static, a.pods.GetMirrorPods()); err != nil {
+	for _, m := range a.pods.GetMirrorPods() {
+		if !terminating(m) {
+			mirrors = append(mirrors, m)
+		}
+	}
+	if err := a.opts.MirrorPods.SyncMirrorPods(ctx, static, mirrors); err != nil {
 		a.log.Warn("Mirror pods not in sync", "err", err)
 	}
 }
