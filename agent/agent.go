@@ -116,6 +116,12 @@ type Options struct {
 	// (<namespace>_<name>_<uid>/<container>/<restart>.log), upstream's
 	// podLogsDir, which is /var/log/pods there. Empty means RootDir/logs.
 	PodLogsDir string
+	// AllowedUnsafeSysctls are the sysctls beyond the safe set a pod may
+	// set, by name or by prefix ending in "*" (upstream's
+	// allowedUnsafeSysctls); each must belong to a group the kernel
+	// namespaces (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*,
+	// net.*). A pod setting any other sysctl is refused (SysctlForbidden).
+	AllowedUnsafeSysctls []string
 	// ContainerLogLinksDir gets a symbolic link to each container's log
 	// file, <pod>_<namespace>_<container>-<id>.log, as upstream keeps
 	// /var/log/containers for log collectors (podsync.Options). Empty: no
@@ -274,6 +280,8 @@ type Agent struct {
 	opts Options
 	// appArmor: the host enforces AppArmor (admitAppArmor).
 	appArmor bool
+	// sysctls admits the sysctls pods set.
+	sysctls *sysctlAllowlist
 	// allocatable: the node's allocatable at the start, the downward API's
 	// default limits.
 	allocatable v1.ResourceList
@@ -381,7 +389,11 @@ func New(opts Options) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics,
+	sysctls, err := newSysctlAllowlist(opts.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics, sysctls: sysctls,
 		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}, gate: newStartGate(startSlots),
 		appArmor: hostAppArmor()}
 	if a.metrics == nil {

@@ -53,6 +53,10 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 			a.reject(pod, reason, msg)
 			continue
 		}
+		if ok, reason, msg := a.sysctls.admit(pod); !ok {
+			a.reject(pod, reason, msg)
+			continue
+		}
 		if ok, reason, msg := admitAppArmor(pod, a.appArmor); !ok {
 			a.reject(pod, reason, msg)
 			continue

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
@@ -180,5 +181,31 @@ func TestAppArmorProfileRefused(t *testing.T) {
 		assert.Equal(t, "AppArmor", got.Reason)
 		assert.Contains(t, got.Message, "Pod was rejected: Cannot enforce AppArmor: ")
 		assert.Empty(t, got.ContainerStatuses)
+	})
+}
+
+// A pod setting only safe sysctls runs, and its sandbox gets them (a name
+// with slashes in its dotted form); one setting an unsafe sysctl the node
+// does not allow is refused with upstream's reason and message.
+func TestSysctls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		safe := pod("safe", container("app", "sleep", "3600"))
+		safe.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel/shm_rmid_forced", Value: "1"}}}
+		unsafe := pod("unsafe", container("app", "sleep", "3600"))
+		unsafe.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.msgmax", Value: "10000"}}}
+		n.Step(5 * time.Second)
+		n.AddPod(safe)
+		n.AddPod(unsafe)
+		require.True(t, n.StepUntil(time.Minute, func() bool { return n.Pod("default", "safe").Status.Phase == v1.PodRunning }))
+		var sysctls []map[string]string
+		for _, c := range n.Runtime().CallsOf(fake.RunPodSandbox) {
+			sysctls = append(sysctls, c.Request.(*runtimeapi.RunPodSandboxRequest).GetConfig().GetLinux().GetSysctls())
+		}
+		assert.Equal(t, []map[string]string{{"kernel.shm_rmid_forced": "1"}}, sysctls, "one sandbox, the safe pod's")
+		got := n.Pod("default", "unsafe").Status
+		assert.Equal(t, v1.PodFailed, got.Phase)
+		assert.Equal(t, "SysctlForbidden", got.Reason)
+		assert.Equal(t, `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`, got.Message)
 	})
 }

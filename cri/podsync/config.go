@@ -95,6 +95,7 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 	// sets it: runtimes refuse a privileged container in an unprivileged
 	// sandbox.
 	cfg.Linux.SecurityContext.Privileged = hasPrivilegedContainer(pod)
+	cfg.Linux.Sysctls = sandboxSysctls(pod)
 	for i := range pod.Spec.Containers {
 		for _, p := range pod.Spec.Containers[i].Ports {
 			if p.HostPort == 0 {

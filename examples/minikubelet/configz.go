@@ -94,6 +94,7 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 
 		ContainerLogMaxSize:         c.containerLogMaxSize,
 		ContainerLogMaxFiles:        ptr.To(int32(c.containerLogMaxFiles)),
+		AllowedUnsafeSysctls:        opts.AllowedUnsafeSysctls,
 		ContainerLogMonitorInterval: &metav1.Duration{Duration: logs.DefaultInterval},
 
 		ContainerRuntimeEndpoint: c.endpoint, // empty: the embedded fake runtime

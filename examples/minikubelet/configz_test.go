@@ -125,6 +125,11 @@ current-context: c
 		name: "no kubelet API, no /configz", args: []string{"--port", "0"},
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) { assert.Nil(t, kc) },
 	}, {
+		name: "unsafe sysctls", args: []string{"--allowed-unsafe-sysctls", "kernel.msg*,net.core.somaxconn"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, []string{"kernel.msg*", "net.core.somaxconn"}, kc.AllowedUnsafeSysctls)
+		},
+	}, {
 		name: "pod logs elsewhere", args: []string{"--pod-logs-dir", "/var/log/pods"},
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
 			assert.Equal(t, "/var/log/pods", kc.PodLogsDir)

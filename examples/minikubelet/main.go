@@ -63,6 +63,7 @@ type config struct {
 	runOnceTimeout                                                                           time.Duration
 	verbose                                                                                  bool
 	evictionHard, evictionSoft, evictionSoftGrace, evictionReclaim                           string
+	allowedUnsafeSysctls                                                                     string
 	set                                                                                      map[string]bool // the flags given
 }
 
@@ -104,6 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.evictionHard, "eviction-hard", "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%", "hard eviction thresholds (signal<quantity or percentage, comma-separated); an empty value turns threshold eviction off")
 	fs.StringVar(&c.evictionSoft, "eviction-soft", "", "soft eviction thresholds, same syntax; each needs a grace period")
 	fs.StringVar(&c.evictionSoftGrace, "eviction-soft-grace-period", "", "grace periods of the soft thresholds (memory.available=1m30s,...)")
+	fs.StringVar(&c.allowedUnsafeSysctls, "allowed-unsafe-sysctls", "", "unsafe sysctls pods may set beyond the safe set, comma-separated names or prefixes ending in * (kernel.msg*,net.core.somaxconn); only groups the kernel namespaces")
 	fs.StringVar(&c.evictionReclaim, "eviction-minimum-reclaim", "", "minimum reclaims (memory.available=0Mi,nodefs.available=500Mi,...)")
 	fs.IntVar(&c.imageGCHigh, "image-gc-high-threshold", imagegc.DefaultHighThresholdPercent, "percent of the image filesystem in use at which unused images are removed (100 turns it off)")
 	fs.IntVar(&c.imageGCLow, "image-gc-low-threshold", imagegc.DefaultLowThresholdPercent, "percent of the image filesystem in use that image garbage collection frees down to")
@@ -220,6 +222,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	joined, err := join(c, &opts, log)
 	if err != nil {
 		return agent.Options{}, nil, err
+	}
+	if c.allowedUnsafeSysctls != "" {
+		opts.AllowedUnsafeSysctls = strings.Split(c.allowedUnsafeSysctls, ",")
 	}
 	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
 	if err != nil {
