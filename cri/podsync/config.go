@@ -45,7 +45,15 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 	for k, v := range pod.Annotations {
 		annotations[k] = v
 	}
-	hostname, _ := podHostnameAndDomain(pod, s.opts.ClusterDomain)
+	hostname, domain := podHostnameAndDomain(pod, s.opts.ClusterDomain)
+	if domain != "" && pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN {
+		// The kernel's nodename holds 64 characters.
+		fqdn := hostname + "." + domain
+		if len(fqdn) > 64 {
+			return nil, fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (64 characters is the max, %d characters requested)", fqdn, len(fqdn))
+		}
+		hostname = fqdn
+	}
 	if pod.Spec.HostNetwork {
 		// The node's UTS namespace: the runtime must not set a hostname.
 		hostname = ""

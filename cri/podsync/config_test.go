@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -401,6 +402,33 @@ func TestSandboxConfigPrivileged(t *testing.T) {
 			cfg, err := s.SandboxConfig(pod, 0)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, cfg.GetLinux().GetSecurityContext().GetPrivileged())
+		})
+	}
+}
+
+// setHostnameAsFQDN puts the pod's FQDN in the kernel's nodename, which
+// holds 64 characters: a longer one fails the sandbox, as upstream.
+func TestSandboxConfigHostnameAsFQDN(t *testing.T) {
+	s := newSyncer(t, nil)
+	yes := true
+	for _, tc := range []struct {
+		name, hostname, subdomain, want, err string
+	}{
+		{name: "FQDN", hostname: "h1", subdomain: "sub", want: "h1.sub.default.svc.cluster.local"},
+		{name: "no subdomain: the hostname", hostname: "h1", want: "h1"},
+		{name: "too long", hostname: strings.Repeat("h", 40), subdomain: "sub",
+			err: "FQDN " + strings.Repeat("h", 40) + ".sub.default.svc.cluster.local is too long (64 characters is the max, 70 characters requested)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("", nil, ctr("app"))
+			pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.SetHostnameAsFQDN = tc.hostname, tc.subdomain, &yes
+			cfg, err := s.SandboxConfig(pod, 0)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, cfg.GetHostname())
 		})
 	}
 }
