@@ -35,7 +35,12 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 		a.pods.Add(pod)
 		if syncloop.IsMirrorPod(pod) {
 			// A mirror pod is the API server's copy of a static pod: it
-			// is reported on, never run.
+			// is reported on, never run. A new one (made again after it
+			// was deleted, say) gets the static pod's status at once,
+			// which the status manager had pushed to the old one.
+			if static, ok := a.pods.GetPodByMirrorPod(pod); ok {
+				a.status.PushAgain(static.UID)
+			}
 			continue
 		}
 		a.mu.Lock()
