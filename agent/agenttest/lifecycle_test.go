@@ -209,3 +209,24 @@ func TestSysctls(t *testing.T) {
 		assert.Equal(t, `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`, got.Message)
 	})
 }
+
+// A volume mount that asks for recursive read-only mode on a runtime that
+// cannot do it does not run plain read-only: the container fails with
+// CreateContainerConfigError and upstream's message.
+func TestRecursiveReadOnlyUnsupported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		enabled := v1.RecursiveReadOnlyEnabled
+		c := container("app", "sleep", "3600")
+		c.VolumeMounts = []v1.VolumeMount{{Name: "mnt", MountPath: "/mnt", ReadOnly: true, RecursiveReadOnly: &enabled}}
+		p := pod("rro", c)
+		p.Spec.Volumes = []v1.Volume{{Name: "mnt", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		n.AddPod(p)
+		require.True(t, n.StepUntil(time.Minute, func() bool {
+			cs := n.Pod("default", "rro").Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CreateContainerConfigError"
+		}))
+		assert.Contains(t, n.Pod("default", "rro").Status.ContainerStatuses[0].State.Waiting.Message,
+			`failed to resolve recursive read-only mode: volume "mnt" requested recursive read-only mode, but it is not supported by the runtime`)
+	})
+}

@@ -200,6 +200,9 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return nil, err
 	}
+	if err := s.recursiveReadOnly(pod, c, mounts); err != nil {
+		return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
+	}
 	if err := s.verifyRunAsNonRoot(ctx, pod, c); err != nil {
 		return nil, err
 	}

@@ -151,6 +151,12 @@ type Options struct {
 	// status.hostIP(s) of the downward API.
 	NodeName string
 	HostIPs  []string
+	// RecursiveReadOnlyMounts tells whether the runtime handler (the pod's
+	// runtime class, else RuntimeHandler) makes read-only mounts read-only
+	// recursively; nil means no. A volumeMount asking for recursiveReadOnly
+	// Enabled where it cannot is a CreateContainerConfigError, IfPossible
+	// then means plain read-only, as upstream.
+	RecursiveReadOnlyMounts func(handler string) bool
 	// NodeAllocatable is what a container's unset limits.cpu, limits.memory
 	// and limits.ephemeral-storage read as in the downward API (upstream's
 	// default: the node's allocatable). Nil: such a reference fails with
