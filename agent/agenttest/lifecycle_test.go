@@ -230,3 +230,23 @@ func TestRecursiveReadOnlyUnsupported(t *testing.T) {
 			`failed to resolve recursive read-only mode: volume "mnt" requested recursive read-only mode, but it is not supported by the runtime`)
 	})
 }
+
+// An ephemeral container added to a running pod (kubectl debug) runs and is
+// reported in ephemeralContainerStatuses.
+func TestEphemeralContainer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		n.AddPod(pod("web", container("app", "sleep", "3600")))
+		require.True(t, n.StepUntil(time.Minute, func() bool { return n.Pod("default", "web").Status.Phase == v1.PodRunning }))
+		p := n.Pod("default", "web")
+		p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+			Name: "debugger", Image: "busybox:1.36", Command: []string{"sleep", "3600"}}, TargetContainerName: "app"}}
+		n.UpdatePod(p)
+		require.True(t, n.StepUntil(time.Minute, func() bool {
+			es := n.Pod("default", "web").Status.EphemeralContainerStatuses
+			return len(es) == 1 && es[0].State.Running != nil
+		}), "%+v", n.Pod("default", "web").Status.EphemeralContainerStatuses)
+		assert.Equal(t, v1.PodRunning, n.Pod("default", "web").Status.Phase)
+		assert.Equal(t, int32(0), n.Pod("default", "web").Status.ContainerStatuses[0].RestartCount, "the app was not touched")
+	})
+}

@@ -85,12 +85,16 @@ type Actions struct {
 	InitFailed bool
 	// ContainersToStart are indexes of app containers to start, in order.
 	ContainersToStart []int
+	// EphemeralContainersToStart are indexes of ephemeral containers
+	// (pod.Spec.EphemeralContainers) never started yet, in a sandbox that
+	// is kept. An ephemeral container runs once: it is never restarted.
+	EphemeralContainersToStart []int
 }
 
 // Nothing reports whether the plan does nothing.
 func (a Actions) Nothing() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 &&
-		len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0
+		len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0
 }
 
 // ProbeResults tells whether a probe of one kind (liveness or startup) has
@@ -260,6 +264,13 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 		return a
 	}
 	a.SandboxID = id
+	// Ephemeral containers start first, whatever the state of init, as
+	// upstream's: a debug container helps most when init is stuck.
+	for i := range pod.Spec.EphemeralContainers {
+		if status.ContainerByName(pod.Spec.EphemeralContainers[i].Name) == nil {
+			a.EphemeralContainersToStart = append(a.EphemeralContainersToStart, i)
+		}
+	}
 
 	// Is init done? Any app container existing means yes.
 	appsExist := false
@@ -447,6 +458,11 @@ func (a *Actions) killNotInSpec(pod *v1.Pod, status *cri.PodStatus) {
 func inSpec(pod *v1.Pod, name string) bool {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == name {
+			return true
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
 			return true
 		}
 	}

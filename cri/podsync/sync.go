@@ -178,7 +178,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		}
 	}
 
-	if !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 {
+	if !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0 {
 		return res
 	}
 	sandboxID, podIPs := a.SandboxID, status.IPs
@@ -212,6 +212,10 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	}
 
 	sb := sandboxRef{id: sandboxID, config: sbConfig, ips: podIPs}
+	for _, i := range a.EphemeralContainersToStart {
+		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		res.Steps = append(res.Steps, s.startContainer(ctx, pod, status, sb, &c, cri.ContainerTypeEphemeral))
+	}
 	for _, i := range a.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
 		step := s.startContainer(ctx, pod, status, sb, c, cri.ContainerTypeInit)
@@ -319,6 +323,9 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %s", waitingMessage(err))
 		return fail(ReasonCreateContainerConfigError, ErrCreateContainerConfig, err)
+	}
+	if ctype == cri.ContainerTypeEphemeral {
+		targetNamespace(pod, c.Name, status, config)
 	}
 	if err := os.MkdirAll(filepath.Join(sb.config.LogDirectory, c.Name), 0o755); err != nil {
 		return fail(ReasonCreateContainerConfigError, ErrCreateContainerConfig, err)

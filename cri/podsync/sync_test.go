@@ -493,3 +493,37 @@ func TestNewNeedsRuntime(t *testing.T) {
 	_, err := podsync.New(podsync.Options{})
 	assert.ErrorIs(t, err, podsync.ErrMissingDependency)
 }
+
+// An ephemeral container added to a running pod starts once, in the
+// target's process namespace when it names one; it is never restarted nor
+// killed as a container outside the spec.
+func TestSyncPodEphemeralContainer(t *testing.T) {
+	h := newHarness(t, exitRule(0, time.Second))
+	pod := newPod("", nil, ctr("app"))
+	require.NoError(t, h.sync(pod).Err())
+	appID := h.status(pod).ContainerByName("app").GetId()
+
+	dbg := v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox:1", Command: []string{"sh", "-c", "exit 0"}}, TargetContainerName: "app"}
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{dbg}
+	assert.Equal(t, []int{0}, podsync.ComputeActions(pod, h.status(pod), podsync.Probes{}).EphemeralContainersToStart)
+	require.NoError(t, h.sync(pod).Err())
+	st := h.status(pod).ContainerByName("debugger")
+	require.NotNil(t, st)
+	assert.Equal(t, cri.ContainerTypeEphemeral, st.GetAnnotations()[cri.ContainerTypeAnnotation])
+	var created *runtimeapi.CreateContainerRequest
+	for _, c := range h.rt.CallsOf(fake.CreateContainer) {
+		if r := c.Request.(*runtimeapi.CreateContainerRequest); r.GetConfig().GetMetadata().GetName() == "debugger" {
+			created = r
+		}
+	}
+	require.NotNil(t, created)
+	ns := created.GetConfig().GetLinux().GetSecurityContext().GetNamespaceOptions()
+	assert.Equal(t, runtimeapi.NamespaceMode_TARGET, ns.GetPid())
+	assert.Equal(t, appID, ns.GetTargetId())
+
+	h.clk.Step(2 * time.Second) // it exits
+	a := podsync.ComputeActions(pod, h.status(pod), podsync.Probes{})
+	assert.Empty(t, a.EphemeralContainersToStart, "never restarted")
+	assert.Empty(t, a.ContainersToKill)
+}
