@@ -717,5 +717,10 @@ func (s *Syncer) terminationMessageMount(pod *v1.Pod, c *v1.Container, restartCo
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("container %s: termination message file: %w", c.Name, err)
 	}
+	// Writable by whatever user the container runs as, whatever the
+	// kubelet's umask, as upstream makes it.
+	if err := os.Chmod(file, 0o666); err != nil {
+		return nil, fmt.Errorf("container %s: termination message file: %w", c.Name, err)
+	}
 	return &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: file}, nil
 }

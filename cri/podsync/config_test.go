@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -263,7 +264,9 @@ func TestTerminationMessageMount(t *testing.T) {
 	require.NoError(t, err)
 	want := filepath.Join(pods, "uid-1", "containers", "app", "1")
 	assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/dev/termination-log", HostPath: want}}, cfg.GetMounts())
-	assert.FileExists(t, want)
+	st, err := os.Stat(want)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o666), st.Mode().Perm(), "writable by a non-root container, whatever the umask")
 
 	pod.UID = "../escape"
 	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
