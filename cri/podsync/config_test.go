@@ -210,6 +210,8 @@ func TestKillPodRunsPreStopExec(t *testing.T) {
 	execs := h.rt.CallsOf(fake.ExecSync)
 	require.Len(t, execs, 1)
 	assert.Equal(t, []string{"/bin/drain"}, execs[0].Request.(*runtimeapi.ExecSyncRequest).GetCmd())
+	assert.Zero(t, execs[0].Request.(*runtimeapi.ExecSyncRequest).GetTimeout(),
+		"an exec preStop hook has no timeout of its own: it runs on past the grace period, until its container stops")
 	stops := h.rt.CallsOf(fake.StopContainer)
 	require.Len(t, stops, 1)
 	assert.Equal(t, int64(20), stops[0].Request.(*runtimeapi.StopContainerRequest).GetTimeout())

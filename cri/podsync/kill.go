@@ -156,6 +156,36 @@ func (o *stopOrder) done(name string) {
 	}
 }
 
+// runPreStop runs a preStop hook and waits for it for at most grace, as
+// upstream: the hook goes on past the wait (an exec hook has no timeout of
+// its own, and ends when its container is stopped), and its failure,
+// however late, is reported.
+func (s *Syncer) runPreStop(ctx context.Context, pod *v1.Pod, t hookTarget, hook *v1.LifecycleHandler, grace time.Duration) {
+	timeout := grace
+	if hook.Exec != nil {
+		timeout = 0
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := s.runHook(ctx, t, hook, timeout); err != nil {
+			s.log.Info("preStop hook failed", "container", t.name, "err", logValue(err))
+			if pod != nil {
+				// As upstream's, the event leaves the hook's output out.
+				s.event(pod, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed")
+			}
+		}
+	}()
+	wait := s.clock.NewTimer(grace)
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-wait.C():
+		s.log.Info("preStop hook did not finish within the grace period", "container", t.name, "gracePeriod", grace)
+	case <-ctx.Done():
+	}
+}
+
 // probeGracePeriod returns the grace period of a container killed because
 // its liveness or startup probe failed, when that probe sets its own
 // terminationGracePeriodSeconds and the pod is not being deleted (a
@@ -233,13 +263,7 @@ func (s *Syncer) stopContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 	if hook != nil && grace > 0 && st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		start := s.clock.Now()
 		t := hookTarget{pod: pod, container: c, name: name, containerID: st.GetId(), podIPs: podIPs}
-		if _, err := s.runHook(ctx, t, hook, time.Duration(grace)*time.Second); err != nil {
-			s.log.Info("preStop hook failed", "container", name, "err", logValue(err))
-			if pod != nil {
-				// As upstream's, the event leaves the hook's output out.
-				s.event(pod, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed")
-			}
-		}
+		s.runPreStop(ctx, pod, t, hook, time.Duration(grace)*time.Second)
 		grace -= int64(s.clock.Since(start) / time.Second)
 	}
 	if order != nil {
