@@ -6,7 +6,7 @@
 //	conformance summarize --report report.json --out DIR [--pass-list FILE]
 //	conformance compare --upstream DIR --minikubelet DIR [--markdown]
 //	conformance focus FILE
-//	conformance passed --report report.json [--areas REGEXP]
+//	conformance passed --report report.json [--areas FILE]
 //
 // summarize writes DIR/passed.txt and DIR/failed.txt (one spec a line, by its
 // full text; failed.txt adds the first line of each failure, indented) and
@@ -26,8 +26,8 @@
 // known to fail.
 //
 // passed prints the specs of a run that passed, one a line, limited to the
-// areas the regexp matches whole: how a pass list such as
-// hack/conformance/curated.passed is recorded.
+// areas the file names (one a line, as summary.txt writes them): how a pass
+// list such as hack/conformance/curated.passed is recorded.
 //
 // An area is the spec's outermost ginkgo container ("Probing container",
 // "Downward API volume", ...), without its [sig-...] prefix.

@@ -449,16 +449,23 @@ func focusRegexp(names []string) string {
 func passedCmd(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("passed", flag.ContinueOnError)
 	report := fs.String("report", "", "ginkgo JSON report")
-	areas := fs.String("areas", "", "regexp an area must match, whole (empty: every area)")
+	areasFile := fs.String("areas", "", "file of the areas to keep, one a line (empty: every area)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *report == "" {
 		return errors.New("passed needs --report")
 	}
-	re, err := regexp.Compile("^(?:" + *areas + ")$")
-	if err != nil {
-		return fmt.Errorf("--areas: %w", err)
+	var areas map[string]bool
+	if *areasFile != "" {
+		names, err := readLines(*areasFile)
+		if err != nil {
+			return err
+		}
+		areas = make(map[string]bool, len(names))
+		for _, n := range names {
+			areas[n] = true
+		}
 	}
 	f, err := os.Open(*report)
 	if err != nil {
@@ -469,18 +476,18 @@ func passedCmd(args []string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *report, err)
 	}
-	for _, n := range passedIn(specs, re, *areas == "") {
+	for _, n := range passedIn(specs, areas) {
 		fmt.Fprintln(w, n)
 	}
 	return nil
 }
 
-// passedIn returns the passed specs whose area re matches (every area with
-// all).
-func passedIn(specs []Spec, re *regexp.Regexp, all bool) []string {
+// passedIn returns the passed specs of the given areas (every area when
+// areas is nil).
+func passedIn(specs []Spec, areas map[string]bool) []string {
 	var out []string
 	for _, s := range specs {
-		if s.Outcome == Passed && (all || re.MatchString(s.Area)) {
+		if s.Outcome == Passed && (areas == nil || areas[s.Area]) {
 			out = append(out, s.Name)
 		}
 	}
