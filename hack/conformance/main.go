@@ -436,14 +436,16 @@ func focusCmd(args []string, w io.Writer) error {
 	return nil
 }
 
-// focusRegexp is a ginkgo focus that selects exactly the named specs: their
-// full texts, quoted and anchored.
+// focusRegexp is a ginkgo focus that selects the named specs: their full
+// texts, quoted and anchored at their end. Not at their start: the text
+// ginkgo matches a focus against does not begin with the spec's first
+// container (a focus anchored with ^ selects nothing).
 func focusRegexp(names []string) string {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = regexp.QuoteMeta(n)
 	}
-	return "^(?:" + strings.Join(quoted, "|") + ")$"
+	return "(?:" + strings.Join(quoted, "|") + ")$"
 }
 
 func passedCmd(args []string, w io.Writer) error {
