@@ -50,31 +50,35 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 			a.latency[pod.UID] = &startup{added: a.clock.Now(), seq: a.admitted}
 		}
 		a.mu.Unlock()
-		if err := podsync.ValidatePod(pod); err != nil {
-			a.reject(pod, "UnexpectedAdmissionError", err.Error())
-			continue
-		}
-		if ok, reason, msg := admitOS(pod, nodeOS); !ok {
+		if ok, reason, msg := a.admit(pod); !ok {
 			a.reject(pod, reason, msg)
 			continue
-		}
-		if ok, reason, msg := a.sysctls.admit(pod); !ok {
-			a.reject(pod, reason, msg)
-			continue
-		}
-		if ok, reason, msg := admitAppArmor(pod, a.appArmor); !ok {
-			a.reject(pod, reason, msg)
-			continue
-		}
-		if a.evict != nil {
-			if ok, reason, msg := a.evict.Admit(pod); !ok {
-				a.reject(pod, reason, msg)
-				continue
-			}
 		}
 		a.prober.AddPod(pod)
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
 	}
+}
+
+// admit runs the admission checks, in order, and returns the first refusal
+// with its reason and message: the pod's validity, its operating system,
+// its sysctls, an AppArmor profile it asks for, then eviction's.
+func (a *Agent) admit(pod *v1.Pod) (ok bool, reason, message string) {
+	if err := podsync.ValidatePod(pod); err != nil {
+		return false, "UnexpectedAdmissionError", err.Error()
+	}
+	if ok, reason, message = admitOS(pod, nodeOS); !ok {
+		return ok, reason, message
+	}
+	if ok, reason, message = a.sysctls.admit(pod); !ok {
+		return ok, reason, message
+	}
+	if ok, reason, message = admitAppArmor(pod, a.appArmor); !ok {
+		return ok, reason, message
+	}
+	if a.evict != nil {
+		return a.evict.Admit(pod)
+	}
+	return true, "", ""
 }
 
 // reject records a pod that cannot be admitted: it is shown Failed with the

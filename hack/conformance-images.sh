@@ -351,29 +351,13 @@ stage_fake_registry() {
 }
 
 # build_image NAME REF CONFIG LAYER_DIR...: write $IMG_DIR/NAME.oci.tar unless
-# an archive built from identical inputs exists (as containerd-setup.sh does).
+# an archive built from identical inputs exists (lib.sh), and NAME.oci.tar.ref,
+# the image's name, for import and registry-start.
 build_image() {
-  local name="$1" ref="$2" config="$3" out stamp key dir
-  shift 3
-  out="${IMG_DIR}/${name}.oci.tar"
-  stamp="${out}.inputs"
-  key="$( {
-    printf '%s\n%s\n' "${ref}" "${config}"
-    sha256sum "${HACK_DIR}/oci-image.sh"
-    for dir in "$@"; do
-      (cd "${dir}" && find . -printf '%p %m %s %n %U %G %l\n' | sort &&
-        find . -type f -printf '%i\t%p\n' | sort -t$'\t' -k1,1n -u | cut -f2 | sort |
-        xargs -r -d '\n' sha256sum)
-    done
-  } | sha256sum | cut -d' ' -f1)"
-  if [[ "${KK_REBUILD:-0}" != 1 && -f "${out}" && "$(cat "${stamp}" 2>/dev/null)" == "${key}" ]]; then
-    kk_log "image ${ref}: cached ${out}"
-    return 0
-  fi
-  kk_log "image ${ref}: writing ${out}"
-  nice -n 10 "${HACK_DIR}/oci-image.sh" "${out}" "${ref}" "${config}" "$@" >/dev/null
-  printf '%s\n' "${key}" >"${stamp}"
-  printf '%s\n' "${ref}" >"${out}.ref"
+  local name="$1" ref="$2"
+  shift
+  kk_build_image "${IMG_DIR}/${name}.oci.tar" "$@"
+  printf '%s\n' "${ref}" >"${IMG_DIR}/${name}.oci.tar.ref"
 }
 
 build() {

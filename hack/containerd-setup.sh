@@ -164,32 +164,11 @@ EOF
 }
 
 # build_image NAME REF CONFIG LAYER_DIR...: write $KK_IMAGES/NAME.oci.tar
-# unless a cached archive built from identical inputs exists.
+# unless a cached archive built from identical inputs exists (lib.sh).
 build_image() {
-  local name="$1" ref="$2" config="$3" out stamp key
-  shift 3
-  out="${KK_IMAGES}/${name}.oci.tar"
-  stamp="${out}.inputs"
-  # The cache key covers the reference, the config and every file's path,
-  # mode, size, link count and content hash (symlink targets included).
-  key="$( {
-    printf '%s\n%s\n' "${ref}" "${config}"
-    sha256sum "${HACK_DIR}/oci-image.sh"
-    local dir
-    for dir in "$@"; do
-      # Content is hashed once per inode (the busybox tree is ~270 hard links).
-      (cd "${dir}" && find . -printf '%p %m %s %n %l\n' | sort &&
-        find . -type f -printf '%i\t%p\n' | sort -t$'\t' -k1,1n -u | cut -f2 | sort |
-        xargs -r -d '\n' sha256sum)
-    done
-  } | sha256sum | cut -d' ' -f1)"
-  if [[ "${KK_REBUILD:-0}" != 1 && -f "${out}" && "$(cat "${stamp}" 2>/dev/null)" == "${key}" ]]; then
-    kk_log "image ${ref}: cached ${out}"
-    return 0
-  fi
-  kk_log "image ${ref}: writing ${out}"
-  "${HACK_DIR}/oci-image.sh" "${out}" "${ref}" "${config}" "$@" >/dev/null
-  printf '%s\n' "${key}" >"${stamp}"
+  local name="$1"
+  shift
+  kk_build_image "${KK_IMAGES}/${name}.oci.tar" "$@"
 }
 
 build_images() {

@@ -370,3 +370,32 @@ EOF
     for line in "$@"; do printf '%s\n' "${line}"; done
   } >"${file}"
 }
+
+# kk_build_image OUT REF CONFIG LAYER_DIR...: write the OCI archive OUT of
+# image REF (hack/oci-image.sh) unless OUT was built from identical inputs:
+# its cache key, in OUT.inputs, covers the reference, the config,
+# oci-image.sh itself and every file's path, mode, size, link count,
+# owner, symlink target and content (hashed once per inode: a busybox tree
+# is hundreds of hard links). KK_REBUILD=1 writes it anyway.
+kk_build_image() {
+  local out="$1" ref="$2" config="$3" stamp key dir oci
+  shift 3
+  oci="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/oci-image.sh"
+  stamp="${out}.inputs"
+  key="$( {
+    printf '%s\n%s\n' "${ref}" "${config}"
+    sha256sum "${oci}"
+    for dir in "$@"; do
+      (cd "${dir}" && find . -printf '%p %m %s %n %U %G %l\n' | sort &&
+        find . -type f -printf '%i\t%p\n' | sort -t$'\t' -k1,1n -u | cut -f2 | sort |
+        xargs -r -d '\n' sha256sum)
+    done
+  } | sha256sum | cut -d' ' -f1)"
+  if [[ "${KK_REBUILD:-0}" != 1 && -f "${out}" && "$(cat "${stamp}" 2>/dev/null)" == "${key}" ]]; then
+    kk_log "image ${ref}: cached ${out}"
+    return 0
+  fi
+  kk_log "image ${ref}: writing ${out}"
+  nice -n 10 "${oci}" "${out}" "${ref}" "${config}" "$@" >/dev/null
+  printf '%s\n' "${key}" >"${stamp}"
+}
