@@ -239,7 +239,8 @@ func (e *reasonsError) Unwrap() []error { return append([]error{e.cause}, e.errs
 
 // WaitForUnmount makes pod's volumes not desired (as RemovePod) and waits
 // until they are all torn down, ctx ends or MountTimeout passes; the error
-// reads "mounted volumes=[...]: ..." as upstream's.
+// reads "mounted volumes=[...]: ..." as upstream's, with the last error of
+// each volume whose tear down failed.
 func (m *Manager) WaitForUnmount(ctx context.Context, pod *v1.Pod) error {
 	if pod == nil {
 		return nil
@@ -255,14 +256,30 @@ func (m *Manager) WaitForUnmount(ctx context.Context, pod *v1.Pod) error {
 		if len(mounted) == 0 {
 			return nil
 		}
+		var cause error
 		select {
 		case <-ch:
+			continue
 		case <-ctx.Done():
-			return fmt.Errorf("mounted volumes=%v: %w", mounted, ctx.Err())
+			cause = ctx.Err()
 		case <-timer.C():
-			return fmt.Errorf("mounted volumes=%v: %w", mounted, ErrTimeout)
+			cause = ErrTimeout
 		}
+		m.mu.Lock()
+		st := m.core.unmountState(pod.UID)
+		m.mu.Unlock()
+		return unmountError(mounted, st, cause)
 	}
+}
+
+// unmountError formats WaitForUnmount's error: upstream's "mounted
+// volumes=[...]: <cause>", followed by the last tear down error of each
+// volume that has one, which errors.Is and errors.As also find.
+func unmountError(mounted []string, st podMountState, cause error) error {
+	if r := st.reasons(); r != "" {
+		return fmt.Errorf("mounted volumes=%v: %w", mounted, &reasonsError{cause.Error() + "; " + r, cause, st.errList()})
+	}
+	return fmt.Errorf("mounted volumes=%v: %w", mounted, cause)
 }
 
 // RemovePod makes the pod's volumes not desired: the reconciler tears them

@@ -3,8 +3,10 @@ package volume_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -308,6 +310,12 @@ func TestTearDownFailureIsRetried(t *testing.T) {
 	assert.ErrorContains(t, err, "mounted volumes=[mem]")
 	dir := h.volDir(pod, volume.EmptyDirPluginName, "mem")
 	waitFor(t, "an unmount attempt", func() bool { return len(h.mnt.Calls()) >= 2 })
+	waitFor(t, "the failure to be recorded", func() bool {
+		return strings.Contains(fmt.Sprint(h.m.WaitForUnmount(ctx, pod)), "device busy")
+	})
+	err = h.m.WaitForUnmount(ctx, pod)
+	assert.Equal(t, `mounted volumes=[mem]: context canceled; volume "mem": device busy`, err.Error(), "the tear down error is told")
+	assert.ErrorIs(t, err, context.Canceled)
 	assert.True(t, exists(dir), "nothing removed while still mounted")
 
 	h.mnt.SetUnmountErr(nil)

@@ -1,7 +1,7 @@
 package volume
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,20 +49,44 @@ func (sysMounter) IsMountPoint(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	table, err := readConsistently("/proc/self/mountinfo", os.ReadFile)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+	for line := range bytes.Lines(table) {
+		fields := strings.Fields(string(line))
 		if len(fields) > 4 && unescapeMountinfo(fields[4]) == p {
 			return true, nil
 		}
 	}
-	return false, sc.Err()
+	return false, nil
+}
+
+// mountTableReads bounds readConsistently.
+const mountTableReads = 10
+
+// readConsistently reads a /proc mount table until two reads in a row
+// agree. The kernel hands such a table out a page per read(2) and does
+// not hold the mount lock between them, so a read that races a mount or
+// unmount elsewhere (another volume's teardown, a container starting) can
+// skip lines that were there all along; a subPath pin then looks
+// unmounted, and its removal fails with EBUSY.
+func readConsistently(path string, read func(string) ([]byte, error)) ([]byte, error) {
+	prev, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	for range mountTableReads - 1 {
+		cur, err := read(path)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Equal(prev, cur) {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return nil, fmt.Errorf("%s changed on each of %d reads", path, mountTableReads)
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space) of

@@ -238,7 +238,9 @@ func (r *reconciler) refreshPod(uid types.UID) bool {
 // removePod makes the pod not desired; its volumes get torn down.
 func (r *reconciler) removePod(uid types.UID) {
 	p := r.pods[uid]
-	if p == nil {
+	if p == nil || p.desired == nil {
+		// Not known, or removed already: a tear down that failed keeps
+		// its backoff, however often the pod is removed again.
 		return
 	}
 	p.desired = nil
@@ -482,6 +484,22 @@ func (s podMountState) errList() []error {
 		out = append(out, s.errs[n])
 	}
 	return out
+}
+
+// unmountState reports the last tear down error of each volume of a pod
+// still set up (only errs is set).
+func (r *reconciler) unmountState(uid types.UID) podMountState {
+	var st podMountState
+	p := r.pods[uid]
+	if p == nil {
+		return st
+	}
+	for _, v := range p.vols {
+		if v.have != nil && v.fail != nil {
+			st.setErr(v.name, v.fail.err)
+		}
+	}
+	return st
 }
 
 // mountedVolumes lists what is still set up for a pod (or in flight),

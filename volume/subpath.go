@@ -179,7 +179,16 @@ func (m *Manager) cleanSubPaths(uid types.UID, volumeName string) error {
 					return fmt.Errorf("clean subPaths: %w", err)
 				}
 			}
-			if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err = os.Remove(target)
+			if errors.Is(err, syscall.EBUSY) && !mounted {
+				// Still a mount point, whatever the table said: unmount
+				// it and try once more.
+				if uerr := m.opts.Mounter.Unmount(target); uerr != nil {
+					return fmt.Errorf("clean subPaths: %w", errors.Join(err, uerr))
+				}
+				err = os.Remove(target)
+			}
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("clean subPaths: %w", err)
 			}
 		}
@@ -191,10 +200,20 @@ func (m *Manager) cleanSubPaths(uid types.UID, volumeName string) error {
 		return fmt.Errorf("clean subPaths: %w", err)
 	}
 	// The pod's subpaths directory goes with its last volume.
-	// (rmdir of a non-empty directory is ENOTEMPTY, or EEXIST on some
-	// systems.)
-	if err := os.Remove(base); err != nil && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, fs.ErrExist) {
+	if err := removeIfEmpty(base); err != nil {
 		return fmt.Errorf("clean subPaths: %w", err)
 	}
 	return nil
+}
+
+// removeIfEmpty removes the directory dir unless it holds something; one
+// that is not empty, or gone already (volumes are torn down in parallel,
+// and another may have removed it), is no error. (rmdir of a non-empty
+// directory is ENOTEMPTY, or EEXIST on some systems.)
+func removeIfEmpty(dir string) error {
+	err := os.Remove(dir)
+	if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return err
 }

@@ -60,3 +60,20 @@ func mustReal(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return r
 }
+
+func TestRemoveIfEmpty(t *testing.T) {
+	root := t.TempDir()
+	full := filepath.Join(root, "full")
+	require.NoError(t, os.MkdirAll(filepath.Join(full, "x"), 0o750))
+	empty := filepath.Join(root, "empty")
+	require.NoError(t, os.Mkdir(empty, 0o750))
+	file := filepath.Join(root, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+
+	require.NoError(t, removeIfEmpty(empty))
+	assert.NoDirExists(t, empty)
+	require.NoError(t, removeIfEmpty(empty), "gone already: another volume's tear down removed it")
+	require.NoError(t, removeIfEmpty(full), "not empty: another volume still has pins")
+	assert.DirExists(t, full)
+	assert.ErrorIs(t, removeIfEmpty(filepath.Join(file, "x")), syscall.ENOTDIR, "any other error is told")
+}
