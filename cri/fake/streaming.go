@@ -221,7 +221,37 @@ func (sr sessionRuntime) PortForward(_ context.Context, sandboxID string, port i
 		return errors.New("the streaming server is stopping")
 	}
 	defer done()
-	return sr.s.rt.portForward(sr.s.context(), sandboxID, port, stream, sr.s.spawn)
+	err := sr.s.rt.portForward(sr.s.context(), sandboxID, port, stream, sr.s.spawn)
+	if err != nil {
+		awaitReply(stream, closeGrace)
+	}
+	return err
+}
+
+// awaitReply returns once the data stream's reply has gone out to the
+// client, or after limit. The library answers a refused connection by
+// writing the error on the error stream, then resetting and closing both
+// streams; spdystream's Close waits until the stream's reply (SYN_REPLY)
+// was sent, and the connection's reader sends it just after handing the
+// stream over, concurrently with this call. A client that reads the error
+// and hangs up before that reply leaves the Close waiting forever: a
+// goroutine lost per refused connection. An empty write waits for the
+// reply too (it sends an empty data frame, which clients ignore), so the
+// refusal reaches the client only after the reply. limit bounds the wait
+// for a client that is gone already; that goroutine then stays, as the
+// library's would.
+func awaitReply(stream io.Writer, limit time.Duration) {
+	replied := make(chan struct{})
+	go func() {
+		defer close(replied)
+		_, _ = stream.Write(nil)
+	}()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-replied:
+	case <-t.C:
+	}
 }
 
 // drain reads the terminal size changes the client sends (the fake's
