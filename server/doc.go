@@ -34,7 +34,14 @@
 // streaming URL (CRI's Exec, Attach and PortForward) and proxy the
 // client's upgraded connection, SPDY or WebSocket, to it with
 // apimachinery's UpgradeAwareHandler, or redirect the client to it with
-// RedirectContainerStreaming.
+// RedirectContainerStreaming. With Options.WebSockets, a WebSocketTranslator,
+// the requests of kubectl 1.30 and later that a runtime cannot serve go
+// through it instead, as upstream kubelet's do: exec and attach over the v5
+// WebSocket protocol, translated to SPDY, and port forwards whose SPDY comes
+// tunnelled in a WebSocket (their ports are then in the SPDY streams, not
+// in the query). The API server sends those requests on to a node only when
+// the node declares ExtendWebSocketsToKubelet in status.declaredFeatures;
+// otherwise it translates them itself and speaks SPDY to the node.
 //
 // Authentication and authorization are upstream's: NewAuthenticator joins
 // client certificates (X509Authenticator, verified against the client CA),

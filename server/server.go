@@ -87,6 +87,16 @@ type Options struct {
 	// (upstream's former --redirect-container-streaming): the client must
 	// then reach the runtime's streaming server itself.
 	RedirectContainerStreaming bool
+	// WebSockets, when set, serves the exec and attach requests for the
+	// v5 WebSocket protocol and the port forwards tunnelled in a WebSocket
+	// (what kubectl 1.30 and later send), translating them to the SPDY the
+	// runtime speaks, as upstream kubelet does. The API server sends such
+	// requests on to a node only when it declares the feature
+	// ExtendWebSocketsToKubelet in status.declaredFeatures, and translates
+	// them itself otherwise: a node that declares it needs this. Nil:
+	// those requests are proxied (or redirected) to the runtime as any
+	// other.
+	WebSockets WebSocketTranslator
 
 	// Auth, when set, makes this the kubelet's secure server (port
 	// 10250): every request authenticated and authorized, and every

@@ -36,7 +36,8 @@ func streamOptions(r *http.Request) (StreamOptions, error) {
 // portForwardPorts reads the ports of a port forward. A WebSocket client
 // gives them as port query parameters (each may be a comma-separated
 // list); a SPDY client names them in each stream's headers, so that there
-// are none to read here, as upstream.
+// are none to read here, as upstream. A SPDY connection tunnelled in a
+// WebSocket is a SPDY client: servePortForward does not ask for its ports.
 func portForwardPorts(r *http.Request) ([]int32, error) {
 	if !isWebSocket(r) {
 		return nil, nil
@@ -140,28 +141,55 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 	opts, err := streamOptions(r)
 	s.serveStream(w, r, "/exec/", containerShape, err, func(pod *v1.Pod, p podPath) (*url.URL, error) {
 		return s.opts.Streaming.Exec(r.Context(), pod, p.container, r.URL.Query()[v1.ExecCommandParam], opts)
-	})
+	}, s.streamTranslation(r, opts))
 }
 
 func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 	opts, err := streamOptions(r)
 	s.serveStream(w, r, "/attach/", containerShape, err, func(pod *v1.Pod, p podPath) (*url.URL, error) {
 		return s.opts.Streaming.Attach(r.Context(), pod, p.container, opts)
-	})
+	}, s.streamTranslation(r, opts))
 }
 
+// streamTranslation is how an exec or attach request for the v5 WebSocket
+// protocol reaches the runtime when there is a WebSocketTranslator: through
+// its StreamHandler. Nil for any other request.
+func (s *Server) streamTranslation(r *http.Request, opts StreamOptions) streamVia {
+	if !s.wantsStreamTranslation(r) {
+		return nil
+	}
+	return func(u *url.URL) http.Handler { return s.opts.WebSockets.StreamHandler(u, opts) }
+}
+
+// servePortForward serves a port forward. A SPDY connection tunnelled in a
+// WebSocket, when there is a WebSocketTranslator, names its ports in its
+// SPDY streams: the query's are not read (upstream asks the runtime with
+// no ports), and the proxy to the runtime goes through the translator's
+// TunnelHandler.
 func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request) {
-	ports, err := portForwardPorts(r)
+	var ports []int32
+	var err error
+	var via streamVia
+	if s.wantsTunnel(r) {
+		via = func(u *url.URL) http.Handler { return s.opts.WebSockets.TunnelHandler(s.proxy(u)) }
+	} else {
+		ports, err = portForwardPorts(r)
+	}
 	s.serveStream(w, r, "/portForward/", podShape, err, func(pod *v1.Pod, _ podPath) (*url.URL, error) {
 		return s.opts.Streaming.PortForward(r.Context(), pod, ports)
-	})
+	}, via)
 }
+
+// streamVia gives the handler that serves a stream to the runtime's
+// streaming URL u, for a request the WebSocketTranslator takes; nil means
+// the usual proxy or redirect.
+type streamVia func(u *url.URL) http.Handler
 
 // serveStream serves exec, attach and port forward alike, in upstream's
 // order: the request's options (optsErr, 400), the pod, the runtime's
-// streaming URL from open, then the stream.
+// streaming URL from open, then the stream, through via when set.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, prefix string, shape pathShape, optsErr error,
-	open func(pod *v1.Pod, p podPath) (*url.URL, error)) {
+	open func(pod *v1.Pod, p podPath) (*url.URL, error), via streamVia) {
 	if optsErr != nil {
 		writeError(w, http.StatusBadRequest, optsErr.Error())
 		return
@@ -175,14 +203,15 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, prefix stri
 		return
 	}
 	u, err := open(pod, p)
-	s.stream(w, r, u, err)
+	s.stream(w, r, u, err, via)
 }
 
 // stream hands the client's connection to the runtime's streaming URL:
-// proxied through an upgrade-aware proxy (the client must ask for an
-// upgrade, SPDY or WebSocket, else 400 "Upgrade request required"), or
-// redirected with RedirectContainerStreaming.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, u *url.URL, err error) {
+// through via when set (the WebSocketTranslator's handlers), else proxied
+// through an upgrade-aware proxy (the client must ask for an upgrade, SPDY
+// or WebSocket, else 400 "Upgrade request required"), or redirected with
+// RedirectContainerStreaming.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, u *url.URL, err error, via streamVia) {
 	if err == nil && u == nil {
 		err = errors.New("the runtime gave no streaming URL")
 	}
@@ -190,12 +219,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, u *url.URL, err 
 		writeNodeError(w, err)
 		return
 	}
-	if s.opts.RedirectContainerStreaming {
+	switch {
+	case via != nil:
+		via(u).ServeHTTP(w, r)
+	case s.opts.RedirectContainerStreaming:
 		http.Redirect(w, r, u.String(), http.StatusFound)
-		return
+	default:
+		s.proxy(u).ServeHTTP(w, r)
 	}
-	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, proxyResponder{s})
-	h.ServeHTTP(w, r)
+}
+
+// proxy is the upgrade-aware proxy to the runtime's streaming URL u, as
+// upstream's: the client must ask for an upgrade, and a failure to reach u
+// is answered 500.
+func (s *Server) proxy(u *url.URL) http.Handler {
+	return proxy.NewUpgradeAwareHandler(u, nil, false, true, proxyResponder{s})
 }
 
 // proxyResponder answers a failure to reach the runtime's streaming
