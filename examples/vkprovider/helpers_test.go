@@ -210,3 +210,12 @@ func waitingReason(p *v1.Pod) string {
 	}
 	return p.Status.ContainerStatuses[0].State.Waiting.Reason
 }
+
+// deleting returns a copy of pod as the API server marks it deleted with
+// a grace period of grace seconds.
+func deleting(pod *v1.Pod, grace int64) *v1.Pod {
+	p := pod.DeepCopy()
+	p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	p.DeletionGracePeriodSeconds = &grace
+	return p
+}

@@ -62,8 +62,10 @@ func (p *Provider) Ping(ctx context.Context) error {
 // NotifyNodeStatus implements node.NodeProvider: cb receives the Node VK
 // gave (Options.Node) with the agent's status merged in, every time the
 // agent's node status changes (and at least every 5 minutes), from a
-// goroutine of Run's. VK's callback blocks once its node controller has
-// stopped; the provider stops calling it when ctx ends.
+// goroutine of Run's, one call at a time. The provider stops calling it
+// when ctx ends. VK's callback blocks for good once VK's node controller
+// has stopped: a call still blocked a second after ctx or Run's ctx ended
+// is abandoned (see Run).
 func (p *Provider) NotifyNodeStatus(ctx context.Context, cb func(*v1.Node)) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -110,7 +112,15 @@ func (s nodeSink) UpdateNodeStatus(_ context.Context, _ string, st v1.NodeStatus
 	return nil
 }
 
+// abandonAfter is how long runNodeNotifier still waits for a callback in
+// progress once it should stop.
+const abandonAfter = time.Second
+
 // runNodeNotifier hands the latest node to VK's callback until ctx ends.
+// VK's callback sends on a channel of capacity 1 that its node controller
+// drains until its ctx ends, and blocks forever after: a callback still
+// blocked a second after ctx (or the callback's ctx) ended is abandoned,
+// its goroutine with it, rather than holding Run up for good.
 func (p *Provider) runNodeNotifier(ctx context.Context) error {
 	n := p.node
 	for {
@@ -128,7 +138,27 @@ func (p *Provider) runNodeNotifier(ctx context.Context) error {
 		if node == nil || cb == nil || cbCtx.Err() != nil || ctx.Err() != nil {
 			continue
 		}
-		cb(node)
+		delivered := make(chan struct{})
+		go func() {
+			defer close(delivered)
+			cb(node)
+		}()
+		select {
+		case <-delivered:
+			continue
+		case <-ctx.Done():
+		case <-cbCtx.Done():
+		}
+		t := p.clock.NewTimer(abandonAfter)
+		select {
+		case <-delivered:
+		case <-t.C():
+			p.log.Warn("VK's node status callback is blocked; abandoning it")
+		}
+		t.Stop()
+		if ctx.Err() != nil {
+			return nil
+		}
 	}
 }
 

@@ -113,13 +113,9 @@ func TestGracefulDelete(t *testing.T) {
 	e.waitPod("graceful", running)
 
 	// VK: the pod got a deletion timestamp.
-	deleted := pod.DeepCopy()
-	deleted.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	deleted.DeletionGracePeriodSeconds = ptr.To(int64(30))
-	require.NoError(t, e.p.DeletePod(ctx, deleted))
+	require.NoError(t, e.p.DeletePod(ctx, deleting(pod, 30)))
 	// VK calls again when the grace period is shortened.
-	deleted = deleted.DeepCopy()
-	deleted.DeletionGracePeriodSeconds = ptr.To(int64(20))
+	deleted := deleting(pod, 20)
 	require.NoError(t, e.p.DeletePod(ctx, deleted))
 
 	got := e.waitPod("graceful", func(p *v1.Pod) bool {
@@ -155,10 +151,7 @@ func TestDeletePodTwiceRemoves(t *testing.T) {
 	require.NoError(t, e.p.CreatePod(ctx, pod))
 	e.waitPod("removed", running)
 
-	deleted := pod.DeepCopy()
-	deleted.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	deleted.DeletionGracePeriodSeconds = ptr.To(int64(1))
-	require.NoError(t, e.p.DeletePod(ctx, deleted))
+	require.NoError(t, e.p.DeletePod(ctx, deleting(pod, 1)))
 	// VK, once the pod left the API server, deletes what GetPod returns.
 	stored, err := e.p.GetPod(ctx, "default", "removed")
 	require.NoError(t, err)
@@ -216,10 +209,7 @@ func TestHangingBackendStallsNoOtherPod(t *testing.T) {
 		assert.Equal(t, v1.PodPending, stuck.Status.Phase)
 	}
 	// VK's calls about the stuck pod return at once.
-	deleted := newPod("stuck", "nginx:1.27")
-	deleted.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	deleted.DeletionGracePeriodSeconds = ptr.To(int64(30))
-	require.NoError(t, e.p.DeletePod(ctx, deleted))
+	require.NoError(t, e.p.DeletePod(ctx, deleting(newPod("stuck", "nginx:1.27"), 30)))
 	_, err := e.p.GetPod(ctx, "default", "stuck")
 	require.NoError(t, err)
 }

@@ -205,8 +205,10 @@ func (p *Provider) Agent() *agent.Agent { return p.agent }
 // it), the fake runtime's streaming server for exec, attach and
 // port-forward. When one part fails, Run ends the others. It returns once
 // every goroutine it started, and every stream of a kubelet API request,
-// has ended, with the first error (nil when ctx ended). Run may be called
-// once. Containers are left running, as a kubelet restart leaves them.
+// has ended (but for a NotifyNodeStatus callback blocked for good, which
+// it abandons), with the first error (nil when ctx ended). Run may be
+// called once. Containers are left running, as a kubelet restart leaves
+// them.
 func (p *Provider) Run(ctx context.Context) error {
 	if !p.ran.CompareAndSwap(false, true) {
 		return fmt.Errorf("run: already run: %w", ErrNotRunning)

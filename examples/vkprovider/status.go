@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -158,11 +159,8 @@ func (s statusSink) UpdatePodStatus(_ context.Context, pod *v1.Pod, st v1.PodSta
 func (s statusSink) DeletePod(ctx context.Context, pod *v1.Pod) error {
 	p := s.p
 	if p.deleter != nil {
-		if p.opts.Pods != nil {
-			if api, err := p.opts.Pods.Pods(pod.Namespace).Get(pod.Name); err == nil && api.UID == pod.UID &&
-				api.Status.Phase != v1.PodSucceeded && api.Status.Phase != v1.PodFailed {
-				return fmt.Errorf("delete pod %s/%s: its terminal status is not in the API server yet", pod.Namespace, pod.Name)
-			}
+		if err := p.waitTerminalInAPI(ctx, pod); err != nil {
+			return err
 		}
 		if err := p.deleter.DeletePod(ctx, pod); err != nil && !errors.Is(err, status.ErrPodNotFound) {
 			return err
@@ -176,4 +174,30 @@ func (s statusSink) DeletePod(ctx context.Context, pod *v1.Pod) error {
 	p.mu.Unlock()
 	p.changed()
 	return nil
+}
+
+// terminalPoll is how often DeletePod looks for the pod's terminal status
+// in VK's informer.
+const terminalPoll = 20 * time.Millisecond
+
+// waitTerminalInAPI waits until VK's informer (Options.Pods) shows the pod
+// terminal, or gone, or ctx ends (the status manager's push timeout, then
+// its retry). Without Options.Pods it returns at once.
+func (p *Provider) waitTerminalInAPI(ctx context.Context, pod *v1.Pod) error {
+	if p.opts.Pods == nil {
+		return nil
+	}
+	t := p.clock.NewTicker(terminalPoll)
+	defer t.Stop()
+	for {
+		api, err := p.opts.Pods.Pods(pod.Namespace).Get(pod.Name)
+		if err != nil || api.UID != pod.UID || api.Status.Phase == v1.PodSucceeded || api.Status.Phase == v1.PodFailed {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("delete pod %s/%s: its terminal status is not in the API server yet: %w", pod.Namespace, pod.Name, ctx.Err())
+		case <-t.C():
+		}
+	}
 }

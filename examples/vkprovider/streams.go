@@ -280,7 +280,8 @@ func (p *Provider) PortForward(ctx context.Context, namespace, podName string, p
 	case msg := <-remoteErr:
 		remoteErr <- msg // for the deferred wait
 		if len(msg) > 0 {
-			return fmt.Errorf("port-forward to %s/%s port %d: %s", namespace, podName, port, msg)
+			// The runtime's message, which VK prefixes with its own.
+			return errors.New(string(msg))
 		}
 	case <-ctx.Done():
 	}

@@ -82,9 +82,7 @@ func TestVirtualKubelet(t *testing.T) {
 
 	// A graceful deletion, as the API server makes it (the fake clientset
 	// deletes at once: the test sets the deletion timestamp itself).
-	got.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	got.DeletionGracePeriodSeconds = ptr.To(int64(30))
-	_, err = client.CoreV1().Pods("default").Update(ctx, got, metav1.UpdateOptions{})
+	_, err = client.CoreV1().Pods("default").Update(ctx, deleting(got, 30), metav1.UpdateOptions{})
 	require.NoError(t, err)
 	final := waitWatch(t, pods, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	require.Len(t, final.Status.ContainerStatuses, 1)
