@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -73,6 +74,8 @@ type Input struct {
 	Images []*runtimeapi.Image
 	// KubeletPort is the kubelet's endpoint port (0: none reported).
 	KubeletPort int32
+	// DeclaredFeatures are the node's declared features, in any order.
+	DeclaredFeatures []string
 	// Old is the last status built; conditions keep its transition times
 	// while their status does not change.
 	Old *v1.NodeStatus
@@ -83,7 +86,8 @@ type Input struct {
 // BuildStatus returns the node's status: capacity and allocatable, node
 // info, the conditions MemoryPressure, DiskPressure, PIDPressure and Ready
 // (in that order, as upstream) with upstream's reasons and messages,
-// addresses and images. Ready is False with a message naming each problem
+// addresses, images and the declared features (sorted, once each, as the
+// API server requires; unset when there are none). Ready is False with a message naming each problem
 // when the runtime cannot be reached or is not ready, its network is not
 // ready, or the PLEG is unhealthy. It is a pure function of its input.
 func BuildStatus(in Input) v1.NodeStatus {
@@ -102,6 +106,7 @@ func BuildStatus(in Input) v1.NodeStatus {
 		s.DaemonEndpoints.KubeletEndpoint.Port = in.KubeletPort
 	}
 	s.Images = images(in.Images)
+	s.DeclaredFeatures = declaredFeatures(in.DeclaredFeatures)
 
 	now := metav1.NewTime(in.Now)
 	var mem, disk, pid bool
@@ -233,6 +238,32 @@ func images(list []*runtimeapi.Image) []v1.ContainerImage {
 		out = append(out, v1.ContainerImage{Names: names, SizeBytes: int64(img.GetSize())})
 	}
 	return out
+}
+
+// declaredFeatures is the list status.declaredFeatures holds: sorted and
+// without duplicates, as the API server's validation wants it (upstream's
+// discovery makes it so); nil for none.
+func declaredFeatures(names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(names)))
+}
+
+// featureName is what the API server accepts as a declared feature's name
+// (upstream's validation of status.declaredFeatures).
+var featureName = regexp.MustCompile(`^[A-Z][a-zA-Z0-9]*(/[a-zA-Z][a-zA-Z0-9]*)*$`)
+
+// invalidFeature returns the first name the API server would refuse as a
+// declared feature, and whether there is one.
+func invalidFeature(names []string) (string, bool) {
+	for _, n := range names {
+		// At most a DNS subdomain's length, as upstream's validation.
+		if len(n) > 253 || !featureName.MatchString(n) {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // ErrNodeNotFound and ErrLeaseNotFound are wrapped by the sinks' errors for

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,4 +139,27 @@ func TestBuildStatusResourcesInfoImages(t *testing.T) {
 	require.Len(t, s.Images, node.MaxImages)
 	assert.Equal(t, int64(59), s.Images[0].SizeBytes, "largest first")
 	assert.Equal(t, []string{"d1", "d2", "d3", "t1", "t2"}, s.Images[0].Names)
+}
+
+// The declared features are listed sorted, once each, as the API server
+// accepts them; none leaves the field unset.
+func TestBuildStatusDeclaredFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"none", nil, nil},
+		{"empty", []string{}, nil},
+		{"one", []string{"ExtendWebSocketsToKubelet"}, []string{"ExtendWebSocketsToKubelet"}},
+		{"sorted, once each", []string{"RestartAllContainers", "ExtendWebSocketsToKubelet", "RestartAllContainers", "Alpha/sub"},
+			[]string{"Alpha/sub", "ExtendWebSocketsToKubelet", "RestartAllContainers"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := slices.Clone(tc.in)
+			s := node.BuildStatus(node.Input{Capacity: capacity(), DeclaredFeatures: in, Now: t0})
+			assert.Equal(t, tc.want, s.DeclaredFeatures)
+			assert.Equal(t, tc.in, in, "the input is left as it was")
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -139,6 +140,14 @@ type Options struct {
 	KubeletVersion string
 	// KubeletPort is reported in daemonEndpoints. 0 means none.
 	KubeletPort int32
+	// DeclaredFeatures are the features the node declares in
+	// status.declaredFeatures (upstream's NodeDeclaredFeatures), which the
+	// API server and the scheduler read: ExtendWebSocketsToKubelet tells
+	// the API server to send kubectl's WebSockets on to the node. Each must
+	// be a name the API server accepts (UpperCamelCase, segments after "/",
+	// letters and digits), else New fails; the status lists them sorted,
+	// once each. Empty leaves the field unset.
+	DeclaredFeatures []string
 	// StatusUpdatePeriod, StatusReportPeriod, LeaseDuration,
 	// LeaseRenewPeriod, CallTimeout: 0 means the defaults; the default
 	// LeaseRenewPeriod is a quarter of LeaseDuration.
@@ -183,6 +192,10 @@ func New(opts Options) (*Controller, error) {
 	case opts.StatusUpdatePeriod < 0 || opts.StatusReportPeriod < 0 || opts.LeaseDuration < 0 || opts.LeaseRenewPeriod < 0 || opts.CallTimeout < 0:
 		return nil, fmt.Errorf("new node status controller: %w: negative period", ErrInvalidOptions)
 	}
+	if name, bad := invalidFeature(opts.DeclaredFeatures); bad {
+		return nil, fmt.Errorf("new node status controller: %w: declared feature %q: must be an UpperCamelCase name, "+
+			"further segments after '/', letters and digits only, at most 253 characters", ErrInvalidOptions, name)
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -202,6 +215,7 @@ func New(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	opts.DeclaredFeatures = slices.Clone(opts.DeclaredFeatures)
 	c := &Controller{o: opts, log: opts.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -293,7 +307,8 @@ func (c *Controller) collect(ctx context.Context) Input {
 		defer cancel()
 		f(cctx)
 	}
-	in := Input{Reserved: c.o.Reserved, KubeletVersion: c.o.KubeletVersion, KubeletPort: c.o.KubeletPort, Pressure: c.o.Pressure}
+	in := Input{Reserved: c.o.Reserved, KubeletVersion: c.o.KubeletVersion, KubeletPort: c.o.KubeletPort, Pressure: c.o.Pressure,
+		DeclaredFeatures: c.o.DeclaredFeatures}
 	call(func(ctx context.Context) {
 		var err error
 		if in.Capacity, err = c.o.Machine.Capacity(ctx); err != nil {

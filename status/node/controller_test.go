@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -238,11 +239,16 @@ func TestNew(t *testing.T) {
 	_, err := node.New(good)
 	require.NoError(t, err)
 	for name, mod := range map[string]func(*node.Options){
-		"no name":    func(o *node.Options) { o.NodeName = "" },
-		"no sink":    func(o *node.Options) { o.Sink = nil },
-		"no runtime": func(o *node.Options) { o.Runtime = nil },
-		"no machine": func(o *node.Options) { o.Machine = nil },
-		"negative":   func(o *node.Options) { o.LeaseDuration = -1 },
+		"no name":                   func(o *node.Options) { o.NodeName = "" },
+		"no sink":                   func(o *node.Options) { o.Sink = nil },
+		"no runtime":                func(o *node.Options) { o.Runtime = nil },
+		"no machine":                func(o *node.Options) { o.Machine = nil },
+		"negative":                  func(o *node.Options) { o.LeaseDuration = -1 },
+		"empty feature":             func(o *node.Options) { o.DeclaredFeatures = []string{"ExtendWebSocketsToKubelet", ""} },
+		"lower-case feature":        func(o *node.Options) { o.DeclaredFeatures = []string{"extendWebSocketsToKubelet"} },
+		"feature with a dash":       func(o *node.Options) { o.DeclaredFeatures = []string{"Extend-WebSockets"} },
+		"feature with an empty sub": func(o *node.Options) { o.DeclaredFeatures = []string{"Feature/"} },
+		"feature too long":          func(o *node.Options) { o.DeclaredFeatures = []string{"F" + strings.Repeat("e", 253)} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := good
@@ -251,6 +257,21 @@ func TestNew(t *testing.T) {
 			assert.ErrorIs(t, err, node.ErrInvalidOptions)
 		})
 	}
+}
+
+// The controller declares the features of its options in the status it
+// pushes, sorted; changing the caller's slice later changes nothing.
+func TestControllerDeclaresFeatures(t *testing.T) {
+	sink := &nodetest.Sink{}
+	features := []string{"RestartAllContainers", "ExtendWebSocketsToKubelet", "Feature/sub"}
+	c, err := node.New(node.Options{NodeName: "n", Sink: sink, Runtime: nodetest.NewRuntime("x", "1"), Machine: nodetest.Machine{},
+		Clock: clocktesting.NewFakeClock(time.Now()), DeclaredFeatures: features})
+	require.NoError(t, err)
+	features[0] = "Changed"
+	require.NoError(t, c.SyncStatus(t.Context()))
+	st, ok := sink.NodeStatus()
+	require.True(t, ok)
+	assert.Equal(t, []string{"ExtendWebSocketsToKubelet", "Feature/sub", "RestartAllContainers"}, st.DeclaredFeatures)
 }
 
 func TestLocalMachine(t *testing.T) {

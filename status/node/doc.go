@@ -7,7 +7,8 @@
 // (the OS, the kubelet version, and the runtime as "name://version" from
 // CRI Version), the conditions MemoryPressure, DiskPressure and PIDPressure
 // (from Pressure, which the eviction block implements) and Ready, addresses
-// and the 50 largest images. Reasons and messages are upstream's
+// and the 50 largest images, and the features the node declares
+// (Options.DeclaredFeatures, sorted, as status.declaredFeatures). Reasons and messages are upstream's
 // (KubeletReady "kubelet is posting ready status", KubeletHasSufficientMemory,
 // ...). Ready is False with reason KubeletNotReady and a message naming each
 // problem when the runtime cannot be reached ("container runtime is down:
