@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -163,6 +164,14 @@ type Options struct {
 	Leases node.LeaseSink
 	// LeaseDuration is the node lease's duration; 0 means upstream's 40s.
 	LeaseDuration time.Duration
+	// DeclaredFeatures are the features the node declares in its status
+	// (status.declaredFeatures, upstream's NodeDeclaredFeatures), listed
+	// sorted, once each; empty leaves the field unset. The API server reads
+	// them: ExtendWebSocketsToKubelet makes it send kubectl's WebSockets on
+	// to the node, which must then serve them (API.WebSockets), so New
+	// refuses the one without the other. A name the API server would refuse
+	// fails New too.
+	DeclaredFeatures []string
 	// MirrorPods keeps the API server's mirror pods in step with the static
 	// pods at every housekeeping. Nil means none.
 	MirrorPods MirrorPods
@@ -372,6 +381,10 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.LeaseDuration < 0 || opts.LeaseDuration%time.Second != 0 {
 		return nil, fmt.Errorf("agent: LeaseDuration %s is not a positive number of seconds: %w", opts.LeaseDuration, ErrInvalidOptions)
+	}
+	if slices.Contains(opts.DeclaredFeatures, ExtendWebSocketsToKubelet) && (opts.API == nil || opts.API.WebSockets == nil) {
+		return nil, fmt.Errorf("agent: the node declares %s, and its kubelet API has no WebSockets to serve them: %w",
+			ExtendWebSocketsToKubelet, ErrInvalidOptions)
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

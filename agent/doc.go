@@ -69,7 +69,10 @@
 // With Options.API the agent serves the kubelet API too (package server's
 // secure server, over TLS, authenticated and authorized): container logs,
 // exec, attach, port-forward, run and the stats summary, the agent being
-// every node interface the server asks for.
+// every node interface the server asks for. With APIOptions.WebSockets it
+// serves kubectl's WebSocket protocols next to the runtime, and the node
+// may declare ExtendWebSocketsToKubelet (Options.DeclaredFeatures) so that
+// the API server sends them on instead of translating them itself.
 //
 // Everything an API server provides comes in through Options: pods
 // (Updates), the status sink, the node's status and lease sinks, mirror

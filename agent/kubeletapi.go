@@ -45,7 +45,22 @@ type APIOptions struct {
 	// KubeletConfiguration, which the core does not import
 	// (examples/minikubelet builds one from its flags). Nil: no /configz.
 	Configz server.ConfigProvider
+	// WebSockets serves kubectl's WebSocket protocols (exec and attach over
+	// v5.channel.k8s.io, port forwards tunnelled in a WebSocket) next to
+	// the runtime, as upstream kubelet does: examples/websockets has
+	// upstream's translator. The API server sends them to the node only
+	// when it declares ExtendWebSocketsToKubelet (Options.DeclaredFeatures);
+	// otherwise it translates them itself, one hop further from the
+	// runtime. Nil: the kubelet API proxies them to the runtime as any
+	// other stream.
+	WebSockets server.WebSocketTranslator
 }
+
+// ExtendWebSocketsToKubelet is the node feature (in Options.DeclaredFeatures)
+// that tells the API server to send kubectl's WebSockets on to the node's
+// kubelet API instead of translating them to SPDY itself: upstream kubelet
+// 1.36 declares it, and serves them as APIOptions.WebSockets does.
+const ExtendWebSocketsToKubelet = "ExtendWebSocketsToKubelet"
 
 // listenAPI opens the kubelet API's listener and reports its port in the
 // node's status.
@@ -125,7 +140,7 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 	}
 	return server.New(server.Options{
 		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.MetricsHandler, ResourceMetrics: a.opts.ResourceMetricsHandler,
-		Stats: a, PodGetter: a, Logs: a, Streaming: a, Runner: a, RunningPods: a, Configz: o.Configz,
+		Stats: a, PodGetter: a, Logs: a, Streaming: a, Runner: a, RunningPods: a, Configz: o.Configz, WebSockets: o.WebSockets,
 		Auth: &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},
 		TLS:  tlsConfig, Logger: a.log.With("component", "kubelet-api"),
 	}), nil

@@ -22,6 +22,8 @@ import (
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/server"
+	nodestatus "github.com/kubeletkit/kubeletkit/status/node"
+	"github.com/kubeletkit/kubeletkit/status/node/nodetest"
 )
 
 // tokens is a bearer-token authenticator for the tests: "admin-token" is
@@ -52,7 +54,8 @@ func TestKubeletAPI(t *testing.T) {
 	configz := server.ConfigProviderFunc(func() (any, error) {
 		return map[string]string{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1"}, nil
 	})
-	n := newNodeWith(t, agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin, Configz: configz}})
+	n := newNodeWith(t, agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin,
+		Configz: configz, WebSockets: v5Translator{}}, DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}})
 	n.a.FakeRuntime().SetRules([]fake.Rule{{Name: "web", Behavior: fake.Behavior{Stdout: []string{"hello from web"}}}})
 	n.write("web.yaml", `
 apiVersion: v1
@@ -79,12 +82,15 @@ spec:
 	roots.AddCert(cert)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "node1"}}, Timeout: 10 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)
-	call := func(method, path, token string) (int, string) {
+	call := func(method, path, token string, header ...string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, "https://"+addr.String()+path, nil)
 		require.NoError(t, err)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
 		}
 		resp, err := client.Do(req)
 		require.NoError(t, err)
@@ -115,6 +121,11 @@ spec:
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, "ran\n", body)
 
+	code, body = call("GET", "/exec/default/web-node1/web?command=sh&output=1", "admin-token",
+		"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Protocol", "v5.channel.k8s.io")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, "translated exec", body, "a v5 exec goes to APIOptions.WebSockets")
+
 	code, body = call("GET", "/healthz?verbose", "admin-token")
 	assert.Equal(t, http.StatusOK, code)
 	for _, check := range []string{"[+]ping ok", "[+]syncloop ok", "[+]pleg ok"} {
@@ -132,6 +143,51 @@ spec:
 	require.True(t, ok)
 	_, port, _ := strings.Cut(addr.String(), ":")
 	assert.Equal(t, port, itoa(st.DaemonEndpoints.KubeletEndpoint.Port), "daemonEndpoints")
+	assert.Equal(t, []string{agent.ExtendWebSocketsToKubelet}, st.DeclaredFeatures)
+}
+
+// v5Translator answers the requests a WebSocketTranslator is given with
+// what they are.
+type v5Translator struct{}
+
+func (v5Translator) StreamHandler(u *url.URL, _ server.StreamOptions) http.Handler {
+	kind, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "translated "+kind) })
+}
+
+func (v5Translator) TunnelHandler(http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "tunnelled") })
+}
+
+// The node declares ExtendWebSocketsToKubelet only when its kubelet API
+// serves the WebSockets the API server then sends it; it declares only
+// names the API server accepts.
+func TestNewChecksDeclaredFeatures(t *testing.T) {
+	api := &agent.APIOptions{Listen: "127.0.0.1:0", WebSockets: v5Translator{}}
+	for _, tc := range []struct {
+		name     string
+		opts     agent.Options
+		sentinel error // nil: New succeeds
+	}{
+		{"WebSockets declared and served", agent.Options{API: api, DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}, nil},
+		{"WebSockets served, not declared", agent.Options{API: api}, nil},
+		{"WebSockets declared without a kubelet API", agent.Options{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
+			agent.ErrInvalidOptions},
+		{"WebSockets declared, not served", agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0"},
+			DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}, agent.ErrInvalidOptions},
+		{"a name the API server refuses", agent.Options{DeclaredFeatures: []string{"not-a-feature"}}, nodestatus.ErrInvalidOptions},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			opts.NodeName, opts.RootDir, opts.Machine = "node1", t.TempDir(), nodetest.Machine{}
+			_, err := agent.New(opts)
+			if tc.sentinel == nil {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, tc.sentinel)
+		})
+	}
 }
 
 func itoa(p int32) string { return strconv.Itoa(int(p)) }

@@ -9,8 +9,8 @@ import (
 )
 
 // newNodeStatus builds the node status controller: the node's conditions
-// (Ready from the runtime and the PLEG, pressure from eviction), capacity
-// and addresses, served on /node and sent to Options.NodeStatusSink;
+// (Ready from the runtime and the PLEG, pressure from eviction), capacity,
+// addresses and declared features, served on /node and sent to Options.NodeStatusSink;
 // Controller.Status reads the last one built.
 func (a *Agent) newNodeStatus() (*node.Controller, error) {
 	addrs := make(node.StaticAddresses, 0, len(a.opts.HostIPs)+1)
@@ -30,6 +30,7 @@ func (a *Agent) newNodeStatus() (*node.Controller, error) {
 		Machine:            a.opts.Machine,
 		Addresses:          addrs,
 		StatusUpdatePeriod: a.opts.Timings.NodeStatus,
+		DeclaredFeatures:   a.opts.DeclaredFeatures,
 		Logger:             a.log.With("component", "node-status"),
 	}
 	if a.evict != nil {
