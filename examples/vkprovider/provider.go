@@ -226,6 +226,15 @@ func (p *Provider) Run(ctx context.Context) error {
 			stop()
 		}()
 	}
+	// Attached before the agent starts, so that its Exec works once it
+	// is ready.
+	var streaming *fake.StreamingServer
+	if rt := p.agent.FakeRuntime(); rt != nil && p.opts.Agent.API == nil {
+		var err error
+		if streaming, err = streamingServer(rt); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -243,6 +252,9 @@ func (p *Provider) Run(ctx context.Context) error {
 			}
 		})
 	}
+	if streaming != nil {
+		run("fake runtime streaming", streaming.Run)
+	}
 	run("agent", p.agent.Run)
 	run("pod feed", p.feed)
 	run("pod statuses", p.runNotifier)
@@ -253,26 +265,27 @@ func (p *Provider) Run(ctx context.Context) error {
 	if p.services != nil {
 		run("services", p.services.Run)
 	}
-	if rt := p.agent.FakeRuntime(); rt != nil && p.opts.Agent.API == nil {
-		run("fake runtime streaming", func(ctx context.Context) error { return serveStreaming(ctx, rt) })
-	}
 	wg.Wait()
 	return first
 }
 
-// serveStreaming serves the fake runtime's exec, attach and port-forward
-// sessions on a loopback port until ctx ends.
-func serveStreaming(ctx context.Context, rt *fake.Runtime) error {
+// streamingServer attaches a streaming server on a loopback port to the
+// fake runtime, whose Exec, Attach and PortForward return URLs on it from
+// then on; nil when one is attached already.
+func streamingServer(rt *fake.Runtime) (*fake.StreamingServer, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("fake runtime streaming: %w", err)
 	}
 	srv, err := fake.NewStreamingServer(rt, fake.StreamingOptions{Listener: l})
 	if err != nil {
 		l.Close()
-		return err
+		if errors.Is(err, fake.ErrStreamingAttached) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("fake runtime streaming: %w", err)
 	}
-	return srv.Run(ctx)
+	return srv, nil
 }
 
 // gatedRecorder passes events to the API server's recorder while Run runs,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -46,6 +47,8 @@ func TestVirtualKubelet(t *testing.T) {
 	require.NoError(t, err)
 	nodes, err := client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
+	leases, err := client.CoordinationV1().Leases(v1.NamespaceNodeLease).Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
 	provDone, nodeDone := make(chan error, 1), make(chan error, 1)
 	go func() { provDone <- p.Run(ctx) }()
 	go func() { nodeDone <- n.Run(ctx) }()
@@ -53,6 +56,7 @@ func TestVirtualKubelet(t *testing.T) {
 		cancel()
 		pods.Stop()
 		nodes.Stop()
+		leases.Stop()
 		for name, done := range map[string]chan error{"provider": provDone, "node": nodeDone} {
 			select {
 			case err := <-done:
@@ -69,8 +73,8 @@ func TestVirtualKubelet(t *testing.T) {
 	node := waitWatch(t, nodes, func(n *v1.Node) bool { return nodeCondition(n, v1.NodeReady) == v1.ConditionTrue })
 	assert.Equal(t, nodeName, node.Labels[v1.LabelHostname])
 	assert.NotEmpty(t, node.Status.Capacity.Pods())
-	lease, err := client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, nodeName, metav1.GetOptions{})
-	require.NoError(t, err, "VK keeps the Lease")
+	lease := waitWatch(t, leases, func(*coordinationv1.Lease) bool { return true }) // VK keeps the Lease
+	assert.Equal(t, nodeName, lease.Name)
 	assert.Equal(t, nodeName, ptr.Deref(lease.Spec.HolderIdentity, ""))
 
 	pod := newPod("web", "nginx:1.27")
