@@ -24,6 +24,8 @@ type notFound struct{ msg string }
 
 var _ errdefs.ErrNotFound = notFound{}
 
+// Error, NotFound (errdefs.ErrNotFound's) and Is (ErrPodNotFound) make
+// the error both kinds.
 func (e notFound) Error() string        { return e.msg }
 func (e notFound) NotFound() bool       { return true }
 func (e notFound) Is(target error) bool { return target == ErrPodNotFound }

@@ -41,6 +41,7 @@ type summaryIn struct {
 	stats server.StatsProvider
 }
 
+// Summary implements server.StatsProvider, ending with s.ctx too.
 func (s summaryIn) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1alpha1.Summary, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer context.AfterFunc(s.ctx, cancel)()

@@ -102,6 +102,7 @@ type firstWrite struct {
 	mu    sync.Mutex // stdout and stderr share it
 }
 
+// Write writes b, closing wrote the first time.
 func (f *firstWrite) Write(b []byte) (int, error) {
 	f.once.Do(func() { close(f.wrote) })
 	f.mu.Lock()
@@ -190,6 +191,8 @@ type resizes struct {
 	ch  <-chan api.TermSize
 }
 
+// Next implements remotecommand.TerminalSizeQueue: VK's next size, nil
+// once VK closes the channel or ctx ends.
 func (r resizes) Next() *remotecommand.TerminalSize {
 	select {
 	case <-r.ctx.Done():
