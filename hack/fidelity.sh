@@ -22,6 +22,14 @@
 # machine may have cgroup v1). The report is $KK_WORK/fidelity/report.txt;
 # the script exits 1 when the last statuses differ. Needs root.
 #
+# Then (KK_FIDELITY_API=1, the default) the same pods through an API
+# server under upstream kubelet and minikubelet, and (KK_FIDELITY_VK=1, the
+# default) under virtual-kubelet with our adapter (examples/vknode) on
+# containerd and on the fake runtime, each against minikubelet on the same
+# backend, with virtual-kubelet's mock provider as the baseline
+# (report-vk-mock.txt, never a failure; docs/virtual-kubelet.md). Set
+# KK_FIDELITY_STANDALONE=0 to skip the static-pod phase.
+#
 # Each agent runs in a private mount namespace where /var/lib/kubelet is a
 # directory of its own under $KK_WORK/fidelity, and upstream's --cert-dir is
 # there too (lib.sh, kk_isolate), so nothing is written to the host's
@@ -116,6 +124,9 @@ main() {
   if [[ "${KK_FIDELITY_API:-1}" == 1 ]]; then
     api_phase
   fi
+  if [[ "${KK_FIDELITY_VK:-1}" == 1 ]]; then
+    vk_phase
+  fi
   return "${DIFFERS}"
 }
 
@@ -159,6 +170,53 @@ api_phase() {
   "${DIR}/fidelity" compare "${DIR}/upstream-api.json" "${DIR}/minikubelet-api.json" >"${DIR}/report-api.txt" || DIFFERS=1
   cat "${DIR}/report-api.txt"
   kk_log "report, API-server pods: ${DIR}/report-api.txt"
+}
+
+# vk_phase: the same pods through the API server under virtual-kubelet's
+# own node controller (nodeutil) with our adapter (examples/vknode), on
+# containerd and on the embedded fake runtime, each compared with
+# minikubelet on the same backend; then virtual-kubelet's mock provider on
+# the same pods, the baseline: its report is printed and kept, never a
+# failure. virtual-kubelet's nodeutil lists and watches the configMaps,
+# secrets and services of every namespace, which the Node authorizer does
+# not allow a node: the virtual-kubelet runs get the admin kubeconfig, as a
+# virtual-kubelet deployment gets a cluster role.
+vk_phase() {
+  bash "${HACK_DIR}/controlplane-start.sh" >/dev/null
+  # shellcheck disable=SC1090,SC1091
+  source "${KK_CP_ENV}"
+  local api=(--server "${KK_APISERVER_URL}" --token "${KK_APISERVER_TOKEN}" --ca "${KK_APISERVER_CA}")
+  local vk_port
+  vk_port="$(kk_free_port)"
+  kk_build_virtual_kubelet
+  (cd "${HACK_DIR}/.." && go build -o "${DIR}/vknode" ./examples/vknode)
+  [[ -f "${DIR}/minikubelet-api.json" ]] ||
+    run_api minikubelet-api "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
+      --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
+      --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
+  run_api vk-containerd "${DIR}/vknode" --container-runtime-endpoint "${KK_ENDPOINT}" \
+    --kubeconfig "${KK_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/vk-containerd-root" --port "${vk_port}" -v
+  "${DIR}/fidelity" compare "${DIR}/minikubelet-api.json" "${DIR}/vk-containerd.json" >"${DIR}/report-vk.txt" || DIFFERS=1
+  cat "${DIR}/report-vk.txt"
+  kk_log "report, virtual-kubelet with the adapter on containerd: ${DIR}/report-vk.txt"
+
+  run_api minikubelet-api-fake "${DIR}/minikubelet" \
+    --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-fake-root" \
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
+  run_api vk-fake "${DIR}/vknode" \
+    --kubeconfig "${KK_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/vk-fake-root" --port "${vk_port}" -v
+  "${DIR}/fidelity" compare "${DIR}/minikubelet-api-fake.json" "${DIR}/vk-fake.json" >"${DIR}/report-vk-fake.txt" || DIFFERS=1
+  cat "${DIR}/report-vk-fake.txt"
+  kk_log "report, virtual-kubelet with the adapter on the fake runtime: ${DIR}/report-vk-fake.txt"
+
+  printf '{"kk-node": {"cpu": "8", "memory": "16Gi", "pods": "110"}}\n' >"${DIR}/vk-mock.json"
+  kk_serving_cert "${DIR}/vk-mock-pki" kk-node
+  KUBELET_PORT="${vk_port}" APISERVER_CERT_LOCATION="${DIR}/vk-mock-pki/tls.crt" \
+    APISERVER_KEY_LOCATION="${DIR}/vk-mock-pki/tls.key" \
+    run_api vk-mock "${KK_VK_BIN}" --provider mock --provider-config "${DIR}/vk-mock.json" --nodename kk-node \
+    --kubeconfig "${KK_KUBECONFIG}" --disable-taint --metrics-addr "127.0.0.1:$(kk_free_port)"
+  "${DIR}/fidelity" compare "${DIR}/minikubelet-api.json" "${DIR}/vk-mock.json" >"${DIR}/report-vk-mock.txt" || true
+  kk_log "baseline, virtual-kubelet's mock provider against minikubelet: ${DIR}/report-vk-mock.txt ($(grep -c . "${DIR}/report-vk-mock.txt") lines)"
 }
 
 # run_api NAME CMD...: from an empty node and no pods bound to it, start the

@@ -116,6 +116,11 @@ KK_APISERVER_CACHE="${KK_APISERVER_CACHE:-${KK_BIN}}"
 KK_APISERVER_BIN="${KK_APISERVER_CACHE}/kube-apiserver-${KK_K8S_VERSION}"
 KK_KUBELET_BIN="${KK_APISERVER_CACHE}/kubelet-${KK_K8S_VERSION}"
 KK_KUBECTL_BIN="${KK_APISERVER_CACHE}/kubectl-${KK_K8S_VERSION}"
+# virtual-kubelet's own command (its mock provider), at the version
+# examples/go.mod requires, cached beside them.
+KK_VK_VERSION="$(awk '$1 == "github.com/virtual-kubelet/virtual-kubelet" { print $2 }' \
+  "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../examples/go.mod")"
+KK_VK_BIN="${KK_APISERVER_CACHE}/virtual-kubelet-${KK_VK_VERSION}"
 KK_CP_DIR="${KK_WORK}/controlplane"        # certs, keys, kubeconfig, env
 KK_ETCD_DATA="${KK_CP_DIR}/etcd-data"
 KK_ETCD_PIDFILE="${KK_WORK}/etcd.pid"
@@ -267,6 +272,41 @@ kk_build_upstream() {
   mv -f "${bin}.tmp" "${bin}"
   # kubectl has no --version flag; its version command says the same.
   kk_log "built ${bin} in $((SECONDS - t0))s: $("${bin}" --version 2>/dev/null || "${bin}" version --client 2>/dev/null | head -1)"
+}
+
+# kk_build_virtual_kubelet: build virtual-kubelet's own command into
+# KK_VK_BIN unless it is there. Its mock provider is the baseline that
+# hack/fidelity.sh compares our adapter with; that provider is internal to
+# the command, so the command is what we build (`go install pkg@version`,
+# outside any workspace).
+kk_build_virtual_kubelet() {
+  local gobin t0=${SECONDS}
+  [[ -n "${KK_VK_VERSION}" ]] || kk_die "examples/go.mod does not require github.com/virtual-kubelet/virtual-kubelet"
+  if [[ -x "${KK_VK_BIN}" && "${KK_REBUILD:-0}" != 1 ]]; then
+    kk_log "virtual-kubelet cached: ${KK_VK_BIN}"
+    return 0
+  fi
+  command -v go >/dev/null 2>&1 || kk_die "go not found"
+  gobin="$(mktemp -d)"
+  kk_log "building virtual-kubelet ${KK_VK_VERSION} (about 4 minutes on 2 cores with an empty Go build cache)"
+  (cd "${gobin}" && GOWORK=off GOBIN="${gobin}" CGO_ENABLED=0 nice -n 10 \
+    go install -trimpath -ldflags "-s -w" "github.com/virtual-kubelet/virtual-kubelet/cmd/virtual-kubelet@${KK_VK_VERSION}") ||
+    { rm -rf "${gobin}"; kk_die "virtual-kubelet build failed"; }
+  mkdir -p "$(dirname "${KK_VK_BIN}")"
+  mv -f "${gobin}/virtual-kubelet" "${KK_VK_BIN}"
+  rm -rf "${gobin}"
+  kk_log "built ${KK_VK_BIN} in $((SECONDS - t0))s"
+}
+
+# kk_serving_cert DIR NAME: a self-signed serving certificate for NAME and
+# 127.0.0.1, DIR/tls.crt and DIR/tls.key (the key 0600), valid for a day.
+kk_serving_cert() {
+  local dir="$1" name="$2"
+  command -v openssl >/dev/null 2>&1 || kk_die "openssl not found"
+  mkdir -p "${dir}"
+  (umask 077 && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=${name}" \
+    -addext "subjectAltName=DNS:${name},IP:127.0.0.1" -keyout "${dir}/tls.key" -out "${dir}/tls.crt" 2>/dev/null) ||
+    kk_die "openssl could not make a serving certificate for ${name}"
 }
 
 # ---- kubelets isolated from the host and from each other ----------------
