@@ -109,10 +109,16 @@
 //
 // # Where statuses differ from upstream kubelet's under VK
 //
-//   - VK writes a pod's whole status (UpdateStatus), not a patch: a
-//     condition another writer set (a readiness gate's) is overwritten,
-//     and since VK calls UpdatePod only for spec, label and annotation
-//     changes, the agent never sees readiness gates turn true.
+//   - VK writes a pod's whole status (UpdateStatus), not a patch, and
+//     calls UpdatePod only for spec, label and annotation changes, never
+//     for a status another writer changed. With Options.Pods (which
+//     NewProviderFunc sets) the provider makes up for both: the conditions
+//     other writers set in the API server are kept in the statuses the
+//     agent writes, and the conditions of readiness gates are read from
+//     VK's informer every GatePoll, so that a gate turns the pod Ready; a
+//     condition changed between the informer's view and VK's write is
+//     still overwritten. Without Options.Pods, readiness gates never turn
+//     a pod Ready and other writers' conditions are overwritten.
 //   - A pod marked for deletion whose containers are all waiting or
 //     terminated (Pending, CrashLoopBackOff) is force-deleted by VK
 //     without a DeletePod: the agent learns of it once it left the API

@@ -242,6 +242,12 @@ func (p *Provider) feed(ctx context.Context) error {
 	timeout := p.clock.NewTimer(InitialSyncTimeout)
 	defer timeout.Stop()
 	timedOut := false
+	var gates <-chan time.Time // nil: never
+	if p.opts.Pods != nil {
+		t := p.clock.NewTicker(GatePoll)
+		defer t.Stop()
+		gates = t.C()
+	}
 	sent, first := uint64(0), true
 	for {
 		if pods, version := p.desired(); (first && (timedOut || p.handedOver())) || (!first && version != sent) {
@@ -259,6 +265,68 @@ func (p *Provider) feed(ctx context.Context) error {
 		case <-p.wake:
 		case <-timeout.C():
 			timedOut = true
+		case <-gates:
+			p.refreshGates()
 		}
 	}
+}
+
+// GatePoll is how often, with Options.Pods, the provider reads from VK's
+// informer the conditions of the pods' readiness gates, which another
+// writer sets in the API server and VK never passes on (it calls UpdatePod
+// for spec, label and annotation changes only).
+const GatePoll = time.Second
+
+// refreshGates hands the agent the API server's status of every pod with
+// readiness gates whose gate conditions changed there: the agent's merger
+// makes it a RECONCILE, and the agent computes Ready again, as upstream
+// does when its informer brings such a change.
+func (p *Provider) refreshGates() {
+	type gated struct {
+		k string
+		e *entry
+	}
+	var pods []gated
+	p.mu.Lock()
+	for k, e := range p.pods {
+		if len(e.pod.Spec.ReadinessGates) > 0 {
+			pods = append(pods, gated{k, e})
+		}
+	}
+	p.mu.Unlock()
+	for _, g := range pods {
+		api, err := p.opts.Pods.Pods(g.e.pod.Namespace).Get(g.e.pod.Name)
+		if err != nil || api.UID != g.e.pod.UID || sameGates(g.e.pod, &api.Status) {
+			continue
+		}
+		pod := g.e.pod.DeepCopy()
+		api.Status.DeepCopyInto(&pod.Status)
+		p.mu.Lock()
+		if cur, ok := p.pods[g.k]; ok && cur == g.e {
+			p.pods[g.k] = &entry{pod: pod, status: cur.status}
+			p.version++
+		}
+		p.mu.Unlock()
+	}
+}
+
+// sameGates reports whether st holds the same conditions of pod's
+// readiness gates as pod's own status.
+func sameGates(pod *v1.Pod, st *v1.PodStatus) bool {
+	find := func(conds []v1.PodCondition, t v1.PodConditionType) (v1.ConditionStatus, bool) {
+		for _, c := range conds {
+			if c.Type == t {
+				return c.Status, true
+			}
+		}
+		return "", false
+	}
+	for _, g := range pod.Spec.ReadinessGates {
+		a, aok := find(pod.Status.Conditions, g.ConditionType)
+		b, bok := find(st.Conditions, g.ConditionType)
+		if a != b || aok != bok {
+			return false
+		}
+	}
+	return true
 }

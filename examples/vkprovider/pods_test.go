@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -359,4 +361,35 @@ func TestRunOnce(t *testing.T) {
 	e := start(t, testOptions(t))
 	err := e.p.Run(context.Background())
 	assert.ErrorIs(t, err, vkprovider.ErrNotRunning)
+}
+
+// TestReadinessGate: with VK's pod lister, a readiness gate's condition
+// that another writer sets in the API server reaches the agent, and the
+// pod turns Ready, as under upstream kubelet.
+func TestReadinessGate(t *testing.T) {
+	t.Parallel()
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	opts := testOptions(t)
+	opts.Pods = corev1listers.NewPodLister(store)
+	e := start(t, opts)
+	ctx := context.Background()
+	const gate = v1.PodConditionType("example.com/load-balancer")
+	pod := newPod("gated", "nginx:1.27")
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: gate}}
+	require.NoError(t, store.Add(pod))
+	require.NoError(t, e.p.CreatePod(ctx, pod))
+	_, err := e.p.GetPods(ctx) // VK's first call, once its informer synced
+	require.NoError(t, err)
+
+	got := e.waitPod("gated", func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodRunning && condition(p, v1.ContainersReady) == v1.ConditionTrue
+	})
+	assert.Equal(t, v1.ConditionFalse, condition(got, v1.PodReady))
+
+	// The load balancer's controller sets the gate in the API server.
+	api := got.DeepCopy()
+	api.Status.Conditions = append(api.Status.Conditions, v1.PodCondition{Type: gate, Status: v1.ConditionTrue})
+	require.NoError(t, store.Update(api))
+	got = e.waitPod("gated", running)
+	assert.Equal(t, v1.ConditionTrue, condition(got, gate), "the gate's condition is kept")
 }

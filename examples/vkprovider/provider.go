@@ -53,8 +53,10 @@ type Options struct {
 	// pods its informer lists (or after InitialSyncTimeout), so that a
 	// restarted node adopts their running containers instead of killing
 	// them; GetPod tells VK that a name now belongs to a pod of another
-	// UID; and a finished pod is deleted from the API server only once its
-	// terminal status is there.
+	// UID; DeletePod tells a pod that left the API server from one being
+	// deleted; the conditions other writers set are kept, and readiness
+	// gates are read every GatePoll; and a finished pod is deleted from the
+	// API server only once its terminal status is there.
 	Pods corev1listers.PodLister
 	// Node is the Node VK registers (nodeutil.ProviderConfig.Node). The
 	// agent's node status is merged into a copy of it (MergeNodeStatus)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,16 +120,30 @@ type statusSink struct{ p *Provider }
 var _ status.Sink = statusSink{}
 
 // GetPod implements status.Sink: the stored pod with the status last
-// written.
+// written. With Options.Pods, the conditions that other writers set in
+// the API server (a readiness gate's, DisruptionTarget) are added, so that
+// the status manager keeps them in what it writes: VK writes a pod's whole
+// status.
 func (s statusSink) GetPod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	p := s.p
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	e, ok := p.pods[key(pod.Namespace, pod.Name)]
 	if !ok || e.pod.UID != pod.UID {
+		p.mu.Unlock()
 		return nil, fmt.Errorf("get pod %s/%s: %w", pod.Namespace, pod.Name, status.ErrPodNotFound)
 	}
-	return e.withStatus(), nil
+	got := e.withStatus()
+	p.mu.Unlock()
+	if p.opts.Pods != nil {
+		if api, err := p.opts.Pods.Pods(pod.Namespace).Get(pod.Name); err == nil && api.UID == pod.UID {
+			for _, c := range api.Status.Conditions {
+				if !slices.ContainsFunc(got.Status.Conditions, func(o v1.PodCondition) bool { return o.Type == c.Type }) {
+					got.Status.Conditions = append(got.Status.Conditions, c)
+				}
+			}
+		}
+	}
+	return got, nil
 }
 
 // UpdatePodStatus implements status.Sink: the status is stored and queued
