@@ -1,0 +1,24 @@
+package websockets_test
+
+import (
+	"fmt"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/examples/websockets"
+)
+
+// A node's kubelet API with upstream kubelet's WebSocket translation, and
+// the feature that tells the API server to use it.
+func Example() {
+	opts := agent.Options{
+		API:              &agent.APIOptions{Listen: ":10250", WebSockets: websockets.Translator{}},
+		DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet},
+	}
+	a, err := agent.New(opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(a.NodeName() != "", opts.DeclaredFeatures)
+	// Output: true [ExtendWebSocketsToKubelet]
+}
