@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/examples/websockets"
 )
 
 // On the embedded fake runtime, the kubelet API (--port) serves what
@@ -93,4 +97,48 @@ func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
 	assert.EqualError(t, err, "command terminated with exit code 3")
 	assert.Equal(t, "out\n", stdout.String())
 	assert.Empty(t, stderr.String())
+
+	// Over v5.channel.k8s.io, as kubectl 1.30 and later exec, which the
+	// API server forwards as it is to a node that declares
+	// ExtendWebSocketsToKubelet (minikubelet's default).
+	ws, err := remotecommand.NewWebSocketExecutor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, http.MethodGet, u.String())
+	require.NoError(t, err)
+	stdout.Reset()
+	err = ws.StreamWithContext(sctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	assert.EqualError(t, err, "command terminated with exit code 3")
+	assert.Equal(t, "out\n", stdout.String())
+	assert.Empty(t, stderr.String())
+}
+
+// The kubelet API serves kubectl's WebSockets with upstream kubelet's
+// translator, and the node declares ExtendWebSocketsToKubelet, unless
+// --extend-websockets-to-kubelet=false; without a kubelet API there is
+// nothing to declare.
+func TestWebSocketsOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		api      bool
+		declared []string
+	}{
+		{"by default", nil, true, []string{agent.ExtendWebSocketsToKubelet}},
+		{"turned off", []string{"--extend-websockets-to-kubelet=false"}, false, nil},
+		{"no kubelet API", []string{"--port", "0"}, false, nil},
+		{"runonce", []string{"--runonce"}, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c, err := parseFlags(append([]string{"--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", dir}, tc.args...), io.Discard)
+			require.NoError(t, err)
+			opts, _, err := options(c, io.Discard, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+			if tc.api {
+				require.NotNil(t, opts.API)
+				assert.Equal(t, websockets.Translator{}, opts.API.WebSockets)
+			} else if opts.API != nil {
+				assert.Nil(t, opts.API.WebSockets)
+			}
+			assert.Equal(t, tc.declared, opts.DeclaredFeatures)
+		})
+	}
 }

@@ -98,7 +98,8 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		ContainerLogMonitorInterval: &metav1.Duration{Duration: logs.DefaultInterval},
 
 		ContainerRuntimeEndpoint: c.endpoint, // empty: the embedded fake runtime
-		FeatureGates:             map[string]bool{"EventedPLEG": c.evented},
+		FeatureGates: map[string]bool{"EventedPLEG": c.evented,
+			agent.ExtendWebSocketsToKubelet: opts.API != nil && opts.API.WebSockets != nil},
 	}
 	if opts.ManifestPath != "" {
 		if kc.StaticPodPath, err = filepath.Abs(opts.ManifestPath); err != nil {

@@ -98,7 +98,7 @@ func TestConfigzDefaults(t *testing.T) {
 		ContainerLogMaxSize:              "10Mi",
 		ContainerLogMaxFiles:             ptr.To[int32](5),
 		ContainerLogMonitorInterval:      &metav1.Duration{Duration: 10 * time.Second},
-		FeatureGates:                     map[string]bool{"EventedPLEG": false},
+		FeatureGates:                     map[string]bool{"EventedPLEG": false, "ExtendWebSocketsToKubelet": true},
 		RegisterNode:                     ptr.To(false),
 	}
 	// Logging is not set; decoded, its zero quantities differ from Go's
@@ -170,7 +170,12 @@ current-context: c
 			assert.Equal(t, "1Mi", kc.ContainerLogMaxSize)
 			assert.Equal(t, ptr.To[int32](3), kc.ContainerLogMaxFiles)
 			assert.Equal(t, duration(20*time.Second), kc.NodeStatusUpdateFrequency)
-			assert.Equal(t, map[string]bool{"EventedPLEG": true}, kc.FeatureGates)
+			assert.Equal(t, map[string]bool{"EventedPLEG": true, "ExtendWebSocketsToKubelet": true}, kc.FeatureGates)
+		},
+	}, {
+		name: "no WebSockets on the kubelet API", args: []string{"--extend-websockets-to-kubelet=false"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, map[string]bool{"EventedPLEG": false, "ExtendWebSocketsToKubelet": false}, kc.FeatureGates)
 		},
 	}, {
 		name: "no eviction thresholds", args: []string{"--eviction-hard", ""},

@@ -35,7 +35,13 @@
 // --kubeconfig; AlwaysAllow otherwise). Joined to an API server, the node
 // reports the API's port in status.daemonEndpoints, so kubectl logs, exec,
 // attach, port-forward and cp reach it, and the read-only server is off
-// unless --read-only-port is given.
+// unless --read-only-port is given. As upstream kubelet 1.36, it serves
+// kubectl's WebSockets itself (exec, attach and cp over v5.channel.k8s.io,
+// port-forward's SPDY tunnel) with upstream's translator
+// (examples/websockets) and declares ExtendWebSocketsToKubelet in the
+// Node's status.declaredFeatures, so that the API server sends them on
+// instead of translating them to SPDY itself;
+// --extend-websockets-to-kubelet=false turns both off.
 //
 // It prints a line whenever a pod's phase or container states change.
 // SIGINT or SIGTERM stops the agent and leaves the containers running, as a
@@ -52,6 +58,7 @@
 // --node-name, --node-ip, --root-dir, --address, --port, --read-only-port,
 // --tls-cert-file, --tls-private-key-file, --cert-dir, --client-ca-file,
 // --anonymous-auth, --authentication-token-webhook, --authorization-mode,
+// --extend-websockets-to-kubelet,
 // --container-log-max-size, --container-log-max-files (10Mi and 5,
 // upstream's), --runonce, --evented-pleg,
 // --eviction-hard, --eviction-soft, --eviction-soft-grace-period,

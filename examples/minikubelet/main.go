@@ -30,6 +30,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/examples/prometheus"
+	"github.com/kubeletkit/kubeletkit/examples/websockets"
 	"github.com/kubeletkit/kubeletkit/server"
 )
 
@@ -54,7 +55,7 @@ type config struct {
 	tlsCertFile, tlsKeyFile, clientCAFile, authorizationMode                                 string
 	readOnlyPort, containerLogMaxFiles                                                       int
 	containerLogMaxSize                                                                      string
-	anonymousAuth, tokenWebhook                                                              bool
+	anonymousAuth, tokenWebhook, websockets                                                  bool
 	nodeStatusFrequency                                                                      time.Duration
 	port, nodeLeaseSeconds, imageGCHigh, imageGCLow, kubeAPIBurst                            int
 	kubeAPIQPS                                                                               float64
@@ -95,6 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle that signs the client certificates the kubelet API accepts (the API server's kubelet-client certificate)")
 	fs.BoolVar(&c.anonymousAuth, "anonymous-auth", false, "let requests to the kubelet API without credentials in as system:anonymous")
 	fs.BoolVar(&c.tokenWebhook, "authentication-token-webhook", false, "check bearer tokens with the API server's TokenReview (needs --kubeconfig)")
+	fs.BoolVar(&c.websockets, "extend-websockets-to-kubelet", true, "serve kubectl's WebSockets (exec, attach and cp over v5.channel.k8s.io, port-forward's SPDY tunnel) on the kubelet API with upstream kubelet's translator, "+
+		"and declare the node feature ExtendWebSocketsToKubelet so that the API server sends them on instead of translating them itself (upstream's feature gate, on since 1.36)")
 	fs.StringVar(&c.authorizationMode, "authorization-mode", "", "AlwaysAllow or Webhook (SubjectAccessReview; needs --kubeconfig); default Webhook with --kubeconfig, else AlwaysAllow")
 	fs.StringVar(&c.containerLogMaxSize, "container-log-max-size", "10Mi", "size at which a running container's log is rotated (a quantity; 0 or negative: never)")
 	fs.IntVar(&c.containerLogMaxFiles, "container-log-max-files", 5, "how many files a container's log may have, the live one included (at least 2)")
@@ -347,6 +350,12 @@ func apiOptions(c *config, opts *agent.Options) error {
 	if c.port != 0 {
 		opts.API = &agent.APIOptions{Listen: net.JoinHostPort(c.address, strconv.Itoa(c.port)), Anonymous: c.anonymousAuth,
 			TLS: server.TLSOptions{CertFile: c.tlsCertFile, KeyFile: c.tlsKeyFile, CertDir: c.certDir, ClientCAFile: c.clientCAFile}}
+		if c.websockets {
+			// As upstream kubelet 1.36: kubectl's WebSockets are translated
+			// next to the runtime, and the API server told to send them on.
+			opts.API.WebSockets = websockets.Translator{}
+			opts.DeclaredFeatures = append(opts.DeclaredFeatures, agent.ExtendWebSocketsToKubelet)
+		}
 	}
 	return nil
 }
