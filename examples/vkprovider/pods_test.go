@@ -392,4 +392,16 @@ func TestReadinessGate(t *testing.T) {
 	require.NoError(t, store.Update(api))
 	got = e.waitPod("gated", running)
 	assert.Equal(t, v1.ConditionTrue, condition(got, gate), "the gate's condition is kept")
+
+	// And takes it back.
+	api = got.DeepCopy()
+	for i := range api.Status.Conditions {
+		if api.Status.Conditions[i].Type == gate {
+			api.Status.Conditions[i].Status = v1.ConditionFalse
+		}
+	}
+	require.NoError(t, store.Update(api))
+	e.waitPod("gated", func(p *v1.Pod) bool {
+		return condition(p, gate) == v1.ConditionFalse && condition(p, v1.PodReady) == v1.ConditionFalse
+	})
 }

@@ -120,9 +120,10 @@ type statusSink struct{ p *Provider }
 var _ status.Sink = statusSink{}
 
 // GetPod implements status.Sink: the stored pod with the status last
-// written. With Options.Pods, the conditions that other writers set in
-// the API server (a readiness gate's, DisruptionTarget) are added, so that
-// the status manager keeps them in what it writes: VK writes a pod's whole
+// written. With Options.Pods, the conditions the node does not own (a
+// readiness gate's, a controller's DisruptionTarget) are the API server's,
+// as VK's informer holds them, so that the status manager keeps them in
+// what it writes, as upstream's merge does: VK writes a pod's whole
 // status.
 func (s statusSink) GetPod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	p := s.p
@@ -136,11 +137,15 @@ func (s statusSink) GetPod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	p.mu.Unlock()
 	if p.opts.Pods != nil {
 		if api, err := p.opts.Pods.Pods(pod.Namespace).Get(pod.Name); err == nil && api.UID == pod.UID {
+			// The node's conditions as written, the others as the API
+			// server holds them now.
+			conds := slices.DeleteFunc(got.Status.Conditions, func(c v1.PodCondition) bool { return !status.IsOwnedCondition(c.Type) })
 			for _, c := range api.Status.Conditions {
-				if !slices.ContainsFunc(got.Status.Conditions, func(o v1.PodCondition) bool { return o.Type == c.Type }) {
-					got.Status.Conditions = append(got.Status.Conditions, c)
+				if !status.IsOwnedCondition(c.Type) {
+					conds = append(conds, *c.DeepCopy())
 				}
 			}
+			got.Status.Conditions = conds
 		}
 	}
 	return got, nil
