@@ -41,6 +41,10 @@ type pathError struct {
 	field string
 	value string
 	msgs  []string
+	// badName is set for a segment that unescapes to something no object
+	// can be named ("..", "a/b"): upstream's router finds no route or no
+	// such object for it, and answers 404.
+	badName bool
 }
 
 func (e *pathError) Error() string {
@@ -83,7 +87,7 @@ func parsePodPath(escaped string, shape pathShape) (podPath, error) {
 			return podPath{}, &pathError{field: name}
 		}
 		if msgs := content.IsPathSegmentName(v); len(msgs) > 0 {
-			return podPath{}, &pathError{field: name, value: v, msgs: msgs}
+			return podPath{}, &pathError{field: name, value: v, msgs: msgs, badName: true}
 		}
 		switch name {
 		case "podNamespace":

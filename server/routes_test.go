@@ -183,10 +183,10 @@ func TestContainerLogs(t *testing.T) {
 		code: http.StatusBadRequest, want: `{"message": "Missing podID."}`,
 	}, {
 		name: "an encoded slash in the pod's name", path: "/containerLogs/default/we%2Fb/app",
-		code: http.StatusBadRequest, want: `invalid podID "we/b": may not contain '/'`,
+		code: http.StatusNotFound, want: `invalid podID "we/b": may not contain '/'`,
 	}, {
 		name: "a dot-dot container", path: "/containerLogs/default/web/%2E%2E",
-		code: http.StatusBadRequest, want: `invalid containerName "..": may not be '..'`,
+		code: http.StatusNotFound, want: `invalid containerName "..": may not be '..'`,
 	}, {
 		name: "too few segments", path: "/containerLogs/default/web", code: http.StatusNotFound,
 	}, {
@@ -291,7 +291,7 @@ func TestExecAttachPortForward(t *testing.T) {
 		code: http.StatusNotFound, want: "pod does not exist",
 	}, {
 		name: "exec with an encoded slash", path: "/exec/default/web/a%2Fpp?command=ls&output=1",
-		code: http.StatusBadRequest, want: `invalid containerName "a/pp": may not contain '/'`,
+		code: http.StatusNotFound, want: `invalid containerName "a/pp": may not contain '/'`,
 	}, {
 		name: "exec without a container", path: "/exec/default/web?command=ls&output=1", code: http.StatusNotFound,
 	}, {

@@ -82,11 +82,17 @@ func headerHasToken(h http.Header, name, token string) bool {
 }
 
 // parsePath parses the path of a per-pod endpoint, or answers a bad one:
-// 404 when it has not the endpoint's shape, 400 naming the bad segment.
+// 404 when it has not the endpoint's shape or a segment names nothing that
+// can exist (an encoded slash, a dot segment: upstream's router sees more
+// segments, or looks up a name no object has), 400 for an empty segment or
+// a bad escape; the answer names the segment.
 func parsePath(w http.ResponseWriter, r *http.Request, prefix string, shape pathShape) (podPath, bool) {
 	p, err := parsePodPath(strings.TrimPrefix(r.URL.EscapedPath(), prefix), shape)
 	var perr *pathError
 	switch {
+	case errors.As(err, &perr) && perr.badName:
+		writeError(w, http.StatusNotFound, perr.Error())
+		return p, false
 	case errors.As(err, &perr):
 		writeError(w, http.StatusBadRequest, perr.Error())
 		return p, false
