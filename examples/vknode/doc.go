@@ -6,7 +6,7 @@
 //	vknode --kubeconfig ~/.kube/config --node-name vk-node \
 //	    [--container-runtime-endpoint unix:///run/containerd/containerd.sock] \
 //	    [--root-dir /var/lib/vknode] [--pod-logs-dir /var/log/pods] \
-//	    [--port 10250] [--node-ip 192.0.2.7] [-v]
+//	    [--port 10250 --client-ca-file /etc/kubernetes/pki/ca.crt] [--node-ip 192.0.2.7] [-v]
 //
 // It joins the API server with the kubeconfig's credentials: virtual-kubelet
 // registers the Node (labels kubernetes.io/hostname, kubernetes.io/os,
@@ -27,6 +27,7 @@
 //	--root-dir DIR                     pod data, logs, the serving certificate (default $TMPDIR/vknode)
 //	--pod-logs-dir DIR                 the containers' log files (default ROOT-DIR/logs)
 //	--port N                           virtual-kubelet's kubelet API over TLS (0, the default: none)
+//	--client-ca-file FILE              CA bundle of the client certificates the kubelet API accepts (needs --port)
 //	--node-ip IP                       the node's address (default: the machine's first non-loopback one)
 //	-v                                 debug logs, virtual-kubelet's included
 //
@@ -34,12 +35,13 @@
 // port-forward, /stats/summary, /metrics/resource, /pods) through the
 // provider, on every address, with a self-signed certificate for the node
 // made once under ROOT-DIR/pki, and the Node's daemonEndpoints name the
-// port. Requests are authenticated by bearer token (TokenReview) and
-// authorized by SubjectAccessReview, virtual-kubelet's WebhookAuth: client
-// certificates are not checked, so the API server's own requests (kubectl
-// logs and exec go through it with its kubelet-client certificate) are
-// refused 401. virtual-kubelet's auth takes a client CA only through
-// k8s.io/apiserver types, which the examples module does not require.
+// port. Requests are authenticated by a client certificate of
+// --client-ca-file (read once, at start) or a bearer token (TokenReview),
+// and authorized by SubjectAccessReview: virtual-kubelet's WebhookAuth, as
+// upstream kubelet's x509 and webhook authentication. With the cluster's
+// client CA, kubectl logs, exec, attach, port-forward and cp, and the
+// node's stats through the API server's proxy, work as with any node
+// (hack/kubectl-e2e.sh checks them).
 //
 // virtual-kubelet lists and watches the configMaps, secrets and services
 // of every namespace, which the Node authorizer refuses a node's

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -45,9 +47,9 @@ func main() {
 
 // config is what the flags say.
 type config struct {
-	kubeconfig, nodeName, endpoint, rootDir, podLogsDir, nodeIP string
-	port                                                        int
-	verbose                                                     bool
+	kubeconfig, nodeName, endpoint, rootDir, podLogsDir, nodeIP, clientCAFile string
+	port                                                                      int
+	verbose                                                                   bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -60,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "vknode"), "directory for pod data and logs")
 	fs.StringVar(&c.podLogsDir, "pod-logs-dir", "", "directory of the containers' log files (upstream's podLogsDir); empty means ROOT-DIR/logs")
 	fs.IntVar(&c.port, "port", 0, "port of virtual-kubelet's kubelet API over TLS, a self-signed certificate under ROOT-DIR/pki (0: none)")
+	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle that signs the client certificates the kubelet API accepts (the API server's kubelet-client certificate: kubectl logs, exec, port-forward)")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "the node's IP address, in its status and in the serving certificate (default: the machine's first non-loopback address)")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +77,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--node-name is required")
 	case c.port < 0 || c.port > 65535:
 		return nil, fmt.Errorf("--port=%d: not a port", c.port)
+	case c.clientCAFile != "" && c.port == 0:
+		return nil, errors.New("--client-ca-file needs --port: it is the kubelet API's")
 	case c.nodeIP != "" && net.ParseIP(c.nodeIP) == nil:
 		return nil, fmt.Errorf("--node-ip=%s: not an IP address", c.nodeIP)
 	}
@@ -187,8 +192,9 @@ func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog
 // apiOptions serve virtual-kubelet's kubelet API (logs, exec, attach,
 // port-forward, stats, resource metrics, through the provider) over TLS
 // with a self-signed certificate kept under ROOT-DIR/pki, authenticating
-// bearer tokens with TokenReview and authorizing with SubjectAccessReview
-// (virtual-kubelet's WebhookAuth).
+// client certificates of --client-ca-file and bearer tokens (TokenReview),
+// and authorizing with SubjectAccessReview (virtual-kubelet's WebhookAuth),
+// as upstream kubelet with x509 and webhook authentication.
 func apiOptions(c *config, client kubernetes.Interface) ([]nodeutil.NodeOpt, error) {
 	t := server.TLSOptions{CertDir: filepath.Join(c.rootDir, "pki"), Host: c.nodeName}
 	if ip := net.ParseIP(c.nodeIP); ip != nil {
@@ -198,7 +204,28 @@ func apiOptions(c *config, client kubernetes.Interface) ([]nodeutil.NodeOpt, err
 	if err != nil {
 		return nil, err
 	}
-	auth, err := nodeutil.WebhookAuth(client, c.nodeName)
+	var authOpts []nodeutil.WebhookAuthOption
+	if c.clientCAFile != "" {
+		// The handshake asks for a certificate without verifying it; the
+		// authenticator verifies it against the bundle, so that a request
+		// with a bearer token and no certificate still gets in.
+		tlsConfig.ClientAuth = tls.RequestClientCert
+		// Read once, at start: the file-watching provider would need a
+		// goroutine of its own for the node's lifetime.
+		bundle, err := os.ReadFile(c.clientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
+		ca, err := dynamiccertificates.NewStaticCAContent("client-ca-bundle", bundle)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca-file %s: %w", c.clientCAFile, err)
+		}
+		authOpts = append(authOpts, func(cfg *nodeutil.WebhookAuthConfig) error {
+			cfg.AuthnConfig.ClientCertificateCAContentProvider = ca
+			return nil
+		})
+	}
+	auth, err := nodeutil.WebhookAuth(client, c.nodeName, authOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API authentication: %w", err)
 	}

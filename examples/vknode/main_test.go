@@ -3,14 +3,24 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,10 +28,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 )
 
 // opencensus, which virtual-kubelet imports, starts its stats worker in an
@@ -58,6 +73,7 @@ func TestFlagErrors(t *testing.T) {
 		{append([]string{"--port", "70000"}, required...), "--port=70000: not a port"},
 		{append([]string{"--port", "-1"}, required...), "--port=-1: not a port"},
 		{append([]string{"--node-ip", "nope"}, required...), "--node-ip=nope: not an IP address"},
+		{append([]string{"--client-ca-file", "/ca.crt"}, required...), "--client-ca-file needs --port"},
 		{[]string{"--kubeconfig", "/k", "--node-name", "KK_Node"}, "--node-name=KK_Node"},
 		{append([]string{"--no-such-flag"}, required...), "no-such-flag"},
 		{append(required, "extra"), "unexpected arguments"},
@@ -130,6 +146,100 @@ func TestNodeJoins(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	assert.FileExists(t, filepath.Join(c.rootDir, "pki", "kubelet.crt"))
+
+}
+
+// TestKubeletAPIClientCertificates serves the kubelet API's handler and
+// TLS configuration apiOptions builds, with an API server that allows
+// every SubjectAccessReview: a client certificate of --client-ca-file (the
+// API server's kubelet-client one, which kubectl logs, exec and
+// port-forward come with) gets in as its user, one of another CA does not.
+func TestKubeletAPIClientCertificates(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		reviewed []authorizationv1.SubjectAccessReviewSpec
+	)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sar authorizationv1.SubjectAccessReview
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/subjectaccessreviews") {
+			http.NotFound(w, r)
+			return
+		}
+		if err := json.NewDecoder(r.Body).Decode(&sar); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		reviewed = append(reviewed, sar.Spec)
+		mu.Unlock()
+		sar.Status.Allowed = true
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&sar)
+	}))
+	defer api.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: api.URL})
+	require.NoError(t, err)
+
+	caFile, clientCert := clientCA(t)
+	_, otherCert := clientCA(t)
+	opts, err := apiOptions(&config{nodeName: "kk-node", rootDir: t.TempDir(), port: 1, clientCAFile: caFile}, client)
+	require.NoError(t, err)
+	var cfg nodeutil.NodeConfig
+	for _, o := range opts {
+		require.NoError(t, o(&cfg))
+	}
+	srv := httptest.NewUnstartedServer(cfg.Handler)
+	srv.TLS = cfg.TLSConfig
+	srv.StartTLS()
+	defer srv.Close()
+
+	get := func(certs ...tls.Certificate) int {
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}}
+		defer hc.CloseIdleConnections()
+		resp, err := hc.Get(srv.URL + "/pods")
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, get(), "no credentials")
+	assert.Equal(t, http.StatusUnauthorized, get(otherCert), "a certificate of another CA")
+	mu.Lock()
+	assert.Empty(t, reviewed, "nothing unauthenticated is reviewed")
+	mu.Unlock()
+	assert.NotEqual(t, http.StatusUnauthorized, get(clientCert), "the kubelet-client certificate")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, reviewed, 1)
+	assert.Equal(t, "kube-apiserver-kubelet-client", reviewed[0].User)
+	assert.Equal(t, []string{"kubelet-api-admin", "system:authenticated"}, reviewed[0].Groups)
+	assert.Equal(t, "proxy", reviewed[0].ResourceAttributes.Subresource)
+}
+
+// clientCA writes a CA certificate to a file and returns its path and a
+// client certificate it signed, as the API server's kubelet-client one.
+func clientCA(t *testing.T) (string, tls.Certificate) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "client-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	ca, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2),
+		Subject:   pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"kubelet-api-admin"}},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "client-ca.crt")
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600))
+	return path, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 func ready(n *v1.Node) bool {
