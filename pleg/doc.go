@@ -92,13 +92,24 @@
 // "now" every 2s and could hand the worker a status that predated events
 // still in flight.
 //
+// # The cache before the events
+//
+// Both PLEGs write a pod's status (or its removal) to the Cache before they
+// hand over the events that describe it, on the channel or to OnEvents, and
+// advance the global timestamp only after the relist has written every pod
+// (upstream's order). So a pod worker woken by an event finds in the Cache
+// a status at least as new as the relist, or the container event, that
+// produced it: the wait for a status newer than its last sync, which the
+// previous relist's global timestamp may already satisfy, never lets it sync
+// on the state before the event (a container it would believe still running
+// until its next resync, a minute later).
+//
 // A consumer that hands events to pod workers can take them through
 // OnEvents (GenericOptions, EventedOptions) instead of the channel: a pod's
-// events of one relist in one synchronous call, before the cache holds the
-// status they describe. A worker waiting on the cache then finds every event
-// of that relist already handed over, and a relist costs one sync per pod,
-// where events taken one at a time can reach a worker already syncing for
-// the first and cost a second sync a relist later. Package agent does so.
+// events of one relist in one synchronous call, after the cache holds the
+// status they describe. A relist then costs one sync per pod, where events
+// taken one at a time can reach a worker already syncing for the first and
+// cost a second sync a relist later. Package agent does so.
 //
 // # Threading
 //

@@ -49,7 +49,7 @@ func (t EventType) String() string {
 // Event is a pod lifecycle event: something happened to one pod in the
 // runtime. It says which pod and, except for PodSync, which container or
 // sandbox. The pod's status as of the event is in the Cache by the time the
-// event is delivered.
+// event is delivered, on the channel or to OnEvents.
 type Event struct {
 	// PodUID is the pod the event is about.
 	PodUID types.UID

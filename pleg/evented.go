@@ -316,13 +316,12 @@ func (e *Evented) handle(ev *runtimeapi.ContainerEventResponse) {
 	uid, ts := status.UID, status.Timestamp
 	sandbox := ev.GetContainerId() == status.Sandbox().GetId()
 	if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
-		e.out.publish(func() {
-			if sandbox {
-				e.deleteSandbox(uid, ev.GetContainerId(), ts)
-			} else {
-				e.c.cache.Set(uid, status, nil, ts)
-			}
-		},
+		if sandbox {
+			e.deleteSandbox(uid, ev.GetContainerId(), ts)
+		} else {
+			e.c.cache.Set(uid, status, nil, ts)
+		}
+		e.out.push(
 			Event{PodUID: uid, Type: ContainerDied, ContainerID: ev.GetContainerId(), Sandbox: sandbox},
 			Event{PodUID: uid, Type: ContainerRemoved, ContainerID: ev.GetContainerId(), Sandbox: sandbox},
 		)

@@ -335,3 +335,59 @@ func TestNewEventedOptions(t *testing.T) {
 		})
 	}
 }
+
+// With OnEvents, the consumer gets the events of the stream and of relists
+// after the cache holds the status they describe (or has forgotten the
+// pod), as a consumer of the channel does, and even as the stream falls
+// back to relisting.
+func TestEventedOnEventsAfterTheCache(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &handedOver{cache: NewCache()}
+		f := startEvented(t, func(rt *stubRuntime) {
+			rt.addSandbox("p1", "p1-s", ready)
+			rt.addContainer("p1", "p1-s", "p1-c", "main", created)
+			addPod(rt, "p2")
+		}, EventedOptions{Cache: h.cache, OnEvents: h.onEvents})
+		defer f.stop(t)
+		f.clk.Step(DefaultRelistPeriod) // the stream counts as connected, and a relist follows
+		synctest.Wait()
+		require.Equal(t, StreamConnected, f.e.StreamState())
+		assert.Equal(t, []string{"p1 ContainerStarted p1-s (sandbox)", "p2 ContainerStarted p2-c", "p2 ContainerStarted p2-s (sandbox)"}, h.take())
+
+		// The stream's events. The runtime reports a removal with what is
+		// left of the pod.
+		f.rt.setContainerState("p1-c", running)
+		f.send(t, f.rt.event("p1-c", startedEvent, ns(2)), nil)
+		f.rt.setContainerState("p1-c", exited)
+		f.send(t, f.rt.event("p1-c", stoppedEvent, ns(3)), nil)
+		deleted := f.rt.event("p1-c", deletedEvent, ns(4))
+		deleted.ContainersStatuses = nil
+		f.rt.remove("p1-c")
+		f.send(t, deleted, nil)
+		f.rt.setSandboxState("p1-s", notReady)
+		deleted = f.rt.event("p1-s", deletedEvent, ns(5))
+		f.rt.remove("p1-s")
+		f.send(t, deleted, nil)
+		synctest.Wait()
+		assert.Equal(t, []string{
+			"p1 ContainerStarted p1-c",
+			"p1 ContainerDied p1-c",
+			"p1 ContainerDied p1-c", "p1 ContainerRemoved p1-c",
+			"p1 ContainerDied p1-s (sandbox)", "p1 ContainerRemoved p1-s (sandbox)",
+		}, h.take())
+
+		// The stream is gone for good: the relist at once, then one every
+		// second, find what happens.
+		f.send(t, nil, fmt.Errorf("get container events: %w", cri.ErrUnimplemented))
+		synctest.Wait()
+		require.Equal(t, StreamFallback, f.e.StreamState())
+		assert.Equal(t, []string{
+			"p1 ContainerDied p1-c", "p1 ContainerRemoved p1-c",
+			"p1 ContainerDied p1-s (sandbox)", "p1 ContainerRemoved p1-s (sandbox)",
+		}, h.take(), "the relist repeats what the stream reported")
+		f.rt.setContainerState("p2-c", exited)
+		f.clk.Step(DefaultRelistPeriod)
+		synctest.Wait()
+		assert.Equal(t, []string{"p2 ContainerDied p2-c"}, h.take())
+	})
+}

@@ -284,20 +284,17 @@ func TestGenericSkipsContainersRemovedDuringInspection(t *testing.T) {
 	assert.Empty(t, g.r.reinspect)
 }
 
-// With OnEvents, a pod's events of a relist reach the consumer before the
-// cache holds the status they describe, all in one call, and the channel
-// stays silent.
+// With OnEvents, a pod's events of a relist reach the consumer all in one
+// call, after the cache holds the status they describe (or has forgotten
+// the pod), and the channel stays silent.
 func TestGenericOnEvents(t *testing.T) {
 	rt := newStub()
 	cache := NewCache()
-	type seen struct {
-		events  []Event
-		inCache bool
-	}
-	var calls []seen
+	h := &handedOver{cache: cache}
+	var calls [][]Event
 	g, err := NewGeneric(GenericOptions{Runtime: rt, Cache: cache, OnEvents: func(events []Event) {
-		st, err := cache.Get(events[0].PodUID)
-		calls = append(calls, seen{events: events, inCache: err == nil && st != nil && len(st.Containers) > 0})
+		calls = append(calls, events)
+		h.onEvents(events)
 	}})
 	require.NoError(t, err)
 	require.NoError(t, g.Relist(context.Background()))
@@ -305,14 +302,20 @@ func TestGenericOnEvents(t *testing.T) {
 	require.NoError(t, g.Relist(context.Background()))
 
 	require.Len(t, calls, 1)
-	assert.False(t, calls[0].inCache, "the status is written after the consumer saw the events")
 	assert.ElementsMatch(t, []Event{
 		{PodUID: "a", Type: ContainerStarted, ContainerID: "a-s", Sandbox: true},
 		{PodUID: "a", Type: ContainerStarted, ContainerID: "a-c"},
-	}, calls[0].events)
-	st, err := cache.Get("a")
-	require.NoError(t, err)
-	assert.Len(t, st.Containers, 1)
+	}, calls[0])
+	assert.Equal(t, []string{"a ContainerStarted a-c", "a ContainerStarted a-s (sandbox)"}, h.take())
+
+	rt.setContainerState("a-c", exited)
+	require.NoError(t, g.Relist(context.Background()))
+	assert.Equal(t, []string{"a ContainerDied a-c"}, h.take())
+
+	rt.remove("a-c")
+	rt.remove("a-s")
+	require.NoError(t, g.Relist(context.Background()))
+	assert.Equal(t, []string{"a ContainerRemoved a-c", "a ContainerDied a-s (sandbox)", "a ContainerRemoved a-s (sandbox)"}, h.take())
 	select {
 	case ev := <-g.Events():
 		t.Fatalf("the channel got %v", ev)

@@ -86,15 +86,16 @@ type GenericOptions struct {
 	Logger *slog.Logger
 	// Metrics receives the PLEG's measurements. Nil means none.
 	Metrics Metrics
-	// OnEvents, when set, receives each pod's events of a relist
-	// synchronously, before the cache holds the status they describe, and
-	// the Events channel is never written. It must not block: the relist
-	// waits for it. A consumer that starts work from it waits for that
-	// status in the cache (Cache.GetNewerThan), as pod workers do, and is
-	// then sure that every event of the relist that produced the status was
-	// handed over before the wait ended: a pod's events of one relist cause
-	// one sync, never a second one a relist later. The slice is the
-	// function's to keep: the PLEG never touches it again.
+	// OnEvents, when set, receives each pod's events of a relist in one
+	// synchronous call, and the Events channel is never written. It must not
+	// block: the relist waits for it. As on the channel, the cache already
+	// holds the status the events describe (stamped with the relist's
+	// start), so that work it starts for the pod, such as a pod worker's
+	// sync, reads a status at least that new: a pod's events of one relist
+	// cause one sync, on the state they report. It is called from the
+	// relist's inspections, up to Parallelism at once for different pods:
+	// it must be safe for concurrent use. The slice is the function's to
+	// keep: the PLEG never touches it again.
 	OnEvents func(events []Event)
 
 	// RelistPeriod is the pause between the end of a relist and the start
@@ -126,18 +127,15 @@ type EventedOptions struct {
 	Logger *slog.Logger
 	// Metrics receives the PLEG's measurements. Nil means none.
 	Metrics Metrics
-	// OnEvents, when set, receives each pod's events of a relist
-	// synchronously, before the cache holds the status they describe, and
-	// the Events channel is never written. It must not block: the relist
-	// waits for it. A consumer that starts work from it waits for that
-	// status in the cache (Cache.GetNewerThan), as pod workers do, and is
-	// then sure that every event of the relist that produced the status was
-	// handed over before the wait ended: a pod's events of one relist cause
-	// one sync, never a second one a relist later. The slice is the
-	// function's to keep: the PLEG never touches it again.
-	// The runtime's own container events are the exception: their status is
-	// written to the cache first, as a stale event (one the cache refuses)
-	// produces nothing.
+	// OnEvents, when set, receives each pod's events of a relist, and those
+	// of each container event, in one synchronous call, and the Events
+	// channel is never written. It must not block: the relist (or the event
+	// stream) waits for it. As on the channel, the cache already holds the
+	// status the events describe, so that work it starts for the pod reads
+	// a status at least that new (see GenericOptions.OnEvents). It is called
+	// from the relist's inspections and from the event stream's goroutine:
+	// it must be safe for concurrent use. The slice is the function's to
+	// keep: the PLEG never touches it again.
 	OnEvents func(events []Event)
 
 	// RelistPeriod is the safety-net relist period while events flow.

@@ -165,6 +165,10 @@ func (q *eventQueue) len() int {
 //
 // With a consumer function (OnEvents), push hands the events to it instead,
 // synchronously, and the channel is never written.
+//
+// Either way, producers write a pod's status to the cache before they push
+// the pod's events (see relister.handOver): whoever acts on an event finds
+// the cache at least as new as what produced it.
 type outbox struct {
 	mu       sync.Mutex
 	q        *eventQueue
@@ -181,21 +185,6 @@ func newOutbox(m Metrics, onEvents func([]Event)) *outbox {
 // direct reports whether events go to a consumer function rather than the
 // channel.
 func (o *outbox) direct() bool { return o.onEvents != nil }
-
-// publish makes a pod's new state known: update writes it to the cache and
-// events are pushed, in the order the consumer needs. A channel consumer may
-// read the cache as soon as an event arrives, so the cache comes first. A
-// consumer function is told first, so that whoever waits on the cache for
-// the new state finds that the events describing it were handed over.
-func (o *outbox) publish(update func(), events ...Event) {
-	if o.direct() {
-		o.push(events...)
-		update()
-		return
-	}
-	update()
-	o.push(events...)
-}
 
 // push queues events, or hands them to the consumer function; it never
 // blocks (but for the consumer function). The consumer function gets events

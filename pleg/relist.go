@@ -313,14 +313,16 @@ func (c *callTimer) close() {
 func (r *relister) inspect(c *callTimer, t *target, ts time.Time) bool {
 	if t.gone {
 		// Nothing left in the runtime: the pod's entry goes.
-		r.publish(t.events, nil, func() { r.cache.Delete(t.uid, ts) })
+		r.cache.Delete(t.uid, ts)
+		r.handOver(t.events, nil)
 		return true
 	}
 	status, ok := r.inspectPod(c, t.uid, ts, func(ctx context.Context) (*cri.PodStatus, error) {
 		return cri.InspectPod(ctx, r.rt, t.uid, t.name, t.namespace, t.sandboxes, t.containers)
 	})
 	if ok {
-		r.publish(t.events, status, func() { r.cache.Set(t.uid, status, nil, ts) })
+		r.cache.Set(t.uid, status, nil, ts)
+		r.handOver(t.events, status)
 	}
 	return ok
 }
@@ -361,10 +363,15 @@ func (r *relister) inspectPod(c *callTimer, uid types.UID, ts time.Time, inspect
 	return status, true
 }
 
-// publish writes a pod's new state to the cache (update) and hands over its
-// events, logging the exit code of the containers that died. events is
-// handed over as it is: the caller gives it up.
-func (r *relister) publish(events []Event, status *cri.PodStatus, update func()) {
+// handOver queues a pod's events, or hands them to the consumer function,
+// logging the exit code of the containers that died. The caller has written
+// the pod's status (or its removal) to the cache first, so that whoever
+// acts on an event finds the cache as new as the relist that produced it:
+// a pod worker woken by ContainerDied, whose wait for a status newer than
+// its last sync the previous relist's global timestamp may already satisfy,
+// syncs on the state after the exit (upstream's order). events is handed
+// over as it is: the caller gives it up.
+func (r *relister) handOver(events []Event, status *cri.PodStatus) {
 	if r.log.Enabled(context.Background(), slog.LevelDebug) {
 		for _, ev := range events {
 			if ev.Type != ContainerDied || ev.Sandbox {
@@ -376,7 +383,7 @@ func (r *relister) publish(events []Event, status *cri.PodStatus, update func())
 			}
 		}
 	}
-	r.out.publish(update, events...)
+	r.out.push(events...)
 }
 
 func (r *relister) setInflight(t time.Time) {
