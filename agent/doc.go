@@ -44,9 +44,9 @@
 //
 // Beside it: pleg (Generic, or Evented with Options.EventedPLEG) relists the
 // runtime and fills the cache; a pod's events of one relist become one
-// sync, handed to the pod's worker (HandlePodSyncs) before the cache holds
-// the status they describe (pleg's OnEvents), so that the worker sees them
-// all in that sync; prober.Manager runs liveness,
+// sync, handed to the pod's worker (HandlePodSyncs, through pleg's OnEvents)
+// once the cache holds the status they describe, so that the worker sees
+// them all in that sync; prober.Manager runs liveness,
 // readiness and startup probes, whose results reach the loop (a restart)
 // and the status (Ready); eviction.Manager measures the node
 // (Eviction.Stats), evicts one pod per pass through the workers and refuses

@@ -24,6 +24,12 @@ import (
 // steps); the cache stores it stamped with that time. Only when it fails
 // does the wait fall back to the PLEG, which brings the error, or a status,
 // newer than t.
+//
+// A relist that finished after t makes every pod's entry fresh (the cache's
+// global timestamp). A worker woken by the events of a later relist still
+// syncs on that relist's status, not on the older one the timestamp
+// vouches for: the PLEG writes a pod's status to the cache before it hands
+// over the pod's events.
 func (a *Agent) waitFresh(ctx context.Context, uid types.UID, t time.Time) error {
 	if a.cacheNewerThan(uid, t) {
 		return nil

@@ -168,13 +168,13 @@ func (a *Agent) HandlePodSyncs(pods []*v1.Pod) {
 }
 
 // handlePLEGEvents takes a pod's events of one relist from the PLEG: they
-// become one sync of the pod, handed to its worker before the status they
-// describe reaches the cache, so that the worker's sync sees them all.
-// (Taken one at a time from a channel, as upstream's sync loop does, the
-// second event of a relist may reach a worker already syncing for the
-// first, and cost a second sync a relist later.) A pod whose containers
-// were only removed, or that is no longer desired, needs no sync:
-// housekeeping deals with what is left of it.
+// become one sync of the pod. The PLEG has written the status they describe
+// to the cache already, so the worker's sync sees them all. (Taken one at a
+// time from a channel, as upstream's sync loop does, the second event of a
+// relist may reach a worker already syncing for the first, and cost a
+// second sync a relist later.) A pod whose containers were only removed, or
+// that is no longer desired, needs no sync: housekeeping deals with what is
+// left of it.
 func (a *Agent) handlePLEGEvents(events []pleg.Event) {
 	for i := 0; i < len(events); {
 		uid, worthy := events[i].PodUID, false
