@@ -44,13 +44,9 @@ import (
 var leakIgnores []goleak.Option
 
 // wait bounds each wait for a state of the API server. Most take a
-// second or two; a crash loop on the fast timings takes 3s, or 9s more
-// each time the kubelet misses a container's exit and finds it at the
-// pod's next resync (6s to 9s later): when the PLEG hands a relist's
-// events to the pod's worker before it writes their statuses to its
-// cache, a worker that reads the cache first syncs on the status before
-// the exit, which the cache's time (the previous relist's) says is fresh.
-const wait = 45 * time.Second
+// second or two, a crash loop on the fast timings 3s; the bound leaves
+// room for a slow machine, never a sleep.
+const wait = 30 * time.Second
 
 func TestEnvtestController(t *testing.T) {
 	logger := testLogger()
