@@ -36,3 +36,27 @@ func TestNewRecorderWritesKubeletEvents(t *testing.T) {
 	assert.Equal(t, "web", e.InvolvedObject.Name)
 	assert.Equal(t, pod.UID, e.InvolvedObject.UID)
 }
+
+// A GatedRecorder drops what comes before Start and after its stop, and
+// writes what comes between.
+func TestGatedRecorder(t *testing.T) {
+	client := fake.NewClientset()
+	var g apiserver.GatedRecorder
+	pod := apiPod("ns", "web", "u1", "n1")
+	reasons := func() []string {
+		events, err := client.CoreV1().Events("ns").List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		var out []string
+		for _, e := range events.Items {
+			out = append(out, e.Reason)
+		}
+		return out
+	}
+	g.Eventf(pod, v1.EventTypeNormal, "Before", "dropped")
+	stop := g.Start(client, "n1")
+	g.Eventf(pod, v1.EventTypeNormal, "While", "written")
+	require.Eventually(t, func() bool { return len(reasons()) == 1 }, waitFor, time.Millisecond, "the event reaches the API")
+	stop()
+	g.Eventf(pod, v1.EventTypeNormal, "After", "dropped")
+	assert.Equal(t, []string{"While"}, reasons())
+}

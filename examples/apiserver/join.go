@@ -10,9 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -66,7 +64,7 @@ type Joined struct {
 	services *Services
 	pods     *PodSource
 	updates  chan syncloop.PodUpdate
-	recorder *gatedRecorder
+	recorder *GatedRecorder
 
 	ran atomic.Bool
 }
@@ -100,7 +98,7 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 	}
 	log := orDiscard(opts.Logger)
 	j := &Joined{client: client, nodeName: nodeName, leaseDuration: opts.NodeLeaseDuration, log: log,
-		updates: make(chan syncloop.PodUpdate), recorder: &gatedRecorder{}}
+		updates: make(chan syncloop.PodUpdate), recorder: &GatedRecorder{}}
 	var err error
 	if j.status, err = NewStatusSink(client, StatusSinkOptions{Logger: log.With("component", "api-status")}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
@@ -181,12 +179,7 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	if err := CheckAccess(ctx, j.client, j.nodeName); err != nil {
 		return fmt.Errorf("run node %s: %w", j.nodeName, err)
 	}
-	rec, stop := NewRecorder(j.client, j.nodeName)
-	j.recorder.set(rec)
-	defer func() {
-		j.recorder.set(nil)
-		stop()
-	}()
+	defer j.recorder.Start(j.client, j.nodeName)()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -213,29 +206,4 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	run("services", j.services.Run)
 	wg.Wait()
 	return first
-}
-
-// gatedRecorder passes events to the recorder Run started, and drops them
-// before Run starts it and after Run stops it.
-type gatedRecorder struct {
-	mu  sync.Mutex
-	rec record.EventRecorder
-}
-
-var _ agent.EventRecorder = (*gatedRecorder)(nil)
-
-func (g *gatedRecorder) set(rec record.EventRecorder) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.rec = rec
-}
-
-// Eventf implements agent.EventRecorder.
-func (g *gatedRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	g.mu.Lock()
-	rec := g.rec
-	g.mu.Unlock()
-	if rec != nil {
-		rec.Eventf(object, eventtype, reason, messageFmt, args...)
-	}
 }

@@ -11,10 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -85,7 +83,7 @@ type Provider struct {
 	volumes  *apiserver.WatchingSources
 	services *apiserver.Services
 	deleter  *apiserver.StatusSink
-	recorder *gatedRecorder
+	recorder *apiserver.GatedRecorder
 
 	// lifetime ends when Run returns, and with it every request's stream;
 	// requests counts the goroutines those streams run.
@@ -189,7 +187,7 @@ func (p *Provider) useClient(a *agent.Options) error {
 		a.Services = p.services
 	}
 	if a.Recorder == nil {
-		p.recorder = &gatedRecorder{}
+		p.recorder = &apiserver.GatedRecorder{}
 		a.Recorder = p.recorder
 	}
 	return nil
@@ -221,12 +219,7 @@ func (p *Provider) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if p.recorder != nil {
-		rec, stop := apiserver.NewRecorder(p.opts.Client, p.agent.NodeName())
-		p.recorder.set(rec)
-		defer func() {
-			p.recorder.set(nil)
-			stop()
-		}()
+		defer p.recorder.Start(p.opts.Client, p.agent.NodeName())()
 	}
 	// Attached before the agent starts, so that its Exec works once it
 	// is ready.
@@ -288,29 +281,6 @@ func streamingServer(rt *fake.Runtime) (*fake.StreamingServer, error) {
 		return nil, fmt.Errorf("fake runtime streaming: %w", err)
 	}
 	return srv, nil
-}
-
-// gatedRecorder passes events to the API server's recorder while Run runs,
-// and drops them otherwise.
-type gatedRecorder struct {
-	rec atomic.Pointer[record.EventRecorder]
-}
-
-var _ agent.EventRecorder = (*gatedRecorder)(nil)
-
-func (g *gatedRecorder) set(rec record.EventRecorder) {
-	if rec == nil {
-		g.rec.Store(nil)
-		return
-	}
-	g.rec.Store(&rec)
-}
-
-// Eventf implements agent.EventRecorder.
-func (g *gatedRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	if rec := g.rec.Load(); rec != nil {
-		(*rec).Eventf(object, eventtype, reason, messageFmt, args...)
-	}
 }
 
 // NewProviderFunc returns a nodeutil.NewProviderFunc for nodeutil.NewNode
