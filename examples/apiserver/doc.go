@@ -50,6 +50,8 @@
 //     the status of a Node someone else created.
 //   - NewRecorder returns client-go's record.EventRecorder (component
 //     "kubelet", host the node), whose Eventf the blocks take as it is.
+//     GatedRecorder can be handed to an agent before that recorder runs:
+//     it drops events until its Start and after Start's stop.
 //   - WatchingSources are volume.ConfigMapSource, SecretSource and
 //     TokenSource: configMaps and secrets from a watch of each object the
 //     node's pods read (upstream's default watch-based managers), tokens
