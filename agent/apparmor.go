@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
 )
 
 // ReasonAppArmor is the reason of a pod refused for the AppArmor profile it
@@ -22,13 +25,13 @@ var hostAppArmor = func() bool {
 	return err == nil && len(b) > 1 && b[0] == 'Y'
 }
 
-// admitAppArmor refuses a pod that asks for an AppArmor profile other than
-// unconfined (in the pod's or a container's security context, or in the
-// deprecated container.apparmor.security.beta.kubernetes.io annotations),
-// with upstream's reason. On a host without AppArmor the message is
-// upstream's. On a host with it the pod is refused as well: the agent does
-// not pass profiles to the runtime yet, and a pod must never run less
-// confined than it asked.
+// admitAppArmor refuses, with upstream's reason and message, a pod that
+// asks for an AppArmor profile other than unconfined (in the pod's or a
+// container's security context, or in the deprecated
+// container.apparmor.security.beta.kubernetes.io annotations) on a host
+// without AppArmor, and on any host a pod whose Localhost profile has no
+// name. Every other profile reaches the runtime with the container
+// (podsync), which enforces it.
 func admitAppArmor(pod *v1.Pod, hostEnabled bool) (ok bool, reason, message string) {
 	if !appArmorRequested(pod) {
 		return true, "", ""
@@ -36,7 +39,33 @@ func admitAppArmor(pod *v1.Pod, hostEnabled bool) (ok bool, reason, message stri
 	if !hostEnabled {
 		return false, ReasonAppArmor, "Cannot enforce AppArmor: AppArmor is not enabled on the host"
 	}
-	return false, ReasonAppArmor, "Cannot enforce AppArmor: this node does not pass AppArmor profiles to its runtime"
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if msg := emptyLocalhostAppArmor(pod, &cs[i]); msg != "" {
+				return false, ReasonAppArmor, msg
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		if msg := emptyLocalhostAppArmor(pod, &c); msg != "" {
+			return false, ReasonAppArmor, msg
+		}
+	}
+	return true, "", ""
+}
+
+// emptyLocalhostAppArmor returns upstream's refusal of a container whose
+// Localhost AppArmor profile has no name (or only blanks), else "".
+func emptyLocalhostAppArmor(pod *v1.Pod, c *v1.Container) string {
+	p := podsync.AppArmorProfile(pod, c)
+	if p == nil || p.Type != v1.AppArmorProfileTypeLocalhost {
+		return ""
+	}
+	if p.LocalhostProfile == nil || strings.TrimSpace(*p.LocalhostProfile) == "" {
+		return fmt.Sprintf("Cannot enforce AppArmor: invalid empty AppArmor profile name: %q", p)
+	}
+	return ""
 }
 
 // appArmorRequested reports whether any of the pod's containers asks for a

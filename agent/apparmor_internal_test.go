@@ -20,6 +20,9 @@ func TestAdmitAppArmor(t *testing.T) {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "c": v}},
 			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
 	}
+	localhost := func(name string) *v1.AppArmorProfile {
+		return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+	}
 	const notEnabled = "Cannot enforce AppArmor: AppArmor is not enabled on the host"
 	for _, tc := range []struct {
 		name    string
@@ -33,8 +36,14 @@ func TestAdmitAppArmor(t *testing.T) {
 		{name: "pod field, no AppArmor on the host", pod: withPod(profile(v1.AppArmorProfileTypeRuntimeDefault)), message: notEnabled},
 		{name: "an init container's field", pod: withContainer(profile(v1.AppArmorProfileTypeLocalhost)), message: notEnabled},
 		{name: "the annotation", pod: withAnnotation(v1.DeprecatedAppArmorBetaProfileRuntimeDefault), message: notEnabled},
-		{name: "a host with AppArmor: still refused, never run unconfined", pod: withPod(profile(v1.AppArmorProfileTypeRuntimeDefault)), host: true,
-			message: "Cannot enforce AppArmor: this node does not pass AppArmor profiles to its runtime"},
+		{name: "a host with AppArmor: the runtime enforces it", pod: withPod(profile(v1.AppArmorProfileTypeRuntimeDefault)), host: true},
+		{name: "a host with AppArmor, a named Localhost profile", pod: withContainer(localhost("k8s-deny-write")), host: true},
+		{name: "a Localhost profile without a name", pod: withContainer(profile(v1.AppArmorProfileTypeLocalhost)), host: true,
+			message: `Cannot enforce AppArmor: invalid empty AppArmor profile name: "&AppArmorProfile{Type:Localhost,LocalhostProfile:nil,}"`},
+		{name: "a blank Localhost profile", pod: withPod(localhost("  ")), host: true,
+			message: `Cannot enforce AppArmor: invalid empty AppArmor profile name: "&AppArmorProfile{Type:Localhost,LocalhostProfile:*  ,}"`},
+		{name: "an annotation naming no profile", pod: withAnnotation(v1.DeprecatedAppArmorBetaProfileNamePrefix), host: true,
+			message: `Cannot enforce AppArmor: invalid empty AppArmor profile name: "&AppArmorProfile{Type:Localhost,LocalhostProfile:*,}"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, reason, msg := admitAppArmor(tc.pod, tc.host)

@@ -58,17 +58,9 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 		// The node's UTS namespace: the runtime must not set a hostname.
 		hostname = ""
 	}
-	netMode, pidMode, ipcMode := runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_CONTAINER, runtimeapi.NamespaceMode_POD
-	if pod.Spec.HostNetwork {
-		netMode = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.HostPID {
-		pidMode = runtimeapi.NamespaceMode_NODE
-	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
-		pidMode = runtimeapi.NamespaceMode_POD
-	}
-	if pod.Spec.HostIPC {
-		ipcMode = runtimeapi.NamespaceMode_NODE
+	sc, err := s.sandboxSecurityContext(pod)
+	if err != nil {
+		return nil, err
 	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -79,30 +71,8 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 		DnsConfig:    s.dnsConfig(pod),
 		Labels:       labels,
 		Annotations:  annotations,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode, Pid: pidMode, Ipc: ipcMode},
-			},
-		},
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc},
 	}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		sc := cfg.Linux.SecurityContext
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		// The fsGroup is a supplemental group, first, as upstream's.
-		if psc.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-	}
-	// The sandbox is privileged when any of its containers is, as upstream
-	// sets it: runtimes refuse a privileged container in an unprivileged
-	// sandbox.
-	cfg.Linux.SecurityContext.Privileged = hasPrivilegedContainer(pod)
 	cfg.Linux.Sysctls = sandboxSysctls(pod)
 	for i := range pod.Spec.Containers {
 		for _, p := range pod.Spec.Containers[i].Ports {
@@ -241,6 +211,10 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			annotations[cri.ContainerPortsAnnotation] = string(b)
 		}
 	}
+	sc, err := s.containerSecurityContext(pod, c)
+	if err != nil {
+		return nil, err
+	}
 	image := c.Image
 	if imageRef != "" {
 		image = imageRef
@@ -261,7 +235,7 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       Resources(c),
-			SecurityContext: securityContext(pod, c),
+			SecurityContext: sc,
 		},
 	}
 	return cfg, nil
@@ -291,72 +265,6 @@ func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 		r.MemoryLimitInBytes = m.Value()
 	}
 	return r
-}
-
-func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
-	pidMode := runtimeapi.NamespaceMode_CONTAINER
-	if pod.Spec.HostPID {
-		pidMode = runtimeapi.NamespaceMode_NODE
-	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
-		pidMode = runtimeapi.NamespaceMode_POD
-	}
-	netMode, ipcMode := runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_POD
-	if pod.Spec.HostNetwork {
-		netMode = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.HostIPC {
-		ipcMode = runtimeapi.NamespaceMode_NODE
-	}
-	sc := &runtimeapi.LinuxContainerSecurityContext{
-		NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode, Pid: pidMode, Ipc: ipcMode},
-	}
-	// The runtime masks nothing on its own: the lists come from here, as
-	// upstream sends them.
-	var procMount *v1.ProcMountType
-	if c.SecurityContext != nil {
-		procMount = c.SecurityContext.ProcMount
-	}
-	sc.MaskedPaths, sc.ReadonlyPaths = procPaths(procMount)
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		// The fsGroup is a supplemental group, first, as upstream's.
-		if psc.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-	}
-	if csc := c.SecurityContext; csc != nil {
-		if csc.Privileged != nil {
-			sc.Privileged = *csc.Privileged
-		}
-		if csc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
-		}
-		if csc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
-		}
-		if csc.ReadOnlyRootFilesystem != nil {
-			sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
-		}
-		if csc.AllowPrivilegeEscalation != nil {
-			sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
-		}
-		if caps := csc.Capabilities; caps != nil {
-			sc.Capabilities = &runtimeapi.Capability{}
-			for _, a := range caps.Add {
-				sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
-			}
-			for _, d := range caps.Drop {
-				sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
-			}
-		}
-	}
-	return sc
 }
 
 // envs resolves the container's environment as upstream does: first the

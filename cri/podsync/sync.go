@@ -194,11 +194,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		if err := os.MkdirAll(sbConfig.LogDirectory, 0o755); err != nil {
 			return s.sandboxFailed(pod, res, err)
 		}
-		handler := s.opts.RuntimeHandler
-		if pod.Spec.RuntimeClassName != nil && *pod.Spec.RuntimeClassName != "" {
-			handler = *pod.Spec.RuntimeClassName
-		}
-		id, err := s.rt.RunPodSandbox(ctx, sbConfig, handler)
+		id, err := s.rt.RunPodSandbox(ctx, sbConfig, s.runtimeHandler(pod))
 		if err != nil {
 			return s.sandboxFailed(pod, res, err)
 		}

@@ -169,6 +169,23 @@ type Options struct {
 	// BackoffInitial and BackoffMax are the crash-loop and image pull
 	// backoff delays (zero: DefaultBackoffInitial, DefaultBackoffMax).
 	BackoffInitial, BackoffMax time.Duration
+	// SeccompProfileRoot is the directory a Localhost seccomp profile's
+	// name is resolved in (upstream's <root-dir>/seccomp); a name that is
+	// absolute or climbs out with ".." is refused. Empty:
+	// DefaultSeccompProfileRoot.
+	SeccompProfileRoot string
+	// SeccompDefault runs containers whose pod and container name no
+	// seccomp profile under the runtime's default profile (RuntimeDefault)
+	// instead of Unconfined: upstream's seccompDefault, off by default.
+	SeccompDefault bool
+	// UserNamespaces tells whether a runtime handler (the pod's runtime
+	// class, else RuntimeHandler) supports user namespaces, as the
+	// runtime's status reports it (handler features). A pod with
+	// hostUsers: false gets a user namespace of its own, with 65536 host
+	// IDs kept for it alone (recorded under PodsDir), only where it is
+	// supported; elsewhere its sandbox is refused with upstream's message.
+	// Nil: no handler supports them.
+	UserNamespaces func(handler string) bool
 }
 
 // Syncer drives pods through the CRI: SyncPod, KillPod and
@@ -187,6 +204,7 @@ type Syncer struct {
 	crashBackoff *backoff
 	pullBackoff  *backoff
 	reasons      map[reasonKey]v1.ContainerStateWaiting
+	userns       userNamespaces
 }
 
 type reasonKey struct {
@@ -215,6 +233,9 @@ func New(opts Options) (*Syncer, error) {
 	if opts.BackoffMax <= 0 {
 		opts.BackoffMax = DefaultBackoffMax
 	}
+	if opts.SeccompProfileRoot == "" {
+		opts.SeccompProfileRoot = DefaultSeccompProfileRoot
+	}
 	return &Syncer{
 		rt: opts.Runtime, probes: opts.Probes, volumes: opts.Volumes, recorder: opts.Recorder,
 		clock: opts.Clock, log: opts.Logger, opts: opts,
@@ -237,9 +258,10 @@ func (s *Syncer) WaitingReason(uid types.UID, containerName string) (v1.Containe
 	return w, ok
 }
 
-// RemovePod forgets everything kept about a pod: waiting reasons and
-// backoffs.
+// RemovePod forgets everything kept about a pod: waiting reasons,
+// backoffs, and the host IDs of its user namespace.
 func (s *Syncer) RemovePod(uid types.UID) {
+	s.userns.release(s.opts.PodsDir, uid)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.reasons {
