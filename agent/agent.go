@@ -123,6 +123,12 @@ type Options struct {
 	// namespaces (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*,
 	// net.*). A pod setting any other sysctl is refused (SysctlForbidden).
 	AllowedUnsafeSysctls []string
+	// SeccompDefault runs the containers of pods that name no seccomp
+	// profile under the runtime's default profile (RuntimeDefault) instead
+	// of Unconfined: upstream's seccompDefault, off by default as there.
+	// Localhost profiles are files under RootDir/seccomp, upstream's
+	// <root-dir>/seccomp.
+	SeccompDefault bool
 	// ContainerLogLinksDir gets a symbolic link to each container's log
 	// file, <pod>_<namespace>_<container>-<id>.log, as upstream keeps
 	// /var/log/containers for log collectors (podsync.Options). Empty: no
@@ -467,6 +473,8 @@ func (a *Agent) build() error {
 		Runtime: pullPausing{a.rt}, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
 		ConfigMaps: cms, Secrets: secrets, Services: opts.Services, NodeAllocatable: a.allocatable,
 		RecursiveReadOnlyMounts: a.handlerSupportsRecursiveReadOnly,
+		UserNamespaces:          a.handlerSupportsUserNamespaces,
+		SeccompDefault:          opts.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),

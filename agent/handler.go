@@ -61,7 +61,8 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 
 // admit runs the admission checks, in order, and returns the first refusal
 // with its reason and message: the pod's validity, its operating system,
-// its sysctls, an AppArmor profile it asks for, then eviction's.
+// its sysctls, an AppArmor profile it asks for, a supplementalGroupsPolicy
+// the runtime cannot apply, then eviction's.
 func (a *Agent) admit(pod *v1.Pod) (ok bool, reason, message string) {
 	if err := podsync.ValidatePod(pod); err != nil {
 		return false, "UnexpectedAdmissionError", err.Error()
@@ -73,6 +74,9 @@ func (a *Agent) admit(pod *v1.Pod) (ok bool, reason, message string) {
 		return ok, reason, message
 	}
 	if ok, reason, message = admitAppArmor(pod, a.appArmor); !ok {
+		return ok, reason, message
+	}
+	if ok, reason, message = admitSupplementalGroupsPolicy(pod, a.runtimeSupportsSupplementalGroupsPolicy); !ok {
 		return ok, reason, message
 	}
 	if a.evict != nil {

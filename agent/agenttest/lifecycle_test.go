@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
@@ -170,7 +171,9 @@ func TestAppArmorProfileRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := agenttest.NewNode(t, agenttest.Options{})
 		p := pod("confined", container("app", "sleep", "3600"))
-		p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+		// A Localhost profile without a name: refused on any host, with
+		// AppArmor or without.
+		p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost}}
 		n.AddPod(p)
 		n.AddPod(pod("plain", container("app", "sleep", "3600")))
 		require.True(t, n.StepUntil(time.Minute, func() bool {
@@ -181,6 +184,67 @@ func TestAppArmorProfileRefused(t *testing.T) {
 		assert.Equal(t, "AppArmor", got.Reason)
 		assert.Contains(t, got.Message, "Pod was rejected: Cannot enforce AppArmor: ")
 		assert.Empty(t, got.ContainerStatuses)
+	})
+}
+
+// The security context reaches the runtime whole: a restricted pod's
+// containers get RuntimeDefault seccomp, no_new_privs and no capabilities;
+// its sandbox RuntimeDefault too. A pod that asks for what the runtime
+// cannot do never runs weaker: supplementalGroupsPolicy Strict is refused at
+// admission, hostUsers: false gets no sandbox (upstream's event, the
+// container waiting in ContainerCreating), as upstream on a runtime without
+// either feature.
+func TestSecurityContextReachesRuntime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		restricted := pod("restricted", container("app", "sleep", "3600"))
+		restricted.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+			SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
+		restricted.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &v1.Capabilities{Drop: []v1.Capability{"ALL"}}}
+		strict := pod("strict", container("app", "sleep", "3600"))
+		policy := v1.SupplementalGroupsPolicyStrict
+		strict.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: &policy}
+		userns := pod("userns", container("app", "sleep", "3600"))
+		userns.Spec.HostUsers = ptr.To(false)
+		n.Step(5 * time.Second)
+		n.AddPod(restricted)
+		n.AddPod(strict)
+		n.AddPod(userns)
+		require.True(t, n.StepUntil(time.Minute, func() bool {
+			return n.Pod("default", "restricted").Status.Phase == v1.PodRunning && n.Pod("default", "strict").Status.Phase == v1.PodFailed
+		}))
+		var sandboxes []string
+		for _, c := range n.Runtime().CallsOf(fake.RunPodSandbox) {
+			cfg := c.Request.(*runtimeapi.RunPodSandboxRequest).GetConfig()
+			sandboxes = append(sandboxes, cfg.GetMetadata().GetName())
+			assert.Equal(t, runtimeapi.SecurityProfile_RuntimeDefault, cfg.GetLinux().GetSecurityContext().GetSeccomp().GetProfileType())
+		}
+		assert.Equal(t, []string{"restricted"}, sandboxes, "neither the Strict pod nor the user-namespaced one got a sandbox")
+		created := n.Runtime().CallsOf(fake.CreateContainer)
+		require.Len(t, created, 1)
+		sc := created[0].Request.(*runtimeapi.CreateContainerRequest).GetConfig().GetLinux().GetSecurityContext()
+		assert.Equal(t, runtimeapi.SecurityProfile_RuntimeDefault, sc.GetSeccomp().GetProfileType())
+		assert.True(t, sc.GetNoNewPrivs())
+		assert.Equal(t, []string{"ALL"}, sc.GetCapabilities().GetDropCapabilities())
+		assert.Equal(t, int64(1000), sc.GetRunAsUser().GetValue())
+
+		got := n.Pod("default", "strict").Status
+		assert.Equal(t, "SupplementalGroupsPolicyNotSupported", got.Reason)
+		assert.Equal(t, "Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node", got.Message)
+
+		us := n.Pod("default", "userns").Status
+		assert.Equal(t, v1.PodPending, us.Phase)
+		require.Len(t, us.ContainerStatuses, 1)
+		assert.Equal(t, "ContainerCreating", us.ContainerStatuses[0].State.Waiting.Reason)
+		var failed []string
+		for _, e := range n.Events() {
+			if e.Object == "Pod default/userns" && e.Reason == "FailedCreatePodSandBox" {
+				failed = append(failed, e.Message)
+			}
+		}
+		require.NotEmpty(t, failed)
+		assert.Equal(t, "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces", failed[0])
 	})
 }
 
