@@ -95,6 +95,7 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		ContainerLogMaxSize:         c.containerLogMaxSize,
 		ContainerLogMaxFiles:        ptr.To(int32(c.containerLogMaxFiles)),
 		AllowedUnsafeSysctls:        opts.AllowedUnsafeSysctls,
+		SeccompDefault:              ptr.To(opts.SeccompDefault),
 		ContainerLogMonitorInterval: &metav1.Duration{Duration: logs.DefaultInterval},
 
 		ContainerRuntimeEndpoint: c.endpoint, // empty: the embedded fake runtime

@@ -72,6 +72,7 @@ func TestConfigzDefaults(t *testing.T) {
 		EnableDebuggingHandlers: ptr.To(true),
 		EnableProfilingHandler:  ptr.To(false),
 		EnableDebugFlagsHandler: ptr.To(false),
+		SeccompDefault:          ptr.To(false),
 		EnableSystemLogHandler:  ptr.To(false),
 		EnableSystemLogQuery:    ptr.To(false),
 		HealthzPort:             ptr.To[int32](0),
@@ -128,6 +129,16 @@ current-context: c
 		name: "unsafe sysctls", args: []string{"--allowed-unsafe-sysctls", "kernel.msg*,net.core.somaxconn"},
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
 			assert.Equal(t, []string{"kernel.msg*", "net.core.somaxconn"}, kc.AllowedUnsafeSysctls)
+		},
+	}, {
+		name: "seccomp default off, as upstream", args: nil,
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, ptr.To(false), kc.SeccompDefault)
+		},
+	}, {
+		name: "seccomp default", args: []string{"--seccomp-default"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, ptr.To(true), kc.SeccompDefault)
 		},
 	}, {
 		name: "pod logs elsewhere", args: []string{"--pod-logs-dir", "/var/log/pods"},

@@ -60,7 +60,7 @@ type config struct {
 	port, nodeLeaseSeconds, imageGCHigh, imageGCLow, kubeAPIBurst                            int
 	kubeAPIQPS                                                                               float64
 	imageMinTTL                                                                              time.Duration
-	runOnce, evented, registerNode                                                           bool
+	runOnce, evented, registerNode, seccompDefault                                           bool
 	runOnceTimeout                                                                           time.Duration
 	verbose                                                                                  bool
 	evictionHard, evictionSoft, evictionSoftGrace, evictionReclaim                           string
@@ -109,6 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.evictionSoft, "eviction-soft", "", "soft eviction thresholds, same syntax; each needs a grace period")
 	fs.StringVar(&c.evictionSoftGrace, "eviction-soft-grace-period", "", "grace periods of the soft thresholds (memory.available=1m30s,...)")
 	fs.StringVar(&c.allowedUnsafeSysctls, "allowed-unsafe-sysctls", "", "unsafe sysctls pods may set beyond the safe set, comma-separated names or prefixes ending in * (kernel.msg*,net.core.somaxconn); only groups the kernel namespaces")
+	fs.BoolVar(&c.seccompDefault, "seccomp-default", false, "run containers that name no seccomp profile under the runtime's default profile (RuntimeDefault) instead of Unconfined, as upstream's --seccomp-default; Localhost profiles live under ROOT-DIR/seccomp")
 	fs.StringVar(&c.evictionReclaim, "eviction-minimum-reclaim", "", "minimum reclaims (memory.available=0Mi,nodefs.available=500Mi,...)")
 	fs.IntVar(&c.imageGCHigh, "image-gc-high-threshold", imagegc.DefaultHighThresholdPercent, "percent of the image filesystem in use at which unused images are removed (100 turns it off)")
 	fs.IntVar(&c.imageGCLow, "image-gc-low-threshold", imagegc.DefaultLowThresholdPercent, "percent of the image filesystem in use that image garbage collection frees down to")
@@ -229,6 +230,7 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	if c.allowedUnsafeSysctls != "" {
 		opts.AllowedUnsafeSysctls = strings.Split(c.allowedUnsafeSysctls, ",")
 	}
+	opts.SeccompDefault = c.seccompDefault
 	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
 	if err != nil {
 		return agent.Options{}, nil, err
