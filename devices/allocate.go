@@ -1,0 +1,397 @@
+package devices
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// allocation is the devices of one resource given to one container, and
+// what the plugin answered to Allocate.
+type allocation struct {
+	ids  []string // sorted
+	resp *pluginapi.ContainerAllocateResponse
+}
+
+// podDevices: pod UID → container name → resource name → allocation.
+type podDevices map[types.UID]map[string]map[string]*allocation
+
+func (p podDevices) get(uid types.UID, container, res string) *allocation {
+	return p[uid][container][res]
+}
+
+func (p podDevices) set(uid types.UID, container, res string, a *allocation) {
+	if p[uid] == nil {
+		p[uid] = map[string]map[string]*allocation{}
+	}
+	if p[uid][container] == nil {
+		p[uid][container] = map[string]*allocation{}
+	}
+	p[uid][container][res] = a
+}
+
+// inUse returns the devices of res that any container holds.
+func (p podDevices) inUse(res string) map[string]struct{} {
+	used := map[string]struct{}{}
+	for _, containers := range p {
+		for _, byRes := range containers {
+			if a := byRes[res]; a != nil {
+				for _, id := range a.ids {
+					used[id] = struct{}{}
+				}
+			}
+		}
+	}
+	return used
+}
+
+func (p podDevices) holds(res string) bool {
+	for _, containers := range p {
+		for _, byRes := range containers {
+			if _, ok := byRes[res]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Admit allocates devices to every container of pod that asks for a device
+// plugin resource in its limits, init containers first, in order, and
+// answers as an admission handler does: on failure the pod is refused with
+// reason UnexpectedAdmissionError and upstream's message, and holds nothing.
+// The devices a regular init container got are given again to the
+// containers after it, as upstream reuses them; a restartable init
+// container (a sidecar) keeps its own. others are the pods admitted before
+// and still active: devices of any other pod are released, as upstream
+// releases them when it allocates. A pod already admitted keeps its
+// devices (a container restarting gets the same ones).
+func (m *Manager) Admit(pod *v1.Pod, others []*v1.Pod) (ok bool, reason, message string) {
+	m.admitMu.Lock()
+	defer m.admitMu.Unlock()
+	m.mu.Lock()
+	if len(m.pods) > 0 {
+		released := false
+		active := activeUIDs(pod, others)
+		for uid := range m.pods {
+			if _, ok := active[uid]; !ok {
+				delete(m.pods, uid)
+				released = true
+			}
+		}
+		if released {
+			m.checkpointLocked()
+		}
+	}
+	m.mu.Unlock()
+
+	reuse := map[string]map[string]struct{}{}
+	var err error
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		var got map[string][]string
+		if got, err = m.allocateContainer(pod, c, reuse); err != nil {
+			break
+		}
+		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		for res, ids := range got {
+			for _, id := range ids {
+				if sidecar {
+					delete(reuse[res], id)
+				} else {
+					if reuse[res] == nil {
+						reuse[res] = map[string]struct{}{}
+					}
+					reuse[res][id] = struct{}{}
+				}
+			}
+		}
+	}
+	for i := 0; err == nil && i < len(pod.Spec.Containers); i++ {
+		var got map[string][]string
+		if got, err = m.allocateContainer(pod, &pod.Spec.Containers[i], reuse); err == nil {
+			for res, ids := range got {
+				for _, id := range ids {
+					delete(reuse[res], id)
+				}
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		delete(m.pods, pod.UID)
+		m.checkpointLocked()
+		return false, ReasonUnexpectedAdmissionError, fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)
+	}
+	if _, ok := m.pods[pod.UID]; ok {
+		m.checkpointLocked()
+	}
+	return true, "", ""
+}
+
+// allocateContainer gives c the devices its limits ask for and returns them
+// by resource.
+func (m *Manager) allocateContainer(pod *v1.Pod, c *v1.Container, reuse map[string]map[string]struct{}) (map[string][]string, error) {
+	got := map[string][]string{}
+	for _, res := range sortedNames(c.Resources.Limits) {
+		q := c.Resources.Limits[v1.ResourceName(res)]
+		if q.Value() <= 0 {
+			continue
+		}
+		m.mu.Lock()
+		isDevice := m.isDeviceResource(res)
+		m.mu.Unlock()
+		if !isDevice {
+			continue
+		}
+		ids, err := m.allocateResource(pod, c, res, int(q.Value()), reuse[res])
+		if err != nil {
+			return nil, err
+		}
+		got[res] = ids
+	}
+	return got, nil
+}
+
+// allocateResource chooses required devices of res for c, asks the plugin
+// to allocate them and records the answer. A container that holds devices
+// of res already keeps them.
+func (m *Manager) allocateResource(pod *v1.Pod, c *v1.Container, res string, required int, reuse map[string]struct{}) ([]string, error) {
+	m.mu.Lock()
+	if a := m.pods.get(pod.UID, c.Name, res); a != nil {
+		m.mu.Unlock()
+		if len(a.ids) != required {
+			return nil, fmt.Errorf("pod %q container %q changed request for resource %q from %d to %d", pod.UID, c.Name, res, len(a.ids), required)
+		}
+		return a.ids, nil
+	}
+	r := m.resources[res]
+	if r == nil {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("cannot allocate unregistered device %s", res)
+	}
+	healthy := map[string]struct{}{}
+	for id, ok := range r.health {
+		if ok {
+			healthy[id] = struct{}{}
+		}
+	}
+	if len(healthy) == 0 {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("no healthy devices present; cannot allocate unhealthy devices %s", res)
+	}
+	chosen := make([]string, 0, required)
+	for _, id := range slices.Sorted(maps.Keys(reuse)) {
+		if len(chosen) == required {
+			break
+		}
+		chosen = append(chosen, id)
+	}
+	used := m.pods.inUse(res)
+	var available []string
+	for id := range healthy {
+		if _, ok := used[id]; !ok {
+			available = append(available, id)
+		}
+	}
+	sort.Strings(available)
+	needed := required - len(chosen)
+	if len(available) < needed {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("requested number of devices unavailable for %s. Requested: %d, Available: %d", res, needed, len(available))
+	}
+	ep := r.ep
+	// Admit is serialized, so no other allocation takes these devices
+	// while the plugin is asked.
+	m.mu.Unlock()
+
+	if needed > 0 && ep != nil && ep.options.GetGetPreferredAllocationAvailable() && needed < len(available) {
+		preferred, err := m.preferred(ep, c.Name, available, chosen, required)
+		if err != nil {
+			return nil, err
+		}
+		chosen = takeFrom(chosen, preferred, available, required)
+	}
+	chosen = takeFrom(chosen, available, available, required)
+	sort.Strings(chosen)
+	if ep == nil {
+		return nil, fmt.Errorf("endpoint not found in cache for a registered resource: %s", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.o.RPCTimeout)
+	defer cancel()
+	resp, err := ep.client.Allocate(ctx, &pluginapi.AllocateRequest{
+		ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: chosen}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.GetContainerResponses()) == 0 {
+		return nil, fmt.Errorf("no containers return in allocation response %v", resp)
+	}
+	m.mu.Lock()
+	m.pods.set(pod.UID, c.Name, res, &allocation{ids: chosen, resp: resp.GetContainerResponses()[0]})
+	m.mu.Unlock()
+	return chosen, nil
+}
+
+// takeFrom appends to chosen the IDs of from that are in allowed and not yet
+// chosen, until it has want of them.
+func takeFrom(chosen, from, allowed []string, want int) []string {
+	for _, id := range from {
+		if len(chosen) >= want {
+			break
+		}
+		if slices.Contains(allowed, id) && !slices.Contains(chosen, id) {
+			chosen = append(chosen, id)
+		}
+	}
+	return chosen
+}
+
+func (m *Manager) preferred(ep *endpoint, container string, available, mustInclude []string, size int) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.o.RPCTimeout)
+	defer cancel()
+	resp, err := ep.client.GetPreferredAllocation(ctx, &pluginapi.PreferredAllocationRequest{
+		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
+			AvailableDeviceIDs:   append(slices.Clone(available), mustInclude...),
+			MustIncludeDeviceIDs: mustInclude,
+			AllocationSize:       int32(size),
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("device plugin GetPreferredAllocation rpc failed with err: %v", err)
+	}
+	if rs := resp.GetContainerResponses(); len(rs) > 0 {
+		return rs[0].GetDeviceIDs(), nil
+	}
+	return nil, nil
+}
+
+// Devices returns the device IDs each resource gave a container, by
+// resource name; nil when it holds none.
+func (m *Manager) Devices(uid types.UID, container string) map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out map[string][]string
+	for res, a := range m.pods[uid][container] {
+		if out == nil {
+			out = map[string][]string{}
+		}
+		out[res] = slices.Clone(a.ids)
+	}
+	return out
+}
+
+// ApplyDevices adds to a container's CRI config what the plugins answered
+// when its devices were allocated: their environment variables and mounts
+// before the container's own (which win a clash), device nodes, CDI
+// devices, and annotations the config does not set itself. Before that it
+// calls PreStartContainer on each plugin that asks for it. A container
+// without devices is left alone. It is the hook of podsync.Options.Devices.
+func (m *Manager) ApplyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+	m.mu.Lock()
+	byRes := m.pods[pod.UID][c.Name]
+	if len(byRes) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	type held struct {
+		res string
+		a   *allocation
+		ep  *endpoint
+	}
+	list := make([]held, 0, len(byRes))
+	for _, res := range slices.Sorted(maps.Keys(byRes)) {
+		var ep *endpoint
+		if r := m.resources[res]; r != nil && r.stoppedAt.IsZero() {
+			ep = r.ep
+		}
+		list = append(list, held{res, byRes[res], ep})
+	}
+	m.mu.Unlock()
+
+	var envs []*runtimeapi.KeyValue
+	envIndex := map[string]int{}
+	mountPaths, devPaths, cdiNames := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var mounts []*runtimeapi.Mount
+	for _, h := range list {
+		if err := m.preStart(ctx, h.ep, h.res, h.a.ids); err != nil {
+			return err
+		}
+		resp := h.a.resp
+		for _, k := range slices.Sorted(maps.Keys(resp.GetEnvs())) {
+			kv := &runtimeapi.KeyValue{Key: k, Value: []byte(resp.GetEnvs()[k])}
+			if i, ok := envIndex[k]; ok {
+				envs[i] = kv
+				continue
+			}
+			envIndex[k] = len(envs)
+			envs = append(envs, kv)
+		}
+		for _, mt := range resp.GetMounts() {
+			if mountPaths[mt.GetContainerPath()] {
+				continue
+			}
+			mountPaths[mt.GetContainerPath()] = true
+			mounts = append(mounts, &runtimeapi.Mount{ContainerPath: mt.GetContainerPath(), HostPath: mt.GetHostPath(), Readonly: mt.GetReadOnly()})
+		}
+		for _, d := range resp.GetDevices() {
+			if devPaths[d.GetContainerPath()] {
+				continue
+			}
+			devPaths[d.GetContainerPath()] = true
+			cfg.Devices = append(cfg.Devices, &runtimeapi.Device{ContainerPath: d.GetContainerPath(), HostPath: d.GetHostPath(), Permissions: d.GetPermissions()})
+		}
+		for _, d := range resp.GetCdiDevices() {
+			if cdiNames[d.GetName()] {
+				continue
+			}
+			cdiNames[d.GetName()] = true
+			cfg.CDIDevices = append(cfg.CDIDevices, &runtimeapi.CDIDevice{Name: d.GetName()})
+		}
+		for k, v := range resp.GetAnnotations() {
+			if _, ok := cfg.Annotations[k]; ok {
+				continue
+			}
+			if cfg.Annotations == nil {
+				cfg.Annotations = map[string]string{}
+			}
+			cfg.Annotations[k] = v
+		}
+	}
+	cfg.Envs = append(envs, cfg.Envs...)
+	cfg.Mounts = append(mounts, cfg.Mounts...)
+	return nil
+}
+
+func (m *Manager) preStart(ctx context.Context, ep *endpoint, res string, ids []string) error {
+	if ep == nil {
+		// A plugin that went away is needed only if it asked to be
+		// called before its containers start; a restored allocation's
+		// plugin is not known until it registers again.
+		m.mu.Lock()
+		r := m.resources[res]
+		m.mu.Unlock()
+		if r != nil && r.ep != nil && r.ep.options.GetPreStartRequired() {
+			return fmt.Errorf("endpoint not found in cache for a registered resource: %s", res)
+		}
+		return nil
+	}
+	if !ep.options.GetPreStartRequired() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, preStartTimeout)
+	defer cancel()
+	if _, err := ep.client.PreStartContainer(ctx, &pluginapi.PreStartContainerRequest{DevicesIds: ids}); err != nil {
+		return fmt.Errorf("device plugin PreStartContainer rpc failed with err: %v", err)
+	}
+	return nil
+}
