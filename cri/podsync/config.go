@@ -238,6 +238,11 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			SecurityContext: sc,
 		},
 	}
+	if s.opts.Devices != nil {
+		if err := s.opts.Devices.ApplyDevices(ctx, pod, c, cfg); err != nil {
+			return nil, err
+		}
+	}
 	return cfg, nil
 }
 

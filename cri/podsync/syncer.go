@@ -81,6 +81,15 @@ type ContainerMounts interface {
 	Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mount, error)
 }
 
+// ContainerDevices adds to a container's CRI config what the devices
+// allocated to it need: environment variables, mounts, device nodes, CDI
+// devices, annotations (devices.Manager does, from the device plugins'
+// answers). It is called for each container created; an error fails the
+// container's creation with CreateContainerConfigError.
+type ContainerDevices interface {
+	ApplyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error
+}
+
 // ConfigMapGetter gives the configMaps that containers' environments
 // reference (envFrom, configMapKeyRef). A missing one is an error for which
 // apimachinery's errors.IsNotFound holds. volume.StaticSources and the
@@ -118,6 +127,9 @@ type Options struct {
 	// (ServiceEnv); nil means none, as for upstream's kubelet without an
 	// API server.
 	Services ServiceLister
+	// Devices adds the devices allocated to a container to its config
+	// (nil: none).
+	Devices ContainerDevices
 	// Recorder receives events (nil: none).
 	Recorder EventRecorder
 	// Clock drives backoffs (nil: the real clock).
