@@ -53,6 +53,10 @@ type Input struct {
 	// resources: kube-reserved, system-reserved and the hard eviction
 	// thresholds, summed by the caller.
 	Reserved v1.ResourceList
+	// ExtendedCapacity and ExtendedAllocatable are resources whose
+	// allocatable is not capacity less a reservation, device plugins'
+	// (devices.Manager): they are set as given, over the machine's.
+	ExtendedCapacity, ExtendedAllocatable v1.ResourceList
 	// SystemInfo is the node's OS information; ContainerRuntimeVersion and
 	// KubeletVersion are filled from RuntimeVersion and KubeletVersion.
 	SystemInfo v1.NodeSystemInfo
@@ -94,6 +98,16 @@ func BuildStatus(in Input) v1.NodeStatus {
 	var s v1.NodeStatus
 	s.Capacity = in.Capacity.DeepCopy()
 	s.Allocatable = Allocatable(in.Capacity, in.Reserved)
+	for name, q := range in.ExtendedCapacity {
+		if s.Capacity == nil {
+			s.Capacity, s.Allocatable = v1.ResourceList{}, v1.ResourceList{}
+		}
+		s.Capacity[name] = q.DeepCopy()
+		s.Allocatable[name] = q.DeepCopy()
+		if a, ok := in.ExtendedAllocatable[name]; ok {
+			s.Allocatable[name] = a.DeepCopy()
+		}
+	}
 	s.NodeInfo = in.SystemInfo
 	s.NodeInfo.KubeletVersion = in.KubeletVersion
 	if v := in.RuntimeVersion; v != nil && in.RuntimeVersionErr == nil {

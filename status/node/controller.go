@@ -69,6 +69,14 @@ type Machine interface {
 	SystemInfo(ctx context.Context) (v1.NodeSystemInfo, error)
 }
 
+// ExtendedResources gives resources whose allocatable is their own, not
+// capacity less a reservation: each device plugin resource's capacity (its
+// devices) and allocatable (the healthy ones). devices.Manager implements
+// it.
+type ExtendedResources interface {
+	Resources() (capacity, allocatable v1.ResourceList)
+}
+
 // Addresser gives the node's addresses.
 type Addresser interface {
 	NodeAddresses(ctx context.Context) ([]v1.NodeAddress, error)
@@ -136,6 +144,9 @@ type Options struct {
 	// resources (kube-reserved + system-reserved + hard eviction
 	// thresholds). Nil means nothing reserved.
 	Reserved v1.ResourceList
+	// Extended gives resources reported as they are, with an allocatable
+	// of their own: device plugins' (devices.Manager). Nil means none.
+	Extended ExtendedResources
 	// KubeletVersion is reported in nodeInfo. Empty means "v0.0.0-kubeletkit".
 	KubeletVersion string
 	// KubeletPort is reported in daemonEndpoints. 0 means none.
@@ -313,6 +324,9 @@ func (c *Controller) collect(ctx context.Context) Input {
 		var err error
 		if in.Capacity, err = c.o.Machine.Capacity(ctx); err != nil {
 			c.log.Warn("machine capacity", "err", err)
+		}
+		if c.o.Extended != nil {
+			in.ExtendedCapacity, in.ExtendedAllocatable = c.o.Extended.Resources()
 		}
 		if in.SystemInfo, err = c.o.Machine.SystemInfo(ctx); err != nil {
 			c.log.Warn("machine system info", "err", err)
