@@ -207,8 +207,11 @@ func conditionString(t string, c *runtimeapi.RuntimeCondition) string {
 	return fmt.Sprintf("%s=%t reason:%s message:%s", c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage())
 }
 
-// Allocatable returns capacity minus reserved, never below zero. A resource
-// reserved but not in capacity is ignored.
+// Allocatable returns capacity minus reserved, never below zero, as
+// upstream's node status: a resource reserved but not in capacity is
+// ignored, and the memory of the huge pages (every hugepages-<size> of
+// capacity) is taken off allocatable memory as well, since a huge page is
+// never ordinary memory.
 func Allocatable(capacity, reserved v1.ResourceList) v1.ResourceList {
 	out := make(v1.ResourceList, len(capacity))
 	for name, q := range capacity {
@@ -220,6 +223,39 @@ func Allocatable(capacity, reserved v1.ResourceList) v1.ResourceList {
 			}
 		}
 		out[name] = v
+	}
+	mem, ok := out[v1.ResourceMemory]
+	if !ok {
+		return out
+	}
+	for name, q := range capacity {
+		if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+			mem.Sub(q)
+		}
+	}
+	if mem.Sign() < 0 {
+		mem = *resource.NewQuantity(0, mem.Format)
+	}
+	out[v1.ResourceMemory] = mem
+	return out
+}
+
+// Reserved sums, for each resource of capacity, what the lists reserve of
+// it (kube-reserved, system-reserved, the hard eviction thresholds), as
+// upstream's node allocatable reservation; resources of which nothing is
+// reserved are left out, and so are those capacity does not have.
+func Reserved(capacity v1.ResourceList, lists ...v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name := range capacity {
+		sum := resource.NewQuantity(0, resource.DecimalSI)
+		for _, l := range lists {
+			if q, ok := l[name]; ok {
+				sum.Add(q)
+			}
+		}
+		if !sum.IsZero() {
+			out[name] = *sum
+		}
 	}
 	return out
 }

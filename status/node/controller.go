@@ -142,8 +142,13 @@ type Options struct {
 	Addresses Addresser
 	// Reserved is taken off the capacity to give the allocatable
 	// resources (kube-reserved + system-reserved + hard eviction
-	// thresholds). Nil means nothing reserved.
+	// thresholds). Nil means nothing reserved. Ignored when Reservation is
+	// set.
 	Reserved v1.ResourceList
+	// Reservation, when set, gives what is reserved of the capacity the
+	// Machine reported in each round: for reservations that depend on it,
+	// such as an eviction threshold in percent (Reserved sums the parts).
+	Reservation func(capacity v1.ResourceList) v1.ResourceList
 	// Extended gives resources reported as they are, with an allocatable
 	// of their own: device plugins' (devices.Manager). Nil means none.
 	Extended ExtendedResources
@@ -324,6 +329,9 @@ func (c *Controller) collect(ctx context.Context) Input {
 		var err error
 		if in.Capacity, err = c.o.Machine.Capacity(ctx); err != nil {
 			c.log.Warn("machine capacity", "err", err)
+		}
+		if c.o.Reservation != nil {
+			in.Reserved = c.o.Reservation(in.Capacity)
 		}
 		if c.o.Extended != nil {
 			in.ExtendedCapacity, in.ExtendedAllocatable = c.o.Extended.Resources()

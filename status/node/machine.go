@@ -19,9 +19,11 @@ import (
 const DefaultMaxPods = 110
 
 // LocalMachine reads the capacity and OS information of the host it runs
-// on (Linux): CPUs, MemTotal from /proc/meminfo, machine-id, product_uuid,
-// boot_id, kernel release and PRETTY_NAME of os-release. Files are read
-// under Root, so tests can point it at a fake tree.
+// on (Linux): CPUs, MemTotal from /proc/meminfo, the huge pages of each
+// size the kernel offers (/sys/kernel/mm/hugepages), the size of the
+// filesystem of StorageDir, machine-id, product_uuid, boot_id, kernel
+// release and PRETTY_NAME of os-release. Files are read under Root, so
+// tests can point it at a fake tree.
 type LocalMachine struct {
 	// Root is prepended to every path read. Empty means "/".
 	Root string
@@ -29,6 +31,11 @@ type LocalMachine struct {
 	MaxPods int64
 	// CPUs overrides the number of CPUs. 0 means runtime.NumCPU().
 	CPUs int
+	// StorageDir is a directory on the node's filesystem (upstream's is
+	// the kubelet's root directory, /var/lib/kubelet): its size is the
+	// ephemeral-storage capacity. Empty means no ephemeral-storage
+	// reported. It is not under Root.
+	StorageDir string
 }
 
 var _ Machine = LocalMachine{}
@@ -48,7 +55,9 @@ func (m LocalMachine) root() string {
 	return m.Root
 }
 
-// Capacity implements Machine: cpu, memory and pods.
+// Capacity implements Machine: cpu, memory, pods, hugepages-<size> (zero
+// where none are reserved, as upstream reports every size the kernel
+// offers) and, with StorageDir, ephemeral-storage.
 func (m LocalMachine) Capacity(context.Context) (v1.ResourceList, error) {
 	cpus := m.CPUs
 	if cpus == 0 {
@@ -62,11 +71,46 @@ func (m LocalMachine) Capacity(context.Context) (v1.ResourceList, error) {
 	if err != nil {
 		return nil, fmt.Errorf("machine capacity: %w", err)
 	}
-	return v1.ResourceList{
+	out := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewQuantity(int64(cpus), resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
 		v1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
-	}, nil
+	}
+	m.hugePages(out)
+	if m.StorageDir != "" {
+		size, err := storageCapacity(m.StorageDir)
+		if err != nil {
+			return nil, fmt.Errorf("machine capacity: ephemeral storage: %w", err)
+		}
+		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(size, resource.BinarySI)
+	}
+	return out, nil
+}
+
+// hugePages adds hugepages-<size> for each size of
+// sys/kernel/mm/hugepages: the pages reserved times their size.
+func (m LocalMachine) hugePages(out v1.ResourceList) {
+	dirs, err := os.ReadDir(filepath.Join(m.root(), "sys/kernel/mm/hugepages"))
+	if err != nil {
+		return
+	}
+	for _, d := range dirs {
+		kb, ok := strings.CutSuffix(strings.TrimPrefix(d.Name(), "hugepages-"), "kB")
+		size, err := strconv.ParseInt(kb, 10, 64)
+		if !ok || err != nil || size <= 0 {
+			continue
+		}
+		s, err := m.read(filepath.Join("sys/kernel/mm/hugepages", d.Name(), "nr_hugepages"))
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			continue
+		}
+		name := v1.ResourceName(v1.ResourceHugePagesPrefix + resource.NewQuantity(size*1024, resource.BinarySI).String())
+		out[name] = *resource.NewQuantity(n*size*1024, resource.BinarySI)
+	}
 }
 
 func (m LocalMachine) memTotal() (int64, error) {
