@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
@@ -203,8 +204,27 @@ type Options struct {
 	// (KUBERNETES_SERVICE_HOST ...). Nil means none.
 	Services podsync.ServiceLister
 	// Machine describes the node's hardware for its status. Nil means this
-	// machine (node.LocalMachine).
+	// machine (node.LocalMachine, its ephemeral storage the filesystem of
+	// RootDir).
 	Machine node.Machine
+	// KubeReserved and SystemReserved are resources kept for the node's
+	// own daemons and the system (upstream's kubeReserved and
+	// systemReserved: cpu, memory, ephemeral-storage, pid): they are taken
+	// off the capacity, with the hard eviction thresholds of memory.available
+	// and nodefs.available, to give the allocatable resources the node
+	// reports and admits pods against. Nothing is enforced on cgroups.
+	KubeReserved, SystemReserved v1.ResourceList
+	// NodeLabels are labels of the node beside those it has of its own
+	// (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch and
+	// their beta spellings), for the nodeSelector and node affinity of the
+	// pods admitted when Node is nil.
+	NodeLabels map[string]string
+	// Node gives the Node object pods are admitted to, the API server's:
+	// its labels for nodeSelector and node affinity, its taints. Its
+	// allocatable resources are always the agent's own. Nil, or an error
+	// from it, means the agent's own Node: its name and labels
+	// (NodeLabels) and no taints. examples/apiserver's Join sets it.
+	Node admission.NodeGetter
 	// Listen is the address of the read-only HTTP server (upstream's
 	// read-only port, package server without authentication: /healthz,
 	// /pods, /node, /stats/summary, /metrics); empty means none. ":0"
@@ -297,6 +317,8 @@ type Agent struct {
 	appArmor bool
 	// sysctls admits the sysctls pods set.
 	sysctls *sysctlAllowlist
+	// admission is the chain of admission handlers (newAdmission).
+	admission admission.Chain
 	// allocatable: the node's allocatable at the start, the downward API's
 	// default limits.
 	allocatable v1.ResourceList
@@ -399,7 +421,14 @@ func New(opts Options) (*Agent, error) {
 		opts.Rand = rand.Float64
 	}
 	if opts.Machine == nil {
-		opts.Machine = node.LocalMachine{}
+		opts.Machine = node.LocalMachine{StorageDir: opts.RootDir}
+	}
+	for _, l := range []v1.ResourceList{opts.KubeReserved, opts.SystemReserved} {
+		for name, q := range l {
+			if q.Sign() < 0 {
+				return nil, fmt.Errorf("agent: reserved %s %s is negative: %w", name, q.String(), ErrInvalidOptions)
+			}
+		}
 	}
 	if !opts.NoMounts && os.Geteuid() != 0 {
 		opts.NoMounts = true
@@ -463,7 +492,7 @@ func (a *Agent) build() error {
 	if capacity, err := a.opts.Machine.Capacity(context.Background()); err != nil {
 		a.log.Warn("Cannot read the node's capacity: a container's unset limits read through the downward API fail", "err", err)
 	} else {
-		a.allocatable = node.Allocatable(capacity, nil)
+		a.allocatable = node.Allocatable(capacity, a.reservation(capacity))
 	}
 	if a.vol, err = a.newVolumes(); err != nil {
 		return err
@@ -511,6 +540,9 @@ func (a *Agent) build() error {
 		if a.evict, err = a.newEviction(); err != nil {
 			return err
 		}
+	}
+	if a.admission, err = a.newAdmission(); err != nil {
+		return err
 	}
 	a.newSummary()
 	if a.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: a.rt, Clock: a.clock, MaxSize: opts.ContainerLogMaxSize,

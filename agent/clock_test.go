@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -28,7 +29,7 @@ func TestEveryTimestampComesFromTheClock(t *testing.T) {
 	updates := make(chan syncloop.PodUpdate, 1)
 	a, err := agent.New(agent.Options{
 		Clock: clk, NodeName: "node1", HostIPs: []string{"192.0.2.10"}, RootDir: t.TempDir(), NoMounts: true,
-		Machine: nodetest.Machine{}, Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}},
+		Machine: nodetest.Machine{Cap: v1.ResourceList{v1.ResourcePods: resource.MustParse("110")}}, Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}},
 		Updates: updates,
 	})
 	require.NoError(t, err)

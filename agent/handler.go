@@ -50,39 +50,24 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 			a.latency[pod.UID] = &startup{added: a.clock.Now(), seq: a.admitted}
 		}
 		a.mu.Unlock()
-		if ok, reason, msg := a.admit(pod); !ok {
-			a.reject(pod, reason, msg)
-			continue
+		// As upstream, a pod already terminal, or being stopped, is not
+		// admitted again: its worker finishes what is left of it.
+		if !a.workers.IsPodTerminationRequested(pod.UID) && !terminalPhase(pod.Status.Phase) {
+			if ok, reason, msg := a.admit(pod); !ok {
+				a.reject(pod, reason, msg)
+				continue
+			}
 		}
 		a.prober.AddPod(pod)
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
 	}
 }
 
-// admit runs the admission checks, in order, and returns the first refusal
-// with its reason and message: the pod's validity, its operating system,
-// its sysctls, an AppArmor profile it asks for, a supplementalGroupsPolicy
-// the runtime cannot apply, then eviction's.
+// admit runs the admission chain (newAdmission) with the other pods the
+// node has admitted, and returns the first refusal with its reason and
+// message.
 func (a *Agent) admit(pod *v1.Pod) (ok bool, reason, message string) {
-	if err := podsync.ValidatePod(pod); err != nil {
-		return false, "UnexpectedAdmissionError", err.Error()
-	}
-	if ok, reason, message = admitOS(pod, nodeOS); !ok {
-		return ok, reason, message
-	}
-	if ok, reason, message = a.sysctls.admit(pod); !ok {
-		return ok, reason, message
-	}
-	if ok, reason, message = admitAppArmor(pod, a.appArmor); !ok {
-		return ok, reason, message
-	}
-	if ok, reason, message = admitSupplementalGroupsPolicy(pod, a.runtimeSupportsSupplementalGroupsPolicy); !ok {
-		return ok, reason, message
-	}
-	if a.evict != nil {
-		return a.evict.Admit(pod)
-	}
-	return true, "", ""
+	return a.admission.Admit(pod, a.otherAdmittedPods(pod))
 }
 
 // reject records a pod that cannot be admitted: it is shown Failed with the

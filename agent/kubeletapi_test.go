@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
@@ -176,6 +177,7 @@ func TestNewChecksDeclaredFeatures(t *testing.T) {
 		{"WebSockets declared, not served", agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0"},
 			DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}, agent.ErrInvalidOptions},
 		{"a name the API server refuses", agent.Options{DeclaredFeatures: []string{"not-a-feature"}}, nodestatus.ErrInvalidOptions},
+		{"a negative reservation", agent.Options{KubeReserved: v1.ResourceList{v1.ResourceMemory: resource.MustParse("-1Mi")}}, agent.ErrInvalidOptions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts

@@ -31,6 +31,7 @@ func (a *Agent) newNodeStatus() (*node.Controller, error) {
 		Addresses:          addrs,
 		StatusUpdatePeriod: a.opts.Timings.NodeStatus,
 		DeclaredFeatures:   a.opts.DeclaredFeatures,
+		Reservation:        a.reservation,
 		Logger:             a.log.With("component", "node-status"),
 	}
 	if a.evict != nil {

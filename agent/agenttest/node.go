@@ -26,7 +26,7 @@ type Options struct {
 	// Agent are the agent's options. NewNode sets Clock, Runtime, Updates,
 	// StatusSink and Recorder; it fills in, where they are zero, NodeName
 	// ("node1"), HostIPs (192.0.2.10), RootDir (a t.TempDir), Machine (4
-	// CPUs, 8Gi of memory, 110 pods), Eviction.Stats (a node whose
+	// CPUs, 8Gi of memory, 110 pods, 100Gi of ephemeral storage), Eviction.Stats (a node whose
 	// filesystems are empty and whose memory is not measured, so that the
 	// test machine's own never evicts a test's pods or collects its images;
 	// give an *evictiontest.Stats to script pressure) and Rand (no jitter).
@@ -77,6 +77,9 @@ func NewNode(t testing.TB, opts Options) *Node {
 			v1.ResourceCPU:    resource.MustParse("4"),
 			v1.ResourceMemory: resource.MustParse("8Gi"),
 			v1.ResourcePods:   resource.MustParse("110"),
+			// The filesystem of pods' ephemeral storage, which admission
+			// counts their requests against.
+			v1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 		}}
 	}
 	if o.Eviction.Stats == nil {
