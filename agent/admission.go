@@ -41,7 +41,8 @@ const (
 // newAdmission builds the admission chain, in upstream's order: the pod's
 // validity (the agent's own: upstream validates in its sources), eviction
 // under node pressure, sysctls, the operating system, a
-// supplementalGroupsPolicy the runtime cannot apply, the predicates
+// supplementalGroupsPolicy the runtime cannot apply, the devices of device
+// plugins (when DevicePluginDir is set), the predicates
 // (resources against the node's allocatable, node affinity and selector,
 // node name, host ports, NoExecute taints), then AppArmor.
 func (a *Agent) newAdmission() (admission.Chain, error) {
@@ -67,8 +68,13 @@ func (a *Agent) newAdmission() (admission.Chain, error) {
 		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) { return admission.AdmitOS(pod, goruntime.GOOS) }),
 		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) {
 			return admitSupplementalGroupsPolicy(pod, a.runtimeSupportsSupplementalGroupsPolicy)
-		}),
-		pred,
+		}))
+	if a.devices != nil {
+		// Devices are allocated before the predicates weigh resources, as
+		// upstream's resource allocation handler comes before them.
+		chain = append(chain, a.devices)
+	}
+	chain = append(chain, pred,
 		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) { return admitAppArmor(pod, a.appArmor) }))
 	return chain, nil
 }
@@ -159,6 +165,19 @@ func (a *Agent) admissionNode() (*v1.Node, error) {
 	alloc, err := a.currentAllocatable()
 	if err != nil {
 		return nil, err
+	}
+	if a.devices != nil {
+		// The devices pods hold count as allocatable even when the node's
+		// status shows fewer (held devices turned unhealthy, or a restart
+		// before the plugins registered again), as upstream's
+		// UpdatePluginResources counts them: the pods holding them are
+		// admitted again.
+		alloc = alloc.DeepCopy()
+		for name, held := range a.devices.Allocated() {
+			if have, ok := alloc[name]; !ok || have.Cmp(held) < 0 {
+				alloc[name] = held
+			}
+		}
 	}
 	n.Status.Allocatable = alloc
 	return n, nil

@@ -27,6 +27,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/logs"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/pleg"
@@ -135,6 +136,14 @@ type Options struct {
 	// /var/log/containers for log collectors (podsync.Options). Empty: no
 	// links.
 	ContainerLogLinksDir string
+	// DevicePluginDir is the device plugin directory (package devices):
+	// the agent serves the registration socket there (kubelet.sock),
+	// reports the plugins' resources in the node's capacity and
+	// allocatable, gives containers their devices at admission and keeps
+	// the allocations in a checkpoint there. Upstream's is
+	// /var/lib/kubelet/device-plugins, where plugins look for it. Empty
+	// means no device plugins.
+	DevicePluginDir string
 	// NoMounts keeps the agent from mounting: secret and projected volumes
 	// are written on disk under RootDir instead of a tmpfs, and subPaths are
 	// handed to the runtime unpinned. It is always so when the process is
@@ -344,6 +353,7 @@ type Agent struct {
 	imageGC *imagegc.Manager
 	node    *node.Controller
 	vol     *volume.Manager
+	devices *devices.Manager      // nil without DevicePluginDir
 	objects *volume.StaticSources // configMaps and secrets from ObjectPath
 	sink    *memorySink
 	msgs    status.MessageReader
@@ -497,11 +507,15 @@ func (a *Agent) build() error {
 	if a.vol, err = a.newVolumes(); err != nil {
 		return err
 	}
+	if err := a.newDevices(); err != nil {
+		return err
+	}
 	cms, secrets := a.envSources()
 	a.syncer, err = podsync.New(podsync.Options{
 		Runtime: pullPausing{a.rt}, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
 		ConfigMaps: cms, Secrets: secrets, Services: opts.Services, NodeAllocatable: a.allocatable,
 		RecursiveReadOnlyMounts: a.handlerSupportsRecursiveReadOnly,
+		Devices:                 a.containerDevices(),
 		UserNamespaces:          a.handlerSupportsUserNamespaces,
 		SeccompDefault:          opts.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 		Probes: podsync.Probes{
@@ -685,6 +699,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: runtime version: %w", err)
 	}
 	a.runtime = v.GetRuntimeName()
+	// The device checkpoint is read before any pod is admitted, so that
+	// running pods keep their devices.
+	if a.devices != nil {
+		if err := a.devices.Listen(); err != nil {
+			closeListeners()
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
 	// One relist before anything starts: the sync loop, which pauses while
 	// the PLEG has not relisted, then starts on a known runtime state
 	// rather than racing the PLEG's first relist.
@@ -710,6 +732,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.go_("node-status", func() error { return a.node.Run(ctx) })
 	g.go_("container-logs", func() error { return a.rotator.Run(ctx) })
 	g.go_("volumes", func() error { return a.vol.Run(ctx) })
+	if a.devices != nil {
+		g.go_("devices", func() error { return a.devices.Run(ctx) })
+	}
 	if a.objects != nil && a.opts.ObjectPath != "" {
 		l := a.loadObjects()
 		g.go_("objects", func() error { return l.run(ctx) })

@@ -37,6 +37,9 @@ func (a *Agent) newNodeStatus() (*node.Controller, error) {
 	if a.evict != nil {
 		opts.Pressure = a.evict
 	}
+	if a.devices != nil {
+		opts.Extended = a.devices
+	}
 	if opts.Sink == nil {
 		opts.Sink = node.StatusSinkFunc(func(context.Context, string, v1.NodeStatus) error { return nil })
 	}

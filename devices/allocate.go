@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -273,6 +274,35 @@ func (m *Manager) preferred(ep *endpoint, container string, available, mustInclu
 		return rs[0].GetDeviceIDs(), nil
 	}
 	return nil, nil
+}
+
+// Allocated returns, for each resource, how many of its devices pods
+// hold. The
+// resource-fit admission counts a resource's allocatable as at least this
+// much, as upstream does for the devices already given: a node restarted
+// before its plugins registered again, or whose held devices turned
+// unhealthy, admits again the pods that hold them.
+func (m *Manager) Allocated() v1.ResourceList {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	held := map[string]map[string]struct{}{}
+	for _, containers := range m.pods {
+		for _, byRes := range containers {
+			for res, a := range byRes {
+				if held[res] == nil {
+					held[res] = map[string]struct{}{}
+				}
+				for _, id := range a.ids {
+					held[res][id] = struct{}{}
+				}
+			}
+		}
+	}
+	out := make(v1.ResourceList, len(held))
+	for res, ids := range held {
+		out[v1.ResourceName(res)] = *resource.NewQuantity(int64(len(ids)), resource.DecimalSI)
+	}
+	return out
 }
 
 // Devices returns the device IDs each resource gave a container, by

@@ -40,6 +40,8 @@ const (
 	DefaultRPCTimeout = time.Minute
 	// preStartTimeout bounds PreStartContainer, as upstream does.
 	preStartTimeout = pluginapi.KubeletPreStartContainerRPCTimeoutInSecs * time.Second
+	// maxSocketPath is the longest path of a unix socket on Linux.
+	maxSocketPath = 107
 )
 
 // ReasonUnexpectedAdmissionError is the reason of a pod refused because its
@@ -168,6 +170,9 @@ func (m *Manager) Listen() error {
 	if !m.loaded {
 		m.restore()
 		m.loaded = true
+	}
+	if len(m.SocketPath()) > maxSocketPath {
+		return fmt.Errorf("devices: socket path %s is longer than the %d bytes a unix socket's path may have", m.SocketPath(), maxSocketPath)
 	}
 	m.removeStaleSockets()
 	l, err := net.Listen("unix", m.SocketPath())

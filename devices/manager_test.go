@@ -532,3 +532,24 @@ func TestRegistrationAfterRunRefused(t *testing.T) {
 	defer cancel()
 	assert.Error(t, p.Register(ctx, n.m.SocketPath(), "p.sock"))
 }
+
+func TestListenRefusesATooLongSocketPath(t *testing.T) {
+	dir := filepath.Join(shortTempDir(t), strings.Repeat("d", 100))
+	m, err := devices.New(devices.Options{Dir: dir})
+	require.NoError(t, err)
+	err = m.Listen()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "longer than the 107 bytes a unix socket's path may have")
+}
+
+func TestAllocatedCountsHeldDevices(t *testing.T) {
+	n := startNode(t, "")
+	require.NoError(t, n.plugin(t, devicestest.New(res, devicestest.Healthy("0", "1", "2")...)))
+	n.waitCounts(t, res, counts{3, 3})
+	assert.Empty(t, n.m.Allocated())
+	a := pod("a", []v1.Container{ctr("init", map[string]int64{res: 1})}, ctr("c", map[string]int64{res: 1}), ctr("d", map[string]int64{res: 1}))
+	ok, _, msg := n.m.Admit(a, nil)
+	require.True(t, ok, msg)
+	got := n.m.Allocated()[res]
+	assert.Equal(t, int64(2), got.Value(), "the init container's device, reused by c, counts once")
+}

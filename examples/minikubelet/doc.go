@@ -64,7 +64,9 @@
 // --eviction-hard, --eviction-soft, --eviction-soft-grace-period,
 // --eviction-minimum-reclaim (upstream's syntax and defaults),
 // --image-gc-high-threshold, --image-gc-low-threshold,
-// --minimum-image-ttl-duration, -v (debug logs).
+// --minimum-image-ttl-duration, --device-plugin-dir (ROOT-DIR/device-plugins
+// by default: device plugins register there and their resources join the
+// node's capacity; empty turns them off), -v (debug logs).
 //
 // The program only turns flags into options: the node itself is package
 // agent (github.com/kubeletkit/kubeletkit/agent), joined to the API server by

@@ -65,6 +65,7 @@ type config struct {
 	verbose                                                                                  bool
 	evictionHard, evictionSoft, evictionSoftGrace, evictionReclaim                           string
 	allowedUnsafeSysctls                                                                     string
+	devicePluginDir                                                                          string
 	set                                                                                      map[string]bool // the flags given
 }
 
@@ -109,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.evictionSoft, "eviction-soft", "", "soft eviction thresholds, same syntax; each needs a grace period")
 	fs.StringVar(&c.evictionSoftGrace, "eviction-soft-grace-period", "", "grace periods of the soft thresholds (memory.available=1m30s,...)")
 	fs.StringVar(&c.allowedUnsafeSysctls, "allowed-unsafe-sysctls", "", "unsafe sysctls pods may set beyond the safe set, comma-separated names or prefixes ending in * (kernel.msg*,net.core.somaxconn); only groups the kernel namespaces")
+	fs.StringVar(&c.devicePluginDir, "device-plugin-dir", "", "device plugin directory: device plugins register on its kubelet.sock, and their resources join the node's capacity (upstream's is /var/lib/kubelet/device-plugins); default ROOT-DIR/device-plugins; set to \"\" for no device plugins")
 	fs.BoolVar(&c.seccompDefault, "seccomp-default", false, "run containers that name no seccomp profile under the runtime's default profile (RuntimeDefault) instead of Unconfined, as upstream's --seccomp-default; Localhost profiles live under ROOT-DIR/seccomp")
 	fs.StringVar(&c.evictionReclaim, "eviction-minimum-reclaim", "", "minimum reclaims (memory.available=0Mi,nodefs.available=500Mi,...)")
 	fs.IntVar(&c.imageGCHigh, "image-gc-high-threshold", imagegc.DefaultHighThresholdPercent, "percent of the image filesystem in use at which unused images are removed (100 turns it off)")
@@ -231,6 +233,10 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		opts.AllowedUnsafeSysctls = strings.Split(c.allowedUnsafeSysctls, ",")
 	}
 	opts.SeccompDefault = c.seccompDefault
+	opts.DevicePluginDir = c.devicePluginDir
+	if !c.set["device-plugin-dir"] {
+		opts.DevicePluginDir = filepath.Join(c.rootDir, "device-plugins")
+	}
 	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
 	if err != nil {
 		return agent.Options{}, nil, err

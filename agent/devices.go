@@ -1,0 +1,29 @@
+package agent
+
+import (
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/devices"
+)
+
+var _ podsync.ContainerDevices = (*devices.Manager)(nil)
+
+// newDevices builds the device manager when Options.DevicePluginDir is set.
+func (a *Agent) newDevices() error {
+	if a.opts.DevicePluginDir == "" {
+		return nil
+	}
+	m, err := devices.New(devices.Options{Dir: a.opts.DevicePluginDir, Clock: a.clock, Logger: a.log.With("component", "devices")})
+	if err != nil {
+		return err
+	}
+	a.devices = m
+	return nil
+}
+
+// containerDevices is the podsync hook: the device manager, or none.
+func (a *Agent) containerDevices() podsync.ContainerDevices {
+	if a.devices == nil {
+		return nil
+	}
+	return a.devices
+}

@@ -1,0 +1,117 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/devices"
+	"github.com/kubeletkit/kubeletkit/devices/devicestest"
+)
+
+const gpuPod = `apiVersion: v1
+kind: Pod
+metadata: {name: NAME, namespace: default, uid: NAME-uid}
+spec:
+  containers:
+  - name: train
+    image: busybox
+    resources:
+      limits: {example.com/gpu: "1"}
+`
+
+// devicePluginDir is a directory short enough for the sockets in it.
+func devicePluginDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kkdp")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// waitResource polls the node's status until the resource has the capacity and
+// allocatable.
+func (n *node) waitResource(name v1.ResourceName, capacity, allocatable int64) {
+	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last v1.NodeStatus
+	for time.Now().Before(deadline) {
+		st, ok := n.a.NodeStatus()
+		c, a := st.Capacity[name], st.Allocatable[name]
+		if ok && c.Value() == capacity && a.Value() == allocatable {
+			return
+		}
+		last = st
+		time.Sleep(50 * time.Millisecond) // polling interval, not a wait for an event
+	}
+	n.t.Fatalf("%s: want capacity %d allocatable %d; last capacity %v allocatable %v", name, capacity, allocatable, last.Capacity, last.Allocatable)
+}
+
+// A device plugin registers with the agent: its resource joins the node's
+// capacity, a pod asking for a device runs with what the plugin answered
+// in its container's config, a second pod finds none left and is refused
+// as upstream refuses it, and a restarted agent keeps the first pod's
+// device.
+func TestDevicePlugins(t *testing.T) {
+	dir := t.TempDir()
+	manifests, root, plugins := filepath.Join(dir, "manifests"), filepath.Join(dir, "root"), devicePluginDir(t)
+	require.NoError(t, os.Mkdir(manifests, 0o750))
+	rt := agent.NewFakeRuntime(nil, nil)
+	t.Cleanup(rt.Close)
+	opts := agent.Options{Runtime: rt, RootDir: root, ManifestPath: manifests, DevicePluginDir: plugins}
+
+	first := startNodeWith(t, opts)
+	plugin := devicestest.New("example.com/gpu", devicestest.Healthy("gpu0")...)
+	t.Cleanup(plugin.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, plugin.StartAndRegister(ctx, filepath.Join(plugins, devices.SocketName)))
+	first.waitResource("example.com/gpu", 1, 1)
+
+	first.write("a.yaml", strings.ReplaceAll(gpuPod, "NAME", "a"))
+	first.waitPod("a-node1", "Running", isRunning)
+	env := createdEnv(t, rt, "a-uid")
+	assert.Equal(t, "gpu0", env[devicestest.DefaultEnv], "the plugin's answer reaches the container")
+
+	first.write("b.yaml", strings.ReplaceAll(gpuPod, "NAME", "b"))
+	b := first.waitPod("b-node1", "refused", func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	assert.Equal(t, devices.ReasonUnexpectedAdmissionError, b.Status.Reason)
+	assert.Equal(t, "Pod was rejected: Allocate failed due to requested number of devices unavailable for example.com/gpu. Requested: 1, Available: 0, which is unexpected", b.Status.Message)
+
+	first.stop()
+	plugin.Stop()
+	second := startNodeWith(t, opts)
+	second.waitPod("a-node1", "Running", isRunning)
+	require.NoError(t, plugin.StartAndRegister(ctx, filepath.Join(plugins, devices.SocketName)), "a plugin registers again with a new kubelet")
+	second.waitResource("example.com/gpu", 1, 1)
+	second.write("c.yaml", strings.ReplaceAll(gpuPod, "NAME", "c"))
+	c := second.waitPod("c-node1", "refused", func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	assert.Contains(t, c.Status.Message, "Available: 0", "the checkpoint kept a's device")
+	second.waitPod("a-node1", "Running", isRunning)
+}
+
+// createdEnv is the environment of the last container created for a pod.
+func createdEnv(t *testing.T, rt *fake.Runtime, uid string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, c := range rt.CallsOf(fake.CreateContainer) {
+		req := c.Request.(*runtimeapi.CreateContainerRequest)
+		if req.GetSandboxConfig().GetMetadata().GetUid() != uid {
+			continue
+		}
+		for _, kv := range req.GetConfig().GetEnvs() {
+			env[kv.GetKey()] = string(kv.GetValue())
+		}
+	}
+	return env
+}
