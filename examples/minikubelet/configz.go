@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
@@ -80,9 +81,13 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		TopologyManagerPolicy:  kubeletconfig.NoneTopologyManagerPolicy,
 		// It does not look at swap.
 		FailSwapOn: ptr.To(false),
-		// The pods capacity the node reports, which the scheduler keeps to;
-		// the agent's admission does not count pods.
+		// The pods capacity the node reports, which the scheduler and the
+		// agent's admission keep to.
 		MaxPods: node.DefaultMaxPods,
+		// Taken off the capacity, with the hard eviction thresholds, to
+		// give the allocatable (enforced on no cgroup).
+		KubeReserved:   reservedMap(c.kubeReserved),
+		SystemReserved: reservedMap(c.systemReserved),
 
 		EvictionPressureTransitionPeriod: metav1.Duration{Duration: eviction.DefaultPressureTransitionPeriod},
 		// --eviction-hard replaces the default thresholds, it does not add
@@ -167,6 +172,21 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		kc.KubeAPIQPS, kc.KubeAPIBurst = ptr.To(int32(c.kubeAPIQPS)), int32(c.kubeAPIBurst)
 	}
 	return kc, nil
+}
+
+// reservedMap is a reservation flag as upstream's configuration holds it,
+// each quantity spelt as given ("cpu": "100m"); nil for none. The agent
+// has parsed the flag already.
+func reservedMap(flag string) map[string]string {
+	if flag == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(flag, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	return out
 }
 
 // evictionMaps puts the thresholds in effect into upstream's maps, spelled

@@ -131,6 +131,12 @@ current-context: c
 			assert.Equal(t, []string{"kernel.msg*", "net.core.somaxconn"}, kc.AllowedUnsafeSysctls)
 		},
 	}, {
+		name: "reservations", args: []string{"--kube-reserved", "cpu=100m,memory=100Mi", "--system-reserved", "ephemeral-storage=1Gi,pid=1000"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, map[string]string{"cpu": "100m", "memory": "100Mi"}, kc.KubeReserved)
+			assert.Equal(t, map[string]string{"ephemeral-storage": "1Gi", "pid": "1000"}, kc.SystemReserved)
+		},
+	}, {
 		name: "seccomp default off, as upstream", args: nil,
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
 			assert.Equal(t, ptr.To(false), kc.SeccompDefault)

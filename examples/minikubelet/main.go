@@ -65,6 +65,7 @@ type config struct {
 	verbose                                                                                  bool
 	evictionHard, evictionSoft, evictionSoftGrace, evictionReclaim                           string
 	allowedUnsafeSysctls                                                                     string
+	kubeReserved, systemReserved                                                             string
 	devicePluginDir                                                                          string
 	set                                                                                      map[string]bool // the flags given
 }
@@ -112,6 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.allowedUnsafeSysctls, "allowed-unsafe-sysctls", "", "unsafe sysctls pods may set beyond the safe set, comma-separated names or prefixes ending in * (kernel.msg*,net.core.somaxconn); only groups the kernel namespaces")
 	fs.StringVar(&c.devicePluginDir, "device-plugin-dir", "", "device plugin directory: device plugins register on its kubelet.sock, and their resources join the node's capacity (upstream's is /var/lib/kubelet/device-plugins); default ROOT-DIR/device-plugins; set to \"\" for no device plugins")
 	fs.BoolVar(&c.seccompDefault, "seccomp-default", false, "run containers that name no seccomp profile under the runtime's default profile (RuntimeDefault) instead of Unconfined, as upstream's --seccomp-default; Localhost profiles live under ROOT-DIR/seccomp")
+	fs.StringVar(&c.kubeReserved, "kube-reserved", "", "resources kept for the node's daemons, off the allocatable the node reports and admits pods against (cpu=100m,memory=100Mi,ephemeral-storage=1Gi,pid=1000)")
+	fs.StringVar(&c.systemReserved, "system-reserved", "", "resources kept for the system, off the allocatable as --kube-reserved")
 	fs.StringVar(&c.evictionReclaim, "eviction-minimum-reclaim", "", "minimum reclaims (memory.available=0Mi,nodefs.available=500Mi,...)")
 	fs.IntVar(&c.imageGCHigh, "image-gc-high-threshold", imagegc.DefaultHighThresholdPercent, "percent of the image filesystem in use at which unused images are removed (100 turns it off)")
 	fs.IntVar(&c.imageGCLow, "image-gc-low-threshold", imagegc.DefaultLowThresholdPercent, "percent of the image filesystem in use that image garbage collection frees down to")
@@ -232,6 +235,12 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	if c.allowedUnsafeSysctls != "" {
 		opts.AllowedUnsafeSysctls = strings.Split(c.allowedUnsafeSysctls, ",")
 	}
+	if opts.KubeReserved, err = parseReserved("kube-reserved", c.kubeReserved); err != nil {
+		return agent.Options{}, nil, err
+	}
+	if opts.SystemReserved, err = parseReserved("system-reserved", c.systemReserved); err != nil {
+		return agent.Options{}, nil, err
+	}
 	opts.SeccompDefault = c.seccompDefault
 	opts.DevicePluginDir = c.devicePluginDir
 	if !c.set["device-plugin-dir"] {
@@ -281,6 +290,7 @@ func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, 
 	if !c.registerNode && len(labels) > 0 {
 		return nil, errors.New("--node-labels are set when the Node is registered, and --register-node=false skips that")
 	}
+	opts.NodeLabels = labels // for the nodeSelectors admission matches
 	if c.kubeAPIQPS <= 0 || c.kubeAPIBurst <= 0 {
 		return nil, fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive", c.kubeAPIQPS, c.kubeAPIBurst)
 	}
@@ -371,6 +381,36 @@ func apiOptions(c *config, opts *agent.Options) error {
 // lateStats is the agent's Summary for the resource metrics handler, which
 // is built before the agent is.
 type lateStats struct{ *agent.Agent }
+
+// parseReserved reads upstream's --kube-reserved and --system-reserved:
+// "cpu=100m,memory=100Mi", of cpu, memory, ephemeral-storage and pid, each
+// a quantity that is not negative.
+func parseReserved(flag, s string) (v1.ResourceList, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := v1.ResourceList{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--%s: %q is not resource=quantity", flag, kv)
+		}
+		switch name := v1.ResourceName(k); name {
+		case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, "pid":
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %s: %w", flag, k, err)
+			}
+			if q.Sign() < 0 {
+				return nil, fmt.Errorf("--%s: %s: %s is negative", flag, k, v)
+			}
+			out[name] = q
+		default:
+			return nil, fmt.Errorf("--%s: cannot reserve %q", flag, k)
+		}
+	}
+	return out, nil
+}
 
 // parseLabels reads "key=value,key=value" (upstream's --node-labels).
 func parseLabels(s string) (map[string]string, error) {
