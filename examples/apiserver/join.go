@@ -133,6 +133,7 @@ func (j *Joined) NodeName() string { return j.nodeName }
 //	StatusSink      pods/status (StatusSink)
 //	NodeStatusSink  the Node and its status (NodeSink)
 //	Leases          the node's Lease (NodeSink), and LeaseDuration
+//	Node            the Node admission matches pods against (NodeSink.Node)
 //	MirrorPods      the static pods' mirror pods (MirrorPods)
 //	Recorder        events, written while Run runs and dropped otherwise
 //	Services        the services for containers' environment (Services)
@@ -150,6 +151,7 @@ func (j *Joined) Apply(opts *agent.Options) error {
 	opts.Updates = j.updates
 	opts.StatusSink = j.status
 	opts.NodeStatusSink, opts.Leases = j.nodes, j.nodes
+	opts.Node = j.nodes
 	opts.LeaseDuration = j.leaseDuration
 	opts.MirrorPods = j.mirrors
 	opts.Recorder = j.recorder

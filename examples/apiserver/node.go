@@ -79,6 +79,7 @@ type NodeSink struct {
 	mu         sync.Mutex
 	registered bool
 	nodeUID    types.UID
+	last       *v1.Node // as last read, for admission
 }
 
 var (
@@ -129,6 +130,19 @@ func (s *NodeSink) InitialNode(st v1.NodeStatus) *v1.Node {
 		Spec:       v1.NodeSpec{Taints: s.o.Taints, Unschedulable: s.o.Unschedulable},
 		Status:     *st.DeepCopy(),
 	}
+}
+
+// Node returns the Node as the sink last read it from the API server (at
+// each status update: its labels and taints, which the agent's admission
+// matches pods against), or an error before the first read. It is an
+// agent.Options.Node.
+func (s *NodeSink) Node() (*v1.Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		return nil, fmt.Errorf("node %s: not read yet", s.nodeName)
+	}
+	return s.last.DeepCopy(), nil
 }
 
 // Registered reports whether the Node has been registered (or found).
@@ -249,6 +263,9 @@ func (s *NodeSink) patchStatus(ctx context.Context, st v1.NodeStatus, fromCache 
 	if !s.Registered() { // SkipRegistration: someone else registered it
 		s.setRegistered(cur.UID)
 	}
+	s.mu.Lock()
+	s.last = cur.DeepCopy()
+	s.mu.Unlock()
 	want := cur.DeepCopy()
 	want.Status = *st.DeepCopy()
 	patch, err := twoWayPatch(cur, want, v1.Node{})
