@@ -486,7 +486,7 @@ registry_start() {
     rm -rf "${REG_DISK}" && mkdir -p "${REG_DISK}"
     printf '\n==== %s conformance-images.sh registry-start ====\n' "$(date -Is)" >>"${REG_LOG}"
     # shellcheck disable=SC2016 # $$ and $1.. are for the inner shell
-    setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' kk-registry "${REG_PIDFILE}" \
+    setsid bash -c 'echo $$ >"$1"; shift; eval "${KK_CLOSE_FDS}"; exec "$@"' kk-registry "${REG_PIDFILE}" \
       "${CRANE_BIN}" registry serve --address "${REGISTRY}" --disk "${REG_DISK}" \
       </dev/null >>"${REG_LOG}" 2>&1 &
     deadline=$((SECONDS + 10))

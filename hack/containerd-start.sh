@@ -155,9 +155,11 @@ launch() {
   rm -f "${KK_PIDFILE}" "${KK_SOCK}" "${KK_SOCK}.ttrpc"
   # setsid detaches containerd from our session; the inner shell records its
   # own PID and execs containerd, so the pid file holds containerd's PID even
-  # if setsid had to fork.
+  # if setsid had to fork. containerd outlives this script, so it keeps
+  # none of our descriptors above stderr (KK_CLOSE_FDS): a lock the caller
+  # holds on one (flock(1) around this script) stays the caller's.
   # shellcheck disable=SC2016 # $$ and $1.. are for the inner shell
-  setsid bash -c 'echo $$ >"$1"; exec containerd --config "$2" --log-level "$3"' \
+  setsid bash -c 'echo $$ >"$1"; eval "${KK_CLOSE_FDS}"; exec containerd --config "$2" --log-level "$3"' \
     kk-containerd "${KK_PIDFILE}" "${CONFIG}" "${LOG_LEVEL}" \
     </dev/null >>"${KK_LOG}" 2>&1 &
   local i

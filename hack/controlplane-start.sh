@@ -179,7 +179,7 @@ launch() {
   rm -f "${pidfile}"
   printf '\n==== %s controlplane-start.sh: %s ====\n' "$(date -Is)" "${name}" >>"${log}"
   # shellcheck disable=SC2016 # $$ and $1 are for the inner shell
-  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' "kk-${name}" "${pidfile}" "$@" \
+  setsid bash -c 'echo $$ >"$1"; shift; eval "${KK_CLOSE_FDS}"; exec "$@"' "kk-${name}" "${pidfile}" "$@" \
     </dev/null >>"${log}" 2>&1 &
   for ((i = 0; i < 50; i++)); do
     [[ -s "${pidfile}" ]] && break

@@ -64,6 +64,14 @@ kk_crictl_cmd() {
 # kk_ctr runs ctr against our containerd in the CRI (k8s.io) namespace.
 kk_ctr() { ctr --address "${KK_SOCK}" --namespace k8s.io "$@"; }
 
+# KK_CLOSE_FDS is shell code for the inner shell that execs a daemon: it
+# closes every descriptor above stderr, so that a daemon which outlives the
+# script holds none of its caller's (a lock taken with flock(1) around the
+# script stays the caller's, and ends with it).
+# shellcheck disable=SC2016 # expanded by the inner shell
+KK_CLOSE_FDS='for fd in $(ls /proc/$$/fd); do ((fd > 2)) && eval "exec $fd>&-"; done'
+export KK_CLOSE_FDS
+
 # kk_pid_alive PID: true when PID exists and is not a zombie.
 kk_pid_alive() {
   local pid="$1" state
