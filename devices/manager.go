@@ -91,7 +91,8 @@ type Manager struct {
 	mu        sync.Mutex
 	resources map[string]*resourceState
 	// deleted are resources whose plugin stayed away past the grace
-	// period: reported with zero capacity until a plugin registers them.
+	// period: reported with zero capacity until a plugin registers them
+	// again and lists its devices (or goes away again).
 	deleted map[string]struct{}
 	pods    podDevices
 	// runCtx is Run's context while it serves; nil otherwise.
@@ -342,7 +343,6 @@ func (m *Manager) register(ctx context.Context, req *pluginapi.RegisterRequest) 
 	}
 	old := r.ep
 	r.ep, r.stoppedAt = ep, time.Time{}
-	delete(m.deleted, name)
 	m.wg.Add(1)
 	m.mu.Unlock()
 	if old != nil {
@@ -388,6 +388,7 @@ func (m *Manager) setDevices(ep *endpoint, devs []*pluginapi.Device) {
 		r.health[d.GetID()] = d.GetHealth() == pluginapi.Healthy
 	}
 	r.listed = true
+	delete(m.deleted, ep.resource)
 	m.checkpointLocked()
 	m.mu.Unlock()
 	m.changed()
@@ -404,6 +405,7 @@ func (m *Manager) disconnected(ep *endpoint) {
 		r.health[id] = false
 	}
 	r.listed = true
+	delete(m.deleted, ep.resource)
 	r.stoppedAt = m.clock.Now()
 	m.mu.Unlock()
 	m.changed()
