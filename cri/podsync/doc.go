@@ -43,11 +43,18 @@
 // $(VAR) expansion), working dir,
 // mounts from VolumeHostPaths
 // (subPaths checked against traversal), or from the volume manager itself
-// when it implements ContainerMounts, CRI Linux resources, security
-// context basics (the PID namespace is the container's own unless
-// shareProcessNamespace; runAsNonRoot verified against the runAsUser or
-// the image's user, as upstream), and a log path <container>/<restartCount>.log
-// under LogDirectory.
+// when it implements ContainerMounts, CRI Linux resources, the whole
+// security context as upstream's kuberuntime passes it (the container's
+// fields over the pod's; seccomp from the fields, Localhost profiles under
+// Options.SeccompProfileRoot, RuntimeDefault by default with
+// Options.SeccompDefault; AppArmor from the fields and the deprecated
+// annotation; SELinux options; groups and supplementalGroupsPolicy;
+// capabilities, no_new_privs, the masked and read-only /proc paths; the PID
+// namespace the container's own unless shareProcessNamespace; a user
+// namespace of the pod's own for hostUsers: false where
+// Options.UserNamespaces says the handler supports it, else the sandbox is
+// refused; runAsNonRoot verified against the runAsUser or the image's user),
+// and a log path <container>/<restartCount>.log under LogDirectory.
 //
 // Every sandbox and container carries the labels and annotations of
 // cri/labels.go (pod name, namespace, UID, container name, restart count,
