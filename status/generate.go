@@ -420,6 +420,7 @@ func (g *generator) convert(cs *runtimeapi.ContainerStatus, old *v1.ContainerSta
 	if st.Image == "" {
 		st.Image = spec.Image
 	}
+	st.User = containerUser(cs.GetUser())
 	if old != nil {
 		st.VolumeMounts = slices.Clone(old.VolumeMounts)
 		// As upstream 1.36 (RestartAllContainersOnContainerExits, on by
@@ -573,4 +574,19 @@ func specContainer(cs []v1.Container, name string) *v1.Container {
 		return &cs[i]
 	}
 	return nil
+}
+
+// containerUser is the identity the runtime reports its container's first
+// process runs with (a runtime that supports supplementalGroupsPolicy
+// reports it), as upstream shows it in status.containerStatuses[].user;
+// nil when the runtime reports none.
+func containerUser(u *runtimeapi.ContainerUser) *v1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	out := &v1.ContainerUser{}
+	if l := u.GetLinux(); l != nil {
+		out.Linux = &v1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: slices.Clone(l.GetSupplementalGroups())}
+	}
+	return out
 }

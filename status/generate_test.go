@@ -802,3 +802,27 @@ func TestNeedsReadinessReconcile(t *testing.T) {
 		})
 	}
 }
+
+// The identity the runtime reports a container running with is shown in
+// its status, as upstream does (containerd 2.0+ reports it); nothing when the
+// runtime reports none.
+func TestGenerateContainerUser(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		user *runtimeapi.ContainerUser
+		want *v1.ContainerUser
+	}{
+		{name: "none reported"},
+		{name: "linux", user: &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{Uid: 1000, Gid: 3000, SupplementalGroups: []int64{3000, 4000}}},
+			want: &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}}},
+		{name: "a user without its linux part", user: &runtimeapi.ContainerUser{}, want: &v1.ContainerUser{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := running("a", "a1", 1, 0)
+			c.User = tc.user
+			s, err := Generate(Input{Pod: mkPod(v1.RestartPolicyAlways, nil, ctr("a")), Runtime: rt(c), Now: at(1)})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, status(s, "a").User)
+		})
+	}
+}
