@@ -237,7 +237,8 @@ func validateHostNetworkPorts(s *v1.PodSpec, p *field.Path) field.ErrorList {
 }
 
 // validatePodSecurityContext checks the user and group IDs the runtime is
-// given, and that a shared process namespace is not also the host's.
+// given, that a shared process namespace is not also the host's, and the
+// seccomp and AppArmor profiles and supplemental groups policy.
 func validatePodSecurityContext(s *v1.PodSpec, p *field.Path) field.ErrorList {
 	sc := s.SecurityContext
 	if sc == nil {
@@ -269,7 +270,9 @@ func validatePodSecurityContext(s *v1.PodSpec, p *field.Path) field.ErrorList {
 				[]v1.PodFSGroupChangePolicy{v1.FSGroupChangeAlways, v1.FSGroupChangeOnRootMismatch}))
 		}
 	}
-	return errs
+	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)
+	errs = append(errs, validateAppArmorProfile(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
+	return append(errs, validateSupplementalGroupsPolicy(sc.SupplementalGroupsPolicy, p.Child("supplementalGroupsPolicy"))...)
 }
 
 // validateHostnameOverride checks spec.hostnameOverride (on by default since

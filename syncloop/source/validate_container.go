@@ -363,8 +363,8 @@ func hostPortConflicts(cs []v1.Container, p *field.Path) field.ErrorList {
 }
 
 // validateSecurityContext checks a container's user and group IDs, its
-// /proc mount type, and the combinations of allowPrivilegeEscalation false
-// that the runtime cannot honour.
+// /proc mount type, its seccomp and AppArmor profiles, and the combinations
+// of allowPrivilegeEscalation false that the runtime cannot honour.
 func validateSecurityContext(sc *v1.SecurityContext, p *field.Path) field.ErrorList {
 	if sc == nil {
 		return nil
@@ -383,6 +383,7 @@ func validateSecurityContext(sc *v1.SecurityContext, p *field.Path) field.ErrorL
 			errs = append(errs, field.NotSupported(p.Child("procMount"), *sc.ProcMount, []v1.ProcMountType{v1.DefaultProcMount, v1.UnmaskedProcMount}))
 		}
 	}
+	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)
 	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		if sc.Privileged != nil && *sc.Privileged {
 			errs = append(errs, field.Invalid(p, sc, "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"))
@@ -391,7 +392,7 @@ func validateSecurityContext(sc *v1.SecurityContext, p *field.Path) field.ErrorL
 			errs = append(errs, field.Invalid(p, sc, "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"))
 		}
 	}
-	return errs
+	return append(errs, validateAppArmorProfile(sc.AppArmorProfile, p.Child("appArmorProfile"))...)
 }
 
 // The downward API's fields, by where they are used.

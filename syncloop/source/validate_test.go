@@ -417,6 +417,29 @@ func TestValidatePodAsTheAPIServer(t *testing.T) {
 			"spec.containers[0].securityContext.runAsGroup: Invalid value: -1: " + idRange,
 			`spec.containers[0].securityContext.procMount: Unsupported value: "Masked": supported values: "Default", "Unmasked"`,
 		}},
+		{"a Localhost seccomp profile outside the profile directory", func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("/etc/x.json")}}
+			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("../../x.json")}}
+		}, []string{
+			`spec.containers[0].securityContext.seccompProfile.localhostProfile: Invalid value: "../../x.json": must not contain '..'`,
+			`spec.securityContext.seccompProfile.localhostProfile: Invalid value: "/etc/x.json": must be a relative path`,
+		}},
+		{"seccomp profiles without a type or a name", func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{}}
+			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost}}
+		}, []string{
+			"spec.containers[0].securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost",
+			"spec.securityContext.seccompProfile.type: Required value: type is required when seccompProfile is set",
+		}},
+		{"AppArmor profiles and the groups policy", func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: "Strict"},
+				SupplementalGroupsPolicy: ptr.To[v1.SupplementalGroupsPolicy]("Loose")}
+			c0(p).SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To(" deny ")}}
+		}, []string{
+			`spec.containers[0].securityContext.appArmorProfile.localhostProfile: Invalid value: " deny ": must not be padded with whitespace`,
+			`spec.securityContext.appArmorProfile.type: Unsupported value: "Strict": supported values: "Localhost", "RuntimeDefault", "Unconfined"`,
+			`spec.securityContext.supplementalGroupsPolicy: Unsupported value: "Loose": supported values: "Merge", "Strict"`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
