@@ -95,7 +95,7 @@ func validatePodSpec(s *v1.PodSpec, meta *metav1.ObjectMeta, p *field.Path) fiel
 	}
 	vols, verrs := validateVolumes(s.Volumes, meta, p.Child("volumes"))
 	errs = append(errs, verrs...)
-	c := containerContext{volumes: vols, grace: s.TerminationGracePeriodSeconds, os: s.OS}
+	c := containerContext{volumes: vols, grace: s.TerminationGracePeriodSeconds, os: s.OS, hostUsers: s.HostUsers == nil || *s.HostUsers}
 	errs = append(errs, c.validateContainers(s.Containers, p.Child("containers"))...)
 	errs = append(errs, c.validateInitContainers(s.InitContainers, s.Containers, p.Child("initContainers"))...)
 	if s.Resources != nil {

@@ -18,6 +18,9 @@ type containerContext struct {
 	volumes map[string]v1.VolumeSource // the pod's valid volumes, by name
 	grace   *int64                     // spec.terminationGracePeriodSeconds
 	os      *v1.PodOS
+	// hostUsers: the pod runs in the host's user namespace (hostUsers
+	// unset or true).
+	hostUsers bool
 }
 
 // validateContainers checks the regular containers: at least one, names
@@ -99,7 +102,7 @@ func (c containerContext) validateCommon(ctr *v1.Container, p *field.Path) field
 	errs = append(errs, c.validateVolumeDevices(ctr, p.Child("volumeDevices"))...)
 	errs = append(errs, oneOf(ctr.ImagePullPolicy, p.Child("imagePullPolicy"), v1.PullAlways, v1.PullIfNotPresent, v1.PullNever)...)
 	errs = append(errs, validateResources(&ctr.Resources, containerResourceName, p.Child("resources"))...)
-	return append(errs, validateSecurityContext(ctr.SecurityContext, p.Child("securityContext"))...)
+	return append(errs, validateSecurityContext(ctr.SecurityContext, c.hostUsers, p.Child("securityContext"))...)
 }
 
 // validateHandlersAndProbes checks the lifecycle handlers and the probes of
@@ -363,9 +366,10 @@ func hostPortConflicts(cs []v1.Container, p *field.Path) field.ErrorList {
 }
 
 // validateSecurityContext checks a container's user and group IDs, its
-// /proc mount type, its seccomp and AppArmor profiles, and the combinations
+// /proc mount type (Unmasked only in a user namespace of the pod's own),
+// its seccomp and AppArmor profiles, and the combinations
 // of allowPrivilegeEscalation false that the runtime cannot honour.
-func validateSecurityContext(sc *v1.SecurityContext, p *field.Path) field.ErrorList {
+func validateSecurityContext(sc *v1.SecurityContext, hostUsers bool, p *field.Path) field.ErrorList {
 	if sc == nil {
 		return nil
 	}
@@ -381,6 +385,11 @@ func validateSecurityContext(sc *v1.SecurityContext, p *field.Path) field.ErrorL
 		case v1.DefaultProcMount, v1.UnmaskedProcMount:
 		default:
 			errs = append(errs, field.NotSupported(p.Child("procMount"), *sc.ProcMount, []v1.ProcMountType{v1.DefaultProcMount, v1.UnmaskedProcMount}))
+		}
+		if hostUsers && *sc.ProcMount == v1.UnmaskedProcMount {
+			// An unmasked /proc is safe only in a user namespace of the
+			// pod's own.
+			errs = append(errs, field.Invalid(p.Child("procMount"), sc.ProcMount, "`hostUsers` must be false to use `Unmasked`"))
 		}
 	}
 	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)

@@ -417,6 +417,9 @@ func TestValidatePodAsTheAPIServer(t *testing.T) {
 			"spec.containers[0].securityContext.runAsGroup: Invalid value: -1: " + idRange,
 			`spec.containers[0].securityContext.procMount: Unsupported value: "Masked": supported values: "Default", "Unmasked"`,
 		}},
+		{"an unmasked /proc in the host's user namespace", func(p *v1.Pod) {
+			c0(p).SecurityContext = &v1.SecurityContext{ProcMount: ptr.To(v1.UnmaskedProcMount)}
+		}, []string{"spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"}},
 		{"a Localhost seccomp profile outside the profile directory", func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("/etc/x.json")}}
 			c0(p).SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("../../x.json")}}
