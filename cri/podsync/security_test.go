@@ -257,6 +257,7 @@ func TestSecurityContextFields(t *testing.T) {
 // after a restart; elsewhere the sandbox is refused with upstream's message.
 func TestUserNamespaces(t *testing.T) {
 	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a-file"), nil, 0o600), "a file beside the pod directories is no pod")
 	supports := func(h string) bool { return h == "" || h == "crun" }
 	s := securitySyncer(t, podsync.Options{PodsDir: dir, UserNamespaces: supports})
 	pod := newPod("", nil, ctr("app"))

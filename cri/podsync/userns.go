@@ -147,6 +147,9 @@ func (u *userNamespaces) load(podsDir string) error {
 			return fmt.Errorf("user namespace: read pods from disk: %w", err)
 		}
 		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
 			uid := types.UID(e.Name())
 			b, err := os.ReadFile(filepath.Join(podsDir, e.Name(), userNamespaceFile))
 			if errors.Is(err, fs.ErrNotExist) || (err == nil && len(b) == 0) {
