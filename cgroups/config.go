@@ -1,0 +1,270 @@
+package cgroups
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/status"
+)
+
+// The kernel's bounds and upstream's units for CPU.
+const (
+	// MinShares and MaxShares bound cpu.shares (cgroup v1).
+	MinShares = 2
+	MaxShares = 262144
+	// SharesPerCPU is the shares of one CPU.
+	SharesPerCPU = 1024
+	// QuotaPeriod is the CFS period, 100ms in µs (upstream's
+	// cpuCFSQuotaPeriod default).
+	QuotaPeriod = 100000
+	// MinQuota is the smallest CFS quota, 1ms in µs.
+	MinQuota = 1000
+)
+
+// ResourceConfig is what is written to one cgroup; a nil field is left as
+// the cgroup has it. Memory is in bytes, the CPU quota and period in µs.
+type ResourceConfig struct {
+	CPUShares *uint64
+	CPUQuota  *int64
+	CPUPeriod *uint64
+	Memory    *int64
+	PidsLimit *int64
+	// HugePageLimits maps a huge page size in bytes to a limit in bytes.
+	HugePageLimits map[int64]int64
+}
+
+// MilliCPUToShares converts millicores to cpu.shares: 1024 a CPU, at least
+// MinShares (zero too: the kernel's meaning of nothing), at most MaxShares.
+func MilliCPUToShares(milliCPU int64) uint64 {
+	if milliCPU <= 0 {
+		return MinShares
+	}
+	return uint64(min(max(milliCPU*SharesPerCPU/1000, MinShares), MaxShares))
+}
+
+// MilliCPUToQuota converts a CPU limit in millicores to a CFS quota over
+// period (µs): 0 for no limit, else at least MinQuota.
+func MilliCPUToQuota(milliCPU, period int64) int64 {
+	if milliCPU <= 0 {
+		return 0
+	}
+	return max(milliCPU*period/1000, MinQuota)
+}
+
+// SharesToWeight maps cgroup v1 cpu.shares [2, 262144] onto cgroup v2
+// cpu.weight [1, 10000] linearly, as upstream does.
+func SharesToWeight(shares uint64) uint64 {
+	if shares >= MaxShares {
+		return 10000
+	}
+	if shares < MinShares {
+		shares = MinShares
+	}
+	return 1 + (shares-MinShares)*9999/(MaxShares-MinShares)
+}
+
+// PodOptions are the node's settings that PodConfig reads.
+type PodOptions struct {
+	// DisableCPUQuota leaves CPU limits unenforced (upstream's
+	// cpuCFSQuota: false): the pod's quota is -1.
+	DisableCPUQuota bool
+	// CPUPeriod is the CFS period in µs; 0 means QuotaPeriod.
+	CPUPeriod uint64
+	// PidsLimit is the pod's pids limit (upstream's podPidsLimit); 0 or
+	// less means none.
+	PidsLimit int64
+}
+
+// PodConfig computes a pod's cgroup as upstream's ResourceConfigForPod:
+// from the pod's effective requests and limits (containers, init
+// containers and sidecars, pod-level resources, overhead), CPU shares for
+// every class (MinShares for BestEffort); for Guaranteed pods a CFS quota
+// and a memory limit always; for Burstable ones the quota only when every
+// container limits CPU and the memory limit only when every container
+// limits memory (or the pod does); huge page limits from the requests.
+// It is a pure function of the pod and opts.
+func PodConfig(pod *v1.Pod, opts PodOptions) ResourceConfig {
+	period := opts.CPUPeriod
+	if period == 0 {
+		period = QuotaPeriod
+	}
+	reqs := admission.PodRequests(pod)
+	limits, cpuDeclared, memDeclared := podLimits(pod)
+	var cpuReq, cpuLim, memLim int64
+	if q, ok := reqs[v1.ResourceCPU]; ok {
+		cpuReq = q.MilliValue()
+	}
+	if q, ok := limits[v1.ResourceCPU]; ok {
+		cpuLim = q.MilliValue()
+	}
+	if q, ok := limits[v1.ResourceMemory]; ok {
+		memLim = q.Value()
+	}
+	shares := MilliCPUToShares(cpuReq)
+	quota := MilliCPUToQuota(cpuLim, int64(period))
+	if opts.DisableCPUQuota {
+		quota = -1
+	}
+	var rc ResourceConfig
+	switch status.QOSClass(pod) {
+	case v1.PodQOSGuaranteed:
+		rc.CPUShares, rc.CPUQuota, rc.CPUPeriod, rc.Memory = &shares, &quota, &period, &memLim
+	case v1.PodQOSBurstable:
+		rc.CPUShares = &shares
+		if cpuDeclared {
+			rc.CPUQuota, rc.CPUPeriod = &quota, &period
+		}
+		if memDeclared {
+			rc.Memory = &memLim
+		}
+	default:
+		minShares := uint64(MinShares)
+		rc.CPUShares = &minShares
+	}
+	rc.HugePageLimits = hugePageLimits(reqs)
+	if opts.PidsLimit > 0 {
+		pids := opts.PidsLimit
+		rc.PidsLimit = &pids
+	}
+	return rc
+}
+
+// podLimits sums the pod's limits as upstream's PodLimits does (regular
+// containers and sidecars added, each init container with the sidecars
+// before it, the larger of the two; pod-level limits over them; overhead
+// added to the limits that are set), and says whether every container (an
+// init container counted with its sidecars) limits CPU and memory, or the
+// pod does at pod level.
+func podLimits(pod *v1.Pod) (v1.ResourceList, bool, bool) {
+	cpu, mem := true, true
+	note := func(l v1.ResourceList) {
+		if l.Cpu().IsZero() {
+			cpu = false
+		}
+		if l.Memory().IsZero() {
+			mem = false
+		}
+	}
+	limits := v1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		l := pod.Spec.Containers[i].Resources.Limits
+		note(l)
+		addList(limits, l)
+	}
+	sidecars, initMax := v1.ResourceList{}, v1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		var need v1.ResourceList
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			addList(limits, c.Resources.Limits)
+			addList(sidecars, c.Resources.Limits)
+			need = sidecars
+		} else {
+			need = v1.ResourceList{}
+			addList(need, c.Resources.Limits)
+			addList(need, sidecars)
+		}
+		note(need)
+		for name, q := range need {
+			if cur, ok := initMax[name]; !ok || q.Cmp(cur) > 0 {
+				initMax[name] = q.DeepCopy()
+			}
+		}
+	}
+	for name, q := range initMax {
+		if cur, ok := limits[name]; !ok || q.Cmp(cur) > 0 {
+			limits[name] = q.DeepCopy()
+		}
+	}
+	if r := pod.Spec.Resources; r != nil && podLevelSet(r) {
+		for name, q := range r.Limits {
+			if podLevel(name) {
+				limits[name] = q.DeepCopy()
+			}
+		}
+		if !r.Limits.Cpu().IsZero() {
+			cpu = true
+		}
+		if !r.Limits.Memory().IsZero() {
+			mem = true
+		}
+	}
+	for name, q := range pod.Spec.Overhead {
+		if cur, ok := limits[name]; ok && !cur.IsZero() {
+			cur.Add(q)
+			limits[name] = cur
+		}
+	}
+	return limits, cpu, mem
+}
+
+func podLevel(name v1.ResourceName) bool {
+	return name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
+}
+
+// podLevelSet: the pod sets a pod-level request or limit it may set.
+func podLevelSet(r *v1.ResourceRequirements) bool {
+	for _, l := range []v1.ResourceList{r.Requests, r.Limits} {
+		for name := range l {
+			if podLevel(name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func addList(into, from v1.ResourceList) {
+	for name, q := range from {
+		if cur, ok := into[name]; ok {
+			cur.Add(q)
+			into[name] = cur
+		} else {
+			into[name] = q.DeepCopy()
+		}
+	}
+}
+
+// hugePageLimits maps the huge page sizes a resource list names
+// (hugepages-2Mi) to their amounts in bytes.
+func hugePageLimits(l v1.ResourceList) map[int64]int64 {
+	var out map[int64]int64
+	for name, q := range l {
+		size, ok := hugePageSize(name)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[int64]int64{}
+		}
+		out[size] += q.Value()
+	}
+	return out
+}
+
+// NodeConfig is the kubepods cgroup's config for a node allocatable (or,
+// without enforcement, capacity) list, as upstream's: its memory, CPU
+// shares, pids ("pid") and huge pages; nil fields for what the list lacks.
+func NodeConfig(allocatable v1.ResourceList) ResourceConfig {
+	var rc ResourceConfig
+	if q, ok := allocatable[v1.ResourceMemory]; ok {
+		v := q.Value()
+		rc.Memory = &v
+	}
+	if q, ok := allocatable[v1.ResourceCPU]; ok {
+		v := MilliCPUToShares(q.MilliValue())
+		rc.CPUShares = &v
+	}
+	if q, ok := allocatable[ResourcePID]; ok {
+		v := q.Value()
+		rc.PidsLimit = &v
+	}
+	rc.HugePageLimits = hugePageLimits(allocatable)
+	return rc
+}
+
+// ResourcePID is the resource name of process IDs in reservations and in
+// the capacity the kubepods cgroup is limited to (upstream's "pid").
+const ResourcePID v1.ResourceName = "pid"

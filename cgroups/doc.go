@@ -1,0 +1,42 @@
+// Package cgroups keeps upstream kubelet's cgroup hierarchy for pods
+// (cgroupsPerQOS): every pod under one cgroup, kubepods, limited to the
+// node's allocatable resources; Burstable pods under kubepods/burstable and
+// BestEffort pods under kubepods/besteffort, Guaranteed pods directly under
+// kubepods; and one cgroup per pod, pod<uid>, whose CPU shares (cpu.weight
+// on cgroup v2), CFS quota and period, memory limit and optional pids limit
+// are the pod's as upstream's ResourceConfigForPod computes them. The pod
+// cgroup is the cgroup parent of the pod's sandbox, so the runtime puts the
+// containers inside it.
+//
+// The pure parts: PodConfig (a pod's cgroup), NodeConfig (kubepods'),
+// QOSConfigs (burstable's and besteffort's for the active pods),
+// MilliCPUToShares, MilliCPUToQuota, SharesToWeight, and Name, which spells
+// a cgroup for the cgroupfs driver (/kubepods/burstable/pod<uid>) and for
+// the systemd driver
+// (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice).
+//
+// The Manager writes them with the cgroupfs driver, on cgroup v1 (each
+// hierarchy under the root) or v2 (the unified hierarchy, controllers
+// enabled down the tree). The systemd driver would need systemd's D-Bus
+// API to create slices; New refuses it (ErrSystemdDriver).
+//
+// A kubelet drives it as upstream's does:
+//
+//	m, _ := cgroups.New(cgroups.Options{})
+//	m.Start(ctx, cgroups.NodeConfig(allocatable)) // kubepods, burstable, besteffort
+//	// syncing a pod, before its sandbox:
+//	if !m.PodExists(pod) { m.UpdateQOS(activePods); m.EnsurePod(pod) }
+//	parent, _ := m.CgroupParent(pod) // the sandbox's cgroup parent
+//	// once its containers are gone (terminated):
+//	n, _ := m.PodName(pod); m.Destroy(n)
+//	// housekeeping: cgroups of pods that cannot be running
+//	m.CleanupOrphans(possiblyRunning, volumesExist)
+//
+// Options.Root points the Manager at another cgroup mount, or at a plain
+// directory tree standing for one: the tests run on such trees (v1 and
+// v2) without root, and on the machine's cgroups with -tags root. A pod's
+// UID becomes a path component: one that is not letters, digits, "-" and
+// "." is refused (ErrInvalidName), never joined into a path.
+//
+// Methods are safe for concurrent use; nothing starts a goroutine.
+package cgroups

@@ -1,0 +1,385 @@
+package cgroups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/status"
+)
+
+// Driver names how cgroups are created: upstream's cgroupDriver.
+type Driver string
+
+// The cgroup drivers.
+const (
+	// DriverCgroupfs writes the cgroup file system directly.
+	DriverCgroupfs Driver = "cgroupfs"
+	// DriverSystemd asks systemd for slices over D-Bus. This package names
+	// cgroups as that driver does (Name.Systemd) but cannot create them:
+	// New refuses it with ErrSystemdDriver.
+	DriverSystemd Driver = "systemd"
+)
+
+// Errors of this package, for errors.Is.
+var (
+	// ErrInvalidOptions is wrapped by New's errors for options it cannot
+	// use.
+	ErrInvalidOptions = errors.New("invalid options")
+	// ErrSystemdDriver: the systemd driver needs systemd's D-Bus API to
+	// create slices, which this package does not speak.
+	ErrSystemdDriver = errors.New("the systemd cgroup driver is not supported (it needs systemd's D-Bus API); use cgroupfs")
+	// ErrInvalidName: a name component (a pod UID) that cannot name a
+	// cgroup.
+	ErrInvalidName = errors.New("invalid cgroup name")
+	// ErrNoCgroups: no cgroup file system at the root.
+	ErrNoCgroups = errors.New("no cgroup file system")
+	// ErrNotStarted: the Manager's Start has not succeeded yet.
+	ErrNotStarted = errors.New("cgroup manager not started")
+)
+
+// The names upstream gives the hierarchy.
+const (
+	// NodeAllocatableName is the cgroup of all pods, under the cgroup
+	// root: kubepods. Guaranteed pods are its children.
+	NodeAllocatableName = "kubepods"
+	// PodPrefix starts a pod cgroup's name: pod<uid>.
+	PodPrefix = "pod"
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Root is where the cgroup file system is mounted; empty means
+	// /sys/fs/cgroup. Tests point it at a directory tree (and set Remove).
+	Root string
+	// Driver is the cgroup driver; empty means DriverCgroupfs.
+	Driver Driver
+	// CgroupRoot is the cgroup the hierarchy goes under (upstream's
+	// cgroupRoot), as a cgroupfs path; empty means "/". Its components
+	// must pass ValidComponent.
+	CgroupRoot string
+	// Pod configures every pod cgroup (CFS quota and period, pids limit).
+	Pod PodOptions
+	// Logger receives the manager's logs; nil discards them.
+	Logger *slog.Logger
+	// Kill ends a process left in a cgroup being removed; nil means
+	// SIGKILL.
+	Kill func(pid int) error
+	// Remove removes one empty cgroup directory; nil means rmdir(2),
+	// which a cgroup file system needs (its control files cannot be
+	// unlinked). A plain directory tree standing for one in a test needs
+	// os.RemoveAll.
+	Remove func(dir string) error
+}
+
+// Manager keeps upstream's cgroup hierarchy for pods: the node's pods
+// under kubepods (limited to the node's allocatable), the Burstable pods
+// under kubepods/burstable and the BestEffort ones under
+// kubepods/besteffort (their CPU shares following the pods), Guaranteed
+// pods directly under kubepods; one cgroup per pod, created before its
+// sandbox and removed once its containers are gone. Its methods are safe
+// for concurrent use; New does no I/O, Start does the first.
+type Manager struct {
+	opts Options
+	log  *slog.Logger
+	root Name // the node allocatable cgroup: CgroupRoot/kubepods
+
+	mu sync.Mutex
+	fs *fsDriver // nil before Start
+}
+
+// New checks opts and returns a Manager; it touches nothing.
+func New(opts Options) (*Manager, error) {
+	switch opts.Driver {
+	case "":
+		opts.Driver = DriverCgroupfs
+	case DriverCgroupfs:
+	case DriverSystemd:
+		return nil, fmt.Errorf("cgroups: %w", ErrSystemdDriver)
+	default:
+		return nil, fmt.Errorf("cgroups: unknown driver %q (cgroupfs or systemd): %w", opts.Driver, ErrInvalidOptions)
+	}
+	if opts.Root == "" {
+		opts.Root = "/sys/fs/cgroup"
+	}
+	if opts.Pod.CPUPeriod == 0 {
+		opts.Pod.CPUPeriod = QuotaPeriod
+	}
+	if opts.Pod.CPUPeriod < MinQuota || opts.Pod.CPUPeriod > 1000000 {
+		return nil, fmt.Errorf("cgroups: CPU period %dµs is not between 1ms and 1s: %w", opts.Pod.CPUPeriod, ErrInvalidOptions)
+	}
+	var root Name
+	for _, c := range ParseCgroupfs(opts.CgroupRoot) {
+		var err error
+		if root, err = root.Child(c); err != nil {
+			return nil, fmt.Errorf("cgroups: cgroup root %q: %w", opts.CgroupRoot, err)
+		}
+	}
+	root, _ = root.Child(NodeAllocatableName)
+	if opts.Kill == nil {
+		opts.Kill = func(pid int) error {
+			p, err := os.FindProcess(pid)
+			if err != nil {
+				return err
+			}
+			return p.Kill()
+		}
+	}
+	if opts.Remove == nil {
+		opts.Remove = os.Remove
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{opts: opts, log: log, root: root}, nil
+}
+
+// Start finds the cgroup file system, creates (or updates) kubepods with
+// node, the config NodeConfig gives for the node's allocatable, and the
+// burstable and besteffort cgroups under it (besteffort with MinShares).
+// It may be called again, with a new node config.
+func (m *Manager) Start(ctx context.Context, node ResourceConfig) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fs == nil {
+		fs, err := openFS(m.opts.Root, m.opts.Remove, m.opts.Kill)
+		if err != nil {
+			return fmt.Errorf("cgroups: %w", err)
+		}
+		if !fs.present(m.root[:len(m.root)-1]) {
+			return fmt.Errorf("cgroups: cgroup root %s does not exist", m.root[:len(m.root)-1].Cgroupfs())
+		}
+		m.fs = fs
+	}
+	if err := m.ensure(m.root, node); err != nil {
+		return fmt.Errorf("cgroups: node allocatable cgroup: %w", err)
+	}
+	minShares := uint64(MinShares)
+	for _, q := range []struct {
+		class v1.PodQOSClass
+		rc    ResourceConfig
+	}{{v1.PodQOSBurstable, ResourceConfig{}}, {v1.PodQOSBestEffort, ResourceConfig{CPUShares: &minShares}}} {
+		if err := m.ensure(m.qosName(q.class), q.rc); err != nil {
+			return fmt.Errorf("cgroups: %s cgroup: %w", strings.ToLower(string(q.class)), err)
+		}
+	}
+	m.log.Info("Cgroup hierarchy ready", "root", m.root.Cgroupfs(), "version", m.fs.version())
+	return nil
+}
+
+// ensure creates n with rc, or writes rc to it when it exists.
+func (m *Manager) ensure(n Name, rc ResourceConfig) error {
+	if m.fs.exists(n) {
+		return m.fs.set(n, rc)
+	}
+	return m.fs.create(n, rc)
+}
+
+// Version is the cgroup version in use (1 or 2), 0 before Start.
+func (m *Manager) Version() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fs == nil {
+		return 0
+	}
+	return m.fs.version()
+}
+
+// qosName is the parent cgroup of the pods of a QoS class.
+func (m *Manager) qosName(class v1.PodQOSClass) Name {
+	switch class {
+	case v1.PodQOSBurstable:
+		n, _ := m.root.Child("burstable")
+		return n
+	case v1.PodQOSBestEffort:
+		n, _ := m.root.Child("besteffort")
+		return n
+	}
+	return m.root
+}
+
+// PodName is the name of the pod's cgroup:
+// kubepods[/burstable|/besteffort]/pod<uid>. A UID that cannot be one
+// component of a cgroup name is an error wrapping ErrInvalidName.
+func (m *Manager) PodName(pod *v1.Pod) (Name, error) {
+	n, err := m.qosName(status.QOSClass(pod)).Child(PodPrefix + string(pod.UID))
+	if err == nil {
+		err = ValidComponent(string(pod.UID))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return n, nil
+}
+
+// CgroupParent is what the pod's sandbox config names as its cgroup parent:
+// the pod cgroup as the driver spells it.
+func (m *Manager) CgroupParent(pod *v1.Pod) (string, error) {
+	n, err := m.PodName(pod)
+	if err != nil {
+		return "", err
+	}
+	if m.opts.Driver == DriverSystemd {
+		return n.Systemd(), nil
+	}
+	return n.Cgroupfs(), nil
+}
+
+func (m *Manager) started() (*fsDriver, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fs == nil {
+		return nil, ErrNotStarted
+	}
+	return m.fs, nil
+}
+
+// PodExists says whether the pod's cgroup exists.
+func (m *Manager) PodExists(pod *v1.Pod) bool {
+	fs, err := m.started()
+	if err != nil {
+		return false
+	}
+	n, err := m.PodName(pod)
+	return err == nil && fs.exists(n)
+}
+
+// EnsurePod creates the pod's cgroup with PodConfig's limits, unless it
+// exists: as upstream, an existing pod cgroup is left as it is.
+func (m *Manager) EnsurePod(pod *v1.Pod) error {
+	fs, err := m.started()
+	if err != nil {
+		return err
+	}
+	n, err := m.PodName(pod)
+	if err != nil {
+		return err
+	}
+	if fs.exists(n) {
+		return nil
+	}
+	if err := fs.create(n, PodConfig(pod, m.opts.Pod)); err != nil {
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// Destroy kills the processes left in a pod cgroup and removes it.
+func (m *Manager) Destroy(n Name) error {
+	fs, err := m.started()
+	if err != nil {
+		return err
+	}
+	return fs.destroy(n)
+}
+
+// ReduceCPU sets a cgroup's CPU shares to MinShares, as upstream does for
+// an orphaned pod whose volumes are still being torn down.
+func (m *Manager) ReduceCPU(n Name) error {
+	fs, err := m.started()
+	if err != nil {
+		return err
+	}
+	s := uint64(MinShares)
+	return fs.set(n, ResourceConfig{CPUShares: &s})
+}
+
+// Pods lists the pod cgroups that exist, by pod UID.
+func (m *Manager) Pods() (map[types.UID]Name, error) {
+	fs, err := m.started()
+	if err != nil {
+		return nil, err
+	}
+	out := map[types.UID]Name{}
+	for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		parent := m.qosName(class)
+		names, err := fs.children(parent)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range names {
+			uid, ok := strings.CutPrefix(c, PodPrefix)
+			if !ok || ValidComponent(uid) != nil {
+				continue
+			}
+			n, _ := parent.Child(c)
+			out[types.UID(uid)] = n
+		}
+	}
+	return out, nil
+}
+
+// UpdateQOS sets the burstable cgroup's CPU shares to the sum of the CPU
+// requests of the Burstable pods among active and the besteffort cgroup's
+// to MinShares, as upstream's QoS manager does whenever pods come and go
+// (without its alpha QOSReserved and MemoryQoS features).
+func (m *Manager) UpdateQOS(active []*v1.Pod) error {
+	fs, err := m.started()
+	if err != nil {
+		return err
+	}
+	rcs := QOSConfigs(active)
+	for _, class := range []v1.PodQOSClass{v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		if err := fs.set(m.qosName(class), rcs[class]); err != nil {
+			return fmt.Errorf("cgroups: update %s cgroup: %w", strings.ToLower(string(class)), err)
+		}
+	}
+	return nil
+}
+
+// QOSConfigs computes what UpdateQOS writes: the burstable cgroup's CPU
+// shares from the CPU requests of the Burstable pods, the besteffort
+// cgroup's MinShares. It is a pure function.
+func QOSConfigs(active []*v1.Pod) map[v1.PodQOSClass]ResourceConfig {
+	var milli int64
+	for _, p := range active {
+		if status.QOSClass(p) != v1.PodQOSBurstable {
+			continue
+		}
+		if q, ok := admission.PodRequests(p)[v1.ResourceCPU]; ok {
+			milli += q.MilliValue()
+		}
+	}
+	burstable, besteffort := MilliCPUToShares(milli), uint64(MinShares)
+	return map[v1.PodQOSClass]ResourceConfig{
+		v1.PodQOSBurstable:  {CPUShares: &burstable},
+		v1.PodQOSBestEffort: {CPUShares: &besteffort},
+	}
+}
+
+// CleanupOrphans removes the pod cgroups of the pods that cannot be
+// running (running says which can), as upstream's housekeeping: the
+// processes left in one are killed first. A pod whose volumes still exist
+// (volumesExist) keeps its cgroup, its CPU shares cut to the minimum, until
+// a later pass. Errors are logged; the next pass tries again.
+func (m *Manager) CleanupOrphans(running, volumesExist func(types.UID) bool) {
+	pods, err := m.Pods()
+	if err != nil {
+		m.log.Warn("Cannot list pod cgroups", "err", err)
+		return
+	}
+	for uid, n := range pods {
+		if running(uid) {
+			continue
+		}
+		if volumesExist != nil && volumesExist(uid) {
+			if err := m.ReduceCPU(n); err != nil {
+				m.log.Info("Failed to reduce the CPU of an orphaned pod cgroup", "podUID", uid, "err", err)
+			}
+			continue
+		}
+		m.log.Info("Removing an orphaned pod cgroup", "podUID", uid, "cgroup", n.Cgroupfs())
+		if err := m.Destroy(n); err != nil {
+			m.log.Info("Failed to remove an orphaned pod cgroup", "podUID", uid, "err", err)
+		}
+	}
+}
