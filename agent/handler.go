@@ -134,7 +134,11 @@ func (a *Agent) HandlePodRemoves(pods []*v1.Pod) {
 func (a *Agent) HandlePodReconcile(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Update(pod)
-		if syncloop.IsMirrorPod(pod) {
+		// A refused pod never reaches the workers: the Failed phase its
+		// refusal wrote, coming back from the API server, is no reason to
+		// start one (its status would then grow containers and conditions
+		// upstream's refusal does not have).
+		if syncloop.IsMirrorPod(pod) || a.isRejected(pod.UID) {
 			continue
 		}
 		// A pod the API shows finished, or whose readiness gates another
