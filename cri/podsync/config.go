@@ -74,6 +74,9 @@ func (s *Syncer) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc},
 	}
 	cfg.Linux.Sysctls = sandboxSysctls(pod)
+	if err := s.applySandboxCgroup(pod, cfg); err != nil {
+		return nil, err
+	}
 	for i := range pod.Spec.Containers {
 		for _, p := range pod.Spec.Containers[i].Ports {
 			if p.HostPort == 0 {

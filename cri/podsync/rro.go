@@ -26,11 +26,7 @@ func (s *Syncer) recursiveReadOnly(pod *v1.Pod, c *v1.Container, mounts []*runti
 			return fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q", vm.Name, *vm.MountPropagation)
 		}
 		if supported == nil {
-			handler := s.opts.RuntimeHandler
-			if pod.Spec.RuntimeClassName != nil && *pod.Spec.RuntimeClassName != "" {
-				handler = *pod.Spec.RuntimeClassName
-			}
-			ok := s.opts.RecursiveReadOnlyMounts != nil && s.opts.RecursiveReadOnlyMounts(handler)
+			ok := s.opts.RecursiveReadOnlyMounts != nil && s.opts.RecursiveReadOnlyMounts(s.runtimeHandler(pod))
 			supported = &ok
 		}
 		switch *mode {

@@ -194,7 +194,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		if err := os.MkdirAll(sbConfig.LogDirectory, 0o755); err != nil {
 			return s.sandboxFailed(pod, res, err)
 		}
-		id, err := s.rt.RunPodSandbox(ctx, sbConfig, s.runtimeHandler(pod))
+		handler, err := s.handler(pod)
+		if err != nil {
+			return s.sandboxFailed(pod, res, err)
+		}
+		id, err := s.rt.RunPodSandbox(ctx, sbConfig, handler)
 		if err != nil {
 			return s.sandboxFailed(pod, res, err)
 		}

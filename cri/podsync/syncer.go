@@ -198,6 +198,14 @@ type Options struct {
 	// supported; elsewhere its sandbox is refused with upstream's message.
 	// Nil: no handler supports them.
 	UserNamespaces func(handler string) bool
+	// RuntimeClasses looks up the pods' runtime classes: a pod's sandbox
+	// runs under its class's handler, and a class that does not exist
+	// fails the sandbox (CreatePodSandboxError), as upstream's. Nil: the
+	// class's name is the handler.
+	RuntimeClasses RuntimeClasses
+	// Cgroups gives each sandbox its cgroup parent, the pod's cgroup
+	// (package cgroups). Nil: none, the runtime's default.
+	Cgroups SandboxCgroups
 }
 
 // Syncer drives pods through the CRI: SyncPod, KillPod and

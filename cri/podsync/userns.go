@@ -81,13 +81,11 @@ func (s *Syncer) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
 	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: m(), Gids: m()}, nil
 }
 
-// runtimeHandler is the handler the pod's sandbox runs under: its runtime
-// class, else Options.RuntimeHandler.
+// runtimeHandler is the handler the pod's sandbox runs under (handler);
+// "" when its runtime class cannot be found, whose sandbox fails anyway.
 func (s *Syncer) runtimeHandler(pod *v1.Pod) string {
-	if pod.Spec.RuntimeClassName != nil && *pod.Spec.RuntimeClassName != "" {
-		return *pod.Spec.RuntimeClassName
-	}
-	return s.opts.RuntimeHandler
+	h, _ := s.handler(pod)
+	return h
 }
 
 // getOrAllocate returns the first host ID of the pod's range: the one
