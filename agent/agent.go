@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
@@ -223,6 +224,36 @@ type Options struct {
 	// and nodefs.available, to give the allocatable resources the node
 	// reports and admits pods against. Nothing is enforced on cgroups.
 	KubeReserved, SystemReserved v1.ResourceList
+	// CgroupsPerQOS puts the pods in upstream's cgroup hierarchy (package
+	// cgroups, upstream's cgroupsPerQOS): kubepods, limited to the node's
+	// capacity (less KubeReserved and SystemReserved with
+	// EnforceNodeAllocatable "pods"), kubepods/burstable and
+	// kubepods/besteffort, and a cgroup per pod with its CPU shares, quota
+	// and memory limit, created before its sandbox (its cgroup parent) and
+	// removed once its containers are gone. Off by default here (upstream's
+	// default is on); it needs root.
+	CgroupsPerQOS bool
+	// CgroupDriver is upstream's cgroupDriver: "" or "cgroupfs". "systemd"
+	// is refused: creating slices needs systemd's D-Bus API.
+	CgroupDriver string
+	// CgroupRoot is the cgroup the hierarchy goes under (upstream's
+	// cgroupRoot); empty means "/".
+	CgroupRoot string
+	// CgroupFS is where the cgroup file system is mounted; empty means
+	// /sys/fs/cgroup.
+	CgroupFS string
+	// EnforceNodeAllocatable is upstream's enforceNodeAllocatable: "pods"
+	// limits kubepods to the node's allocatable (capacity less
+	// KubeReserved and SystemReserved) instead of its capacity, and needs
+	// CgroupsPerQOS; "none" or empty enforces nothing. "system-reserved"
+	// and "kube-reserved" (and their "-compressible" forms) are refused:
+	// they need cgroups of the reserved daemons the agent does not manage.
+	EnforceNodeAllocatable []string
+	// RuntimeClasses looks up the pods' runtime classes: the handler a
+	// pod's sandbox runs under, and the overhead of a pod that has none in
+	// its spec (podsync.Options.RuntimeClasses). Nil: a runtime class's
+	// name is its handler, and only a pod's own overhead counts.
+	RuntimeClasses podsync.RuntimeClasses
 	// NodeLabels are labels of the node beside those it has of its own
 	// (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch and
 	// their beta spellings), for the nodeSelector and node affinity of the
@@ -353,6 +384,7 @@ type Agent struct {
 	imageGC *imagegc.Manager
 	node    *node.Controller
 	vol     *volume.Manager
+	cgroups *cgroups.Manager      // nil without CgroupsPerQOS
 	devices *devices.Manager      // nil without DevicePluginDir
 	objects *volume.StaticSources // configMaps and secrets from ObjectPath
 	sink    *memorySink
@@ -440,6 +472,9 @@ func New(opts Options) (*Agent, error) {
 			}
 		}
 	}
+	if err := checkCgroupOptions(&opts); err != nil {
+		return nil, err
+	}
 	if !opts.NoMounts && os.Geteuid() != 0 {
 		opts.NoMounts = true
 	}
@@ -510,6 +545,13 @@ func (a *Agent) build() error {
 	if err := a.newDevices(); err != nil {
 		return err
 	}
+	if err := a.newCgroups(); err != nil {
+		return err
+	}
+	var sandboxCgroups podsync.SandboxCgroups
+	if a.cgroups != nil {
+		sandboxCgroups = a.cgroups
+	}
 	cms, secrets := a.envSources()
 	a.syncer, err = podsync.New(podsync.Options{
 		Runtime: pullPausing{a.rt}, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
@@ -518,6 +560,7 @@ func (a *Agent) build() error {
 		Devices:                 a.containerDevices(),
 		UserNamespaces:          a.handlerSupportsUserNamespaces,
 		SeccompDefault:          opts.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
+		Cgroups: sandboxCgroups, RuntimeClasses: opts.RuntimeClasses,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),
@@ -706,6 +749,10 @@ func (a *Agent) Run(ctx context.Context) error {
 			closeListeners()
 			return fmt.Errorf("agent: %w", err)
 		}
+	}
+	if err := a.startCgroups(ctx); err != nil {
+		closeListeners()
+		return err
 	}
 	// One relist before anything starts: the sync loop, which pauses while
 	// the PLEG has not relisted, then starts on a known runtime state

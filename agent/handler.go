@@ -187,6 +187,8 @@ func (a *Agent) handlePLEGEvents(events []pleg.Event) {
 // desired, orphans found in the runtime are killed, finished pods are
 // forgotten by every block, and dead containers are collected.
 func (a *Agent) HandlePodCleanups(ctx context.Context) error {
+	// The pod cgroups first, before the pods are read (podCgroups).
+	cgroupPods := a.podCgroups()
 	desired := a.pods.GetPods()
 	known := a.workers.SyncKnownPods(desired)
 	// A pod refused before the workers first learnt the desired pods had
@@ -254,14 +256,20 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		a.forgetProbeMetrics(uid)
 	}
 	a.cleanupOrphanedPodDirs(want)
+	a.cleanupPodCgroups(cgroupPods, known)
 	if a.opts.MirrorPods != nil {
 		a.syncMirrorPods(ctx)
 	}
 
 	a.mu.Lock()
 	gc := a.cleanups%gcEvery == gcEvery-1
+	qos := a.cleanups%cgroupHousekeepingsPerQOSUpdate == 0
 	a.cleanups++
 	a.mu.Unlock()
+	if qos {
+		// Periodically too, as upstream's QoS manager every minute.
+		a.updateQOSCgroups()
+	}
 	if gc {
 		if err := a.syncer.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 1, MaxContainers: -1}, a.podExists); err != nil {
 			a.log.Warn("Container garbage collection failed", "err", err)

@@ -149,6 +149,9 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		return true, nil
 	}
+	if err := a.ensurePodCgroup(ctx, pod, &st); err != nil {
+		return false, err
+	}
 	if err := a.makePodDirs(pod); err != nil {
 		return false, err
 	}
@@ -196,6 +199,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePeriod
 	if err := a.syncer.KillPod(ctx, pod, rs, &grace).Err(); err != nil {
 		return err
 	}
+	a.updateQOSCgroups()
 	rs, err = cri.GetPodStatus(ctx, a.rt, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return err
@@ -228,6 +232,10 @@ func (a *Agent) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	a.vol.RemovePod(pod.UID)
 	if err := a.vol.WaitForUnmount(ctx, pod); err != nil {
 		return fmt.Errorf("pod %s: %w", podDesc(pod), err)
+	}
+	// Its cgroup goes once its containers are gone, as upstream's.
+	if err := a.destroyPodCgroup(pod); err != nil {
+		return err
 	}
 	a.status.TerminatePod(pod)
 	return nil

@@ -30,7 +30,8 @@
 //	// once its containers are gone (terminated):
 //	n, _ := m.PodName(pod); m.Destroy(n)
 //	// housekeeping: cgroups of pods that cannot be running
-//	m.CleanupOrphans(possiblyRunning, volumesExist)
+//	found, _ := m.Pods() // first, then the pods that may run
+//	m.CleanupOrphans(found, possiblyRunning, volumesExist)
 //
 // Options.Root points the Manager at another cgroup mount, or at a plain
 // directory tree standing for one: the tests run on such trees (v1 and

@@ -356,17 +356,13 @@ func QOSConfigs(active []*v1.Pod) map[v1.PodQOSClass]ResourceConfig {
 	}
 }
 
-// CleanupOrphans removes the pod cgroups of the pods that cannot be
+// CleanupOrphans removes the pod cgroups among pods (what Pods listed,
+// before the caller read which pods exist) of the pods that cannot be
 // running (running says which can), as upstream's housekeeping: the
 // processes left in one are killed first. A pod whose volumes still exist
 // (volumesExist) keeps its cgroup, its CPU shares cut to the minimum, until
 // a later pass. Errors are logged; the next pass tries again.
-func (m *Manager) CleanupOrphans(running, volumesExist func(types.UID) bool) {
-	pods, err := m.Pods()
-	if err != nil {
-		m.log.Warn("Cannot list pod cgroups", "err", err)
-		return
-	}
+func (m *Manager) CleanupOrphans(pods map[types.UID]Name, running, volumesExist func(types.UID) bool) {
 	for uid, n := range pods {
 		if running(uid) {
 			continue

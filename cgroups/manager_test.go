@@ -185,7 +185,7 @@ func TestV1Hierarchy(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(cont, "cgroup.procs"), "4242\n")
-	m.CleanupOrphans(func(uid types.UID) bool { return uid == "g-1" }, func(uid types.UID) bool { return uid == "e-1" })
+	m.CleanupOrphans(pods, func(uid types.UID) bool { return uid == "g-1" }, func(uid types.UID) bool { return uid == "e-1" })
 	if !slices.Equal(k.pids, []int{4242}) {
 		t.Errorf("killed %v, want [4242]", k.pids)
 	}

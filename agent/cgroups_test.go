@@ -1,0 +1,40 @@
+package agent_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cgroups"
+)
+
+func TestCgroupOptionsValidated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts agent.Options
+		want error
+	}{
+		{"pods without cgroupsPerQOS", agent.Options{EnforceNodeAllocatable: []string{"pods"}}, agent.ErrInvalidOptions},
+		{"none alone", agent.Options{EnforceNodeAllocatable: []string{"none"}}, nil},
+		{"none with another", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"none", "pods"}}, agent.ErrInvalidOptions},
+		{"duplicate", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"pods", "pods"}}, agent.ErrInvalidOptions},
+		{"system-reserved", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"system-reserved"}}, agent.ErrInvalidOptions},
+		{"unknown", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"all"}}, agent.ErrInvalidOptions},
+		{"systemd", agent.Options{CgroupsPerQOS: true, CgroupDriver: "systemd"}, cgroups.ErrSystemdDriver},
+		{"pods", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"pods"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.RootDir = t.TempDir()
+			_, err := agent.New(tc.opts)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("New: %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
