@@ -27,9 +27,10 @@ import (
 // exported defaults), in upstream's KubeletConfiguration. A field is set
 // only where minikubelet does what upstream's field says; a field it has no
 // counterpart for is left out, or set to what upstream means by "none"
-// (cgroupsPerQOS false: it makes no QoS cgroups; enforceNodeAllocatable
-// none: it enforces nothing on cgroups), so that a reader such as the node
-// e2e suite learns what the node really does.
+// (cgroupsPerQOS false on the embedded fake runtime, whose containers are
+// no processes; enforceNodeAllocatable none when nothing is enforced), so
+// that a reader such as the node e2e suite learns what the node really
+// does.
 func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfiguration, error) {
 	// The agent makes the root directory absolute; so are the paths here,
 	// since a reader runs elsewhere.
@@ -70,15 +71,11 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		ImageGCHighThresholdPercent: ptr.To(int32(c.imageGCHigh)),
 		ImageGCLowThresholdPercent:  ptr.To(int32(c.imageGCLow)),
 
-		// No cgroups of its own: no QoS cgroups, no kubepods cgroup, no
-		// cgroup parent given to the runtime (whose cgroup driver is
-		// therefore not reported: minikubelet does not pick one), nothing
-		// enforced on node allocatable, no CPU, memory or topology manager.
-		CgroupsPerQOS:          ptr.To(false),
-		EnforceNodeAllocatable: []string{"none"},
-		CPUManagerPolicy:       "none",
-		MemoryManagerPolicy:    kubeletconfig.NoneMemoryManagerPolicy,
-		TopologyManagerPolicy:  kubeletconfig.NoneTopologyManagerPolicy,
+		// The QoS cgroups and node allocatable enforcement as the agent
+		// runs them (cgroupSettings); no CPU, memory or topology manager.
+		CPUManagerPolicy:      "none",
+		MemoryManagerPolicy:   kubeletconfig.NoneMemoryManagerPolicy,
+		TopologyManagerPolicy: kubeletconfig.NoneTopologyManagerPolicy,
 		// It does not look at swap.
 		FailSwapOn: ptr.To(false),
 		// The pods capacity the node reports, which the scheduler and the
@@ -107,6 +104,7 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		FeatureGates: map[string]bool{"EventedPLEG": c.evented,
 			agent.ExtendWebSocketsToKubelet: opts.API != nil && opts.API.WebSockets != nil},
 	}
+	cgroupSettings(kc, opts)
 	if opts.ManifestPath != "" {
 		if kc.StaticPodPath, err = filepath.Abs(opts.ManifestPath); err != nil {
 			return nil, fmt.Errorf("configz: manifest path %q: %w", opts.ManifestPath, err)
@@ -210,5 +208,25 @@ func evictionMaps(kc *kubeletconfig.KubeletConfiguration, ts []eviction.Threshol
 		if t.MinReclaim != nil {
 			set(&kc.EvictionMinimumReclaim, sig, t.MinReclaim.String())
 		}
+	}
+}
+
+// cgroupSettings reports the cgroups the agent keeps: with CgroupsPerQOS,
+// the driver, the cgroup root ("/" for none, as upstream reports it) and
+// the enforcement; without, cgroupsPerQOS false and no driver (the runtime
+// picks the cgroups), and enforcement "none".
+func cgroupSettings(kc *kubeletconfig.KubeletConfiguration, opts *agent.Options) {
+	kc.CgroupsPerQOS = ptr.To(opts.CgroupsPerQOS)
+	kc.EnforceNodeAllocatable = []string{"none"}
+	if len(opts.EnforceNodeAllocatable) > 0 {
+		kc.EnforceNodeAllocatable = opts.EnforceNodeAllocatable
+	}
+	if !opts.CgroupsPerQOS {
+		return
+	}
+	kc.CgroupDriver = opts.CgroupDriver
+	kc.CgroupRoot = opts.CgroupRoot
+	if kc.CgroupRoot == "" {
+		kc.CgroupRoot = "/"
 	}
 }

@@ -24,9 +24,10 @@
 // and the agent's defaults (static pod path, check and sync frequencies,
 // address and ports, TLS files, authentication and authorization, log
 // rotation and the logs directory, eviction thresholds, image GC, node
-// status and lease, the runtime endpoint), with cgroupsPerQOS false and
-// enforceNodeAllocatable none, as it makes no cgroups of its own, and no
-// cgroupDriver, as it picks none.
+// status and lease, the runtime endpoint, the QoS cgroups:
+// cgroupsPerQOS, cgroupDriver, cgroupRoot and enforceNodeAllocatable as it
+// runs them; on the embedded fake runtime cgroupsPerQOS false and
+// enforceNodeAllocatable none, as its containers are no processes).
 // Every request is authenticated, by a client certificate of
 // --client-ca-file (the API server's kubelet-client certificate), a bearer
 // token (--authentication-token-webhook: TokenReview), or as

@@ -67,6 +67,8 @@ type config struct {
 	allowedUnsafeSysctls                                                                     string
 	kubeReserved, systemReserved                                                             string
 	devicePluginDir                                                                          string
+	cgroupsPerQOS                                                                            bool
+	cgroupDriver, cgroupRoot, enforceNodeAllocatable                                         string
 	set                                                                                      map[string]bool // the flags given
 }
 
@@ -119,6 +121,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.imageGCHigh, "image-gc-high-threshold", imagegc.DefaultHighThresholdPercent, "percent of the image filesystem in use at which unused images are removed (100 turns it off)")
 	fs.IntVar(&c.imageGCLow, "image-gc-low-threshold", imagegc.DefaultLowThresholdPercent, "percent of the image filesystem in use that image garbage collection frees down to")
 	fs.DurationVar(&c.imageMinTTL, "minimum-image-ttl-duration", imagegc.DefaultMinAge, "minimum age of an unused image before it may be removed")
+	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in upstream's cgroup hierarchy (kubepods, kubepods/burstable, kubepods/besteffort, a cgroup per pod with its CPU and memory limits), which needs root; ignored on the embedded fake runtime")
+	fs.StringVar(&c.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs (systemd is refused: it needs systemd's D-Bus API); the runtime must use the same")
+	fs.StringVar(&c.cgroupRoot, "cgroup-root", "", "cgroup the pods' hierarchy goes under (empty: /)")
+	fs.StringVar(&c.enforceNodeAllocatable, "enforce-node-allocatable", "pods", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; the default is none with --cgroups-per-qos=false")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -242,6 +248,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		return agent.Options{}, nil, err
 	}
 	opts.SeccompDefault = c.seccompDefault
+	if err := cgroupOptions(c, &opts); err != nil {
+		return agent.Options{}, nil, err
+	}
 	opts.DevicePluginDir = c.devicePluginDir
 	if !c.set["device-plugin-dir"] {
 		opts.DevicePluginDir = filepath.Join(c.rootDir, "device-plugins")
@@ -515,4 +524,23 @@ func allStarted(pods []v1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// cgroupOptions sets the agent's cgroup options from the flags. The
+// embedded fake runtime's containers are no processes: there the pods get
+// no cgroups. On a real runtime, --cgroups-per-qos (upstream's default)
+// needs root, and says so.
+func cgroupOptions(c *config, opts *agent.Options) error {
+	opts.CgroupsPerQOS = c.cgroupsPerQOS && c.endpoint != ""
+	opts.CgroupDriver, opts.CgroupRoot = c.cgroupDriver, c.cgroupRoot
+	if c.enforceNodeAllocatable != "" {
+		opts.EnforceNodeAllocatable = strings.Split(c.enforceNodeAllocatable, ",")
+	}
+	if !opts.CgroupsPerQOS && (c.endpoint == "" || !c.set["enforce-node-allocatable"]) {
+		opts.EnforceNodeAllocatable = nil
+	}
+	if opts.CgroupsPerQOS && os.Geteuid() != 0 {
+		return errors.New("--cgroups-per-qos creates the pods' cgroups, which needs root: run as root, or pass --cgroups-per-qos=false")
+	}
+	return nil
 }

@@ -50,6 +50,7 @@ type config struct {
 	kubeconfig, nodeName, endpoint, rootDir, podLogsDir, nodeIP, clientCAFile string
 	port                                                                      int
 	verbose                                                                   bool
+	cgroupsPerQOS                                                             bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.port, "port", 0, "port of virtual-kubelet's kubelet API over TLS, a self-signed certificate under ROOT-DIR/pki (0: none)")
 	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle that signs the client certificates the kubelet API accepts (the API server's kubelet-client certificate: kubectl logs, exec, port-forward)")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "the node's IP address, in its status and in the serving certificate (default: the machine's first non-loopback address)")
+	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", false, "put pods in upstream's cgroup hierarchy with node allocatable enforced on kubepods (agent.Options.CgroupsPerQOS, cgroupfs), as minikubelet's flag; needs root and a container runtime endpoint")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -159,8 +161,15 @@ func nodeSpec(c *config) v1.Node {
 
 // newNode builds the provider and virtual-kubelet's node around it.
 func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog.Logger) (*vkprovider.Provider, *nodeutil.Node, error) {
+	// The QoS cgroups only for a real runtime's processes, kubepods
+	// limited to the allocatable as minikubelet's default.
+	qos := c.cgroupsPerQOS && c.endpoint != ""
+	var enforce []string
+	if qos {
+		enforce = []string{agent.EnforcePods}
+	}
 	opts := vkprovider.Options{
-		Agent:  agent.Options{Runtime: rt, RootDir: c.rootDir, PodLogsDir: c.podLogsDir},
+		Agent:  agent.Options{Runtime: rt, RootDir: c.rootDir, PodLogsDir: c.podLogsDir, CgroupsPerQOS: qos, EnforceNodeAllocatable: enforce},
 		Client: client,
 		Logger: log,
 	}
