@@ -618,7 +618,7 @@ func (a *Agent) build() error {
 		Readiness:  a.prober.Readiness().Updates(),
 		Startup:    a.prober.Startup().Updates(),
 		Pods:       a.pods,
-		PodsToSync: a.podsPastDeadline,
+		PodsToSync: a.podsToSync,
 		RuntimeHealthy: func() error {
 			if ok, err := a.pleg.Healthy(); !ok {
 				return err

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
@@ -82,6 +83,16 @@ func TestDevicePlugins(t *testing.T) {
 	first.waitPod("a-node1", "Running", isRunning)
 	env := createdEnv(t, rt, "a-uid")
 	assert.Equal(t, "gpu0", env[devicestest.DefaultEnv], "the plugin's answer reaches the container")
+	first.waitPod("a-node1", "its device Healthy in its status", deviceHealth("gpu0", v1.ResourceHealthStatusHealthy))
+
+	// A device turning unhealthy shows in the pod's status; the pod runs
+	// on, and the node has nothing left to allocate.
+	plugin.SetDevices(devicestest.Unhealthy("gpu0")...)
+	first.waitPod("a-node1", "its device Unhealthy in its status", deviceHealth("gpu0", v1.ResourceHealthStatusUnhealthy))
+	first.waitResource("example.com/gpu", 1, 0)
+	plugin.SetDevices(devicestest.Healthy("gpu0")...)
+	first.waitResource("example.com/gpu", 1, 1)
+	first.waitPod("a-node1", "Running", isRunning)
 
 	first.write("b.yaml", strings.ReplaceAll(gpuPod, "NAME", "b"))
 	b := first.waitPod("b-node1", "refused", func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
@@ -114,4 +125,16 @@ func createdEnv(t *testing.T, rt *fake.Runtime, uid string) map[string]string {
 		}
 	}
 	return env
+}
+
+// deviceHealth: the pod's first container reports the device's health in
+// allocatedResourcesStatus.
+func deviceHealth(id string, h v1.ResourceHealthStatus) func(v1.Pod) bool {
+	return func(p v1.Pod) bool {
+		if len(p.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		want := []v1.ResourceStatus{{Name: "example.com/gpu", Resources: []v1.ResourceHealth{{ResourceID: v1.ResourceID(id), Health: h}}}}
+		return equality.Semantic.DeepEqual(want, p.Status.ContainerStatuses[0].AllocatedResourcesStatus)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -41,6 +42,9 @@ func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit pod
 	if err != nil {
 		return st, err
 	}
+	if a.devices != nil {
+		a.devices.UpdateAllocatedResourcesStatus(pod, &st)
+	}
 	if st.Reason == status.ReasonDeadlineExceeded && old.Reason != status.ReasonDeadlineExceeded {
 		a.Eventf(pod, v1.EventTypeNormal, status.ReasonDeadlineExceeded, "%s", status.MessageDeadlineExceeded)
 	}
@@ -52,6 +56,22 @@ func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit pod
 	}
 	a.observeStartup(pod.UID, &st)
 	return st, nil
+}
+
+// podsToSync are the pods the sync loop syncs at its next tick beside those
+// due: those past their active deadline, and those holding a device whose
+// health changed (their allocatedResourcesStatus is due).
+func (a *Agent) podsToSync(now time.Time) []*v1.Pod {
+	pods := a.podsPastDeadline(now)
+	if a.devices == nil {
+		return pods
+	}
+	for _, uid := range a.devices.TakeHealthChanges() {
+		if p, ok := a.pods.GetPodByUID(uid); ok && !slices.ContainsFunc(pods, func(q *v1.Pod) bool { return q.UID == uid }) {
+			pods = append(pods, p)
+		}
+	}
+	return pods
 }
 
 // podsPastDeadline returns the pods whose spec.activeDeadlineSeconds has

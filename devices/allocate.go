@@ -53,6 +53,17 @@ func (p podDevices) inUse(res string) map[string]struct{} {
 	return used
 }
 
+// holders adds to uids the pods holding device id of res.
+func (p podDevices) holders(res, id string, uids map[types.UID]struct{}) {
+	for uid, containers := range p {
+		for _, byRes := range containers {
+			if a := byRes[res]; a != nil && slices.Contains(a.ids, id) {
+				uids[uid] = struct{}{}
+			}
+		}
+	}
+}
+
 func (p podDevices) holds(res string) bool {
 	for _, containers := range p {
 		for _, byRes := range containers {
@@ -180,8 +191,8 @@ func (m *Manager) allocateResource(pod *v1.Pod, c *v1.Container, res string, req
 		return nil, fmt.Errorf("cannot allocate unregistered device %s", res)
 	}
 	healthy := map[string]struct{}{}
-	for id, ok := range r.health {
-		if ok {
+	for id := range r.health {
+		if r.healthy(id) {
 			healthy[id] = struct{}{}
 		}
 	}
@@ -424,4 +435,54 @@ func (m *Manager) preStart(ctx context.Context, ep *endpoint, res string, ids []
 		return fmt.Errorf("device plugin PreStartContainer rpc failed with err: %v", err)
 	}
 	return nil
+}
+
+// UpdateAllocatedResourcesStatus sets, in each container status of st, the
+// health of the devices the container holds
+// (allocatedResourcesStatus), as upstream's ResourceHealthStatus feature
+// (on by default since 1.36) reports it: one entry per resource, each
+// device Healthy or Unhealthy as its plugin last listed it (Healthy when
+// never listed). Resources and devices are sorted, where upstream's order
+// is a map's. Entries of other resources are kept.
+func (m *Manager) UpdateAllocatedResourcesStatus(pod *v1.Pod, st *v1.PodStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	containers := m.pods[pod.UID]
+	if len(containers) == 0 {
+		return
+	}
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		byRes := containers[cs.Name]
+		for _, res := range slices.Sorted(maps.Keys(byRes)) {
+			rs := v1.ResourceStatus{Name: v1.ResourceName(res), Resources: []v1.ResourceHealth{}}
+			for _, id := range byRes[res].ids {
+				h := v1.ResourceHealthStatusHealthy
+				if ok, known := m.lastHealth[res][id]; known && !ok {
+					h = v1.ResourceHealthStatusUnhealthy
+				}
+				rs.Resources = append(rs.Resources, v1.ResourceHealth{ResourceID: v1.ResourceID(id), Health: h})
+			}
+			j := slices.IndexFunc(cs.AllocatedResourcesStatus, func(s v1.ResourceStatus) bool { return s.Name == rs.Name })
+			if j >= 0 {
+				cs.AllocatedResourcesStatus[j] = rs
+			} else {
+				cs.AllocatedResourcesStatus = append(cs.AllocatedResourcesStatus, rs)
+			}
+		}
+	}
+}
+
+// TakeHealthChanges returns, once, the pods holding a device whose health
+// its plugin listed anew: their statuses are due again, as upstream syncs
+// them.
+func (m *Manager) TakeHealthChanges() []types.UID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.healthChanged) == 0 {
+		return nil
+	}
+	out := slices.Sorted(maps.Keys(m.healthChanged))
+	clear(m.healthChanged)
+	return out
 }

@@ -11,8 +11,8 @@
 //   - follows its ListAndWatch stream: the resource's capacity is the
 //     number of devices listed, its allocatable the healthy ones
 //     (Resources, which the node's status reports);
-//   - when the stream ends, at once or later, marks every device unhealthy
-//     and never opens it again: the plugin must register anew. After the
+//   - when the stream ends, at once or later, makes none of its devices
+//     allocatable and never opens it again: the plugin must register anew. After the
 //     stop grace period (5 minutes) the resource is reported with a
 //     capacity of zero;
 //   - at admission (Admit, an admission handler) gives each container the
@@ -26,6 +26,10 @@
 //     CRI config: environment, mounts, device nodes, CDI devices,
 //     annotations; and calls PreStartContainer first when the plugin asks
 //     for it;
+//   - reports the health of each container's devices in its status
+//     (UpdateAllocatedResourcesStatus, allocatedResourcesStatus), and which
+//     pods' statuses are due when a device's health changes
+//     (TakeHealthChanges);
 //   - keeps the allocations and registered resources in a checkpoint in
 //     the plugin directory, so that a restarted node gives running pods the
 //     same devices and never gives them to another pod.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -95,6 +96,13 @@ type Manager struct {
 	// again and lists its devices (or goes away again).
 	deleted map[string]struct{}
 	pods    podDevices
+	// lastHealth is each device's health as its plugin last listed it,
+	// kept when the plugin goes away and when its resource is dropped, for
+	// the containers' allocatedResourcesStatus (upstream's allDevices).
+	lastHealth map[string]map[string]bool
+	// healthChanged are pods holding a device whose listed health
+	// changed, whose status is due again (TakeHealthChanges).
+	healthChanged map[types.UID]struct{}
 	// runCtx is Run's context while it serves; nil otherwise.
 	runCtx   context.Context
 	listener net.Listener
@@ -105,13 +113,19 @@ type Manager struct {
 // resourceState is one extended resource and the plugin that serves it.
 type resourceState struct {
 	ep *endpoint // nil for a resource restored from the checkpoint
-	// stoppedAt is when the plugin went away (zero while it streams).
+	// stoppedAt is when the plugin went away (zero while it streams);
+	// from then on none of its devices is allocatable.
 	stoppedAt time.Time
 	// listed: the resource is reported (devices listed once, or the plugin
 	// went away).
 	listed bool
-	// health of each device, by ID: true when Healthy.
+	// health of each device, by ID, as last listed: true when Healthy.
 	health map[string]bool
+}
+
+// healthy reports whether device id can be allocated (mu held).
+func (r *resourceState) healthy(id string) bool {
+	return r.stoppedAt.IsZero() && r.health[id]
 }
 
 // endpoint is one registered plugin's connection.
@@ -148,7 +162,8 @@ func New(opts Options) (*Manager, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{o: opts, clock: opts.Clock, log: log, resources: map[string]*resourceState{},
-		deleted: map[string]struct{}{}, pods: podDevices{}}, nil
+		deleted: map[string]struct{}{}, pods: podDevices{}, lastHealth: map[string]map[string]bool{},
+		healthChanged: map[types.UID]struct{}{}}, nil
 }
 
 // SocketPath is where the manager serves the registration API.
@@ -387,6 +402,13 @@ func (m *Manager) setDevices(ep *endpoint, devs []*pluginapi.Device) {
 	for _, d := range devs {
 		r.health[d.GetID()] = d.GetHealth() == pluginapi.Healthy
 	}
+	last := m.lastHealth[ep.resource]
+	for id, ok := range r.health {
+		if was, known := last[id]; !known || was != ok {
+			m.pods.holders(ep.resource, id, m.healthChanged)
+		}
+	}
+	m.lastHealth[ep.resource] = maps.Clone(r.health)
 	r.listed = true
 	delete(m.deleted, ep.resource)
 	m.checkpointLocked()
@@ -400,9 +422,6 @@ func (m *Manager) disconnected(ep *endpoint) {
 	if r == nil || r.ep != ep {
 		m.mu.Unlock()
 		return
-	}
-	for id := range r.health {
-		r.health[id] = false
 	}
 	r.listed = true
 	delete(m.deleted, ep.resource)
@@ -440,8 +459,8 @@ func (m *Manager) Resources() (capacity, allocatable v1.ResourceList) {
 			continue
 		}
 		healthy := 0
-		for _, ok := range r.health {
-			if ok {
+		for id := range r.health {
+			if r.healthy(id) {
 				healthy++
 			}
 		}

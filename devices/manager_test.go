@@ -553,3 +553,50 @@ func TestAllocatedCountsHeldDevices(t *testing.T) {
 	got := n.m.Allocated()[res]
 	assert.Equal(t, int64(2), got.Value(), "the init container's device, reused by c, counts once")
 }
+
+// A container's allocatedResourcesStatus follows its devices' health as
+// the plugin lists it, and the pods holding a device whose health changed
+// are due a status update.
+func TestAllocatedResourcesStatus(t *testing.T) {
+	n := startNode(t, "")
+	p := devicestest.New(res, devicestest.Healthy("0", "1")...)
+	require.NoError(t, n.plugin(t, p))
+	n.waitCounts(t, res, counts{2, 2})
+	a := pod("a", []v1.Container{ctr("init", map[string]int64{res: 1})}, ctr("c", map[string]int64{res: 2}), ctr("plain", nil))
+	ok, _, msg := n.m.Admit(a, nil)
+	require.True(t, ok, msg)
+	assert.Empty(t, n.m.TakeHealthChanges(), "nothing changed since the devices were given")
+
+	status := func() v1.PodStatus {
+		st := v1.PodStatus{
+			InitContainerStatuses: []v1.ContainerStatus{{Name: "init"}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "c", AllocatedResourcesStatus: []v1.ResourceStatus{
+				{Name: "example.com/other", Resources: []v1.ResourceHealth{{ResourceID: "x", Health: v1.ResourceHealthStatusUnknown}}},
+			}}, {Name: "plain"}},
+		}
+		n.m.UpdateAllocatedResourcesStatus(a, &st)
+		return st
+	}
+	health := func(h0, h1 v1.ResourceHealthStatus) v1.PodStatus {
+		return v1.PodStatus{
+			InitContainerStatuses: []v1.ContainerStatus{{Name: "init"}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "c", AllocatedResourcesStatus: []v1.ResourceStatus{
+				{Name: "example.com/other", Resources: []v1.ResourceHealth{{ResourceID: "x", Health: v1.ResourceHealthStatusUnknown}}},
+				{Name: res, Resources: []v1.ResourceHealth{{ResourceID: "0", Health: h0}, {ResourceID: "1", Health: h1}}},
+			}}, {Name: "plain"}},
+		}
+	}
+	assert.Equal(t, health(v1.ResourceHealthStatusHealthy, v1.ResourceHealthStatusHealthy), status(),
+		"init containers get none, as upstream; other resources' entries stay")
+
+	p.SetDevices(append(devicestest.Healthy("0"), devicestest.Unhealthy("1")...)...)
+	n.waitCounts(t, res, counts{2, 1})
+	assert.Equal(t, health(v1.ResourceHealthStatusHealthy, v1.ResourceHealthStatusUnhealthy), status())
+	assert.Equal(t, []types.UID{"a"}, n.m.TakeHealthChanges())
+	assert.Empty(t, n.m.TakeHealthChanges(), "once")
+
+	// A plugin that goes away leaves the health it last listed, as upstream.
+	p.Stop()
+	n.waitCounts(t, res, counts{2, 0})
+	assert.Equal(t, health(v1.ResourceHealthStatusHealthy, v1.ResourceHealthStatusUnhealthy), status())
+}
