@@ -34,8 +34,9 @@ type fsDriver struct {
 
 // openFS finds which cgroup version is mounted at root and its
 // hierarchies. A cgroup.controllers file at the root means v2; else every
-// directory under root but "unified" (the empty v2 hierarchy of hybrid
-// systems) is a v1 hierarchy named by its subsystems.
+// directory under root is a v1 hierarchy named by its subsystems; the
+// cgroups are made in "unified" too (the v2 hierarchy of hybrid systems,
+// without controllers), as upstream's do.
 func openFS(root string, remove func(string) error, kill func(int) error) (*fsDriver, error) {
 	d := &fsDriver{root: root, remove: remove, kill: kill}
 	if b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers")); err == nil {
@@ -55,9 +56,6 @@ func openFS(root string, remove func(string) error, kill func(int) error) (*fsDr
 	d.subsystems = map[string]string{}
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if e.Name() == "unified" {
-			continue
-		}
 		dir := filepath.Join(root, e.Name())
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			continue

@@ -114,8 +114,8 @@ func TestV1Hierarchy(t *testing.T) {
 			t.Errorf("%s = %q, want %q", strings.TrimPrefix(file, root), got, want)
 		}
 	}
-	if exists(filepath.Join(root, "unified", "kubepods")) || !exists(filepath.Join(root, "systemd", "kubepods")) {
-		t.Error("kubepods in the unified hierarchy, or not in the named systemd one")
+	if !exists(filepath.Join(root, "unified", "kubepods")) || !exists(filepath.Join(root, "systemd", "kubepods")) {
+		t.Error("kubepods not in the hybrid unified hierarchy, or not in the named systemd one")
 	}
 
 	g := pod("g-1", "cpu=500m,memory=64Mi/cpu=500m,memory=64Mi")
