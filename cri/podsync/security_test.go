@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
@@ -314,6 +317,17 @@ func TestUserNamespaces(t *testing.T) {
 	require.EqualError(t, err, "can't set `spec.hostUsers: false`, runtime does not support user namespaces")
 	_, err = none.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
 	require.Error(t, err, "never a container in the host's user namespace")
+
+	// A runtime class that does not exist is that error, before user
+	// namespaces are considered, as upstream's.
+	classes := podsync.RuntimeClassesFunc(func(name string) (*nodev1.RuntimeClass, error) {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}, name)
+	})
+	withClasses := securitySyncer(t, podsync.Options{PodsDir: t.TempDir(), UserNamespaces: supports, RuntimeClasses: classes})
+	pod.Spec.RuntimeClassName = ptr("missing")
+	_, err = withClasses.SandboxConfig(pod, 0)
+	require.EqualError(t, err, `runtimeclasses.node.k8s.io "missing" not found`)
+	pod.Spec.RuntimeClassName = nil
 
 	// hostUsers true, or unset, is the node's user namespace.
 	pod.Spec.HostUsers = ptr(true)

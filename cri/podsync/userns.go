@@ -64,7 +64,11 @@ func (s *Syncer) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil
 	}
-	handler := s.runtimeHandler(pod)
+	// A runtime class that cannot be found is that error, as upstream's.
+	handler, err := s.handler(pod)
+	if err != nil {
+		return nil, err
+	}
 	if s.opts.UserNamespaces == nil || !s.opts.UserNamespaces(handler) {
 		if handler != "" {
 			return nil, fmt.Errorf("can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces", handler)
