@@ -18,8 +18,9 @@
 # agent: removes every pod sandbox from containerd, starts the agent (node
 # name kk-node, a fresh root dir under $KK_WORK/fidelity), records for
 # $KK_FIDELITY_SECONDS (90) and stops it. Upstream kubelet runs standalone
-# with cgroupsPerQOS off and failCgroupV1 false (no systemd here, and the
-# machine may have cgroup v1). The report is $KK_WORK/fidelity/report.txt;
+# with cgroupsPerQOS on (cgroupfs driver, enforceNodeAllocatable pods, no
+# kube-reserved), as minikubelet does by default, and failCgroupV1 false
+# (no systemd here, and the machine may have cgroup v1). The report is $KK_WORK/fidelity/report.txt;
 # the script exits 1 when the last statuses differ. Needs root.
 #
 # Then (KK_FIDELITY_API=1, the default) the same pods through an API
@@ -116,6 +117,11 @@ main() {
 
   kk_write_kubelet_config "${DIR}/kubelet.yaml" "${DIR}/manifests" "${DIR}/upstream-logs" "${KK_ENDPOINT}" \
     "${UP_PORT}" "${UP_MAIN_PORT}"
+  # Both agents keep the QoS cgroups (cgroupfs; node allocatable enforced
+  # on kubepods, no kube-reserved): the qos-* pods read theirs back.
+  sed -i -e 's/^cgroupsPerQOS: false$/cgroupsPerQOS: true/' \
+    -e 's/^enforceNodeAllocatable: \[\]$/enforceNodeAllocatable: [pods]/' "${DIR}/kubelet.yaml"
+  grep -q '^cgroupsPerQOS: true$' "${DIR}/kubelet.yaml" || kk_die "kubelet.yaml: cgroupsPerQOS not turned on"
   # The phases run under set -e (never as `phase || ...`, which would turn
   # it off inside them); a comparison that differs sets DIFFERS.
   if [[ "${KK_FIDELITY_STANDALONE:-1}" == 1 ]]; then
@@ -143,7 +149,8 @@ standalone_phase() {
   fi
   run minikubelet "${MINI_PORT}" "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --pod-manifest-path "${DIR}/manifests" --node-name kk-node --root-dir "${DIR}/minikubelet-root" \
-    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --cgroups-per-qos --cgroup-driver cgroupfs \
+    --enforce-node-allocatable pods -v
 
   "${DIR}/fidelity" compare "${DIR}/upstream.json" "${DIR}/minikubelet.json" >"${DIR}/report.txt" || DIFFERS=1
   cat "${DIR}/report.txt"
@@ -195,7 +202,8 @@ vk_phase() {
       --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
       --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
   run_api vk-containerd "${DIR}/vknode" --container-runtime-endpoint "${KK_ENDPOINT}" \
-    --kubeconfig "${KK_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/vk-containerd-root" --port "${vk_port}" -v
+    --kubeconfig "${KK_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/vk-containerd-root" --port "${vk_port}" \
+    --cgroups-per-qos -v
   "${DIR}/fidelity" compare "${DIR}/minikubelet-api.json" "${DIR}/vk-containerd.json" >"${DIR}/report-vk.txt" || DIFFERS=1
   cat "${DIR}/report-vk.txt"
   kk_log "report, virtual-kubelet with the adapter on containerd: ${DIR}/report-vk.txt"
