@@ -14,7 +14,9 @@
 // whose manifests are annotated fidelity.kubeletkit.io/delete-after
 // (removing a static pod's manifest, or through the API server). create waits for the Node to be Ready, creates (or
 // replaces) the ConfigMaps and Secrets of --objects, and creates a pod of
-// each manifest bound to it; clean deletes the node's pods (grace 0),
+// each manifest bound to it, those annotated
+// fidelity.kubeletkit.io/create-after that long after the others (pods
+// whose admission depends on the pods admitted before them); clean deletes the node's pods (grace 0),
 // waits until they are gone, and deletes the Node and its Lease. They speak
 // plain HTTP, so that the core module stays free of client-go.
 //

@@ -161,6 +161,13 @@ func record(args []string) error {
 // long (a Go duration) after the first answer.
 const deleteAfterAnnotation = "fidelity.kubeletkit.io/delete-after"
 
+// createAfterAnnotation delays a pod's creation through the API server by
+// a duration after the first pods' (create): for pods whose admission
+// depends on the pods admitted before them (the memory they use, a host
+// port they hold), since both kubelets admit in creation order and the API
+// server's creation times have a resolution of one second.
+const createAfterAnnotation = "fidelity.kubeletkit.io/create-after"
+
 // deletion is a pod record deletes on schedule.
 type deletion struct {
 	path, namespace, name string
@@ -658,21 +665,46 @@ func create(args []string) error {
 			return fmt.Errorf("create: %w", err)
 		}
 	}
-	return eachManifest(fs.Arg(0), func(f string, data []byte) error {
-		var pod v1.Pod
-		if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+	type manifest struct {
+		file  string
+		pod   v1.Pod
+		after time.Duration
+	}
+	var pods []manifest
+	err = eachManifest(fs.Arg(0), func(f string, data []byte) error {
+		m := manifest{file: f}
+		if err := yaml.UnmarshalStrict(data, &m.pod); err != nil {
 			return fmt.Errorf("create: %s: %w", f, err)
 		}
+		if v, ok := m.pod.Annotations[createAfterAnnotation]; ok {
+			if m.after, err = time.ParseDuration(v); err != nil || m.after < 0 {
+				return fmt.Errorf("create: %s: annotation %s: %q is not a duration", f, createAfterAnnotation, v)
+			}
+		}
+		pods = append(pods, m)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The pods that wait are created after the others, in the order of
+	// their waits: a later creation time, which the API server sets to the
+	// second, puts them after the others in either kubelet's admission.
+	slices.SortStableFunc(pods, func(x, y manifest) int { return cmp.Compare(x.after, y.after) })
+	start := time.Now()
+	for _, m := range pods {
+		time.Sleep(time.Until(start.Add(m.after)))
+		pod := m.pod
 		if pod.Namespace == "" {
 			pod.Namespace = metav1.NamespaceDefault
 		}
 		pod.Spec.NodeName = a.node
 		url := fmt.Sprintf("%s/api/v1/namespaces/%s/pods", a.server, pod.Namespace)
 		if err := call(client, a.token, http.MethodPost, url, &pod, nil, http.StatusCreated); err != nil {
-			return fmt.Errorf("create: %s: %w", f, err)
+			return fmt.Errorf("create: %s: %w", m.file, err)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // eachManifest calls f with the path and content of each *.yaml file of
