@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubeletkit/kubeletkit/internal/podres"
 )
 
 // PodRequests returns what a pod requests of the node, as upstream computes
@@ -18,34 +20,15 @@ import (
 // requests of cpu, memory and hugepages in place of the containers' where
 // the pod sets them; then the pod's overhead added.
 func PodRequests(pod *v1.Pod) v1.ResourceList {
-	reqs := v1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		addList(reqs, pod.Spec.Containers[i].Resources.Requests)
-	}
-	sidecars, initMax := v1.ResourceList{}, v1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		var need v1.ResourceList
-		if isSidecar(c) {
-			addList(reqs, c.Resources.Requests)
-			addList(sidecars, c.Resources.Requests)
-			need = sidecars
-		} else {
-			need = v1.ResourceList{}
-			addList(need, c.Resources.Requests)
-			addList(need, sidecars)
-		}
-		maxList(initMax, need)
-	}
-	maxList(reqs, initMax)
+	reqs := podres.Effective(pod, podres.Requests, nil)
 	if r := pod.Spec.Resources; r != nil && podLevelRequestsSet(r.Requests) {
 		for name, q := range r.Requests {
-			if podLevelResource(name) {
+			if podres.PodLevel(name) {
 				reqs[name] = q.DeepCopy()
 			}
 		}
 	}
-	addList(reqs, pod.Spec.Overhead)
+	podres.Add(reqs, pod.Spec.Overhead)
 	return reqs
 }
 
@@ -53,37 +36,13 @@ func isSidecar(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
-// podLevelResource: the resources a pod may request for itself as a whole.
-func podLevelResource(name v1.ResourceName) bool {
-	return name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
-}
-
 func podLevelRequestsSet(reqs v1.ResourceList) bool {
 	for name := range reqs {
-		if podLevelResource(name) {
+		if podres.PodLevel(name) {
 			return true
 		}
 	}
 	return false
-}
-
-func addList(into, from v1.ResourceList) {
-	for name, q := range from {
-		if cur, ok := into[name]; ok {
-			cur.Add(q)
-			into[name] = cur
-		} else {
-			into[name] = q.DeepCopy()
-		}
-	}
-}
-
-func maxList(into, from v1.ResourceList) {
-	for name, q := range from {
-		if cur, ok := into[name]; !ok || q.Cmp(cur) > 0 {
-			into[name] = q.DeepCopy()
-		}
-	}
 }
 
 // InsufficientResource is a resource the node lacks for a pod: the pod

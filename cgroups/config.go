@@ -1,11 +1,10 @@
 package cgroups
 
 import (
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/internal/podres"
 	"github.com/kubeletkit/kubeletkit/status"
 )
 
@@ -147,40 +146,10 @@ func podLimits(pod *v1.Pod) (v1.ResourceList, bool, bool) {
 			mem = false
 		}
 	}
-	limits := v1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		l := pod.Spec.Containers[i].Resources.Limits
-		note(l)
-		addList(limits, l)
-	}
-	sidecars, initMax := v1.ResourceList{}, v1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		var need v1.ResourceList
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			addList(limits, c.Resources.Limits)
-			addList(sidecars, c.Resources.Limits)
-			need = sidecars
-		} else {
-			need = v1.ResourceList{}
-			addList(need, c.Resources.Limits)
-			addList(need, sidecars)
-		}
-		note(need)
-		for name, q := range need {
-			if cur, ok := initMax[name]; !ok || q.Cmp(cur) > 0 {
-				initMax[name] = q.DeepCopy()
-			}
-		}
-	}
-	for name, q := range initMax {
-		if cur, ok := limits[name]; !ok || q.Cmp(cur) > 0 {
-			limits[name] = q.DeepCopy()
-		}
-	}
+	limits := podres.Effective(pod, podres.Limits, note)
 	if r := pod.Spec.Resources; r != nil && podLevelSet(r) {
 		for name, q := range r.Limits {
-			if podLevel(name) {
+			if podres.PodLevel(name) {
 				limits[name] = q.DeepCopy()
 			}
 		}
@@ -200,31 +169,16 @@ func podLimits(pod *v1.Pod) (v1.ResourceList, bool, bool) {
 	return limits, cpu, mem
 }
 
-func podLevel(name v1.ResourceName) bool {
-	return name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
-}
-
 // podLevelSet: the pod sets a pod-level request or limit it may set.
 func podLevelSet(r *v1.ResourceRequirements) bool {
 	for _, l := range []v1.ResourceList{r.Requests, r.Limits} {
 		for name := range l {
-			if podLevel(name) {
+			if podres.PodLevel(name) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-func addList(into, from v1.ResourceList) {
-	for name, q := range from {
-		if cur, ok := into[name]; ok {
-			cur.Add(q)
-			into[name] = cur
-		} else {
-			into[name] = q.DeepCopy()
-		}
-	}
 }
 
 // hugePageLimits maps the huge page sizes a resource list names
