@@ -60,7 +60,11 @@
 # Both kubelets run without QoS cgroups (cgroupsPerQOS: false, cgroupfs), as
 # in hack/fidelity.sh: this machine has cgroup v1 without the hugetlb
 # controller, and a harness must not create /kubepods on the host. The specs
-# that look for QoS cgroups fail under both.
+# that look for QoS cgroups fail under both. Neither collects images
+# (imageGCHighThresholdPercent 100): on a disk more than 85% used, both
+# would remove the images the run imported, the sandbox image among them
+# where the runtime does not pin it (containerd 1.6), and no pod could
+# start again.
 #
 # Environment: KK_WORK, KK_APISERVER_CACHE, KK_K8S_VERSION (lib.sh);
 # KK_CONFORMANCE_NODE (node name, default kk-conformance). Needs root.
@@ -301,6 +305,7 @@ evictionPressureTransitionPeriod: 30s
 evictionHard: {memory.available: 250Mi, nodefs.available: 10%, nodefs.inodesFree: 5%}
 evictionMinimumReclaim: {nodefs.available: 5%, nodefs.inodesFree: 5%}
 resolvConf: /etc/resolv.conf
+imageGCHighThresholdPercent: 100
 EOF
   KUBELET_BIN="${KK_KUBELET_BIN}"
   cmd=("${KUBELET_BIN}" --config "${OUT}/kubelet-config.yaml" --kubeconfig "${KUBECONFIG_FILE}"
@@ -311,7 +316,7 @@ minikubelet)
   cmd=("${KUBELET_BIN}" --container-runtime-endpoint "${KK_CRI_ENDPOINT}" --kubeconfig "${KUBECONFIG_FILE}"
     --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir /var/lib/kubelet --pod-logs-dir /var/log/pods --container-log-links-dir /var/log/containers
     --address 0.0.0.0 --port 10250 --read-only-port 10255 --anonymous-auth --authorization-mode AlwaysAllow
-    --pod-manifest-path "${OUT}/manifests" --cgroups-per-qos=false # as upstream's configuration above
+    --pod-manifest-path "${OUT}/manifests" --cgroups-per-qos=false --image-gc-high-threshold 100 # as upstream's above
     --eviction-hard 'memory.available<250Mi,nodefs.available<10%,nodefs.inodesFree<5%'
     --eviction-minimum-reclaim 'nodefs.available=5%,nodefs.inodesFree=5%')
   ;;
