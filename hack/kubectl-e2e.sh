@@ -242,10 +242,11 @@ run_checks() {
   check exec-stdin expect 'from stdin' bash -c "echo 'from stdin' | ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec -i logger -c main -- cat"
   # A tty needs a terminal on kubectl's side: script(1) gives it one. The
   # session stays a second, so that kubectl has the output before it ends.
-  # script writes a NUL of its own at the end of its input, which races the
-  # session's output (before it in about one run in six, under either
-  # kubelet): it goes with the carriage returns.
-  check exec-tty bash -c "script -qec \"${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec -it logger -c main -- sh -c 'tty; sleep 1'\" /dev/null | tr -d '\r\000' | grep -E '^/dev/pts/[0-9]+$'"
+  # script's input stays open for 10 s: at the end of its input script
+  # writes a NUL and hangs up the session, which raced the session's output
+  # (the NUL before it, or no output at all, under either kubelet; the
+  # carriage returns and any NUL are dropped).
+  check exec-tty bash -c "sleep 10 | script -qec \"${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} exec -it logger -c main -- sh -c 'tty; sleep 1'\" /dev/null | tr -d '\r\000' | grep -E '^/dev/pts/[0-9]+$'"
   check attach bash -c "(echo 'through attach'; sleep 2) | timeout 5 ${KK_KUBECTL_BIN} --kubeconfig ${KK_KUBECONFIG} -n ${NS} attach -i reader -c main | grep -x 'through attach'"
 
   local port
