@@ -221,7 +221,10 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		step := s.startContainer(ctx, pod, status, sb, c, cri.ContainerTypeInit)
 		step.Step = StepInitContainer
 		res.Steps = append(res.Steps, step)
-		if step.Err != nil {
+		// A sidecar that cannot start (backing off, say) holds up nothing
+		// after it, as upstream; a regular init container that cannot
+		// start ends the sync.
+		if step.Err != nil && !IsSidecar(c) {
 			return res
 		}
 	}

@@ -315,6 +315,31 @@ func TestSyncPodInitAndSidecars(t *testing.T) {
 	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, h.status(pod).Sandbox().GetState())
 }
 
+// A sidecar backing off holds up nothing after it: an app container that
+// exited is restarted in the same sync, as upstream's SyncPod skips a
+// restartable init container it cannot start.
+func TestSyncPodSidecarBackOffDoesNotHoldUpTheApp(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod("", []v1.Container{sidecar("proxy")}, ctr("app"))
+	require.NoError(t, h.sync(pod).Err())
+	require.NoError(t, h.sync(pod).Err())
+	st := h.status(pod)
+	require.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, st.ContainerByName("app").GetState())
+
+	// The sidecar crashes and restarts, then crashes again: backing off.
+	require.NoError(t, h.rt.ExitContainer(st.ContainerByName("proxy").GetId(), 1, "Error"))
+	require.NoError(t, h.sync(pod).Err())
+	require.NoError(t, h.rt.ExitContainer(h.status(pod).ContainerByName("proxy").GetId(), 1, "Error"))
+	// The app exits too while the sidecar backs off.
+	require.NoError(t, h.rt.ExitContainer(h.status(pod).ContainerByName("app").GetId(), 0, "Completed"))
+	r := h.sync(pod)
+	assert.Equal(t, []int{0}, r.Actions.InitContainersToStart)
+	assert.Equal(t, []int{0}, r.Actions.ContainersToStart)
+	require.ErrorIs(t, r.Err(), podsync.ErrCrashLoopBackOff, "the sidecar backs off")
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, h.status(pod).ContainerByName("app").GetState(), "the app restarted regardless")
+	assert.NotEqual(t, runtimeapi.ContainerState_CONTAINER_RUNNING, h.status(pod).ContainerByName("proxy").GetState())
+}
+
 func TestSyncPodInitFailureNever(t *testing.T) {
 	h := newHarness(t, exitRule(1, 0))
 	i1 := crasher("init1")
