@@ -26,6 +26,15 @@
 // NodeStatusSink, Leases, LeaseDuration, MirrorPods, Recorder, Services and
 // ReportHostIPs, and its VolumeSources unless the caller gave some.
 //
+// # Many nodes in one process
+//
+// NewShared builds what nodes joined from one process can share: the
+// services' watch, the configMap and secret watches and token requests of
+// the volume sources, and an event broadcaster on which each node records
+// under its own host. Join every node with JoinOptions{Shared: shared},
+// run shared.Run beside them, and give them one clientset (one connection
+// to the API server); examples/nodefarm does so for scale tests.
+//
 // # The adapters
 //
 //   - PodSource lists and watches the pods bound to the node

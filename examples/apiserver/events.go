@@ -47,6 +47,12 @@ var _ agent.EventRecorder = (*GatedRecorder)(nil)
 // recorder's goroutines.
 func (g *GatedRecorder) Start(client kubernetes.Interface, nodeName string) (stop func()) {
 	rec, shutdown := NewRecorder(client, nodeName)
+	return g.startWith(rec, shutdown)
+}
+
+// startWith passes events to rec until stop, which drops events from then
+// on and calls shutdown.
+func (g *GatedRecorder) startWith(rec record.EventRecorder, shutdown func()) (stop func()) {
 	g.rec.Store(&rec)
 	return func() {
 		g.rec.Store(nil)

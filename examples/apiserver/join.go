@@ -34,6 +34,11 @@ type JoinOptions struct {
 	// Logger receives the adapters' logs, each with a "component"
 	// attribute; nil discards them.
 	Logger *slog.Logger
+	// Shared, when set, gives the node the adapters that many nodes of one
+	// process share (NewShared): its services, configMap, secret and token
+	// sources, and its event broadcaster, instead of its own. The caller
+	// runs Shared.Run beside the nodes; Joined.Run waits for it to start.
+	Shared *Shared
 }
 
 // Agent is what Run runs beside the adapters; *agent.Agent implements it.
@@ -63,6 +68,7 @@ type Joined struct {
 	volumes  *WatchingSources
 	services *Services
 	pods     *PodSource
+	shared   *Shared
 	updates  chan syncloop.PodUpdate
 	recorder *GatedRecorder
 
@@ -98,7 +104,7 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 	}
 	log := orDiscard(opts.Logger)
 	j := &Joined{client: client, nodeName: nodeName, leaseDuration: opts.NodeLeaseDuration, log: log,
-		updates: make(chan syncloop.PodUpdate), recorder: &GatedRecorder{}}
+		updates: make(chan syncloop.PodUpdate), recorder: &GatedRecorder{}, shared: opts.Shared}
 	var err error
 	if j.status, err = NewStatusSink(client, StatusSinkOptions{Logger: log.With("component", "api-status")}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
@@ -110,11 +116,15 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 	if j.mirrors, err = NewMirrorPods(client, nodeName, MirrorPodsOptions{Logger: log.With("component", "api-mirror")}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 	}
-	if j.volumes, err = NewWatchingSources(client, WatchingSourcesOptions{Logger: log.With("component", "api-volumes")}); err != nil {
-		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
-	}
-	if j.services, err = NewServices(client, ServicesOptions{Logger: log.With("component", "api-services")}); err != nil {
-		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+	if opts.Shared != nil {
+		j.volumes, j.services = opts.Shared.volumes, opts.Shared.services
+	} else {
+		if j.volumes, err = NewWatchingSources(client, WatchingSourcesOptions{Logger: log.With("component", "api-volumes")}); err != nil {
+			return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+		}
+		if j.services, err = NewServices(client, ServicesOptions{Logger: log.With("component", "api-services")}); err != nil {
+			return nil, fmt.Errorf("join node %s: %w", nodeName, err)
+		}
 	}
 	if j.pods, err = NewPodSource(client, nodeName, j.updates, PodSourceOptions{Logger: log.With("component", "api-source")}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
@@ -171,6 +181,11 @@ func (j *Joined) Apply(opts *agent.Options) error {
 // any of them returns, Run ends the others; it returns once every one has
 // ended and the recorder has stopped, with the first error (nil when ctx
 // ended). Run may be called once.
+//
+// A node joined with JoinOptions.Shared first waits for the shared
+// adapters' Run to start (or ctx to end), records its events through their
+// broadcaster, and leaves their watches to them: it runs the agent and its
+// pod source.
 func (j *Joined) Run(ctx context.Context, a Agent) error {
 	if got := a.NodeName(); got != j.nodeName {
 		return fmt.Errorf("run node %s: the agent runs node %q: %w", j.nodeName, got, ErrInvalidArgument)
@@ -181,7 +196,14 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	if err := CheckAccess(ctx, j.client, j.nodeName); err != nil {
 		return fmt.Errorf("run node %s: %w", j.nodeName, err)
 	}
-	defer j.recorder.Start(j.client, j.nodeName)()
+	if j.shared != nil {
+		if err := j.shared.wait(ctx); err != nil {
+			return fmt.Errorf("run node %s: waiting for the shared adapters: %w", j.nodeName, err)
+		}
+		defer j.recorder.startWith(j.shared.recorder(j.nodeName), func() {})()
+	} else {
+		defer j.recorder.Start(j.client, j.nodeName)()
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -204,8 +226,10 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	}
 	run("agent", a.Run)
 	run("pod source", j.pods.Run)
-	run("volume sources", j.volumes.Run)
-	run("services", j.services.Run)
+	if j.shared == nil {
+		run("volume sources", j.volumes.Run)
+		run("services", j.services.Run)
+	}
 	wg.Wait()
 	return first
 }
