@@ -26,6 +26,9 @@ const (
 	// KillUnknownState: the runtime reports the container's state as
 	// unknown; it is killed so that it can be started cleanly.
 	KillUnknownState
+	// KillResizeRestart: the container's resources changed and its
+	// resizePolicy asks for a restart to apply them.
+	KillResizeRestart
 )
 
 // String returns a short name of the reason.
@@ -41,6 +44,8 @@ func (r KillReason) String() string {
 		return "NotInSpec"
 	case KillUnknownState:
 		return "UnknownState"
+	case KillResizeRestart:
+		return "ResizeRestart"
 	}
 	return fmt.Sprintf("KillReason(%d)", uint8(r))
 }
@@ -89,12 +94,16 @@ type Actions struct {
 	// (pod.Spec.EphemeralContainers) never started yet, in a sandbox that
 	// is kept. An ephemeral container runs once: it is never restarted.
 	EphemeralContainersToStart []int
+	// ContainersToUpdate are running containers (app containers and
+	// sidecars) whose resources change in place, in spec order.
+	ContainersToUpdate []ContainerToUpdate
 }
 
 // Nothing reports whether the plan does nothing.
 func (a Actions) Nothing() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 &&
-		len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0
+		len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0 &&
+		len(a.ContainersToUpdate) == 0
 }
 
 // ProbeResults tells whether a probe of one kind (liveness or startup) has
@@ -228,6 +237,12 @@ func sandboxChange(pod *v1.Pod, status *cri.PodStatus) (create bool, attempt uin
 //     a non-zero exit). A running container is killed when its spec hash
 //     changed (and restarted), or its liveness or startup probe failed
 //     (restarted unless Never).
+//   - A running app container or sidecar whose resources differ from its
+//     spec's (an in-place resize the node accepted) is updated in place
+//     (ContainersToUpdate), or restarted when its resizePolicy says
+//     RestartContainer for a resource that changes; static pods are never
+//     resized, and a runtime that reports no resources leaves nothing to
+//     compare, as upstream.
 //   - Running containers with no spec entry are killed.
 //   - When no app container is running or to be started, the pod is killed.
 func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
@@ -302,6 +317,8 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 			} else if k, ok := probeKill(c, st, probes); ok {
 				a.ContainersToKill = append(a.ContainersToKill, k)
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
+			} else {
+				a.resizeAction(pod, c, st, i, true)
 			}
 		}
 	}
@@ -336,6 +353,9 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
 			a.ContainersToKill = append(a.ContainersToKill, k)
+			continue
+		}
+		if !a.resizeAction(pod, c, st, i, false) {
 			continue
 		}
 		keep++

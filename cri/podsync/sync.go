@@ -179,6 +179,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	}
 
 	if !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0 {
+		if len(a.ContainersToUpdate) != 0 {
+			res.Steps = append(res.Steps, s.resize(ctx, pod, a.ContainersToUpdate))
+		}
 		return res
 	}
 	sandboxID, podIPs := a.SandboxID, status.IPs
@@ -227,6 +230,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		if step.Err != nil && !IsSidecar(c) {
 			return res
 		}
+	}
+	// Running containers are resized after the init containers start and
+	// before the app containers do, as upstream's SyncPod orders it.
+	if len(a.ContainersToUpdate) != 0 {
+		res.Steps = append(res.Steps, s.resize(ctx, pod, a.ContainersToUpdate))
 	}
 	for _, i := range a.ContainersToStart {
 		c := &pod.Spec.Containers[i]

@@ -34,6 +34,7 @@ type Runtime interface {
 	StartContainer(ctx context.Context, containerID string) error
 	StopContainer(ctx context.Context, containerID string, timeout int64) error
 	RemoveContainer(ctx context.Context, containerID string) error
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error
 	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
@@ -206,6 +207,10 @@ type Options struct {
 	// Cgroups gives each sandbox its cgroup parent, the pod's cgroup
 	// (package cgroups). Nil: none, the runtime's default.
 	Cgroups SandboxCgroups
+	// PodCgroups resizes the pod's own cgroup around an in-place resize
+	// of its containers (package cgroups). Nil: only the containers are
+	// resized.
+	PodCgroups PodCgroupResizer
 }
 
 // Syncer drives pods through the CRI: SyncPod, KillPod and

@@ -1,0 +1,189 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/internal/podsource"
+)
+
+// StepResizePodInPlace is the step that changes the resources of running
+// containers (and of the pod's cgroup) without restarting them: upstream's
+// ResizePodInPlace sync action.
+const StepResizePodInPlace Step = "ResizePodInPlace"
+
+// ErrResizePodInPlace is wrapped by the error of a failed in-place resize.
+var ErrResizePodInPlace = errors.New("ResizePodInPlaceError")
+
+// Upstream's smallest effective CPU values: shares at or below minShares,
+// and limits at or below minMilliCPULimit, all read as the same.
+const minMilliCPULimit = 10
+
+// PodCgroupResizer changes the limits of a pod's own cgroup during an
+// in-place resize (package cgroups' Manager has this method). With grow,
+// only the values the pod's spec raises are written; without, only those it
+// lowers: SyncPod grows the pod's cgroup before it resizes the containers
+// and shrinks it after, as upstream orders them, so that a container's
+// limit never exceeds its pod's.
+type PodCgroupResizer interface {
+	ResizePod(pod *v1.Pod, grow bool) error
+}
+
+// ContainerToUpdate is a running container whose CPU or memory changes in
+// place (UpdateContainerResources) because its pod's allocated resources
+// changed and its resize policy does not ask for a restart.
+type ContainerToUpdate struct {
+	// ID is the CRI container ID; Name the container's name in the spec.
+	ID, Name string
+	// Init says Index is in pod.Spec.InitContainers (a sidecar), else in
+	// pod.Spec.Containers.
+	Init  bool
+	Index int
+	// Current are the resources the runtime reports for the container;
+	// Desired those of the spec.
+	Current, Desired *runtimeapi.LinuxContainerResources
+}
+
+// milliResources is what a resize compares, in upstream's units: CPU in
+// millicores (the request read back from the shares, the limit from the
+// quota), memory in bytes.
+type milliResources struct {
+	cpuRequest, cpuLimit, memoryLimit int64
+}
+
+func toMilli(r *runtimeapi.LinuxContainerResources) milliResources {
+	var m milliResources
+	if r.GetCpuShares() >= minShares {
+		m.cpuRequest = (r.GetCpuShares()*1000 + sharesPerCPU - 1) / sharesPerCPU
+	}
+	if r.GetCpuQuota() > 0 && r.GetCpuPeriod() > 0 {
+		m.cpuLimit = r.GetCpuQuota() * 1000 / r.GetCpuPeriod()
+	}
+	m.memoryLimit = r.GetMemoryLimitInBytes()
+	return m
+}
+
+// IsResizeAllowed reports whether a pod's containers may be resized in
+// place: not a static pod's, as upstream.
+func IsResizeAllowed(pod *v1.Pod) bool { return !podsource.IsStatic(pod) }
+
+// resizeAction compares a running container's resources, as the runtime
+// reports them, with its spec's, and plans the change: nothing (they
+// match, or the runtime reports none, as upstream, which then has nothing
+// to compare), an update in place, or a restart when the container's
+// resizePolicy asks for one for a resource that changes. It reports
+// whether the container is kept running.
+func (a *Actions) resizeAction(pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus, index int, init bool) bool {
+	current := st.GetResources().GetLinux()
+	if current == nil || !running(st) || !IsResizeAllowed(pod) {
+		return true
+	}
+	desired := Resources(c)
+	want, have := toMilli(desired), toMilli(current)
+	if want.cpuRequest <= minShares && have.cpuRequest <= minShares {
+		want.cpuRequest = have.cpuRequest
+	}
+	if want.cpuLimit <= minMilliCPULimit && have.cpuLimit <= minMilliCPULimit {
+		want.cpuLimit = have.cpuLimit
+	}
+	if want == have {
+		return true
+	}
+	restart := func(r v1.ResourceName) bool {
+		for _, p := range c.ResizePolicy {
+			if p.ResourceName == r {
+				return p.RestartPolicy == v1.RestartContainer
+			}
+		}
+		return false
+	}
+	if (want.memoryLimit != have.memoryLimit && restart(v1.ResourceMemory)) ||
+		((want.cpuLimit != have.cpuLimit || want.cpuRequest != have.cpuRequest) && restart(v1.ResourceCPU)) {
+		a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillResizeRestart,
+			Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
+		if init {
+			a.InitContainersToStart = append(a.InitContainersToStart, index)
+		} else {
+			a.ContainersToStart = append(a.ContainersToStart, index)
+		}
+		return false
+	}
+	a.ContainersToUpdate = append(a.ContainersToUpdate, ContainerToUpdate{ID: st.GetId(), Name: c.Name, Init: init, Index: index,
+		Current: current, Desired: desired})
+	return true
+}
+
+// resize performs the in-place part of a plan, in upstream's order: for
+// memory, then for CPU, the pod's cgroup grows first, then the containers
+// whose value falls are updated, then those whose value rises, then the
+// pod's cgroup shrinks. Each update changes only the resource of its pass;
+// the first failure ends the resize, which the next sync takes up again.
+func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToUpdate) StepResult {
+	step := StepResult{Step: StepResizePodInPlace, Target: pod.Name}
+	fail := func(err error) StepResult {
+		step.Err = fmt.Errorf("%w: pod %s: %w", ErrResizePodInPlace, podDesc(pod), err)
+		step.Message = err.Error()
+		s.log.Warn("In-place resize failed", "pod", podDesc(pod), "err", err)
+		return step
+	}
+	if cg := s.opts.PodCgroups; cg != nil {
+		if err := cg.ResizePod(pod, true); err != nil {
+			return fail(err)
+		}
+	}
+	current := make([]*runtimeapi.LinuxContainerResources, len(updates))
+	for i, u := range updates {
+		current[i] = cloneLinuxResources(u.Current)
+	}
+	passes := []struct {
+		name  string
+		value func(*runtimeapi.LinuxContainerResources) int64
+		apply func(dst, src *runtimeapi.LinuxContainerResources)
+	}{
+		{"memory", func(r *runtimeapi.LinuxContainerResources) int64 { return r.GetMemoryLimitInBytes() },
+			func(dst, src *runtimeapi.LinuxContainerResources) {
+				dst.MemoryLimitInBytes = src.GetMemoryLimitInBytes()
+			}},
+		{"cpu", func(r *runtimeapi.LinuxContainerResources) int64 {
+			m := toMilli(r)
+			return m.cpuLimit*1_000_000 + m.cpuRequest
+		}, func(dst, src *runtimeapi.LinuxContainerResources) {
+			dst.CpuShares, dst.CpuQuota, dst.CpuPeriod = src.GetCpuShares(), src.GetCpuQuota(), src.GetCpuPeriod()
+		}},
+	}
+	for _, p := range passes {
+		for _, falling := range []bool{true, false} {
+			for i, u := range updates {
+				have, want := p.value(current[i]), p.value(u.Desired)
+				if have == want || (want < have) != falling {
+					continue
+				}
+				next := cloneLinuxResources(current[i])
+				p.apply(next, u.Desired)
+				if err := s.rt.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: next}); err != nil {
+					return fail(fmt.Errorf("container %s: update %s: %w", u.Name, p.name, err))
+				}
+				current[i] = next
+			}
+		}
+	}
+	if cg := s.opts.PodCgroups; cg != nil {
+		if err := cg.ResizePod(pod, false); err != nil {
+			return fail(err)
+		}
+	}
+	s.log.Info("Resized containers in place", "pod", podDesc(pod), "containers", len(updates))
+	return step
+}
+
+func cloneLinuxResources(r *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {
+	if r == nil {
+		return &runtimeapi.LinuxContainerResources{}
+	}
+	return proto.CloneOf(r)
+}

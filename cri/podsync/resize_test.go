@@ -1,0 +1,188 @@
+package podsync_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+)
+
+// sized is a container with CPU and memory requests and limits ("" leaves
+// one out).
+func sized(name, cpuReq, cpuLim, memLim string) v1.Container {
+	c := ctr(name)
+	c.Resources = v1.ResourceRequirements{Requests: v1.ResourceList{}, Limits: v1.ResourceList{}}
+	if cpuReq != "" {
+		c.Resources.Requests[v1.ResourceCPU] = resource.MustParse(cpuReq)
+	}
+	if cpuLim != "" {
+		c.Resources.Limits[v1.ResourceCPU] = resource.MustParse(cpuLim)
+	}
+	if memLim != "" {
+		c.Resources.Limits[v1.ResourceMemory] = resource.MustParse(memLim)
+		c.Resources.Requests[v1.ResourceMemory] = resource.MustParse(memLim)
+	}
+	return c
+}
+
+// withResources is a running container's status reporting the resources
+// spec container c would be created with.
+func withResources(st *runtimeapi.ContainerStatus, c v1.Container) *runtimeapi.ContainerStatus {
+	st.Resources = &runtimeapi.ContainerResources{Linux: podsync.Resources(&c)}
+	return st
+}
+
+func TestComputeActionsResize(t *testing.T) {
+	restartMemory := []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	cases := []struct {
+		name string
+		// was is what the container runs with, now its spec.
+		was, now v1.Container
+		static   bool
+		noReport bool
+		// update: resized in place; restart: killed and started.
+		update, restart bool
+	}{
+		{name: "unchanged", was: sized("app", "100m", "200m", "64Mi"), now: sized("app", "100m", "200m", "64Mi")},
+		{name: "cpu limit up", was: sized("app", "100m", "200m", "64Mi"), now: sized("app", "100m", "400m", "64Mi"), update: true},
+		{name: "cpu request down", was: sized("app", "500m", "", ""), now: sized("app", "250m", "", ""), update: true},
+		{name: "memory limit up", was: sized("app", "", "", "64Mi"), now: sized("app", "", "", "128Mi"), update: true},
+		{name: "below the smallest shares is no change", was: sized("app", "1m", "", ""), now: sized("app", "2m", "", "")},
+		{name: "below the smallest quota is no change", was: sized("app", "1m", "5m", ""), now: sized("app", "1m", "8m", "")},
+		{
+			name: "memory with RestartContainer restarts", restart: true,
+			was: func() v1.Container { c := sized("app", "", "", "64Mi"); c.ResizePolicy = restartMemory; return c }(),
+			now: func() v1.Container { c := sized("app", "", "", "128Mi"); c.ResizePolicy = restartMemory; return c }(),
+		},
+		{
+			name: "cpu alone with RestartContainer for memory is in place", update: true,
+			was: func() v1.Container { c := sized("app", "100m", "", "64Mi"); c.ResizePolicy = restartMemory; return c }(),
+			now: func() v1.Container { c := sized("app", "300m", "", "64Mi"); c.ResizePolicy = restartMemory; return c }(),
+		},
+		{name: "a static pod is never resized", static: true, was: sized("app", "100m", "", ""), now: sized("app", "300m", "", "")},
+		{name: "a runtime reporting no resources leaves nothing to compare", noReport: true, was: sized("app", "100m", "", ""), now: sized("app", "300m", "", "")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod(v1.RestartPolicyAlways, nil, tc.now)
+			if tc.static {
+				pod.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+			}
+			st := cst("c1", tc.now, running, 0, 0)
+			if !tc.noReport {
+				withResources(st, tc.was)
+			}
+			a := podsync.ComputeActions(pod, status(ready(), st), podsync.Probes{})
+			if tc.update {
+				require.Len(t, a.ContainersToUpdate, 1)
+				u := a.ContainersToUpdate[0]
+				assert.Equal(t, "c1", u.ID)
+				assert.Equal(t, "app", u.Name)
+				assert.Equal(t, podsync.Resources(&tc.now).String(), u.Desired.String())
+			} else {
+				assert.Empty(t, a.ContainersToUpdate)
+			}
+			if tc.restart {
+				require.Len(t, a.ContainersToKill, 1)
+				assert.Equal(t, podsync.KillResizeRestart, a.ContainersToKill[0].Reason)
+				assert.Equal(t, "Container app resize requires restart", a.ContainersToKill[0].Message)
+				assert.Equal(t, []int{0}, a.ContainersToStart)
+				assert.False(t, a.KillPod)
+			} else {
+				assert.Empty(t, a.ContainersToKill)
+				assert.Empty(t, a.ContainersToStart)
+			}
+			assert.Equal(t, !tc.update && !tc.restart, a.Nothing(), "%+v", a)
+		})
+	}
+}
+
+func TestComputeActionsResizesSidecars(t *testing.T) {
+	was, now := sized("proxy", "100m", "", ""), sized("proxy", "200m", "", "")
+	always := v1.ContainerRestartPolicyAlways
+	was.RestartPolicy, now.RestartPolicy = &always, &always
+	app := ctr("app")
+	pod := newPod(v1.RestartPolicyAlways, []v1.Container{now}, app)
+	a := podsync.ComputeActions(pod, status(ready(), withResources(cst("s1", now, running, 0, 0), was), cst("a1", app, running, 0, 0)), podsync.Probes{})
+	require.Len(t, a.ContainersToUpdate, 1)
+	assert.True(t, a.ContainersToUpdate[0].Init)
+	assert.Equal(t, 0, a.ContainersToUpdate[0].Index)
+}
+
+// cgroupCalls records PodCgroupResizer calls.
+type cgroupCalls struct {
+	grow []bool
+	err  error
+}
+
+func (c *cgroupCalls) ResizePod(_ *v1.Pod, grow bool) error {
+	c.grow = append(c.grow, grow)
+	return c.err
+}
+
+func TestSyncPodResizesInPlace(t *testing.T) {
+	h := newHarness(t)
+	cg := &cgroupCalls{}
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, LogRoot: t.TempDir(), PodCgroups: cg})
+	require.NoError(t, err)
+	h.s = s
+	pod := newPod(v1.RestartPolicyAlways, nil, sized("big", "1", "2", "256Mi"), sized("small", "100m", "200m", "64Mi"))
+	require.NoError(t, h.sync(pod).Err())
+	h.rec.TakeReasons()
+
+	// One container shrinks and the other grows, for both resources.
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0] = sized("big", "500m", "1", "128Mi")
+	resized.Spec.Containers[1] = sized("small", "200m", "400m", "128Mi")
+	r := h.sync(resized)
+	require.NoError(t, r.Err())
+	require.Len(t, r.Steps, 1)
+	assert.Equal(t, podsync.StepResizePodInPlace, r.Steps[0].Step)
+	assert.Equal(t, []bool{true, false}, cg.grow, "the pod's cgroup grows before the containers change and shrinks after")
+	assert.Empty(t, h.rec.TakeReasons(), "an in-place resize restarts nothing")
+	assert.Len(t, h.rt.CallsOf(fake.CreateContainer), 2)
+
+	st := h.status(resized)
+	ids := map[string]string{}
+	for _, c := range resized.Spec.Containers {
+		cs := st.ContainerByName(c.Name)
+		require.NotNil(t, cs)
+		ids[cs.GetId()] = c.Name
+		assert.Equal(t, podsync.Resources(&c).String(), cs.GetResources().GetLinux().String(), c.Name)
+	}
+	// Memory first, then CPU; within each, what falls before what rises.
+	var order []string
+	for _, c := range h.rt.CallsOf(fake.UpdateContainerResources) {
+		req := c.Request.(*runtimeapi.UpdateContainerResourcesRequest)
+		order = append(order, ids[req.GetContainerId()])
+	}
+	assert.Equal(t, []string{"big", "small", "big", "small"}, order)
+
+	// Done: the next sync has nothing to do.
+	assert.True(t, h.sync(resized).Actions.Nothing())
+}
+
+func TestSyncPodResizeFailure(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod(v1.RestartPolicyAlways, nil, sized("app", "100m", "", ""))
+	require.NoError(t, h.sync(pod).Err())
+	h.rt.InjectFault(fake.UpdateContainerResources, fake.Fault{Err: cri.ErrUnavailable, Times: 1})
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0] = sized("app", "300m", "", "")
+	r := h.sync(resized)
+	require.Error(t, r.Err())
+	assert.True(t, errors.Is(r.Err(), podsync.ErrResizePodInPlace))
+	assert.Contains(t, r.Steps[0].Message, "container app: update cpu")
+	// The next sync takes the resize up again.
+	require.NoError(t, h.s.SyncPod(context.Background(), resized, h.status(resized)).Err())
+	assert.True(t, h.sync(resized).Actions.Nothing())
+}
