@@ -421,6 +421,8 @@ func (g *generator) convert(cs *runtimeapi.ContainerStatus, old *v1.ContainerSta
 		st.Image = spec.Image
 	}
 	st.User = containerUser(cs.GetUser())
+	st.AllocatedResources = spec.Resources.Requests.DeepCopy()
+	st.Resources = containerResources(spec, cs, old, id)
 	if old != nil {
 		st.VolumeMounts = slices.Clone(old.VolumeMounts)
 		// As upstream 1.36 (RestartAllContainersOnContainerExits, on by
