@@ -70,6 +70,10 @@ type Input struct {
 	RuntimeStatusErr error
 	// PLEGErr is the PLEG's health error (nil when healthy).
 	PLEGErr error
+	// ShutdownErr is the node shutdown's status (nodeshutdown.Manager's
+	// ShutdownStatus): "node is shutting down" while it shuts down, nil
+	// otherwise.
+	ShutdownErr error
 	// Pressure, MemoryPressure etc. come from Pressure; nil means none.
 	Pressure Pressure
 	// Addresses are the node's addresses.
@@ -93,7 +97,7 @@ type Input struct {
 // addresses, images and the declared features (sorted, once each, as the
 // API server requires; unset when there are none). Ready is False with a message naming each problem
 // when the runtime cannot be reached or is not ready, its network is not
-// ready, or the PLEG is unhealthy. It is a pure function of its input.
+// ready, the PLEG is unhealthy, or the node is shutting down. It is a pure function of its input.
 func BuildStatus(in Input) v1.NodeStatus {
 	var s v1.NodeStatus
 	s.Capacity = in.Capacity.DeepCopy()
@@ -157,7 +161,8 @@ func pressure(t v1.NodeConditionType, under bool, rTrue, mTrue, rFalse, mFalse s
 	return v1.NodeCondition{Type: t, Status: v1.ConditionFalse, Reason: rFalse, Message: mFalse}
 }
 
-// ready builds the Ready condition from the runtime's and the PLEG's health.
+// ready builds the Ready condition from the runtime's and the PLEG's health
+// and the node's shutdown, in upstream's order.
 func ready(in Input) v1.NodeCondition {
 	var errs []string
 	switch {
@@ -184,6 +189,9 @@ func ready(in Input) v1.NodeCondition {
 	}
 	if in.PLEGErr != nil {
 		errs = append(errs, "PLEG is not healthy: "+in.PLEGErr.Error())
+	}
+	if in.ShutdownErr != nil {
+		errs = append(errs, in.ShutdownErr.Error())
 	}
 	for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods} {
 		if _, ok := in.Capacity[r]; !ok {

@@ -67,6 +67,12 @@ func TestBuildStatusReady(t *testing.T) {
 			in.RuntimeStatus = runtimeStatus(false, true)
 			in.PLEGErr = errors.New("pleg has yet to be successful")
 		}, v1.ConditionFalse, node.ReasonKubeletNotReady, "[container runtime not ready: RuntimeReady=false reason: message:, PLEG is not healthy: pleg has yet to be successful]"},
+		{"shutting down", func(in *node.Input) { in.ShutdownErr = errors.New("node is shutting down") },
+			v1.ConditionFalse, node.ReasonKubeletNotReady, "node is shutting down"},
+		{"shutting down with an unhealthy PLEG", func(in *node.Input) {
+			in.PLEGErr = errors.New("pleg has yet to be successful")
+			in.ShutdownErr = errors.New("node is shutting down")
+		}, v1.ConditionFalse, node.ReasonKubeletNotReady, "[PLEG is not healthy: pleg has yet to be successful, node is shutting down]"},
 		{"no capacity", func(in *node.Input) { in.Capacity = nil },
 			v1.ConditionFalse, node.ReasonKubeletNotReady, "[missing node capacity for resources: cpu, missing node capacity for resources: memory, missing node capacity for resources: pods]"},
 	}

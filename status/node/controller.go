@@ -69,6 +69,12 @@ type Machine interface {
 	SystemInfo(ctx context.Context) (v1.NodeSystemInfo, error)
 }
 
+// ShutdownStatus returns an error while the node is shutting down
+// (upstream's method name): its text is the Ready condition's message.
+type ShutdownStatus interface {
+	ShutdownStatus() error
+}
+
 // ExtendedResources gives resources whose allocatable is their own, not
 // capacity less a reservation: each device plugin resource's capacity (its
 // devices) and allocatable (the healthy ones). devices.Manager implements
@@ -138,6 +144,9 @@ type Options struct {
 	PLEG PLEGHealth
 	// Pressure gives the pressure conditions. Nil means no pressure.
 	Pressure Pressure
+	// Shutdown says whether the node is shutting down, which makes it
+	// NotReady (nodeshutdown.Manager implements it). Nil means it never is.
+	Shutdown ShutdownStatus
 	// Addresses gives the node's addresses. Nil means none.
 	Addresses Addresser
 	// Reserved is taken off the capacity to give the allocatable
@@ -357,6 +366,9 @@ func (c *Controller) collect(ctx context.Context) Input {
 				c.log.Warn("node addresses", "err", err)
 			}
 		})
+	}
+	if c.o.Shutdown != nil {
+		in.ShutdownErr = c.o.Shutdown.ShutdownStatus()
 	}
 	if c.o.PLEG != nil {
 		if ok, err := c.o.PLEG.Healthy(); !ok {

@@ -14,7 +14,8 @@
 // problem when the runtime cannot be reached ("container runtime is down:
 // ..."), reports RuntimeReady or NetworkReady false, or the PLEG is unhealthy
 // ("PLEG is not healthy: pleg was last seen active 3m1s ago; threshold is
-// 3m0s"). Heartbeat times move every round; transition times only when a
+// 3m0s"), or the node is shutting down (Options.Shutdown: "node is shutting
+// down"). Heartbeat times move every round; transition times only when a
 // condition's status changes.
 //
 // A Controller drives it: every StatusUpdatePeriod (10s) it asks the
