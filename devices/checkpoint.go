@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/kubeletkit/kubeletkit/internal/atomicfile"
 )
 
 // checkpointVersion is the version of the checkpoint's format.
@@ -100,32 +102,7 @@ func (m *Manager) checkpointLocked() {
 	for name, r := range m.resources {
 		cp.Registered[name] = slices.Sorted(maps.Keys(r.health))
 	}
-	if err := writeAtomic(m.checkpointPath(), cp); err != nil {
+	if err := atomicfile.WriteJSON(m.checkpointPath(), cp); err != nil {
 		m.log.Warn("Cannot write the device checkpoint", "path", m.checkpointPath(), "err", err)
 	}
-}
-
-func writeAtomic(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
 }
