@@ -44,7 +44,8 @@ const (
 // supplementalGroupsPolicy the runtime cannot apply, the devices of device
 // plugins (when DevicePluginDir is set), the predicates
 // (resources against the node's allocatable, node affinity and selector,
-// node name, host ports, NoExecute taints), then AppArmor.
+// node name, host ports, NoExecute taints), then AppArmor, then the node's
+// shutdown (NodeShutdown while it shuts down).
 func (a *Agent) newAdmission() (admission.Chain, error) {
 	pred, err := admission.NewPredicates(admission.PredicateOptions{
 		Node:      admission.NodeGetterFunc(a.admissionNode),
@@ -76,6 +77,10 @@ func (a *Agent) newAdmission() (admission.Chain, error) {
 	}
 	chain = append(chain, pred,
 		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) { return admitAppArmor(pod, a.appArmor) }))
+	if a.shutdown.Enabled() {
+		// Last, as upstream's shutdown manager.
+		chain = append(chain, admission.PodHandlerFunc(a.shutdown.Admit))
+	}
 	return chain, nil
 }
 

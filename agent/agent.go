@@ -31,6 +31,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
+	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
@@ -309,6 +310,10 @@ type Options struct {
 	// machine) measures, and under disk pressure eviction removes every
 	// unused image first.
 	ImageGC imagegc.Policy
+	// Shutdown is graceful node shutdown (upstream's shutdownGracePeriod
+	// and shutdownGracePeriodCriticalPods): what a shutdown does, and what
+	// triggers it besides Agent.Shutdown. The zero value leaves it off.
+	Shutdown ShutdownOptions
 	// Timings overrides default periods.
 	Timings Timings
 }
@@ -389,6 +394,10 @@ type Agent struct {
 	objects *volume.StaticSources // configMaps and secrets from ObjectPath
 	sink    *memorySink
 	msgs    status.MessageReader
+
+	// shutdown is graceful node shutdown; not Enabled without a grace
+	// period.
+	shutdown *nodeshutdown.Manager
 
 	// stats measures the node (Eviction.Stats or the machine's); nil, with
 	// statsErr saying why, where there is no measurement.
@@ -598,6 +607,9 @@ func (a *Agent) build() error {
 			return err
 		}
 	}
+	if a.shutdown, err = a.newShutdown(); err != nil {
+		return err
+	}
 	if a.admission, err = a.newAdmission(); err != nil {
 		return err
 	}
@@ -805,6 +817,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if api != nil {
 		g.go_("kubelet-api", func() error { return api.Serve(ctx, a.apiListener) })
+	}
+	if t := a.opts.Shutdown.Trigger; t != nil {
+		g.go_("shutdown-trigger", func() error { return t.Run(ctx, a.shutdown) })
 	}
 	close(a.ready)
 	a.log.Info("Agent started", "node", a.opts.NodeName, "rootDir", a.opts.RootDir, "sources", a.sources())

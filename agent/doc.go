@@ -53,7 +53,10 @@
 // pods under pressure; cri/imagegc collects unused images; status/node
 // builds the node's status and renews its lease (Options.NodeStatusSink,
 // Options.Leases); volume.Manager mounts the pods' volumes from
-// Options.VolumeSources.
+// Options.VolumeSources; nodeshutdown.Manager (Options.Shutdown) shuts the
+// node down gracefully when its trigger or Agent.Shutdown says the machine
+// is going down: NotReady, no new pods, the pods terminated in priority
+// order within upstream's shutdownGracePeriod.
 //
 // # Driving it
 //

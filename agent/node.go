@@ -40,6 +40,9 @@ func (a *Agent) newNodeStatus() (*node.Controller, error) {
 	if a.devices != nil {
 		opts.Extended = a.devices
 	}
+	if a.shutdown.Enabled() {
+		opts.Shutdown = a.shutdown
+	}
 	if opts.Sink == nil {
 		opts.Sink = node.StatusSinkFunc(func(context.Context, string, v1.NodeStatus) error { return nil })
 	}
