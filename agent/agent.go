@@ -278,6 +278,10 @@ type Options struct {
 	// (examples/prometheus has one over the agent's Summary); nil means
 	// no such endpoint.
 	ResourceMetricsHandler http.Handler
+	// HealthChecks are /healthz's checks after the agent's own (ping,
+	// syncloop, pleg) on both servers; examples/apiserver's Joined adds
+	// "apisource", which says when the pods come from the local state.
+	HealthChecks []server.HealthCheck
 	// ContainerLogMaxSize is the size at which a running container's log
 	// is rotated (upstream's containerLogMaxSize); 0 means 10Mi, negative
 	// turns rotation off. ContainerLogMaxFiles is how many files a

@@ -90,9 +90,10 @@ func (a *Agent) APIAddr() net.Addr {
 }
 
 // healthChecks are /healthz's checks beyond ping: the sync loop and the
-// PLEG, as upstream's syncloop check and its PLEG health.
+// PLEG, as upstream's syncloop check and its PLEG health, then
+// Options.HealthChecks.
 func (a *Agent) healthChecks() []server.HealthCheck {
-	return []server.HealthCheck{
+	return append([]server.HealthCheck{
 		{Name: "syncloop", Check: func(*http.Request) error { return a.loop.Healthy() }},
 		{Name: "pleg", Check: func(*http.Request) error {
 			if ok, err := a.pleg.Healthy(); !ok {
@@ -100,7 +101,7 @@ func (a *Agent) healthChecks() []server.HealthCheck {
 			}
 			return nil
 		}},
-	}
+	}, a.opts.HealthChecks...)
 }
 
 // newAPIServer builds the kubelet API's server over the agent.

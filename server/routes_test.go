@@ -462,6 +462,12 @@ func TestHealthz(t *testing.T) {
 			{Name: "nil"},
 		}
 	}
+	withDetail := func(o *server.Options) {
+		o.Checks = []server.HealthCheck{
+			{Name: "apisource", Check: func(*http.Request) error { return nil }, Detail: func() string { return "serving 3 pods\nfrom the local state" }},
+			{Name: "quiet", Check: func(*http.Request) error { return nil }, Detail: func() string { return "" }},
+		}
+	}
 	runRoutes(t, []routeCase{{
 		name: "healthy", path: "/healthz", code: http.StatusOK, want: "ok",
 		check: func(t *testing.T, rec *httptest.ResponseRecorder) {
@@ -485,6 +491,11 @@ func TestHealthz(t *testing.T) {
 		code: http.StatusInternalServerError, want: "internal server error: sync loop stuck for 3m\n",
 	}, {
 		name: "an unknown check", path: "/healthz/etcd", code: http.StatusNotFound,
+	}, {
+		name: "a passing check's detail, verbose only", path: "/healthz?verbose", opts: withDetail, code: http.StatusOK,
+		want: "[+]ping ok\n[+]syncloop ok\n[+]apisource ok: serving 3 pods from the local state\n[+]quiet ok\nhealthz check passed\n",
+	}, {
+		name: "a detail changes no answer", path: "/healthz/apisource", opts: withDetail, code: http.StatusOK, want: "ok",
 	}, {
 		name: "no checker: ping alone", path: "/healthz?verbose", opts: func(o *server.Options) { o.Health = nil },
 		code: http.StatusOK, want: "[+]ping ok\nhealthz check passed\n",
