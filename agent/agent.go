@@ -398,6 +398,7 @@ type Agent struct {
 	objects *volume.StaticSources // configMaps and secrets from ObjectPath
 	sink    *memorySink
 	msgs    status.MessageReader
+	alloc   *allocations // the pods' allocated resources and their resizes
 
 	// shutdown is graceful node shutdown; not Enabled without a grace
 	// period.
@@ -523,6 +524,9 @@ func New(opts Options) (*Agent, error) {
 func (a *Agent) build() error {
 	opts, log := a.opts, a.log
 	var err error
+	if a.alloc, err = newAllocations(filepath.Join(opts.RootDir, AllocationCheckpoint)); err != nil {
+		return err
+	}
 	if opts.EventedPLEG {
 		a.pleg, err = pleg.NewEvented(pleg.EventedOptions{Runtime: a.rt, Cache: a.cache, Clock: a.clock,
 			Logger: log.With("component", "pleg"), Metrics: a.metrics, OnEvents: a.handlePLEGEvents})

@@ -53,10 +53,16 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 		// As upstream, a pod already terminal, or being stopped, is not
 		// admitted again: its worker finishes what is left of it.
 		if !a.workers.IsPodTerminationRequested(pod.UID) && !terminalPhase(pod.Status.Phase) {
-			if ok, reason, msg := a.admit(pod); !ok {
+			// A pod is admitted as the node allocated it (after a
+			// restart, a resize asked meanwhile is weighed as a resize),
+			// and its allocation recorded.
+			allocated := a.allocatedPod(pod)
+			if ok, reason, msg := a.admit(allocated); !ok {
 				a.reject(pod, reason, msg)
 				continue
 			}
+			a.alloc.set(allocated)
+			a.handleResize(pod)
 		}
 		a.prober.AddPod(pod)
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
@@ -107,18 +113,24 @@ func (a *Agent) isRejected(uid types.UID) bool {
 	return ok
 }
 
-// HandlePodUpdates passes changed pods to their workers.
+// HandlePodUpdates passes changed pods to their workers; a pod whose
+// containers' resources changed (an in-place resize) is weighed first
+// (handleResize).
 func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Update(pod)
 		if syncloop.IsMirrorPod(pod) || a.isRejected(pod.UID) {
 			continue
 		}
+		if !a.workers.IsPodTerminationRequested(pod.UID) {
+			a.handleResize(pod)
+		}
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: pod})
 	}
 }
 
-// HandlePodRemoves terminates pods that left the configuration.
+// HandlePodRemoves terminates pods that left the configuration; the room
+// they leave is offered to the deferred resizes.
 func (a *Agent) HandlePodRemoves(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Remove(pod)
@@ -127,6 +139,7 @@ func (a *Agent) HandlePodRemoves(pods []*v1.Pod) {
 		}
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodKill, Pod: pod})
 	}
+	a.retryPendingResizes()
 }
 
 // HandlePodReconcile records status-only changes; a pod the configuration
@@ -249,6 +262,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 
 	// Forget finished pods that are no longer desired.
 	for _, uid := range a.finished(want, known) {
+		a.alloc.remove(uid)
 		a.status.Remove(uid)
 		a.syncer.RemovePod(uid)
 		a.sink.forget(uid)
@@ -264,8 +278,12 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 	a.mu.Lock()
 	gc := a.cleanups%gcEvery == gcEvery-1
 	qos := a.cleanups%cgroupHousekeepingsPerQOSUpdate == 0
+	retryResizes := a.cleanups%resizeRetryEvery == resizeRetryEvery-1
 	a.cleanups++
 	a.mu.Unlock()
+	if retryResizes {
+		a.retryPendingResizes()
+	}
 	if qos {
 		// Periodically too, as upstream's QoS manager every minute.
 		a.updateQOSCgroups()

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/volume"
@@ -42,6 +43,10 @@ func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit pod
 	if err != nil {
 		return st, err
 	}
+	if !terminal {
+		a.trackResize(pod, rs)
+	}
+	st.Conditions = append(st.Conditions, a.alloc.conditions(pod.UID)...)
 	if a.devices != nil {
 		a.devices.UpdateAllocatedResourcesStatus(pod, &st)
 	}
@@ -149,6 +154,9 @@ func (a *Agent) runtimeName() string {
 // SyncPod brings a pod to its spec: status first (from the runtime state the
 // workers waited for), then the pod's directories, then the runtime.
 func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
+	// The pod runs as the node allocated it: a resize not accepted (yet)
+	// changes nothing.
+	pod = a.allocatedPod(pod)
 	var t *ticket
 	if seq, starting := a.starting(pod.UID); starting {
 		var err error
@@ -190,6 +198,14 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 		return false, fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
 	res := a.syncer.SyncPod(ctx, pod, rs)
+	for _, s := range res.Steps {
+		if s.Step == podsync.StepResizePodInPlace && s.Err != nil && a.resizeFailed(pod, s.Message) {
+			// The failure shows at once, not at the retry.
+			if _, err := a.generate(pod, rs, false, nil); err != nil {
+				a.log.Warn("Failed to record a resize failure in the pod's status", "pod", podDesc(pod), "err", err)
+			}
+		}
+	}
 	a.countStarts(res)
 	a.refreshAfter(ctx, pod, res)
 	return false, res.Err()

@@ -31,12 +31,14 @@ const (
 
 // IsOwnedCondition reports whether the node owns conditions of type t
 // (PodScheduled, Initialized, ContainersReady, Ready,
-// PodReadyToStartContainers): Generate computes them, and the status Manager
-// never takes them from the API server. Conditions of other types belong to
-// their writers and are kept.
+// PodReadyToStartContainers, and the resize conditions PodResizePending and
+// PodResizeInProgress): Generate computes the first five and the agent the
+// resize ones, and the status Manager never takes them from the API
+// server. Conditions of other types belong to their writers and are kept.
 func IsOwnedCondition(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers:
+	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false

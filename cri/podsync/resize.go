@@ -72,6 +72,32 @@ func toMilli(r *runtimeapi.LinuxContainerResources) milliResources {
 // place: not a static pod's, as upstream.
 func IsResizeAllowed(pod *v1.Pod) bool { return !podsource.IsStatic(pod) }
 
+// ResourcesMatch reports whether a container runs with the resources its
+// spec asks, as the runtime reports them and in upstream's units; a
+// container that is not running, or whose runtime reports no resources,
+// matches (there is nothing to resize or to compare).
+func ResourcesMatch(c *v1.Container, st *runtimeapi.ContainerStatus) bool {
+	current := st.GetResources().GetLinux()
+	if current == nil || !running(st) {
+		return true
+	}
+	want, have := compared(Resources(c), current)
+	return want == have
+}
+
+// compared returns the desired and current resources in upstream's units,
+// values at or below the smallest shares and quota made equal.
+func compared(desired, current *runtimeapi.LinuxContainerResources) (want, have milliResources) {
+	want, have = toMilli(desired), toMilli(current)
+	if want.cpuRequest <= minShares && have.cpuRequest <= minShares {
+		want.cpuRequest = have.cpuRequest
+	}
+	if want.cpuLimit <= minMilliCPULimit && have.cpuLimit <= minMilliCPULimit {
+		want.cpuLimit = have.cpuLimit
+	}
+	return want, have
+}
+
 // resizeAction compares a running container's resources, as the runtime
 // reports them, with its spec's, and plans the change: nothing (they
 // match, or the runtime reports none, as upstream, which then has nothing
@@ -79,21 +105,11 @@ func IsResizeAllowed(pod *v1.Pod) bool { return !podsource.IsStatic(pod) }
 // resizePolicy asks for one for a resource that changes. It reports
 // whether the container is kept running.
 func (a *Actions) resizeAction(pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus, index int, init bool) bool {
-	current := st.GetResources().GetLinux()
-	if current == nil || !running(st) || !IsResizeAllowed(pod) {
+	if !IsResizeAllowed(pod) || ResourcesMatch(c, st) {
 		return true
 	}
-	desired := Resources(c)
-	want, have := toMilli(desired), toMilli(current)
-	if want.cpuRequest <= minShares && have.cpuRequest <= minShares {
-		want.cpuRequest = have.cpuRequest
-	}
-	if want.cpuLimit <= minMilliCPULimit && have.cpuLimit <= minMilliCPULimit {
-		want.cpuLimit = have.cpuLimit
-	}
-	if want == have {
-		return true
-	}
+	current, desired := st.GetResources().GetLinux(), Resources(c)
+	want, have := compared(desired, current)
 	restart := func(r v1.ResourceName) bool {
 		for _, p := range c.ResizePolicy {
 			if p.ResourceName == r {
