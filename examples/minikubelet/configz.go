@@ -100,6 +100,11 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		SeccompDefault:              ptr.To(opts.SeccompDefault),
 		ContainerLogMonitorInterval: &metav1.Duration{Duration: logs.DefaultInterval},
 
+		// Graceful node shutdown, triggered by --shutdown-signal (upstream's
+		// by logind); 0s: off.
+		ShutdownGracePeriod:             metav1.Duration{Duration: opts.Shutdown.GracePeriod},
+		ShutdownGracePeriodCriticalPods: metav1.Duration{Duration: opts.Shutdown.GracePeriodCriticalPods},
+
 		ContainerRuntimeEndpoint: c.endpoint, // empty: the embedded fake runtime
 		FeatureGates: map[string]bool{"EventedPLEG": c.evented,
 			agent.ExtendWebSocketsToKubelet: opts.API != nil && opts.API.WebSockets != nil},

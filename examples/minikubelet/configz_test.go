@@ -198,6 +198,12 @@ current-context: c
 		name: "no eviction thresholds", args: []string{"--eviction-hard", ""},
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) { assert.Empty(t, kc.EvictionHard) },
 	}, {
+		name: "graceful node shutdown", args: []string{"--shutdown-grace-period", "30s", "--shutdown-grace-period-critical-pods", "10s", "--shutdown-signal", "SIGUSR2"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, duration(30*time.Second), kc.ShutdownGracePeriod)
+			assert.Equal(t, duration(10*time.Second), kc.ShutdownGracePeriodCriticalPods)
+		},
+	}, {
 		name: "joined to an API server", args: []string{"--kubeconfig", kubeconfig, "--authentication-token-webhook", "--node-lease-duration-seconds", "60"},
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
 			assert.Zero(t, kc.ReadOnlyPort, "off by default with --kubeconfig")

@@ -24,7 +24,8 @@
 // and the agent's defaults (static pod path, check and sync frequencies,
 // address and ports, TLS files, authentication and authorization, log
 // rotation and the logs directory, eviction thresholds, image GC, node
-// status and lease, the runtime endpoint, the QoS cgroups:
+// status and lease, the runtime endpoint, shutdownGracePeriod and
+// shutdownGracePeriodCriticalPods, the QoS cgroups:
 // cgroupsPerQOS, cgroupDriver, cgroupRoot and enforceNodeAllocatable as it
 // runs them; on the embedded fake runtime cgroupsPerQOS false and
 // enforceNodeAllocatable none, as its containers are no processes).
@@ -46,7 +47,14 @@
 //
 // It prints a line whenever a pod's phase or container states change.
 // SIGINT or SIGTERM stops the agent and leaves the containers running, as a
-// kubelet restart does; the next start adopts them. With --runonce it starts
+// kubelet restart does; the next start adopts them. With
+// --shutdown-grace-period (upstream's shutdownGracePeriod, 0s: off) and
+// --shutdown-signal, that signal means the machine is shutting down
+// instead (upstream's trigger is logind's, which minikubelet does not
+// speak): the node turns NotReady, refuses new pods (NodeShutdown), and
+// terminates its pods lowest priority first, critical pods last within
+// --shutdown-grace-period-critical-pods, each Failed with reason
+// Terminated; then minikubelet exits. With --runonce it starts
 // the pods, waits until each runs (or ends), prints their statuses as JSON
 // and exits.
 //
@@ -65,7 +73,9 @@
 // --eviction-hard, --eviction-soft, --eviction-soft-grace-period,
 // --eviction-minimum-reclaim (upstream's syntax and defaults),
 // --image-gc-high-threshold, --image-gc-low-threshold,
-// --minimum-image-ttl-duration, --device-plugin-dir (ROOT-DIR/device-plugins
+// --minimum-image-ttl-duration, --shutdown-grace-period,
+// --shutdown-grace-period-critical-pods, --shutdown-signal,
+// --device-plugin-dir (ROOT-DIR/device-plugins
 // by default: device plugins register there and their resources join the
 // node's capacity; empty turns them off), -v (debug logs).
 //

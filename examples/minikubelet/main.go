@@ -31,13 +31,13 @@ import (
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/examples/prometheus"
 	"github.com/kubeletkit/kubeletkit/examples/websockets"
+	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/server"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	// run stops on SIGINT and SIGTERM (unless --shutdown-signal takes it).
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "minikubelet:", err)
 		os.Exit(1)
 	}
@@ -69,6 +69,8 @@ type config struct {
 	devicePluginDir                                                                          string
 	cgroupsPerQOS                                                                            bool
 	cgroupDriver, cgroupRoot, enforceNodeAllocatable                                         string
+	shutdownGracePeriod, shutdownGracePeriodCriticalPods                                     time.Duration
+	shutdownSignal                                                                           string
 	set                                                                                      map[string]bool // the flags given
 }
 
@@ -125,6 +127,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs (systemd is refused: it needs systemd's D-Bus API); the runtime must use the same")
 	fs.StringVar(&c.cgroupRoot, "cgroup-root", "", "cgroup the pods' hierarchy goes under (empty: /)")
 	fs.StringVar(&c.enforceNodeAllocatable, "enforce-node-allocatable", "pods", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; the default is none with --cgroups-per-qos=false")
+	fs.DurationVar(&c.shutdownGracePeriod, "shutdown-grace-period", 0, "upstream's shutdownGracePeriod: how long the node gives its pods when the machine shuts down (--shutdown-signal), "+
+		"terminating them lowest priority first; 0 turns graceful node shutdown off")
+	fs.DurationVar(&c.shutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "upstream's shutdownGracePeriodCriticalPods: the part of --shutdown-grace-period kept for critical pods (priority 2000000000 and up), terminated last")
+	fs.StringVar(&c.shutdownSignal, "shutdown-signal", "", "a signal that means the machine is shutting down (SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT, SIGINT): the node turns NotReady, refuses pods, "+
+		"terminates its pods within --shutdown-grace-period, then minikubelet exits; needs --shutdown-grace-period. Without it SIGINT and SIGTERM stop minikubelet and leave the containers running")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -151,6 +158,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := signal.NotifyContext(ctx, stopSignals(opts.Shutdown.Trigger)...)
+	defer stop()
 	var metrics *prometheus.Metrics
 	late := &lateStats{}
 	if opts.Listen != "" || opts.API != nil {
@@ -188,6 +197,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	runAgent := a.Run
 	if joined != nil {
 		runAgent = func(ctx context.Context) error { return joined.Run(ctx, a) }
+	}
+	if opts.Shutdown.Trigger != nil {
+		runAgent = exitAfterShutdown(a, runAgent, stdout)
 	}
 	if !c.runOnce {
 		runtime := "the embedded fake runtime"
@@ -249,6 +261,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	}
 	opts.SeccompDefault = c.seccompDefault
 	if err := cgroupOptions(c, &opts); err != nil {
+		return agent.Options{}, nil, err
+	}
+	if err := shutdownOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
 	}
 	opts.DevicePluginDir = c.devicePluginDir
@@ -543,4 +558,83 @@ func cgroupOptions(c *config, opts *agent.Options) error {
 		return errors.New("--cgroups-per-qos creates the pods' cgroups, which needs root: run as root, or pass --cgroups-per-qos=false")
 	}
 	return nil
+}
+
+// shutdownSignals are the signals --shutdown-signal may name.
+var shutdownSignals = map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP,
+	"SIGQUIT": syscall.SIGQUIT, "SIGUSR1": syscall.SIGUSR1, "SIGUSR2": syscall.SIGUSR2}
+
+// shutdownOptions puts graceful node shutdown into opts: upstream's
+// shutdownGracePeriod and shutdownGracePeriodCriticalPods (the agent checks
+// them as upstream's validation does), triggered by --shutdown-signal.
+func shutdownOptions(c *config, opts *agent.Options) error {
+	opts.Shutdown.GracePeriod, opts.Shutdown.GracePeriodCriticalPods = c.shutdownGracePeriod, c.shutdownGracePeriodCriticalPods
+	if c.shutdownSignal == "" {
+		return nil
+	}
+	name := strings.ToUpper(c.shutdownSignal)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	sig, ok := shutdownSignals[name]
+	if !ok {
+		return fmt.Errorf("--shutdown-signal=%s: must be one of SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2", c.shutdownSignal)
+	}
+	if c.shutdownGracePeriod == 0 {
+		return fmt.Errorf("--shutdown-signal=%s needs --shutdown-grace-period: without it a shutdown does nothing", c.shutdownSignal)
+	}
+	opts.Shutdown.Trigger = &nodeshutdown.Signal{Signals: []os.Signal{sig}}
+	return nil
+}
+
+// stopSignals are the signals that stop minikubelet (containers left
+// running): SIGINT and SIGTERM, but for the one trigger takes.
+func stopSignals(trigger nodeshutdown.Trigger) []os.Signal {
+	var taken os.Signal
+	if s, ok := trigger.(*nodeshutdown.Signal); ok && len(s.Signals) == 1 {
+		taken = s.Signals[0]
+	}
+	var out []os.Signal
+	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		if s != taken {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// shutdownDrain is how long minikubelet runs on once a shutdown has
+// terminated the pods, so that their final statuses reach the API server
+// (the status manager writes them asynchronously), as a machine takes a
+// moment to halt after upstream's kubelet releases its inhibitor lock.
+const shutdownDrain = 2 * time.Second
+
+// exitAfterShutdown runs the agent until ctx ends, or until shutdownDrain
+// after a shutdown has terminated the node's pods.
+func exitAfterShutdown(a *agent.Agent, run func(context.Context) error, stdout io.Writer) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			select {
+			case <-a.ShutdownDone():
+			case <-ctx.Done():
+				return
+			}
+			t := time.NewTimer(shutdownDrain)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				fmt.Fprintln(stdout, "minikubelet: the node shut down; exiting")
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := run(ctx)
+		cancel()
+		<-stopped
+		return err
+	}
 }

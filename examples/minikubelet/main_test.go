@@ -54,6 +54,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--tls-cert-file", "/etc/kubelet.crt"}, "--tls-cert-file and --tls-private-key-file go together"},
 		{[]string{"--container-log-max-size", "ten"}, "--container-log-max-size=ten"},
 		{[]string{"--container-log-max-files", "1"}, "--container-log-max-files=1: must be at least 2"},
+		{[]string{"--shutdown-signal", "SIGTERM"}, "--shutdown-signal=SIGTERM needs --shutdown-grace-period"},
+		{[]string{"--shutdown-grace-period", "10s", "--shutdown-signal", "SIGKILL"}, "--shutdown-signal=SIGKILL: must be one of"},
+		{[]string{"--shutdown-grace-period", "10s", "--shutdown-grace-period-critical-pods", "20s"},
+			"shutdownGracePeriodCriticalPods 20s must be <= shutdownGracePeriod 10s"},
+		{[]string{"--shutdown-grace-period", "500ms"}, "shutdownGracePeriod 500ms must be either zero or otherwise >= 1 sec"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
