@@ -269,6 +269,10 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 		a.vol.RemovePod(uid)
 		a.forgetProbeMetrics(uid)
 	}
+	a.alloc.retain(func(uid types.UID) bool {
+		_, desired := want[uid]
+		return desired || a.workers.IsPodKnownToWorker(uid)
+	})
 	a.cleanupOrphanedPodDirs(want)
 	a.cleanupPodCgroups(cgroupPods, known)
 	if a.opts.MirrorPods != nil {

@@ -167,6 +167,24 @@ func (al *allocations) remove(uid types.UID) {
 	}
 }
 
+// retain forgets the pods keep says no to: those neither desired nor
+// known to the workers, the checkpoint's pods that never came back after a
+// restart among them.
+func (al *allocations) retain(keep func(types.UID) bool) {
+	al.mu.Lock()
+	defer al.mu.Unlock()
+	n := len(al.pods)
+	for uid := range al.pods {
+		if !keep(uid) {
+			delete(al.pods, uid)
+			delete(al.conds, uid)
+		}
+	}
+	if len(al.pods) != n {
+		al.saveLocked()
+	}
+}
+
 func (al *allocations) saveLocked() {
 	if al.path == "" {
 		return

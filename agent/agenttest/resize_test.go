@@ -1,6 +1,8 @@
 package agenttest_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -164,5 +166,25 @@ func TestResizeError(t *testing.T) {
 		assert.Nil(t, condition(p, v1.PodResizeInProgress))
 		assert.Equal(t, "1", p.Status.ContainerStatuses[0].Resources.Limits.Cpu().String())
 		assert.Contains(t, eventReasons(n, "Resize"), agent.EventResizeError)
+	})
+}
+
+// The allocation is checkpointed under the root directory, for a
+// restarted agent to run its pods as it had admitted them, and forgotten
+// with its pod.
+func TestResizeAllocationCheckpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		root := t.TempDir()
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{RootDir: root}})
+		n.AddPod(resizePod("web", "500m", "256Mi"))
+		n.Step(5 * time.Second)
+		b, err := os.ReadFile(filepath.Join(root, agent.AllocationCheckpoint))
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"cpu":"500m"`)
+		n.DeletePod("default", "web")
+		n.Step(time.Minute)
+		b, err = os.ReadFile(filepath.Join(root, agent.AllocationCheckpoint))
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "500m", "a pod gone is forgotten")
 	})
 }
