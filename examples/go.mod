@@ -61,6 +61,7 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/virtual-kubelet/virtual-kubelet v1.14.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect

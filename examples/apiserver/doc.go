@@ -72,6 +72,15 @@
 //     containers (KUBERNETES_SERVICE_HOST ...).
 //   - CheckAccess reviews the agent's permissions at start and names every
 //     denied verb and resource.
+//   - KeptSources, and the LocalState options of PodSource, StatusSink and
+//     JoinOptions, write the pods bound to the node, the configMaps,
+//     secrets and tokens they read and the statuses not yet acknowledged
+//     through a package localstate State, and serve them back when the API
+//     server does not answer: an agent restarted while cut off runs its
+//     kept pods (PodSource.FromLocalState, /healthz's "apisource"), and
+//     converges when the server answers (its list replaces the kept pods;
+//     StatusSink.Flush sends the kept statuses with the UID precondition).
+//     docs/localstate.md is the guide.
 //
 // # Webhook authentication and authorization
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/localstate"
+	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
@@ -34,6 +37,15 @@ type JoinOptions struct {
 	// Logger receives the adapters' logs, each with a "component"
 	// attribute; nil discards them.
 	Logger *slog.Logger
+	// LocalState, when set, is the node's local state (package
+	// localstate): the pod source, the status sink and the volume sources
+	// write through it, and an agent that starts while the API server does
+	// not answer runs the pods it keeps (see Joined.Run). nil keeps
+	// nothing, as upstream kubelet.
+	LocalState *localstate.State
+	// LocalStateAfter is how long the pod source waits for the first list
+	// before it serves the kept pods; 0 means DefaultLocalStateAfter.
+	LocalStateAfter time.Duration
 	// Shared, when set, gives the node the adapters that many nodes of one
 	// process share (NewShared): its services, configMap, secret and token
 	// sources, and its event broadcaster, instead of its own. The caller
@@ -68,6 +80,7 @@ type Joined struct {
 	volumes  *WatchingSources
 	services *Services
 	pods     *PodSource
+	state    *localstate.State
 	shared   *Shared
 	updates  chan syncloop.PodUpdate
 	recorder *GatedRecorder
@@ -104,9 +117,10 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 	}
 	log := orDiscard(opts.Logger)
 	j := &Joined{client: client, nodeName: nodeName, leaseDuration: opts.NodeLeaseDuration, log: log,
-		updates: make(chan syncloop.PodUpdate), recorder: &GatedRecorder{}, shared: opts.Shared}
+		updates: make(chan syncloop.PodUpdate), recorder: &GatedRecorder{}, shared: opts.Shared,
+		state: opts.LocalState}
 	var err error
-	if j.status, err = NewStatusSink(client, StatusSinkOptions{Logger: log.With("component", "api-status")}); err != nil {
+	if j.status, err = NewStatusSink(client, StatusSinkOptions{Logger: log.With("component", "api-status"), LocalState: opts.LocalState}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 	}
 	if j.nodes, err = NewNodeSink(client, nodeName, NodeSinkOptions{Logger: log.With("component", "api-node"),
@@ -126,7 +140,8 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 			return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 		}
 	}
-	if j.pods, err = NewPodSource(client, nodeName, j.updates, PodSourceOptions{Logger: log.With("component", "api-source")}); err != nil {
+	if j.pods, err = NewPodSource(client, nodeName, j.updates, PodSourceOptions{Logger: log.With("component", "api-source"),
+		LocalState: opts.LocalState, LocalStateAfter: opts.LocalStateAfter}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 	}
 	return j, nil
@@ -150,7 +165,9 @@ func (j *Joined) NodeName() string { return j.nodeName }
 //	ReportHostIPs   true: pods report hostIP, as upstream's with an API server
 //
 // VolumeSources become configMaps, secrets and tokens from the API server
-// (WatchingSources) only when opts has none. NodeName is set to the joined
+// (WatchingSources, through KeptSources with a LocalState) only when opts
+// has none. With a LocalState, HealthChecks gain "apisource" (see
+// Joined.HealthCheck). NodeName is set to the joined
 // node's when empty; another name is an error wrapping ErrInvalidArgument.
 func (j *Joined) Apply(opts *agent.Options) error {
 	if opts.NodeName == "" {
@@ -169,9 +186,44 @@ func (j *Joined) Apply(opts *agent.Options) error {
 	opts.ReportHostIPs = true
 	if v := opts.VolumeSources; v.ConfigMaps == nil && v.Secrets == nil && v.Tokens == nil {
 		opts.VolumeSources = j.volumes.Sources()
+		if j.state != nil {
+			kept, err := NewKeptSources(opts.VolumeSources, j.state, KeptSourcesOptions{Logger: j.log.With("component", "api-volumes")})
+			if err != nil {
+				return fmt.Errorf("apply node %s: %w", j.nodeName, err)
+			}
+			opts.VolumeSources = kept.Sources()
+		}
+	}
+	if j.state != nil {
+		opts.HealthChecks = append(opts.HealthChecks, j.HealthCheck())
 	}
 	return nil
 }
+
+// HealthCheck is /healthz's check "apisource": it always passes (a node
+// that runs its pods from the local state is healthy), and while the pod
+// source serves the local state's pods its verbose line says so:
+//
+//	[+]apisource ok: serving 3 pods from the local state since 2026-11-25T21:50:00Z: the API server has not answered
+func (j *Joined) HealthCheck() server.HealthCheck {
+	return server.HealthCheck{
+		Name:  "apisource",
+		Check: func(*http.Request) error { return nil },
+		Detail: func() string {
+			on, n, since := j.pods.FromLocalState()
+			if !on {
+				return ""
+			}
+			return fmt.Sprintf("serving %d pods from the local state since %s: the API server has not answered", n, since.UTC().Format(time.RFC3339))
+		},
+	}
+}
+
+// Pods returns the pod source.
+func (j *Joined) Pods() *PodSource { return j.pods }
+
+// StatusSink returns the status sink.
+func (j *Joined) StatusSink() *StatusSink { return j.status }
 
 // Run runs the agent a, built from options that Apply filled, joined to
 // the API server until ctx ends. First it checks the node's permissions
@@ -193,7 +245,7 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	if !j.ran.CompareAndSwap(false, true) {
 		return fmt.Errorf("run node %s: already run: %w", j.nodeName, ErrInvalidArgument)
 	}
-	if err := CheckAccess(ctx, j.client, j.nodeName); err != nil {
+	if err := j.checkAccess(ctx); err != nil {
 		return fmt.Errorf("run node %s: %w", j.nodeName, err)
 	}
 	if j.shared != nil {
@@ -226,10 +278,43 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	}
 	run("agent", a.Run)
 	run("pod source", j.pods.Run)
+	if j.state != nil {
+		wg.Go(func() { j.flushStatuses(ctx) })
+	}
 	if j.shared == nil {
 		run("volume sources", j.volumes.Run)
 		run("services", j.services.Run)
 	}
 	wg.Wait()
 	return first
+}
+
+// checkAccess is CheckAccess; with a local state, a check the API server
+// does not answer within the pod source's LocalStateAfter is logged and
+// skipped, so that the node runs its kept pods (a refusal still stops it).
+func (j *Joined) checkAccess(ctx context.Context) error {
+	if j.state == nil {
+		return CheckAccess(ctx, j.client, j.nodeName)
+	}
+	cctx, cancel := context.WithTimeout(ctx, j.pods.after)
+	defer cancel()
+	err := CheckAccess(cctx, j.client, j.nodeName)
+	if err == nil || errors.Is(err, ErrAccessDenied) || ctx.Err() != nil {
+		return err
+	}
+	j.log.Warn("cannot check the node's access: the API server does not answer; starting from the local state", "err", err)
+	return nil
+}
+
+// flushStatuses sends the statuses the local state keeps as
+// unacknowledged once the API server has listed the node's pods.
+func (j *Joined) flushStatuses(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-j.pods.Listed():
+	}
+	if _, err := j.status.Flush(ctx); err != nil && ctx.Err() == nil {
+		j.log.Error("cannot send some unacknowledged statuses; they stay kept", "err", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeletkit/kubeletkit/localstate"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
@@ -28,16 +30,55 @@ type StatusSinkOptions struct {
 	// Retry bounds the retries of each call; the zero value is its
 	// defaults (5 attempts, 100ms doubling to 2s).
 	Retry Retry
+	// LocalState, when set, keeps each status the API server has not
+	// acknowledged until it or a later one is, across restarts: see
+	// StatusSink.Flush.
+	LocalState *localstate.State
 }
 
 // StatusSink is status.Sink on the API server: it reads pods, patches
 // pods/status with what changed and deletes finished pods, as upstream's
 // status manager does. Safe for concurrent use.
+//
+// With a LocalState, a status whose patch fails for any reason but the
+// pod being gone is kept there, and forgotten once a patch of the pod's
+// status succeeds; Flush sends what is kept.
 type StatusSink struct {
 	client kubernetes.Interface
 	log    *slog.Logger
 	clock  clock.Clock
 	retry  Retry
+	state  *localstate.State
+
+	locksMu sync.Mutex
+	locks   map[types.UID]*uidLock
+}
+
+// uidLock serializes the patches of one pod's status between
+// UpdatePodStatus and Flush.
+type uidLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+func (s *StatusSink) lock(uid types.UID) func() {
+	s.locksMu.Lock()
+	l := s.locks[uid]
+	if l == nil {
+		l = &uidLock{}
+		s.locks[uid] = l
+	}
+	l.users++
+	s.locksMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.locksMu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.locks, uid)
+		}
+		s.locksMu.Unlock()
+	}
 }
 
 var _ status.Sink = (*StatusSink)(nil)
@@ -47,7 +88,8 @@ func NewStatusSink(client kubernetes.Interface, opts StatusSinkOptions) (*Status
 	if client == nil {
 		return nil, fmt.Errorf("new status sink: client is nil: %w", ErrInvalidArgument)
 	}
-	return &StatusSink{client: client, log: orDiscard(opts.Logger), clock: orClock(opts.Clock), retry: opts.Retry}, nil
+	return &StatusSink{client: client, log: orDiscard(opts.Logger), clock: orClock(opts.Clock), retry: opts.Retry,
+		state: opts.LocalState, locks: map[types.UID]*uidLock{}}, nil
 }
 
 // GetPod reads pod's namespace/name from the API server. The pod found must
@@ -89,6 +131,83 @@ func (s *StatusSink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 // the pod's UID in the patch so that the API server refuses it for another
 // pod of the same name.
 func (s *StatusSink) UpdatePodStatus(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
+	if s.state == nil || pod.UID == "" {
+		return s.patchStatus(ctx, pod, st)
+	}
+	defer s.lock(pod.UID)()
+	got, err := s.patchStatus(ctx, pod, st)
+	s.track(pod, st, err)
+	return got, err
+}
+
+// track keeps st as unacknowledged when its patch failed, and forgets the
+// pod's kept status when the patch succeeded or the pod is gone.
+func (s *StatusSink) track(pod *v1.Pod, st v1.PodStatus, err error) {
+	name := pod.Namespace + "/" + pod.Name
+	if err == nil || errors.Is(err, status.ErrPodNotFound) {
+		if derr := s.state.DeletePodStatus(pod.UID); derr != nil {
+			s.log.Error("cannot forget the acknowledged status in the local state", "pod", name, "err", derr)
+		}
+		return
+	}
+	if perr := s.state.PutPodStatus(pod, st); perr != nil {
+		s.log.Error("cannot keep the unacknowledged status in the local state", "pod", name, "err", perr)
+	}
+}
+
+// Flush sends every status the local state keeps as unacknowledged (from
+// before a restart, or one the status manager gave up on), each as a
+// strategic merge patch from the pod's status on the API server, with the
+// pod's UID as the precondition. A pod that is gone or re-created under
+// its name (a static pod's status is never kept: its mirror pod has
+// another UID) has its status dropped; a status the API server
+// acknowledged since, or a later one, is not sent again. It returns how
+// many it sent, and the errors of those it could not (they stay kept).
+func (s *StatusSink) Flush(ctx context.Context) (int, error) {
+	if s.state == nil {
+		return 0, nil
+	}
+	kept, err := s.state.PodStatuses()
+	if err != nil {
+		s.log.Error("the local state holds statuses that cannot be read", "err", err)
+	}
+	sent := 0
+	var errs []error
+	for _, k := range kept {
+		ok, err := s.flushOne(ctx, k)
+		if ok {
+			sent++
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if sent > 0 || len(errs) > 0 {
+		s.log.Info("sent the statuses the API server had not acknowledged", "sent", sent, "failed", len(errs))
+	}
+	return sent, errors.Join(errs...)
+}
+
+func (s *StatusSink) flushOne(ctx context.Context, k *v1.Pod) (bool, error) {
+	defer s.lock(k.UID)()
+	still, ok, err := s.state.PodStatus(k.UID)
+	if err != nil || !ok {
+		return false, err // acknowledged meanwhile
+	}
+	cur, err := s.GetPod(ctx, still)
+	if errors.Is(err, status.ErrPodNotFound) {
+		s.log.Info("dropped the unacknowledged status of a pod that is gone", "pod", k.Namespace+"/"+k.Name, "uid", k.UID)
+		return false, s.state.DeletePodStatus(k.UID)
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = s.patchStatus(ctx, cur, still.Status)
+	s.track(still, still.Status, err)
+	return err == nil, err
+}
+
+func (s *StatusSink) patchStatus(ctx context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
 	patch, err := PodStatusPatch(pod.UID, pod.Status, st)
 	if err != nil {
 		return nil, fmt.Errorf("patch status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
