@@ -566,8 +566,9 @@ func (a *Agent) build() error {
 		return err
 	}
 	var sandboxCgroups podsync.SandboxCgroups
+	var podCgroups podsync.PodCgroupResizer
 	if a.cgroups != nil {
-		sandboxCgroups = a.cgroups
+		sandboxCgroups, podCgroups = a.cgroups, podCgroupResizer{a}
 	}
 	cms, secrets := a.envSources()
 	a.syncer, err = podsync.New(podsync.Options{
@@ -577,7 +578,7 @@ func (a *Agent) build() error {
 		Devices:                 a.containerDevices(),
 		UserNamespaces:          a.handlerSupportsUserNamespaces,
 		SeccompDefault:          opts.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
-		Cgroups: sandboxCgroups, RuntimeClasses: opts.RuntimeClasses,
+		Cgroups: sandboxCgroups, PodCgroups: podCgroups, RuntimeClasses: opts.RuntimeClasses,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),

@@ -493,3 +493,12 @@ func resizeMessage(pod *v1.Pod, prefix, errMsg string, generation ...int64) stri
 	}
 	return prefix + ": " + string(b)
 }
+
+// podCgroupResizer resizes a pod's cgroup with its runtime class's
+// overhead counted, as the cgroup was made (ensurePodCgroup).
+type podCgroupResizer struct{ a *Agent }
+
+// ResizePod implements podsync.PodCgroupResizer.
+func (r podCgroupResizer) ResizePod(pod *v1.Pod, grow bool) error {
+	return r.a.cgroups.ResizePod(podsync.WithOverhead(pod, r.a.opts.RuntimeClasses), grow)
+}
