@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,6 +34,10 @@ type ContainerView struct {
 	Started      string `json:"started"`
 	RestartCount int32  `json:"restartCount"`
 	Image        string `json:"image"`
+	// Resources and Allocated are the status's resources and
+	// allocatedResources (in-place resize), as resourceText writes them.
+	Resources string `json:"resources,omitempty"`
+	Allocated string `json:"allocatedResources,omitempty"`
 }
 
 // PodView is what a recording keeps of a pod's status.
@@ -142,7 +147,7 @@ func record(args []string) error {
 			}
 			d.done = true
 			if err := d.run(client, a); err != nil {
-				return fmt.Errorf("record: delete %s: %w", d.name, err)
+				return fmt.Errorf("record: delete or resize %s: %w", d.name, err)
 			}
 		}
 		if now.Sub(t0) >= *duration {
@@ -168,14 +173,26 @@ const deleteAfterAnnotation = "fidelity.kubeletkit.io/delete-after"
 // server's creation times have a resolution of one second.
 const createAfterAnnotation = "fidelity.kubeletkit.io/create-after"
 
-// deletion is a pod record deletes on schedule.
+// resizeAfterAnnotation on a manifest's pod asks record to resize it in
+// place that long (a Go duration) after the first answer, through the API
+// server's resize subresource, with the strategic merge patch of
+// resizeAnnotation. A static pod cannot be resized (its manifest is its
+// spec): without --server the annotation is ignored.
+const (
+	resizeAfterAnnotation = "fidelity.kubeletkit.io/resize-after"
+	resizeAnnotation      = "fidelity.kubeletkit.io/resize"
+)
+
+// deletion is a pod record deletes, or resizes (resize set), on schedule.
 type deletion struct {
 	path, namespace, name string
 	after                 time.Duration
+	resize                json.RawMessage
 	done                  bool
 }
 
-// readDeletions reads the deletions the manifests of dir ask for.
+// readDeletions reads the deletions and resizes the manifests of dir ask
+// for.
 func readDeletions(dir string) ([]deletion, error) {
 	var out []deletion
 	err := eachManifest(dir, func(f string, data []byte) error {
@@ -183,27 +200,43 @@ func readDeletions(dir string) ([]deletion, error) {
 		if err := yaml.Unmarshal(data, &pod); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
-		v, ok := pod.Annotations[deleteAfterAnnotation]
-		if !ok {
-			return nil
+		ns := cmp.Or(pod.Namespace, metav1.NamespaceDefault)
+		if v, ok := pod.Annotations[deleteAfterAnnotation]; ok {
+			after, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", f, deleteAfterAnnotation, err)
+			}
+			out = append(out, deletion{path: f, namespace: ns, name: pod.Name, after: after})
 		}
-		after, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("%s: %s: %w", f, deleteAfterAnnotation, err)
+		if v, ok := pod.Annotations[resizeAfterAnnotation]; ok {
+			after, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", f, resizeAfterAnnotation, err)
+			}
+			patch := json.RawMessage(pod.Annotations[resizeAnnotation])
+			if !json.Valid(patch) {
+				return fmt.Errorf("%s: %s: not a JSON patch", f, resizeAnnotation)
+			}
+			out = append(out, deletion{path: f, namespace: ns, name: pod.Name, after: after, resize: patch})
 		}
-		out = append(out, deletion{path: f, namespace: cmp.Or(pod.Namespace, metav1.NamespaceDefault), name: pod.Name, after: after})
 		return nil
 	})
 	return out, err
 }
 
 // run deletes the pod: through the API server (its default grace period),
-// or, for a static pod, by removing its manifest.
+// or, for a static pod, by removing its manifest; or resizes it through
+// the API server.
 func (d *deletion) run(client *http.Client, a apiFlags) error {
-	if a.server == "" {
+	url := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s", a.server, d.namespace, d.name)
+	switch {
+	case d.resize != nil && a.server == "":
+		return nil
+	case d.resize != nil:
+		return call(client, a.token, http.MethodPatch, url+"/resize", d.resize, nil, http.StatusOK)
+	case a.server == "":
 		return os.Remove(d.path)
 	}
-	url := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s", a.server, d.namespace, d.name)
 	return call(client, a.token, http.MethodDelete, url, nil, nil, http.StatusOK, http.StatusAccepted)
 }
 
@@ -257,10 +290,25 @@ func containers(sts []v1.ContainerStatus) []ContainerView {
 		}
 		c.State, c.Message = state(s.State)
 		c.Last, _ = state(s.LastTerminationState)
+		if s.Resources != nil {
+			c.Resources = "requests:" + listText(s.Resources.Requests) + " limits:" + listText(s.Resources.Limits)
+		}
+		c.Allocated = listText(s.AllocatedResources)
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b ContainerView) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// listText writes a resource list as "cpu=100m,memory=64Mi", sorted by
+// name, each quantity as the API serializes it.
+func listText(l v1.ResourceList) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		q := l[name]
+		parts = append(parts, string(name)+"="+q.String())
+	}
+	return strings.Join(parts, ",")
 }
 
 // state describes a container state without its timestamps and IDs.
@@ -614,6 +662,9 @@ func call(client *http.Client, token, method, url string, body, out any, ok ...i
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if method == http.MethodPatch {
+		req.Header.Set("Content-Type", "application/strategic-merge-patch+json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

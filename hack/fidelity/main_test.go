@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,6 +185,41 @@ func TestCompare(t *testing.T) {
 	assert.ErrorContains(t, err, "want two recordings")
 	_, err = compare([]string{up, filepath.Join(dir, "missing.json")}, &strings.Builder{})
 	assert.Error(t, err)
+}
+
+func TestResizes(t *testing.T) {
+	dir := t.TempDir()
+	patch := `{"spec":{"containers":[{"name":"app","resources":{"limits":{"cpu":"400m"}}}]}}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: r\n  annotations:\n"+
+		"    fidelity.kubeletkit.io/resize-after: 20s\n    fidelity.kubeletkit.io/resize: '"+patch+"'\n"), 0o644))
+	ds, err := readDeletions(dir)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	assert.Equal(t, 20*time.Second, ds[0].after)
+	assert.JSONEq(t, patch, string(ds[0].resize))
+
+	// Through the API server: a strategic merge patch of the resize
+	// subresource.
+	var method, path, ctype, body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		method, path, ctype, body = r.Method, r.URL.Path, r.Header.Get("Content-Type"), string(b)
+		_, _ = w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	require.NoError(t, ds[0].run(srv.Client(), apiFlags{server: srv.URL}))
+	assert.Equal(t, http.MethodPatch, method)
+	assert.Equal(t, "/api/v1/namespaces/default/pods/r/resize", path)
+	assert.Equal(t, "application/strategic-merge-patch+json", ctype)
+	assert.JSONEq(t, patch, body)
+	// A static pod is not resized: its manifest stays.
+	require.NoError(t, ds[0].run(nil, apiFlags{}))
+	assert.FileExists(t, filepath.Join(dir, "r.yaml"))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: b\n  annotations:\n"+
+		"    fidelity.kubeletkit.io/resize-after: 1s\n    fidelity.kubeletkit.io/resize: 'not json'\n"), 0o644))
+	_, err = readDeletions(dir)
+	assert.ErrorContains(t, err, "bad.yaml")
 }
 
 func TestDeletionsAndTheirTimeline(t *testing.T) {
