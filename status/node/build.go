@@ -94,8 +94,10 @@ type Input struct {
 // BuildStatus returns the node's status: capacity and allocatable, node
 // info, the conditions MemoryPressure, DiskPressure, PIDPressure and Ready
 // (in that order, as upstream) with upstream's reasons and messages,
-// addresses, images and the declared features (sorted, once each, as the
-// API server requires; unset when there are none). Ready is False with a message naming each problem
+// addresses, images, the declared features (sorted, once each, as the
+// API server requires; unset when there are none) and the runtime's
+// features (features.supplementalGroupsPolicy; unset until the runtime's
+// status says). Ready is False with a message naming each problem
 // when the runtime cannot be reached or is not ready, its network is not
 // ready, the PLEG is unhealthy, or the node is shutting down. It is a pure function of its input.
 func BuildStatus(in Input) v1.NodeStatus {
@@ -125,6 +127,15 @@ func BuildStatus(in Input) v1.NodeStatus {
 	}
 	s.Images = images(in.Images)
 	s.DeclaredFeatures = declaredFeatures(in.DeclaredFeatures)
+	// features.supplementalGroupsPolicy is what the runtime's status says
+	// (upstream's NodeFeatures setter); while the runtime does not answer,
+	// what it said last.
+	if f := in.RuntimeStatus.GetFeatures(); f != nil && in.RuntimeStatusErr == nil {
+		supported := f.GetSupplementalGroupsPolicy()
+		s.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: &supported}
+	} else if in.Old != nil && in.Old.Features != nil {
+		s.Features = in.Old.Features.DeepCopy()
+	}
 
 	now := metav1.NewTime(in.Now)
 	var mem, disk, pid bool

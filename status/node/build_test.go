@@ -169,3 +169,34 @@ func TestBuildStatusDeclaredFeatures(t *testing.T) {
 		})
 	}
 }
+
+func TestBuildStatusFeatures(t *testing.T) {
+	withFeatures := func(sgp bool) *runtimeapi.StatusResponse {
+		r := runtimeStatus(true, true)
+		r.Features = &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: sgp}
+		return r
+	}
+	yes, no := true, false
+	for _, tc := range []struct {
+		name   string
+		status *runtimeapi.StatusResponse
+		err    error
+		old    *v1.NodeFeatures
+		want   *v1.NodeFeatures
+	}{
+		{name: "the runtime supports it", status: withFeatures(true), want: &v1.NodeFeatures{SupplementalGroupsPolicy: &yes}},
+		{name: "the runtime does not", status: withFeatures(false), old: &v1.NodeFeatures{SupplementalGroupsPolicy: &yes},
+			want: &v1.NodeFeatures{SupplementalGroupsPolicy: &no}},
+		{name: "a runtime that reports no features", status: runtimeStatus(true, true)},
+		{name: "a runtime that does not answer keeps what it said", err: errors.New("unavailable"),
+			old: &v1.NodeFeatures{SupplementalGroupsPolicy: &yes}, want: &v1.NodeFeatures{SupplementalGroupsPolicy: &yes}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := node.Input{Capacity: capacity(), RuntimeStatus: tc.status, RuntimeStatusErr: tc.err, Now: t0}
+			if tc.old != nil {
+				in.Old = &v1.NodeStatus{Features: tc.old}
+			}
+			assert.Equal(t, tc.want, node.BuildStatus(in).Features)
+		})
+	}
+}
