@@ -25,6 +25,7 @@ import (
 // Upstream's CPU constants for translating requests and limits.
 const (
 	minShares     = 2
+	maxShares     = 262144
 	sharesPerCPU  = 1024
 	quotaPeriod   = 100000 // µs
 	minQuotaValue = 1000
@@ -250,7 +251,8 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 }
 
 // Resources translates a container's requests and limits as upstream does:
-// CPU shares from the CPU request (1024 per CPU, at least 2), a CFS quota
+// CPU shares from the CPU request (1024 per CPU, at least 2, at most
+// 262144, the kernel's largest), a CFS quota
 // over a 100ms period from the CPU limit (at least 1ms), the memory limit.
 func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{}
@@ -262,7 +264,7 @@ func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 	}
 	shares := int64(minShares)
 	if hasReq {
-		shares = max(cpuReq.MilliValue()*sharesPerCPU/1000, minShares)
+		shares = min(max(cpuReq.MilliValue()*sharesPerCPU/1000, minShares), maxShares)
 	}
 	r.CpuShares = shares
 	if hasLim {

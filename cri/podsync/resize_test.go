@@ -186,3 +186,13 @@ func TestSyncPodResizeFailure(t *testing.T) {
 	require.NoError(t, h.s.SyncPod(context.Background(), resized, h.status(resized)).Err())
 	assert.True(t, h.sync(resized).Actions.Nothing())
 }
+
+func TestResourcesShares(t *testing.T) {
+	for _, tc := range []struct {
+		cpu    string
+		shares int64
+	}{{"", 2}, {"1m", 2}, {"100m", 102}, {"1", 1024}, {"256", 262144}, {"1000", 262144}} {
+		c := sized("app", tc.cpu, "", "")
+		assert.Equal(t, tc.shares, podsync.Resources(&c).GetCpuShares(), tc.cpu)
+	}
+}
