@@ -8,8 +8,10 @@
 // API server last sent them (keyed by UID), the configMaps and secrets
 // their volumes and environment read (keyed by namespace/name), the
 // service account tokens issued for their projected volumes (TokenKey),
-// and the pod statuses the API server has not acknowledged yet (keyed by
-// pod UID). It is not a cache the agent reads in normal operation: the
+// the pod statuses the API server has not acknowledged yet (keyed by pod
+// UID), and the cluster's services (keyed by namespace/name): a kubelet
+// creates no container of an API pod before it has read the services,
+// whose environment variables every container gets. It is not a cache the agent reads in normal operation: the
 // API-server adapters write through it, and read it back only when the API
 // server does not answer.
 //

@@ -17,7 +17,9 @@ import (
 
 // State is the node's local state in Kubernetes' own types, over a Store:
 // the pods bound to the node, the configMaps, secrets and tokens they read,
-// and the pod statuses not yet acknowledged. Values are the objects'
+// the pod statuses not yet acknowledged, and the cluster's services (the
+// containers' service environment variables, without which upstream
+// kubelet, and package agent, create no container of an API pod). Values are the objects'
 // protobuf encoding. A write that changes nothing (the same object at the
 // same resourceVersion) is skipped, so writing through on every read
 // costs a map lookup. Safe for concurrent use.
@@ -35,7 +37,7 @@ func New(store Store) (*State, error) {
 		return nil, fmt.Errorf("new local state: nil store: %w", ErrInvalidArgument)
 	}
 	s := &State{store: store, known: map[Key]string{}}
-	for _, k := range []Kind{Pods, ConfigMaps, Secrets, PodStatuses} {
+	for _, k := range []Kind{Pods, ConfigMaps, Secrets, PodStatuses, Services} {
 		vals, err := store.List(k)
 		if err != nil {
 			return nil, fmt.Errorf("new local state: %w", err)
@@ -118,6 +120,73 @@ func (s *State) SetPods(pods []*v1.Pod) (bool, error) {
 	return true, nil
 }
 
+// SetServices makes the kept services exactly svcs, in one atomic write of
+// what changed (keyed by namespace/name; a changed service is one with
+// another UID or resourceVersion). It reports whether it wrote.
+func (s *State) SetServices(svcs []*v1.Service) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b Batch
+	keep := map[string]bool{}
+	next := map[Key]string{}
+	for _, svc := range svcs {
+		if svc == nil {
+			continue
+		}
+		key := Key{Services, ObjectKey(svc.Namespace, svc.Name)}
+		keep[key.Key] = true
+		fp, v, err := s.encodeIfChanged(key, svc, &svc.ObjectMeta)
+		if err != nil {
+			return false, fmt.Errorf("keep service %s: %w", key.Key, err)
+		}
+		if v != nil {
+			b.Puts = append(b.Puts, Entry{key, v})
+			next[key] = fp
+		}
+	}
+	for k := range s.known {
+		if k.Kind == Services && !keep[k.Key] {
+			b.Deletes = append(b.Deletes, k)
+		}
+	}
+	if len(b.Puts) == 0 && len(b.Deletes) == 0 {
+		return false, nil
+	}
+	if err := s.store.Write(b); err != nil {
+		return false, fmt.Errorf("keep services: %w", err)
+	}
+	for _, k := range b.Deletes {
+		delete(s.known, k)
+	}
+	for k, fp := range next {
+		s.known[k] = fp
+	}
+	return true, nil
+}
+
+// Services returns the kept services. A value that does not decode is
+// left out and named in the error.
+func (s *State) Services() ([]*v1.Service, error) {
+	vals, err := s.store.List(Services)
+	if err != nil {
+		return nil, fmt.Errorf("read services: %w", err)
+	}
+	var errs []error
+	out := make([]*v1.Service, 0, len(vals))
+	for key, v := range vals {
+		svc := &v1.Service{}
+		if err := svc.Unmarshal(v); err != nil {
+			errs = append(errs, fmt.Errorf("service %s: %w", key, err))
+			continue
+		}
+		out = append(out, svc)
+	}
+	slices.SortFunc(out, func(a, b *v1.Service) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out, errors.Join(errs...)
+}
+
 // marshaler is what the Kubernetes types' generated protobuf code has.
 type marshaler interface{ Marshal() ([]byte, error) }
 
@@ -159,6 +228,11 @@ func fingerprintBytes(kind Kind, v []byte) string {
 		}
 	case Secrets:
 		c := &v1.Secret{}
+		if c.Unmarshal(v) == nil {
+			meta = &c.ObjectMeta
+		}
+	case Services:
+		c := &v1.Service{}
 		if c.Unmarshal(v) == nil {
 			meta = &c.ObjectMeta
 		}
@@ -289,7 +363,8 @@ func (s *State) DeleteTokensOf(live map[types.UID]bool) error {
 }
 
 // PutPodStatus keeps st as the status of pod that the API server has not
-// acknowledged, replacing the one kept before for the pod's UID.
+// acknowledged, replacing the one kept before for the pod's UID. The same
+// status kept again costs no write.
 func (s *State) PutPodStatus(pod *v1.Pod, st v1.PodStatus) error {
 	if pod == nil || pod.UID == "" {
 		return fmt.Errorf("keep pod status: no pod or UID: %w", ErrInvalidArgument)
@@ -300,12 +375,16 @@ func (s *State) PutPodStatus(pod *v1.Pod, st v1.PodStatus) error {
 		return fmt.Errorf("keep status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	key := Key{PodStatuses, string(pod.UID)}
+	fp := hashOf(v)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.known[key] == fp {
+		return nil // kept already: a status retried as it was costs no write
+	}
 	if err := s.store.Write(Batch{Puts: []Entry{{key, v}}}); err != nil {
 		return fmt.Errorf("keep status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	s.known[key] = hashOf(v)
+	s.known[key] = fp
 	return nil
 }
 

@@ -185,3 +185,27 @@ func TestStateUndecodable(t *testing.T) {
 		t.Fatalf("Pods = %v, %v; want pod a and an error naming junk", pods, err)
 	}
 }
+
+func TestStateServices(t *testing.T) {
+	m := &countingStore{Store: localstate.NewMemory(0)}
+	st, _ := localstate.New(m)
+	svc := func(name, rv string) *v1.Service {
+		return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("u-" + name), ResourceVersion: rv},
+			Spec: v1.ServiceSpec{ClusterIP: "10.0.0.1", Ports: []v1.ServicePort{{Name: "https", Port: 443}}}}
+	}
+	wrote, err := st.SetServices([]*v1.Service{svc("kubernetes", "1"), svc("web", "1")})
+	require(t, err == nil && wrote, "first SetServices: %v %v", wrote, err)
+	wrote, err = st.SetServices([]*v1.Service{svc("web", "1"), svc("kubernetes", "1")})
+	require(t, err == nil && !wrote && m.writes == 1, "unchanged: %v %v, %d writes", wrote, err, m.writes)
+	_, err = st.SetServices([]*v1.Service{svc("kubernetes", "2")})
+	require(t, err == nil, "%v", err)
+	got, err := st.Services()
+	require(t, err == nil && len(got) == 1 && got[0].ResourceVersion == "2" && got[0].Spec.Ports[0].Port == 443, "Services = %v %v", got, err)
+}
+
+func require(t *testing.T, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+}

@@ -26,10 +26,13 @@ const (
 	// PodStatuses are the pod statuses the API server has not
 	// acknowledged yet, keyed by pod UID.
 	PodStatuses Kind = "podstatuses"
+	// Services are the cluster's services, for the containers' service
+	// environment variables, keyed by namespace/name.
+	Services Kind = "services"
 )
 
 // Kinds are every kind a store holds, in a fixed order.
-var Kinds = []Kind{Pods, ConfigMaps, Secrets, Tokens, PodStatuses}
+var Kinds = []Kind{Pods, ConfigMaps, Secrets, Tokens, PodStatuses, Services}
 
 // Errors wrapped by the stores' and State's errors.
 var (
