@@ -136,7 +136,7 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 		if j.volumes, err = NewWatchingSources(client, WatchingSourcesOptions{Logger: log.With("component", "api-volumes")}); err != nil {
 			return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 		}
-		if j.services, err = NewServices(client, ServicesOptions{Logger: log.With("component", "api-services")}); err != nil {
+		if j.services, err = NewServices(client, ServicesOptions{Logger: log.With("component", "api-services"), LocalState: opts.LocalState}); err != nil {
 			return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 		}
 	}

@@ -308,3 +308,26 @@ func TestKeptSourcesHonourTheServersAnswers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, volume.Sources{}, none.Sources(), "no inner source, no kept one")
 }
+
+func TestServicesFromTheLocalStateUntilTheFirstList(t *testing.T) {
+	st := newState(t)
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes", UID: "s1", ResourceVersion: "1"}}
+	client := fake.NewClientset(svc)
+	s, err := apiserver.NewServices(client, apiserver.ServicesOptions{LocalState: st})
+	require.NoError(t, err)
+	_, err = s.ListServices()
+	require.ErrorIs(t, err, apiserver.ErrServicesNotSynced, "nothing kept, nothing listed: upstream's refusal")
+
+	runUntilEnd(t, s.Run)
+	require.Eventually(t, func() bool { got, _ := st.Services(); return len(got) == 1 }, waitFor, time.Millisecond, "the list is kept")
+
+	// A restarted node whose API server does not answer.
+	client2 := fake.NewClientset()
+	unreachable(client2, "list", "services")
+	s2, err := apiserver.NewServices(client2, apiserver.ServicesOptions{LocalState: st})
+	require.NoError(t, err)
+	got, err := s2.ListServices()
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "kubernetes", got[0].Name)
+}

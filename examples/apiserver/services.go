@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/localstate"
 )
 
 // ErrServicesNotSynced is what Services.ListServices returns until the
@@ -31,6 +32,11 @@ type ServicesOptions struct {
 	Logger *slog.Logger
 	// Clock drives the reflector's back-off (nil: the real clock).
 	Clock clock.Clock
+	// LocalState, when set, keeps the services listed and serves the
+	// kept ones until the first list of a restarted node: containers then
+	// get their service environment variables, and are created at all,
+	// while the API server does not answer.
+	LocalState *localstate.State
 }
 
 // Services keeps the cluster's services, listed and watched in every
@@ -42,6 +48,9 @@ type Services struct {
 	log   *slog.Logger
 	clock clock.Clock
 	r     *cache.Reflector
+	state *localstate.State
+
+	keptLogged atomic.Bool
 }
 
 var _ podsync.ServiceLister = (*Services)(nil)
@@ -64,7 +73,11 @@ func NewServices(client kubernetes.Interface, opts ServicesOptions) (*Services, 
 			},
 		}, client)
 	}
-	s := &Services{lw: lw, store: &listedStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}, log: orDiscard(opts.Logger), clock: orClock(opts.Clock)}
+	s := &Services{lw: lw, store: &listedStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}, log: orDiscard(opts.Logger), clock: orClock(opts.Clock),
+		state: opts.LocalState}
+	if s.state != nil {
+		s.store.changed = s.keep
+	}
 	s.r = cache.NewReflectorWithOptions(s.lw, &v1.Service{}, s.store, cache.ReflectorOptions{Name: "apiserver services", Clock: s.clock})
 	return s, nil
 }
@@ -78,10 +91,11 @@ func (s *Services) Run(ctx context.Context) error {
 }
 
 // ListServices returns the services, or ErrServicesNotSynced before the
-// first list. The services are shared: do not modify them.
+// first list. With a LocalState that keeps services, it returns the kept
+// ones before the first list. The services are shared: do not modify them.
 func (s *Services) ListServices() ([]*v1.Service, error) {
 	if !s.store.listed.Load() {
-		return nil, ErrServicesNotSynced
+		return s.kept()
 	}
 	objs := s.store.List()
 	out := make([]*v1.Service, 0, len(objs))
@@ -93,11 +107,49 @@ func (s *Services) ListServices() ([]*v1.Service, error) {
 	return out, nil
 }
 
+// kept returns the services of the local state, or ErrServicesNotSynced
+// when there are none.
+func (s *Services) kept() ([]*v1.Service, error) {
+	if s.state == nil {
+		return nil, ErrServicesNotSynced
+	}
+	svcs, err := s.state.Services()
+	if err != nil {
+		s.log.Error("the local state holds services that cannot be read", "err", err)
+	}
+	if len(svcs) == 0 {
+		return nil, ErrServicesNotSynced
+	}
+	if s.keptLogged.CompareAndSwap(false, true) {
+		s.log.Warn("the services have not been listed: the containers' environment comes from the services of the local state", "services", len(svcs))
+	}
+	return svcs, nil
+}
+
+// keep writes the listed services to the local state; a failure is
+// logged.
+func (s *Services) keep() {
+	if !s.store.listed.Load() {
+		return
+	}
+	objs := s.store.List()
+	svcs := make([]*v1.Service, 0, len(objs))
+	for _, o := range objs {
+		if svc, ok := o.(*v1.Service); ok {
+			svcs = append(svcs, svc)
+		}
+	}
+	if _, err := s.state.SetServices(svcs); err != nil {
+		s.log.Error("cannot keep the services in the local state", "err", err)
+	}
+}
+
 // listedStore is a store that knows whether a reflector has filled it with
-// a first list (a Replace).
+// a first list (a Replace), and calls changed after every change.
 type listedStore struct {
 	cache.Store
-	listed atomic.Bool
+	listed  atomic.Bool
+	changed func()
 }
 
 // Replace implements cache.Store.
@@ -106,5 +158,30 @@ func (s *listedStore) Replace(list []interface{}, resourceVersion string) error 
 	if err == nil {
 		s.listed.Store(true)
 	}
+	s.notify()
 	return err
+}
+
+// Add implements cache.Store.
+func (s *listedStore) Add(obj interface{}) error {
+	defer s.notify()
+	return s.Store.Add(obj)
+}
+
+// Update implements cache.Store.
+func (s *listedStore) Update(obj interface{}) error {
+	defer s.notify()
+	return s.Store.Update(obj)
+}
+
+// Delete implements cache.Store.
+func (s *listedStore) Delete(obj interface{}) error {
+	defer s.notify()
+	return s.Store.Delete(obj)
+}
+
+func (s *listedStore) notify() {
+	if s.changed != nil {
+		s.changed()
+	}
 }
