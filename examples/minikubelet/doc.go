@@ -77,7 +77,12 @@
 // --shutdown-grace-period-critical-pods, --shutdown-signal,
 // --device-plugin-dir (ROOT-DIR/device-plugins
 // by default: device plugins register there and their resources join the
-// node's capacity; empty turns them off), -v (debug logs).
+// node's capacity; empty turns them off), --local-state (with
+// --kubeconfig, ROOT-DIR/localstate.db by default: the node's local state,
+// package localstate, so that a minikubelet restarted while the API server
+// does not answer runs the pods it kept, says so in the logs and in
+// /healthz?verbose's "apisource" line, and converges when the server
+// answers; empty keeps nothing; docs/localstate.md), -v (debug logs).
 //
 // The program only turns flags into options: the node itself is package
 // agent (github.com/kubeletkit/kubeletkit/agent), joined to the API server by

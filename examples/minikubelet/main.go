@@ -31,6 +31,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/examples/prometheus"
 	"github.com/kubeletkit/kubeletkit/examples/websockets"
+	"github.com/kubeletkit/kubeletkit/localstate"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/server"
 )
@@ -67,6 +68,8 @@ type config struct {
 	allowedUnsafeSysctls                                                                     string
 	kubeReserved, systemReserved                                                             string
 	devicePluginDir                                                                          string
+	localStatePath                                                                           string
+	localState                                                                               *localstate.Bolt // opened by join, closed by run
 	cgroupsPerQOS                                                                            bool
 	cgroupDriver, cgroupRoot, enforceNodeAllocatable                                         string
 	shutdownGracePeriod, shutdownGracePeriodCriticalPods                                     time.Duration
@@ -115,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.evictionSoft, "eviction-soft", "", "soft eviction thresholds, same syntax; each needs a grace period")
 	fs.StringVar(&c.evictionSoftGrace, "eviction-soft-grace-period", "", "grace periods of the soft thresholds (memory.available=1m30s,...)")
 	fs.StringVar(&c.allowedUnsafeSysctls, "allowed-unsafe-sysctls", "", "unsafe sysctls pods may set beyond the safe set, comma-separated names or prefixes ending in * (kernel.msg*,net.core.somaxconn); only groups the kernel namespaces")
+	fs.StringVar(&c.localStatePath, "local-state", "", "with --kubeconfig, the file (bbolt, 0600) where the node keeps the pods bound to it, the configMaps, secrets and tokens they read and the statuses the API server has not acknowledged, so that a restart while the API server does not answer runs the kept pods (docs/localstate.md); default ROOT-DIR/localstate.db; set to \"\" to keep nothing, as upstream kubelet")
 	fs.StringVar(&c.devicePluginDir, "device-plugin-dir", "", "device plugin directory: device plugins register on its kubelet.sock, and their resources join the node's capacity (upstream's is /var/lib/kubelet/device-plugins); default ROOT-DIR/device-plugins; set to \"\" for no device plugins")
 	fs.BoolVar(&c.seccompDefault, "seccomp-default", false, "run containers that name no seccomp profile under the runtime's default profile (RuntimeDefault) instead of Unconfined, as upstream's --seccomp-default; Localhost profiles live under ROOT-DIR/seccomp")
 	fs.StringVar(&c.kubeReserved, "kube-reserved", "", "resources kept for the node's daemons, off the allocatable the node reports and admits pods against (cpu=100m,memory=100Mi,ephemeral-storage=1Gi,pid=1000)")
@@ -155,6 +159,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	opts, joined, err := options(c, stdout, log)
+	if c.localState != nil {
+		defer c.localState.Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -297,7 +304,7 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 // one and returns nil.
 func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, error) {
 	if c.kubeconfig == "" {
-		for _, f := range []string{"node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst"} {
+		for _, f := range []string{"node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst", "local-state"} {
 			if c.set[f] {
 				return nil, fmt.Errorf("--%s needs --kubeconfig", f)
 			}
@@ -338,8 +345,12 @@ func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, 
 			return nil, fmt.Errorf("node name: %w", err)
 		}
 	}
-	j, err := apiserver.Join(client, nodeName, apiserver.JoinOptions{NodeLabels: labels, SkipNodeRegistration: !c.registerNode,
-		NodeLeaseDuration: time.Duration(c.nodeLeaseSeconds) * time.Second, Logger: log})
+	jopts := apiserver.JoinOptions{NodeLabels: labels, SkipNodeRegistration: !c.registerNode,
+		NodeLeaseDuration: time.Duration(c.nodeLeaseSeconds) * time.Second, Logger: log}
+	if jopts.LocalState, err = openLocalState(c); err != nil {
+		return nil, err
+	}
+	j, err := apiserver.Join(client, nodeName, jopts)
 	if err != nil {
 		return nil, err
 	}
@@ -637,4 +648,22 @@ func exitAfterShutdown(a *agent.Agent, run func(context.Context) error, stdout i
 		<-stopped
 		return err
 	}
+}
+
+// openLocalState opens the node's local state of --local-state (default
+// ROOT-DIR/localstate.db), or none when the flag is set to "".
+func openLocalState(c *config) (*localstate.State, error) {
+	path := c.localStatePath
+	if !c.set["local-state"] {
+		path = filepath.Join(c.rootDir, "localstate.db")
+	}
+	if path == "" {
+		return nil, nil
+	}
+	store, err := localstate.OpenBolt(path, localstate.BoltOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--local-state: %w", err)
+	}
+	c.localState = store
+	return localstate.New(store)
 }
