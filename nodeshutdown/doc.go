@@ -33,14 +33,11 @@
 //
 // # Triggers
 //
-// What starts a shutdown is a Trigger, run by the caller: Signal begins it
-// on a signal (for machines without systemd, or a shutdown script); a
-// program may also call Manager.Shutdown itself. Upstream's trigger is
-// systemd-logind's PrepareForShutdown with a delay inhibitor lock; this
-// package has no logind trigger, since it would need a D-Bus client: a
-// Trigger that holds the lock, calls Shutdown on PrepareForShutdown(true),
-// releases the lock when it returns, and calls Cancel on
-// PrepareForShutdown(false) is what one would write.
+// What starts a shutdown is a Trigger, run by the caller. Package
+// nodeshutdown/logind is upstream's: systemd-logind's PrepareForShutdown,
+// with a delay inhibitor lock held until the pods are down. Signal begins
+// a shutdown on a signal (for machines without systemd, or a shutdown
+// script); a program may also call Manager.Shutdown itself.
 //
 // # Driving it
 //
