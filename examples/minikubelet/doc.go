@@ -48,13 +48,15 @@
 // It prints a line whenever a pod's phase or container states change.
 // SIGINT or SIGTERM stops the agent and leaves the containers running, as a
 // kubelet restart does; the next start adopts them. With
-// --shutdown-grace-period (upstream's shutdownGracePeriod, 0s: off) and
-// --shutdown-signal, that signal means the machine is shutting down
-// instead (upstream's trigger is logind's, which minikubelet does not
-// speak): the node turns NotReady, refuses new pods (NodeShutdown), and
-// terminates its pods lowest priority first, critical pods last within
+// --shutdown-grace-period (upstream's shutdownGracePeriod, 0s: off), when
+// systemd-logind says the machine is shutting down (PrepareForShutdown,
+// under a delay inhibitor lock, as upstream's kubelet) the node turns
+// NotReady, refuses new pods (NodeShutdown), and terminates its pods lowest
+// priority first, critical pods last within
 // --shutdown-grace-period-critical-pods, each Failed with reason
-// Terminated; then minikubelet exits. With --runonce it starts
+// Terminated, before it lets the machine halt. With --shutdown-signal a
+// signal is the trigger instead, for machines without logind, and
+// minikubelet exits once the pods are down. With --runonce it starts
 // the pods, waits until each runs (or ends), prints their statuses as JSON
 // and exits.
 //

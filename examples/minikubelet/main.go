@@ -33,6 +33,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/examples/websockets"
 	"github.com/kubeletkit/kubeletkit/localstate"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
+	"github.com/kubeletkit/kubeletkit/nodeshutdown/logind"
 	"github.com/kubeletkit/kubeletkit/server"
 )
 
@@ -131,11 +132,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs (systemd is refused: it needs systemd's D-Bus API); the runtime must use the same")
 	fs.StringVar(&c.cgroupRoot, "cgroup-root", "", "cgroup the pods' hierarchy goes under (empty: /)")
 	fs.StringVar(&c.enforceNodeAllocatable, "enforce-node-allocatable", "pods", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; the default is none with --cgroups-per-qos=false")
-	fs.DurationVar(&c.shutdownGracePeriod, "shutdown-grace-period", 0, "upstream's shutdownGracePeriod: how long the node gives its pods when the machine shuts down (--shutdown-signal), "+
+	fs.DurationVar(&c.shutdownGracePeriod, "shutdown-grace-period", 0, "upstream's shutdownGracePeriod: how long the node gives its pods when the machine shuts down (systemd-logind's PrepareForShutdown, under a delay inhibitor lock, as upstream; or --shutdown-signal), "+
 		"terminating them lowest priority first; 0 turns graceful node shutdown off")
 	fs.DurationVar(&c.shutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "upstream's shutdownGracePeriodCriticalPods: the part of --shutdown-grace-period kept for critical pods (priority 2000000000 and up), terminated last")
 	fs.StringVar(&c.shutdownSignal, "shutdown-signal", "", "a signal that means the machine is shutting down (SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT, SIGINT): the node turns NotReady, refuses pods, "+
-		"terminates its pods within --shutdown-grace-period, then minikubelet exits; needs --shutdown-grace-period. Without it SIGINT and SIGTERM stop minikubelet and leave the containers running")
+		"terminates its pods within --shutdown-grace-period, then minikubelet exits; needs --shutdown-grace-period, and replaces logind as the trigger. Without it SIGINT and SIGTERM stop minikubelet and leave the containers running")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -205,7 +206,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if joined != nil {
 		runAgent = func(ctx context.Context) error { return joined.Run(ctx, a) }
 	}
-	if opts.Shutdown.Trigger != nil {
+	if _, ok := opts.Shutdown.Trigger.(*nodeshutdown.Signal); ok {
+		// The signal says the process goes too. After logind's, the
+		// machine halts, or the shutdown is cancelled and the node serves
+		// on, as upstream's kubelet.
 		runAgent = exitAfterShutdown(a, runAgent, stdout)
 	}
 	if !c.runOnce {
@@ -577,10 +581,19 @@ var shutdownSignals = map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIG
 
 // shutdownOptions puts graceful node shutdown into opts: upstream's
 // shutdownGracePeriod and shutdownGracePeriodCriticalPods (the agent checks
-// them as upstream's validation does), triggered by --shutdown-signal.
+// them as upstream's validation does), triggered by systemd-logind as
+// upstream's (nothing happens where there is no logind), or by
+// --shutdown-signal instead.
 func shutdownOptions(c *config, opts *agent.Options) error {
 	opts.Shutdown.GracePeriod, opts.Shutdown.GracePeriodCriticalPods = c.shutdownGracePeriod, c.shutdownGracePeriodCriticalPods
 	if c.shutdownSignal == "" {
+		if c.shutdownGracePeriod > 0 {
+			t, err := logind.New(logind.Options{GracePeriod: c.shutdownGracePeriod, Logger: opts.Logger.With("component", "logind")})
+			if err != nil {
+				return err
+			}
+			opts.Shutdown.Trigger = t
+		}
 		return nil
 	}
 	name := strings.ToUpper(c.shutdownSignal)

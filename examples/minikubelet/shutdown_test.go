@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeletkit/kubeletkit/nodeshutdown"
+	"github.com/kubeletkit/kubeletkit/nodeshutdown/logind"
 )
 
 // --shutdown-signal: the signal shuts the node down gracefully, its pods
@@ -58,4 +62,32 @@ wait:
 	require.NoError(t, err)
 	assert.Contains(t, out.String(), "default/web-edge1  Failed")
 	assert.Contains(t, out.String(), "minikubelet: the node shut down; exiting")
+}
+
+// The trigger: systemd-logind's, as upstream's, unless --shutdown-signal
+// names one; none without a grace period.
+func TestShutdownTrigger(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want any
+	}{
+		{"off", nil, nil},
+		{"logind", []string{"--shutdown-grace-period", "30s"}, &logind.Trigger{}},
+		{"a signal", []string{"--shutdown-grace-period", "30s", "--shutdown-signal", "SIGTERM"}, &nodeshutdown.Signal{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseFlags(append(tc.args, "--root-dir", t.TempDir()), io.Discard)
+			require.NoError(t, err)
+			opts, _, err := options(c, io.Discard, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+			if tc.want == nil {
+				assert.Nil(t, opts.Shutdown.Trigger)
+				return
+			}
+			assert.IsType(t, tc.want, opts.Shutdown.Trigger)
+		})
+	}
+	assert.Equal(t, []os.Signal{os.Interrupt}, stopSignals(&nodeshutdown.Signal{Signals: []os.Signal{syscall.SIGTERM}}), "SIGTERM is the trigger's")
+	assert.Equal(t, []os.Signal{os.Interrupt, syscall.SIGTERM}, stopSignals(&logind.Trigger{}))
 }
