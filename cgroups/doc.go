@@ -17,12 +17,20 @@
 //
 // The Manager writes them with the cgroupfs driver, on cgroup v1 (each
 // hierarchy under the root) or v2 (the unified hierarchy, controllers
-// enabled down the tree). The systemd driver would need systemd's D-Bus
-// API to create slices; New refuses it (ErrSystemdDriver).
+// enabled down the tree), or with the systemd driver, as upstream's: each
+// cgroup is a transient slice unit started over systemd's D-Bus API
+// (Description, Wants= its parent slice, CPU, memory, IO and tasks
+// accounting, no default dependencies), its limits set as unit properties
+// (CPUShares or CPUWeight, CPUQuotaPerSecUSec and CPUQuotaPeriodUSec,
+// MemoryLimit or MemoryMax, TasksMax) and then written to its files too;
+// it is removed by stopping the unit. The D-Bus part is the small Systemd
+// interface: SystemdConn (github.com/coreos/go-systemd) is the real one,
+// DialSystemd connects it, and Start does when Options.Systemd is nil.
 //
 // A kubelet drives it as upstream's does:
 //
 //	m, _ := cgroups.New(cgroups.Options{})
+//	defer m.Close()
 //	m.Start(ctx, cgroups.NodeConfig(allocatable)) // kubepods, burstable, besteffort
 //	// syncing a pod, before its sandbox:
 //	if !m.PodExists(pod) { m.UpdateQOS(activePods); m.EnsurePod(pod) }
@@ -35,9 +43,12 @@
 //
 // Options.Root points the Manager at another cgroup mount, or at a plain
 // directory tree standing for one: the tests run on such trees (v1 and
-// v2) without root, and on the machine's cgroups with -tags root. A pod's
+// v2) without root, against a fake Systemd, on the machine's cgroups with
+// -tags root, and against a real systemd with -tags systemd
+// (hack/systemd-test.sh). A pod's
 // UID becomes a path component: one that is not letters, digits, "-" and
 // "." is refused (ErrInvalidName), never joined into a path.
 //
-// Methods are safe for concurrent use; nothing starts a goroutine.
+// Methods are safe for concurrent use. Nothing starts a goroutine but the
+// D-Bus connection of the systemd driver, which Close ends.
 package cgroups

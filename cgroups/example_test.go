@@ -19,6 +19,7 @@ func Example() {
 	defer os.RemoveAll(root)
 	for _, h := range []string{"cpu", "memory"} {
 		_ = os.Mkdir(filepath.Join(root, h), 0o755)
+		_ = os.WriteFile(filepath.Join(root, h, "cgroup.procs"), nil, 0o644) // a hierarchy's root
 	}
 	m, err := cgroups.New(cgroups.Options{Root: root, Remove: os.RemoveAll})
 	if err != nil {

@@ -30,11 +30,15 @@ type fsDriver struct {
 	controllers []string
 	remove      func(dir string) error
 	kill        func(pid int) error
+	// systemd spells the cgroups' directories as the systemd driver
+	// names them (kubepods.slice/kubepods-burstable.slice).
+	systemd bool
 }
 
 // openFS finds which cgroup version is mounted at root and its
 // hierarchies. A cgroup.controllers file at the root means v2; else every
-// directory under root is a v1 hierarchy named by its subsystems; the
+// directory under root with a cgroup.procs file is a v1 hierarchy named by
+// its subsystems; the
 // cgroups are made in "unified" too (the v2 hierarchy of hybrid systems,
 // without controllers), as upstream's do.
 func openFS(root string, remove func(string) error, kill func(int) error) (*fsDriver, error) {
@@ -64,6 +68,11 @@ func openFS(root string, remove func(string) error, kill func(int) error) (*fsDr
 		if err != nil {
 			continue
 		}
+		if _, err := os.Stat(filepath.Join(real, "cgroup.procs")); err != nil {
+			// A mount point with no hierarchy mounted on it (systemd
+			// makes some for controllers the kernel lacks).
+			continue
+		}
 		if !seen[real] {
 			seen[real] = true
 			d.hierarchies = append(d.hierarchies, real)
@@ -89,9 +98,35 @@ func (d *fsDriver) version() int {
 	return 1
 }
 
+// rel is the cgroup's directory relative to a hierarchy's root, as the
+// driver spells it.
+func (d *fsDriver) rel(n Name) string {
+	if d.systemd {
+		return filepath.FromSlash(n.Systemd())
+	}
+	return filepath.FromSlash(n.Cgroupfs())
+}
+
+// component reads the last name component of a cgroup directory's base
+// name, as the driver spells it ("pod<uid>", or with systemd
+// "kubepods-burstable-pod<uid>.slice").
+func (d *fsDriver) component(base string) (string, bool) {
+	if !d.systemd {
+		return base, true
+	}
+	if !strings.HasSuffix(base, ".slice") {
+		return "", false
+	}
+	n := ParseSystemd(base)
+	if len(n) == 0 {
+		return "", false
+	}
+	return n[len(n)-1], true
+}
+
 // dirs are the directories of a cgroup: one on v2, one a hierarchy on v1.
 func (d *fsDriver) dirs(n Name) []string {
-	rel := filepath.FromSlash(n.Cgroupfs())
+	rel := d.rel(n)
 	if d.v2 {
 		return []string{filepath.Join(d.root, rel)}
 	}
@@ -118,7 +153,7 @@ func (d *fsDriver) present(n Name) bool {
 // controllers enabled for it by its parent.
 func (d *fsDriver) exists(n Name) bool {
 	if d.v2 {
-		dir := filepath.Join(d.root, filepath.FromSlash(n.Cgroupfs()))
+		dir := filepath.Join(d.root, d.rel(n))
 		if _, err := os.Stat(dir); err != nil {
 			return false
 		}
@@ -138,7 +173,7 @@ func (d *fsDriver) exists(n Name) bool {
 		if !ok {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(h, filepath.FromSlash(n.Cgroupfs()))); err != nil {
+		if _, err := os.Stat(filepath.Join(h, d.rel(n))); err != nil {
 			return false
 		}
 	}
@@ -159,14 +194,26 @@ func readFields(file string) []string {
 	return f
 }
 
-// create makes the cgroup and its missing parents, then writes rc. On v1
+// create makes the cgroup and its missing parents, then writes rc.
+func (d *fsDriver) create(n Name, rc ResourceConfig) error {
+	if err := d.mkdirs(n); err != nil {
+		return err
+	}
+	return d.set(n, rc)
+}
+
+// mkdirs makes the cgroup's directories and its missing parents'. On v1
 // a new cpuset cgroup gets its parent's CPUs and memory nodes (it could
 // hold no task without them); on v2 each parent enables the managed
 // controllers for its children.
-func (d *fsDriver) create(n Name, rc ResourceConfig) error {
+func (d *fsDriver) mkdirs(n Name) error {
+	var path []string
+	for i := range n {
+		path = append(path, filepath.Base(d.rel(n[:i+1])))
+	}
 	if d.v2 {
 		dir := d.root
-		for _, c := range n {
+		for _, c := range path {
 			if len(d.controllers) > 0 {
 				enable := "+" + strings.Join(d.controllers, " +")
 				if err := writeFile(dir, "cgroup.subtree_control", enable); err != nil {
@@ -181,7 +228,7 @@ func (d *fsDriver) create(n Name, rc ResourceConfig) error {
 	} else {
 		for _, h := range d.hierarchies {
 			dir := h
-			for _, c := range n {
+			for _, c := range path {
 				parent := dir
 				dir = filepath.Join(dir, c)
 				if err := mkdir(dir); err != nil {
@@ -195,7 +242,7 @@ func (d *fsDriver) create(n Name, rc ResourceConfig) error {
 			}
 		}
 	}
-	return d.set(n, rc)
+	return nil
 }
 
 func mkdir(dir string) error {
@@ -235,7 +282,7 @@ func writeFile(dir, file, value string) error {
 // set writes rc to an existing cgroup, leaving what rc leaves nil (or, as
 // upstream's writer, zero).
 func (d *fsDriver) set(n Name, rc ResourceConfig) error {
-	rel := filepath.FromSlash(n.Cgroupfs())
+	rel := d.rel(n)
 	if d.v2 {
 		return d.setV2(filepath.Join(d.root, rel), rc)
 	}
@@ -345,7 +392,7 @@ func (d *fsDriver) children(n Name) ([]string, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list cgroup %s: %w", n.Cgroupfs(), err)
+			return nil, fmt.Errorf("list cgroup %s: %w", d.rel(n), err)
 		}
 		for _, e := range entries {
 			if e.IsDir() && !slices.Contains(out, e.Name()) {
@@ -361,6 +408,15 @@ func (d *fsDriver) children(n Name) ([]string, error) {
 // hierarchy, then removes its directories, deepest first. A cgroup that is
 // not there is no error.
 func (d *fsDriver) destroy(n Name) error {
+	if err := d.killAll(n); err != nil {
+		return err
+	}
+	return d.removeAll(n)
+}
+
+// killAll kills every process in the cgroup and below, in every
+// hierarchy.
+func (d *fsDriver) killAll(n Name) error {
 	dirs := d.dirs(n)
 	var pids []int
 	for _, dir := range dirs {
@@ -382,11 +438,17 @@ func (d *fsDriver) destroy(n Name) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("destroy cgroup %s: %w", n.Cgroupfs(), errors.Join(errs...))
+		return fmt.Errorf("destroy cgroup %s: %w", d.rel(n), errors.Join(errs...))
 	}
-	for _, dir := range dirs {
+	return nil
+}
+
+// removeAll removes the cgroup's directories in every hierarchy, deepest
+// first.
+func (d *fsDriver) removeAll(n Name) error {
+	for _, dir := range d.dirs(n) {
 		if err := d.removeTree(dir); err != nil {
-			return fmt.Errorf("destroy cgroup %s: %w", n.Cgroupfs(), err)
+			return fmt.Errorf("destroy cgroup %s: %w", d.rel(n), err)
 		}
 	}
 	return nil

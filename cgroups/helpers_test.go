@@ -12,14 +12,16 @@ import (
 )
 
 // fakeV1 makes a directory tree shaped as a cgroup v1 mount: one directory
-// per hierarchy (cpu and cpuacct as links to cpu,cpuacct), the hybrid
-// unified directory, the root cpuset's CPUs and memory nodes.
+// per hierarchy (cpu and cpuacct as links to cpu,cpuacct), each with its
+// root's cgroup.procs, the hybrid unified directory, the root cpuset's CPUs
+// and memory nodes.
 func fakeV1(t testing.TB) string {
 	root := t.TempDir()
 	for _, h := range []string{"cpu,cpuacct", "cpuset", "memory", "pids", "systemd", "unified"} {
 		if err := os.Mkdir(filepath.Join(root, h), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		write(t, filepath.Join(root, h, "cgroup.procs"), "")
 	}
 	for _, l := range []string{"cpu", "cpuacct"} {
 		if err := os.Symlink("cpu,cpuacct", filepath.Join(root, l)); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -23,9 +24,10 @@ type Driver string
 const (
 	// DriverCgroupfs writes the cgroup file system directly.
 	DriverCgroupfs Driver = "cgroupfs"
-	// DriverSystemd asks systemd for slices over D-Bus. This package names
-	// cgroups as that driver does (Name.Systemd) but cannot create them:
-	// New refuses it with ErrSystemdDriver.
+	// DriverSystemd asks systemd for slices over D-Bus
+	// (kubepods.slice, kubepods-burstable.slice,
+	// kubepods-burstable-pod<uid>.slice), then writes their files too, as
+	// upstream's systemd driver does.
 	DriverSystemd Driver = "systemd"
 )
 
@@ -34,9 +36,9 @@ var (
 	// ErrInvalidOptions is wrapped by New's errors for options it cannot
 	// use.
 	ErrInvalidOptions = errors.New("invalid options")
-	// ErrSystemdDriver: the systemd driver needs systemd's D-Bus API to
-	// create slices, which this package does not speak.
-	ErrSystemdDriver = errors.New("the systemd cgroup driver is not supported (it needs systemd's D-Bus API); use cgroupfs")
+	// ErrSystemdDriver: the systemd driver cannot reach systemd over
+	// D-Bus (Start wraps it with the cause).
+	ErrSystemdDriver = errors.New("the systemd cgroup driver needs systemd's D-Bus API")
 	// ErrInvalidName: a name component (a pod UID) that cannot name a
 	// cgroup.
 	ErrInvalidName = errors.New("invalid cgroup name")
@@ -78,6 +80,11 @@ type Options struct {
 	// unlinked). A plain directory tree standing for one in a test needs
 	// os.RemoveAll.
 	Remove func(dir string) error
+	// Systemd is systemd's D-Bus API for DriverSystemd; nil means Start
+	// connects to the machine's systemd (DialSystemd: its private socket
+	// as root, else the system bus) and Close disconnects. The Manager
+	// does not close a Systemd it was given.
+	Systemd Systemd
 }
 
 // Manager keeps upstream's cgroup hierarchy for pods: the node's pods
@@ -92,8 +99,10 @@ type Manager struct {
 	log  *slog.Logger
 	root Name // the node allocatable cgroup: CgroupRoot/kubepods
 
-	mu sync.Mutex
-	fs *fsDriver // nil before Start
+	mu     sync.Mutex
+	fs     *fsDriver      // nil before Start
+	sd     *systemdDriver // with DriverSystemd, after Start
+	dialed *SystemdConn   // the connection Start made, for Close
 }
 
 // New checks opts and returns a Manager; it touches nothing.
@@ -103,7 +112,6 @@ func New(opts Options) (*Manager, error) {
 		opts.Driver = DriverCgroupfs
 	case DriverCgroupfs:
 	case DriverSystemd:
-		return nil, fmt.Errorf("cgroups: %w", ErrSystemdDriver)
 	default:
 		return nil, fmt.Errorf("cgroups: unknown driver %q (cgroupfs or systemd): %w", opts.Driver, ErrInvalidOptions)
 	}
@@ -143,10 +151,11 @@ func New(opts Options) (*Manager, error) {
 	return &Manager{opts: opts, log: log, root: root}, nil
 }
 
-// Start finds the cgroup file system, creates (or updates) kubepods with
-// node, the config NodeConfig gives for the node's allocatable, and the
-// burstable and besteffort cgroups under it (besteffort with MinShares).
-// It may be called again, with a new node config.
+// Start finds the cgroup file system (and, with the systemd driver,
+// connects to systemd), creates (or updates) kubepods with node, the
+// config NodeConfig gives for the node's allocatable, and the burstable
+// and besteffort cgroups under it (besteffort with MinShares). It may be
+// called again, with a new node config.
 func (m *Manager) Start(ctx context.Context, node ResourceConfig) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -155,8 +164,17 @@ func (m *Manager) Start(ctx context.Context, node ResourceConfig) error {
 		if err != nil {
 			return fmt.Errorf("cgroups: %w", err)
 		}
-		if !fs.present(m.root[:len(m.root)-1]) {
-			return fmt.Errorf("cgroups: cgroup root %s does not exist", m.root[:len(m.root)-1].Cgroupfs())
+		fs.systemd = m.opts.Driver == DriverSystemd
+		parent := m.root[:len(m.root)-1]
+		if !fs.present(parent) {
+			return fmt.Errorf("cgroups: cgroup root %s does not exist", fs.rel(parent))
+		}
+		if fs.systemd {
+			sd, err := m.connectSystemd(ctx, fs)
+			if err != nil {
+				return fmt.Errorf("cgroups: %w", err)
+			}
+			m.sd = sd
 		}
 		m.fs = fs
 	}
@@ -176,12 +194,69 @@ func (m *Manager) Start(ctx context.Context, node ResourceConfig) error {
 	return nil
 }
 
+// connectSystemd dials systemd unless Options.Systemd is set, and reads
+// its version.
+func (m *Manager) connectSystemd(ctx context.Context, fs *fsDriver) (*systemdDriver, error) {
+	sd := m.opts.Systemd
+	if sd == nil {
+		c, err := DialSystemd("")
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSystemdDriver, err)
+		}
+		m.dialed, sd = c, c
+	}
+	version, err := sd.Version(ctx)
+	if err != nil {
+		if m.dialed != nil {
+			m.dialed.Close()
+			m.dialed = nil
+		}
+		return nil, fmt.Errorf("%w: systemd's version: %w", ErrSystemdDriver, err)
+	}
+	return &systemdDriver{fs: fs, sd: sd, version: version, log: m.log}, nil
+}
+
+// Close disconnects from systemd when Start connected; the cgroups stay.
+// The Manager is not to be used after.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dialed == nil {
+		return nil
+	}
+	err := m.dialed.Close()
+	m.dialed = nil
+	return err
+}
+
 // ensure creates n with rc, or writes rc to it when it exists.
 func (m *Manager) ensure(n Name, rc ResourceConfig) error {
 	if m.fs.exists(n) {
-		return m.fs.set(n, rc)
+		return m.set(n, rc)
+	}
+	return m.create(n, rc)
+}
+
+// create, set and destroy go through the driver in use.
+func (m *Manager) create(n Name, rc ResourceConfig) error {
+	if m.sd != nil {
+		return m.sd.create(n, rc)
 	}
 	return m.fs.create(n, rc)
+}
+
+func (m *Manager) set(n Name, rc ResourceConfig) error {
+	if m.sd != nil {
+		return m.sd.set(n, rc)
+	}
+	return m.fs.set(n, rc)
+}
+
+func (m *Manager) destroy(n Name) error {
+	if m.sd != nil {
+		return m.sd.destroy(n)
+	}
+	return m.fs.destroy(n)
 }
 
 // Version is the cgroup version in use (1 or 2), 0 before Start.
@@ -267,7 +342,7 @@ func (m *Manager) EnsurePod(pod *v1.Pod) error {
 	if fs.exists(n) {
 		return nil
 	}
-	if err := fs.create(n, PodConfig(pod, m.opts.Pod)); err != nil {
+	if err := m.create(n, PodConfig(pod, m.opts.Pod)); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
@@ -275,22 +350,20 @@ func (m *Manager) EnsurePod(pod *v1.Pod) error {
 
 // Destroy kills the processes left in a pod cgroup and removes it.
 func (m *Manager) Destroy(n Name) error {
-	fs, err := m.started()
-	if err != nil {
+	if _, err := m.started(); err != nil {
 		return err
 	}
-	return fs.destroy(n)
+	return m.destroy(n)
 }
 
 // ReduceCPU sets a cgroup's CPU shares to MinShares, as upstream does for
 // an orphaned pod whose volumes are still being torn down.
 func (m *Manager) ReduceCPU(n Name) error {
-	fs, err := m.started()
-	if err != nil {
+	if _, err := m.started(); err != nil {
 		return err
 	}
 	s := uint64(MinShares)
-	return fs.set(n, ResourceConfig{CPUShares: &s})
+	return m.set(n, ResourceConfig{CPUShares: &s})
 }
 
 // Pods lists the pod cgroups that exist, by pod UID.
@@ -306,12 +379,19 @@ func (m *Manager) Pods() (map[types.UID]Name, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range names {
+		for _, dir := range names {
+			c, ok := fs.component(dir)
+			if !ok {
+				continue
+			}
 			uid, ok := strings.CutPrefix(c, PodPrefix)
 			if !ok || ValidComponent(uid) != nil {
 				continue
 			}
 			n, _ := parent.Child(c)
+			if fs.rel(n) != fs.rel(parent)+string(filepath.Separator)+dir {
+				continue // not the name this driver gives that pod
+			}
 			out[types.UID(uid)] = n
 		}
 	}
@@ -323,13 +403,12 @@ func (m *Manager) Pods() (map[types.UID]Name, error) {
 // to MinShares, as upstream's QoS manager does whenever pods come and go
 // (without its alpha QOSReserved and MemoryQoS features).
 func (m *Manager) UpdateQOS(active []*v1.Pod) error {
-	fs, err := m.started()
-	if err != nil {
+	if _, err := m.started(); err != nil {
 		return err
 	}
 	rcs := QOSConfigs(active)
 	for _, class := range []v1.PodQOSClass{v1.PodQOSBurstable, v1.PodQOSBestEffort} {
-		if err := fs.set(m.qosName(class), rcs[class]); err != nil {
+		if err := m.set(m.qosName(class), rcs[class]); err != nil {
 			return fmt.Errorf("cgroups: update %s cgroup: %w", strings.ToLower(string(class)), err)
 		}
 	}

@@ -48,7 +48,6 @@ func TestNewRefuses(t *testing.T) {
 		opts cgroups.Options
 		want error
 	}{
-		{"systemd", cgroups.Options{Driver: cgroups.DriverSystemd}, cgroups.ErrSystemdDriver},
 		{"unknown driver", cgroups.Options{Driver: "lxcfs"}, cgroups.ErrInvalidOptions},
 		{"root with ..", cgroups.Options{CgroupRoot: "/a/../.."}, nil},
 		{"root with _", cgroups.Options{CgroupRoot: "/my_root"}, cgroups.ErrInvalidName},
