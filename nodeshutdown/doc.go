@@ -18,10 +18,11 @@
 // terminationGracePeriodSeconds where that is shorter, and waits until they
 // have stopped (and their volumes are torn down, with an Unmounter) or the
 // group's grace period has passed, before the next group. Each pod's final
-// status is upstream's: phase Failed (Succeeded stays Succeeded), reason
-// Terminated, message "Pod was terminated in response to imminent node
-// shutdown.", and a DisruptionTarget condition with reason
-// TerminationByKubelet (SetTerminatedStatus).
+// status is upstream's: phase Failed, reason Terminated, message "Pod was
+// terminated in response to imminent node shutdown.", and a
+// DisruptionTarget condition with reason TerminationByKubelet
+// (SetTerminatedStatus); a pod whose containers all exited 0 on SIGTERM
+// ends Succeeded, with the condition only, as upstream's.
 //
 // From the start of the shutdown until Cancel, ShutdownStatus returns
 // ErrShuttingDown ("node is shutting down", the message of the node's Ready

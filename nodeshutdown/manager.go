@@ -184,16 +184,19 @@ func GracePeriodSeconds(g PriorityGracePeriod, pod *v1.Pod) int64 {
 	return g.GracePeriodSeconds
 }
 
-// SetTerminatedStatus writes upstream's status of a pod terminated by the
-// node's shutdown into s: phase Failed (unless it Succeeded), reason
-// Terminated, MessageTerminated, and a DisruptionTarget condition with
-// reason TerminationByKubelet, its transition at now unless it was already
-// true.
+// SetTerminatedStatus writes upstream's final status of a pod terminated by
+// the node's shutdown into s, the status generated once its containers have
+// stopped: phase Failed, reason Terminated, MessageTerminated, and a
+// DisruptionTarget condition with reason TerminationByKubelet, its
+// transition at now unless it was already true. A pod whose containers all
+// exited 0 (they handled SIGTERM) stays Succeeded, with the condition but
+// without the reason and message, as upstream's ends: its kubelet writes
+// them before the kill, and the Succeeded phase generated after the kill
+// does not keep them.
 func SetTerminatedStatus(s *v1.PodStatus, generation int64, now time.Time) {
 	if s.Phase != v1.PodSucceeded {
-		s.Phase = v1.PodFailed
+		s.Phase, s.Reason, s.Message = v1.PodFailed, ReasonTerminated, MessageTerminated
 	}
-	s.Reason, s.Message = ReasonTerminated, MessageTerminated
 	c := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, ObservedGeneration: generation,
 		Reason: v1.PodReasonTerminationByKubelet, Message: MessageTerminated, LastTransitionTime: metav1.NewTime(now)}
 	for i := range s.Conditions {

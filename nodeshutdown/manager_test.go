@@ -314,7 +314,7 @@ func TestSetTerminatedStatus(t *testing.T) {
 		numConds int
 	}{
 		{"running", v1.PodStatus{Phase: v1.PodRunning}, v1.PodFailed, metav1.NewTime(now), 1},
-		{"succeeded stays", v1.PodStatus{Phase: v1.PodSucceeded}, v1.PodSucceeded, metav1.NewTime(now), 1},
+		{"succeeded stays, without the reason", v1.PodStatus{Phase: v1.PodSucceeded}, v1.PodSucceeded, metav1.NewTime(now), 1},
 		{"condition already true keeps its time", v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
 			{Type: v1.PodReady, Status: v1.ConditionTrue},
 			{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "EvictionByEvictionAPI", LastTransitionTime: before}}},
@@ -325,7 +325,13 @@ func TestSetTerminatedStatus(t *testing.T) {
 			s := tc.in
 			nodeshutdown.SetTerminatedStatus(&s, 3, now)
 			assert.Equal(t, tc.phase, s.Phase)
-			assert.Equal(t, nodeshutdown.ReasonTerminated, s.Reason)
+			if tc.phase == v1.PodFailed {
+				assert.Equal(t, nodeshutdown.ReasonTerminated, s.Reason)
+				assert.Equal(t, nodeshutdown.MessageTerminated, s.Message)
+			} else {
+				assert.Empty(t, s.Reason)
+				assert.Empty(t, s.Message)
+			}
 			require.Len(t, s.Conditions, tc.numConds)
 			c := s.Conditions[tc.numConds-1]
 			assert.Equal(t, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, ObservedGeneration: 3,

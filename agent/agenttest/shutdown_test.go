@@ -27,6 +27,10 @@ type shutdownPod struct {
 	grace    int64
 	behavior fake.Behavior
 	stopped  time.Duration
+	// succeeds: its container handles SIGTERM and exits 0, and the pod
+	// ends Succeeded, as upstream's (the DisruptionTarget condition, no
+	// reason).
+	succeeds bool
 }
 
 // A whole node shuts down: the node turns NotReady with upstream's
@@ -39,6 +43,7 @@ type shutdownPod struct {
 func TestGracefulShutdown(t *testing.T) {
 	ignore := fake.Behavior{OnSIGTERM: fake.IgnoreSIGTERM}
 	dies := fake.Behavior{OnSIGTERM: fake.DieOnSIGTERM} // exit code 143 at once
+	exits := fake.Behavior{OnSIGTERM: fake.ExitOnSIGTERM, ShutdownTime: 2 * time.Second}
 	critical := ptr.To(nodeshutdown.SystemCriticalPriority)
 	tests := []struct {
 		name     string
@@ -49,19 +54,20 @@ func TestGracefulShutdown(t *testing.T) {
 		name: "30s, 10s of them for critical pods",
 		opts: agent.ShutdownOptions{GracePeriod: 30 * time.Second, GracePeriodCriticalPods: 10 * time.Second},
 		pods: []shutdownPod{
-			{"web", nil, 60, ignore, 20 * time.Second},                 // the group's 20s
-			{"batch", ptr.To[int32](1000), 5, ignore, 5 * time.Second}, // its own 5s
-			{"quick", nil, 30, dies, 0},
-			{"dns", critical, 30, ignore, 30 * time.Second}, // 10s, after the others' 20s
-			{"proxy", critical, 30, dies, 20 * time.Second},
+			{"web", nil, 60, ignore, 20 * time.Second, false},                 // the group's 20s
+			{"batch", ptr.To[int32](1000), 5, ignore, 5 * time.Second, false}, // its own 5s
+			{"quick", nil, 30, dies, 0, false},
+			{"graceful", nil, 30, exits, 2 * time.Second, true},
+			{"dns", critical, 30, ignore, 30 * time.Second, false}, // 10s, after the others' 20s
+			{"proxy", critical, 30, dies, 20 * time.Second, false},
 		},
 		duration: 30 * time.Second,
 	}, {
 		name: "ordinary pods that stop early hand over to the critical ones at once",
 		opts: agent.ShutdownOptions{GracePeriod: 30 * time.Second, GracePeriodCriticalPods: 10 * time.Second},
 		pods: []shutdownPod{
-			{"web", nil, 60, dies, 0},
-			{"dns", critical, 30, ignore, 10 * time.Second},
+			{"web", nil, 60, dies, 0, false},
+			{"dns", critical, 30, ignore, 10 * time.Second, false},
 		},
 		duration: 10 * time.Second,
 	}, {
@@ -69,9 +75,9 @@ func TestGracefulShutdown(t *testing.T) {
 		opts: agent.ShutdownOptions{ByPodPriority: []nodeshutdown.PriorityGracePeriod{
 			{Priority: 0, GracePeriodSeconds: 10}, {Priority: 10000, GracePeriodSeconds: 20}, {Priority: nodeshutdown.SystemCriticalPriority, GracePeriodSeconds: 5}}},
 		pods: []shutdownPod{
-			{"low", nil, 30, ignore, 10 * time.Second},
-			{"mid", ptr.To[int32](10000), 30, ignore, 30 * time.Second},
-			{"high", critical, 30, ignore, 35 * time.Second},
+			{"low", nil, 30, ignore, 10 * time.Second, false},
+			{"mid", ptr.To[int32](10000), 30, ignore, 30 * time.Second, false},
+			{"high", critical, 30, ignore, 35 * time.Second, false},
 		},
 		duration: 35 * time.Second,
 	}}
@@ -135,14 +141,20 @@ func TestGracefulShutdown(t *testing.T) {
 
 				for _, p := range tc.pods {
 					got := n.Pod("default", p.name)
-					assert.Equal(t, v1.PodFailed, got.Status.Phase, p.name)
-					assert.Equal(t, "Terminated", got.Status.Reason, p.name)
-					assert.Equal(t, "Pod was terminated in response to imminent node shutdown.", got.Status.Message, p.name)
+					if p.succeeds {
+						assert.Equal(t, v1.PodSucceeded, got.Status.Phase, p.name)
+						assert.Empty(t, got.Status.Reason, p.name)
+						assert.Empty(t, got.Status.Message, p.name)
+					} else {
+						assert.Equal(t, v1.PodFailed, got.Status.Phase, p.name)
+						assert.Equal(t, "Terminated", got.Status.Reason, p.name)
+						assert.Equal(t, "Pod was terminated in response to imminent node shutdown.", got.Status.Message, p.name)
+					}
 					c := podCondition(got, v1.DisruptionTarget)
 					if assert.NotNil(t, c, p.name) {
 						assert.Equal(t, v1.ConditionTrue, c.Status, p.name)
 						assert.Equal(t, "TerminationByKubelet", c.Reason, p.name)
-						assert.Equal(t, got.Status.Message, c.Message, p.name)
+						assert.Equal(t, "Pod was terminated in response to imminent node shutdown.", c.Message, p.name)
 					}
 					require.Len(t, got.Status.ContainerStatuses, 1, p.name)
 					term := got.Status.ContainerStatuses[0].State.Terminated
@@ -164,7 +176,7 @@ func TestGracefulShutdown(t *testing.T) {
 				n.AddPod(pod("after", container("after", "sleep", "3600")))
 				n.Step(5 * time.Second)
 				assert.Equal(t, v1.PodRunning, n.Pod("default", "after").Status.Phase)
-				assert.Equal(t, v1.PodFailed, n.Pod("default", tc.pods[0].name).Status.Phase)
+				assert.Equal(t, v1.PodFailed, n.Pod("default", tc.pods[0].name).Status.Phase, "still terminated")
 			})
 		})
 	}
