@@ -55,7 +55,7 @@ func (m *Manager) ResizePod(pod *v1.Pod, grow bool) error {
 	if rc.CPUShares == nil && rc.CPUQuota == nil && rc.Memory == nil {
 		return nil
 	}
-	if err := fs.set(n, rc); err != nil {
+	if err := m.set(n, rc); err != nil { // with systemd, the unit's properties too
 		return fmt.Errorf("pod %s/%s: resize cgroup: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil

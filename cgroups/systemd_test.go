@@ -492,6 +492,27 @@ func TestSystemdErrors(t *testing.T) {
 	}
 }
 
+// TestSystemdResize: an in-place resize sets the pod slice's properties
+// as well as its files (systemd would put its own values back otherwise).
+func TestSystemdResize(t *testing.T) {
+	root := fakeV1(t)
+	sd := newFakeSystemd(252)
+	m, _ := newSystemdManager(t, root, sd, cgroups.Options{})
+	if err := m.EnsurePod(pod("g-1", "cpu=500m,memory=64Mi/cpu=500m,memory=64Mi")); err != nil {
+		t.Fatal(err)
+	}
+	sd.take()
+	if err := m.ResizePod(pod("g-1", "cpu=1,memory=128Mi/cpu=1,memory=128Mi"), true); err != nil {
+		t.Fatal(err)
+	}
+	equalCalls(t, "ResizePod", sd.take(), []call{{"set", "kubepods-podg_1.slice", props{
+		{Name: "MemoryLimit", Value: uint64(134217728)}, {Name: "CPUShares", Value: uint64(1024)},
+		{Name: "CPUQuotaPeriodUSec", Value: uint64(100000)}, {Name: "CPUQuotaPerSecUSec", Value: uint64(1000000)}}}})
+	if got := read(t, filepath.Join(root, "cpu,cpuacct/kubepods.slice/kubepods-podg_1.slice/cpu.cfs_quota_us")); got != "100000" {
+		t.Errorf("cpu.cfs_quota_us = %s after the resize", got)
+	}
+}
+
 func TestParseSystemdVersion(t *testing.T) {
 	for in, want := range map[string]int{"252.38-1~deb12u1": 252, `"v245.4-1.fc32"`: 245, "245": 245, "v239": 239} {
 		if got, err := cgroups.ParseSystemdVersion(in); err != nil || got != want {
