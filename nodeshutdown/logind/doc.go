@@ -16,5 +16,7 @@
 // or no logind (as upstream's kubelet, which then shuts down without
 // grace); when the bus goes away later it watches again a second later.
 //
-// Its tests run a private dbus-daemon with a fake logind and systemd on it.
+// Its tests with -tags dbus run a private dbus-daemon (Debian's
+// dbus-daemon package; .ci/run installs it) with a fake logind and systemd
+// on it.
 package logind
