@@ -234,8 +234,12 @@ type Options struct {
 	// removed once its containers are gone. Off by default here (upstream's
 	// default is on); it needs root.
 	CgroupsPerQOS bool
-	// CgroupDriver is upstream's cgroupDriver: "" or "cgroupfs". "systemd"
-	// is refused: creating slices needs systemd's D-Bus API.
+	// CgroupDriver is upstream's cgroupDriver: "" or "cgroupfs", or
+	// "systemd": the hierarchy as systemd slices (kubepods.slice,
+	// kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice) created
+	// over systemd's D-Bus API, as upstream's (package cgroups); Run
+	// connects to the machine's systemd. The runtime must use the same
+	// driver: the sandboxes' cgroup parent is spelled as this one spells it.
 	CgroupDriver string
 	// CgroupRoot is the cgroup the hierarchy goes under (upstream's
 	// cgroupRoot); empty means "/".
@@ -770,6 +774,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			closeListeners()
 			return fmt.Errorf("agent: %w", err)
 		}
+	}
+	if a.cgroups != nil {
+		defer a.cgroups.Close() // the systemd driver's D-Bus connection
 	}
 	if err := a.startCgroups(ctx); err != nil {
 		closeListeners()

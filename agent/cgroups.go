@@ -56,8 +56,10 @@ func checkCgroupOptions(opts *Options) error {
 	if !opts.CgroupsPerQOS {
 		return nil
 	}
-	if opts.CgroupDriver == string(cgroups.DriverSystemd) {
-		return fmt.Errorf("agent: CgroupDriver systemd: %w: %w", cgroups.ErrSystemdDriver, ErrInvalidOptions)
+	switch cgroups.Driver(opts.CgroupDriver) {
+	case "", cgroups.DriverCgroupfs, cgroups.DriverSystemd:
+	default:
+		return fmt.Errorf("agent: unknown CgroupDriver %q (%q or %q): %w", opts.CgroupDriver, cgroups.DriverCgroupfs, cgroups.DriverSystemd, ErrInvalidOptions)
 	}
 	if opts.CgroupFS == "" && os.Geteuid() != 0 {
 		return fmt.Errorf("agent: CgroupsPerQOS creates the pods' cgroups, which needs root: run as root, or turn CgroupsPerQOS off: %w", ErrInvalidOptions)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/kubeletkit/kubeletkit/agent"
-	"github.com/kubeletkit/kubeletkit/cgroups"
 )
 
 func TestCgroupOptionsValidated(t *testing.T) {
@@ -20,7 +19,8 @@ func TestCgroupOptionsValidated(t *testing.T) {
 		{"duplicate", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"pods", "pods"}}, agent.ErrInvalidOptions},
 		{"system-reserved", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"system-reserved"}}, agent.ErrInvalidOptions},
 		{"unknown", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"all"}}, agent.ErrInvalidOptions},
-		{"systemd", agent.Options{CgroupsPerQOS: true, CgroupDriver: "systemd"}, cgroups.ErrSystemdDriver},
+		{"systemd", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", CgroupDriver: "systemd"}, nil},
+		{"unknown driver", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", CgroupDriver: "lxcfs"}, agent.ErrInvalidOptions},
 		{"pods", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"pods"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -129,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.imageGCLow, "image-gc-low-threshold", imagegc.DefaultLowThresholdPercent, "percent of the image filesystem in use that image garbage collection frees down to")
 	fs.DurationVar(&c.imageMinTTL, "minimum-image-ttl-duration", imagegc.DefaultMinAge, "minimum age of an unused image before it may be removed")
 	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in upstream's cgroup hierarchy (kubepods, kubepods/burstable, kubepods/besteffort, a cgroup per pod with its CPU and memory limits), which needs root; ignored on the embedded fake runtime")
-	fs.StringVar(&c.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs (systemd is refused: it needs systemd's D-Bus API); the runtime must use the same")
+	fs.StringVar(&c.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs, or systemd (slices created over systemd's D-Bus API); the runtime must use the same")
 	fs.StringVar(&c.cgroupRoot, "cgroup-root", "", "cgroup the pods' hierarchy goes under (empty: /)")
 	fs.StringVar(&c.enforceNodeAllocatable, "enforce-node-allocatable", "pods", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; the default is none with --cgroups-per-qos=false")
 	fs.DurationVar(&c.shutdownGracePeriod, "shutdown-grace-period", 0, "upstream's shutdownGracePeriod: how long the node gives its pods when the machine shuts down (systemd-logind's PrepareForShutdown, under a delay inhibitor lock, as upstream; or --shutdown-signal), "+
