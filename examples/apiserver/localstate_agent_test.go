@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -48,7 +49,7 @@ func runJoined(t *testing.T, client *fake.Clientset, st *localstate.State, rt *c
 	}
 }
 
-func containersOf(t *testing.T, rt *crifake.Runtime, pod string) (running, all []string) {
+func keptContainersOf(t *testing.T, rt *crifake.Runtime, pod string) (running, all []string) {
 	t.Helper()
 	cs, err := rt.ListContainers(context.Background(), nil)
 	require.NoError(t, err)
@@ -79,6 +80,14 @@ func statusOf(a *agent.Agent, name string) *v1.Pod {
 // a pod deleted meanwhile is terminated, a new one starts, the kept pods
 // go on with the same containers.
 func TestJoinedAgentRunsItsLocalStateWhileTheAPIServerIsAway(t *testing.T) {
+	// apimachinery's HandleError, which the reflectors call on every
+	// failed list, sleeps out a process-wide rate limit measured from the
+	// last error's time.Now(): after an earlier synctest bubble whose fake
+	// clock ran later than this one's, that is minutes of sleep in the pod
+	// source's reflector. Only its logging is kept while this test runs.
+	handlers := utilruntime.ErrorHandlers
+	utilruntime.ErrorHandlers = handlers[:1]
+	t.Cleanup(func() { utilruntime.ErrorHandlers = handlers })
 	synctest.Test(t, func(t *testing.T) {
 		cfg := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg", UID: "cfg-uid", ResourceVersion: "1"}, Data: map[string]string{"mode": "edge"}}
 		web, job := apiPod("default", "web", "u-web", "n1"), apiPod("default", "job", "u-job", "n1")
@@ -121,7 +130,7 @@ func TestJoinedAgentRunsItsLocalStateWhileTheAPIServerIsAway(t *testing.T) {
 		_, ok, err := st.ConfigMap("default", "cfg")
 		require.NoError(t, err)
 		require.True(t, ok, "the configMap the crashing pod's environment reads is kept")
-		webRunning, _ := containersOf(t, rt, "web")
+		webRunning, _ := keptContainersOf(t, rt, "web")
 		require.Len(t, webRunning, 1)
 		before, err := client.CoreV1().Pods("default").Get(context.Background(), "crash", metav1.GetOptions{})
 		require.NoError(t, err)
@@ -145,7 +154,7 @@ func TestJoinedAgentRunsItsLocalStateWhileTheAPIServerIsAway(t *testing.T) {
 		}
 		restarts := statusOf(a, "crash").Status.ContainerStatuses[0].RestartCount
 		assert.Greater(t, restarts, restartsOnline, "the crashing container is restarted while the server is away, its environment from the kept configMap and services")
-		running, all := containersOf(t, rt, "web")
+		running, all := keptContainersOf(t, rt, "web")
 		assert.Equal(t, webRunning, running, "web's container is adopted, not started again")
 		assert.Len(t, all, 1)
 		assert.Nil(t, statusOf(a, "new"), "nothing the node was not told of")
@@ -157,12 +166,12 @@ func TestJoinedAgentRunsItsLocalStateWhileTheAPIServerIsAway(t *testing.T) {
 		time.Sleep(3 * time.Minute)
 		synctest.Wait()
 		assert.Empty(t, j.HealthCheck().Detail())
-		running, _ = containersOf(t, rt, "job")
+		running, _ = keptContainersOf(t, rt, "job")
 		assert.Empty(t, running, "the pod deleted while the node was cut off is terminated")
-		running, all = containersOf(t, rt, "web")
+		running, all = keptContainersOf(t, rt, "web")
 		assert.Equal(t, webRunning, running, "web goes on with the same container")
 		assert.Len(t, all, 1)
-		running, _ = containersOf(t, rt, "new")
+		running, _ = keptContainersOf(t, rt, "new")
 		assert.Len(t, running, 1, "the pod bound meanwhile starts")
 		got, err := client.CoreV1().Pods("default").Get(context.Background(), "new", metav1.GetOptions{})
 		require.NoError(t, err)

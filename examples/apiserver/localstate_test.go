@@ -144,6 +144,8 @@ func TestPodSourceWithAnAnsweringServerNeverServesTheLocalState(t *testing.T) {
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp,
 		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", Name: "a", UID: "ua"}}}
 	require.NoError(t, st.PutToken(localstate.TokenKey("ns", "default", req), &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{Token: "t"}}))
+	// The fake clientset's watch sees only what happens after it starts.
+	require.Eventually(t, func() bool { return count(client.Actions(), "watch", "pods", "") >= 1 }, waitFor, time.Millisecond)
 	require.NoError(t, client.CoreV1().Pods("ns").Delete(t.Context(), "a", metav1.DeleteOptions{}))
 	assert.Equal(t, []string{}, recvSet(t, out))
 	assert.Equal(t, []string{}, keptNames(t, st))
@@ -330,4 +332,25 @@ func TestServicesFromTheLocalStateUntilTheFirstList(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.Equal(t, "kubernetes", got[0].Name)
+}
+
+func TestPodSourceWithNothingKeptWaitsForTheAPIServer(t *testing.T) {
+	st := newState(t)
+	client := fake.NewClientset(apiPod("ns", "a", "ua", "n1"))
+	down := unreachable(client, "list", "pods")
+	clk := clocktesting.NewFakeClock(time.Now())
+	out := make(chan syncloop.PodUpdate)
+	s, err := apiserver.NewPodSource(client, "n1", out, apiserver.PodSourceOptions{Clock: clk, Backoff: fastBackoff, LocalState: st})
+	require.NoError(t, err)
+	runSource(t, s)
+	require.Eventually(t, func() bool { return count(client.Actions(), "list", "pods", "") >= 2 }, waitFor, time.Millisecond, "the first lists fail")
+	select {
+	case u := <-out:
+		t.Fatalf("sent %d pods from an empty local state: housekeeping would kill whatever runs", len(u.Pods))
+	default:
+	}
+	on, _, _ := s.FromLocalState()
+	assert.False(t, on)
+	down.Store(false)
+	assert.Equal(t, []string{"a@"}, recvSet(t, out))
 }

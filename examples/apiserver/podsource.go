@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -68,9 +69,10 @@ const DefaultLocalStateAfter = 10 * time.Second
 // the pods that changed; a failed write is logged and the SET still sent),
 // and the tokens of pods no longer bound are forgotten. When the first
 // list fails, or has not succeeded within LocalStateAfter, the source
-// sends the kept pods as its SET instead: the merger marks the API source
-// ready, and the agent adopts, restarts, probes and mounts those pods as
-// if the API server had listed them. FromLocalState says so until the API
+// sends the kept pods as its SET instead (unless it keeps none: an empty
+// SET would let housekeeping kill whatever the node runs): the merger
+// marks the API source ready, and the agent adopts, restarts, probes and
+// mounts those pods as if the API server had listed them. FromLocalState says so until the API
 // server answers; its first list then replaces the kept pods whole, which
 // the merger turns into the differences (pods deleted meanwhile are
 // removed and terminated with their grace period, new ones added).
@@ -87,11 +89,12 @@ type PodSource struct {
 	listFailed chan struct{} // one token: the first list or watch failed
 	listedCh   chan struct{} // closed after the first SET from the API server
 
-	sendMu sync.Mutex // orders the local state's SET before the API server's
-	mu     sync.Mutex
-	sent   int
-	listed bool
-	local  localServing
+	sendMu     sync.Mutex // orders the local state's SET before the API server's
+	failLogged atomic.Bool
+	mu         sync.Mutex
+	sent       int
+	listed     bool
+	local      localServing
 }
 
 // localServing is what the source served from its local state.
@@ -271,8 +274,10 @@ func (s *PodSource) noteListFailure(err error) {
 	}
 	select {
 	case s.listFailed <- struct{}{}:
-		s.log.Info("the API server does not answer the first list of pods", "err", err)
 	default:
+	}
+	if s.failLogged.CompareAndSwap(false, true) {
+		s.log.Info("the API server does not answer the first list of pods", "err", err)
 	}
 }
 
@@ -302,8 +307,12 @@ func (s *PodSource) serveLocalState(ctx context.Context) {
 		// Some kept pods did not decode; the others are served.
 		s.log.Error("the local state holds pods that cannot be read", "err", err)
 	}
-	if pods == nil {
-		pods = []*v1.Pod{}
+	if len(pods) == 0 {
+		// An empty SET would let housekeeping kill every container the
+		// node runs; with nothing kept, wait for the API server as
+		// upstream does.
+		s.log.Warn("the API server does not answer and the local state holds no pods: waiting for the API server")
+		return
 	}
 	s.mu.Lock()
 	s.local = localServing{on: true, pods: len(pods), since: s.clock.Now()}
