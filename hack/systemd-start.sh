@@ -65,7 +65,10 @@ while IFS=: read -r _ ctrl path; do
   else
     base="/sys/fs/cgroup/${ctrl#name=}"
   fi
-  [[ -d "${base}" ]] || kk_die "no mount for the ${ctrl:-unified} hierarchy at ${base}"
+  if [[ ! -d "${base}" ]]; then
+    kk_log "the ${ctrl:-unified} hierarchy is not under /sys/fs/cgroup: systemd will not see it"
+    continue
+  fi
   dir="${base}${path%/}/${name}"
   mkdir -p "${dir}"
   printf '%s\n' "${dir}" >>"${SD_DIR}/cgroups"
