@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
@@ -43,12 +44,39 @@ func TestSystemdMachine(t *testing.T) {
 	if err := m.Start(ctx, cgroups.NodeConfig(list("cpu=2,memory=4Gi,pid=1000"))); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	if m.Version() != 1 {
-		t.Fatalf("this test reads cgroup v1 files; the machine has v%d", m.Version())
-	}
+	v2 := m.Version() == 2
 	const fs = "/sys/fs/cgroup"
-	file := func(hierarchy, cgroup, name string) string {
-		return read(t, filepath.Join(fs, hierarchy, cgroup, name))
+	// A cgroup's file as the version has it: v1 under the controller's
+	// hierarchy, v2 once, if the kernel gives that controller to v2 here
+	// (on a hybrid machine, hack/systemd-start.sh's unified mode, none).
+	controllers := strings.Fields(read(t, filepath.Join(fs, "cgroup.controllers")))
+	type fileWant struct{ controller, cgroup, v1file, v1want, v2file, v2want string }
+	checkFiles := func(files []fileWant) {
+		t.Helper()
+		for _, f := range files {
+			path, want := filepath.Join(fs, f.controller, f.cgroup, f.v1file), f.v1want
+			if v2 {
+				if !slices.Contains(controllers, f.controller) {
+					t.Logf("cgroup v2 without the %s controller here: %s not read", f.controller, f.v2file)
+					continue
+				}
+				path, want = filepath.Join(fs, f.cgroup, f.v2file), f.v2want
+			}
+			if got := read(t, path); got != want {
+				t.Errorf("%s = %s, want %s", path, got, want)
+			}
+		}
+	}
+	// v1's and v2's names of a property.
+	shares, memory, io := "CPUShares", "MemoryLimit", "BlockIOAccounting"
+	if v2 {
+		shares, memory, io = "CPUWeight", "MemoryMax", "IOAccounting"
+	}
+	weight := func(v1Shares, v2Weight uint64) uint64 {
+		if v2 {
+			return v2Weight
+		}
+		return v1Shares
 	}
 	unit := func(name string) (active, cgroup string) {
 		t.Helper()
@@ -91,16 +119,12 @@ func TestSystemdMachine(t *testing.T) {
 			t.Errorf("unit %s: %s in %q, want active in %q", c.unit, s, cg, c.cgroup)
 		}
 	}
-	for _, c := range []struct{ hierarchy, cgroup, file, want string }{
-		{"cpu", "kubepods.slice", "cpu.shares", "2048"},
-		{"memory", "kubepods.slice", "memory.limit_in_bytes", "4294967296"},
-		{"pids", "kubepods.slice", "pids.max", "1000"},
-		{"cpu", "kubepods.slice/kubepods-besteffort.slice", "cpu.shares", "2"},
-	} {
-		if got := file(c.hierarchy, c.cgroup, c.file); got != c.want {
-			t.Errorf("%s %s/%s = %s, want %s", c.hierarchy, c.cgroup, c.file, got, c.want)
-		}
-	}
+	checkFiles([]fileWant{
+		{"cpu", "kubepods.slice", "cpu.shares", "2048", "cpu.weight", "79"},
+		{"memory", "kubepods.slice", "memory.limit_in_bytes", "4294967296", "memory.max", "4294967296"},
+		{"pids", "kubepods.slice", "pids.max", "1000", "pids.max", "1000"},
+		{"cpu", "kubepods.slice/kubepods-besteffort.slice", "cpu.shares", "2", "cpu.weight", "1"},
+	})
 
 	guaranteed := pod("0a1b2c3d-0000-4000-8000-000000000001", "cpu=500m,memory=64Mi/cpu=500m,memory=64Mi")
 	burstable := pod("0a1b2c3d-0000-4000-8000-000000000002", "cpu=250m/cpu=1")
@@ -132,45 +156,45 @@ func TestSystemdMachine(t *testing.T) {
 			t.Errorf("unit %s: %s in %q, want active in /%s", filepath.Base(s), st, cg, s)
 		}
 	}
-	for _, c := range []struct{ hierarchy, cgroup, file, want string }{
-		{"cpu", gSlice, "cpu.shares", "512"},
-		{"cpu", gSlice, "cpu.cfs_quota_us", "50000"},
-		{"cpu", gSlice, "cpu.cfs_period_us", "100000"},
-		{"memory", gSlice, "memory.limit_in_bytes", "67108864"},
-		{"pids", gSlice, "pids.max", "100"},
-		{"cpu", buSlice, "cpu.shares", "256"},
-		{"cpu", buSlice, "cpu.cfs_quota_us", "100000"},
-		{"memory", buSlice, "memory.limit_in_bytes", "9223372036854771712"},
-		{"cpu", beSlice, "cpu.shares", "2"},
-		{"cpu", beSlice, "cpu.cfs_quota_us", "-1"},
-		{"cpu", "kubepods.slice/kubepods-burstable.slice", "cpu.shares", "256"},
-	} {
-		if got := file(c.hierarchy, c.cgroup, c.file); got != c.want {
-			t.Errorf("%s %s/%s = %s, want %s", c.hierarchy, c.cgroup, c.file, got, c.want)
-		}
-	}
+	checkFiles([]fileWant{
+		{"cpu", gSlice, "cpu.shares", "512", "cpu.weight", "20"},
+		{"cpu", gSlice, "cpu.cfs_quota_us", "50000", "cpu.max", "50000 100000"},
+		{"cpu", gSlice, "cpu.cfs_period_us", "100000", "cpu.max", "50000 100000"},
+		{"memory", gSlice, "memory.limit_in_bytes", "67108864", "memory.max", "67108864"},
+		{"pids", gSlice, "pids.max", "100", "pids.max", "100"},
+		{"cpu", buSlice, "cpu.shares", "256", "cpu.weight", "10"},
+		{"cpu", buSlice, "cpu.cfs_quota_us", "100000", "cpu.max", "100000 100000"},
+		{"memory", buSlice, "memory.limit_in_bytes", "9223372036854771712", "memory.max", "max"},
+		{"cpu", beSlice, "cpu.shares", "2", "cpu.weight", "1"},
+		{"cpu", beSlice, "cpu.cfs_quota_us", "-1", "cpu.max", "max 100000"},
+		{"cpu", "kubepods.slice/kubepods-burstable.slice", "cpu.shares", "256", "cpu.weight", "10"},
+	})
 	// systemd has the properties, not only the files.
 	for _, c := range []struct {
 		unit, property string
 		want           any
 	}{
-		{"kubepods.slice", "CPUShares", uint64(2048)},
-		{"kubepods.slice", "MemoryLimit", uint64(4294967296)},
+		{"kubepods.slice", shares, weight(2048, 79)},
+		{"kubepods.slice", memory, uint64(4294967296)},
 		{"kubepods.slice", "TasksMax", uint64(1000)},
-		{"kubepods-besteffort.slice", "CPUShares", uint64(2)},
-		{"kubepods-burstable.slice", "CPUShares", uint64(256)},
-		{filepath.Base(gSlice), "CPUShares", uint64(512)},
+		{"kubepods-besteffort.slice", shares, weight(2, 1)},
+		{"kubepods-burstable.slice", shares, weight(256, 10)},
+		{filepath.Base(gSlice), shares, weight(512, 20)},
 		{filepath.Base(gSlice), "CPUQuotaPerSecUSec", uint64(500000)},
 		{filepath.Base(gSlice), "CPUQuotaPeriodUSec", uint64(100000)},
-		{filepath.Base(gSlice), "MemoryLimit", uint64(67108864)},
+		{filepath.Base(gSlice), memory, uint64(67108864)},
 		{filepath.Base(gSlice), "TasksMax", uint64(100)},
 		{filepath.Base(buSlice), "CPUQuotaPerSecUSec", uint64(1000000)},
-		{filepath.Base(beSlice), "CPUShares", uint64(2)},
+		{filepath.Base(beSlice), shares, weight(2, 1)},
 		{filepath.Base(beSlice), "MemoryAccounting", true},
+		{filepath.Base(beSlice), io, true},
 	} {
 		if got := prop(c.unit, c.property); got != c.want {
 			t.Errorf("unit %s: %s = %v, want %v", c.unit, c.property, got, c.want)
 		}
+	}
+	if got, err := view.GetUnitPropertyContext(ctx, filepath.Base(beSlice), "DefaultDependencies"); err != nil || got.Value.Value() != false {
+		t.Errorf("unit %s: DefaultDependencies = %v, %v; want false", filepath.Base(beSlice), got, err)
 	}
 	if got, _ := view.GetUnitPropertyContext(ctx, filepath.Base(buSlice), "Wants"); got == nil ||
 		!slices.Contains(got.Value.Value().([]string), "kubepods-burstable.slice") {
@@ -181,7 +205,7 @@ func TestSystemdMachine(t *testing.T) {
 	// trims those of the controllers it manages but the unit does not
 	// use, devices here, as for upstream's kubelet).
 	for _, h := range []string{"cpuset", "freezer", "systemd", "unified"} {
-		if !exists(filepath.Join(fs, h, gSlice)) {
+		if !v2 && !exists(filepath.Join(fs, h, gSlice)) {
 			t.Errorf("no %s cgroup %s", h, gSlice)
 		}
 	}
@@ -194,7 +218,11 @@ func TestSystemdMachine(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- sleep.Wait() }()
 	pid := strconv.Itoa(sleep.Process.Pid)
-	for _, h := range []string{"cpu", "memory", "pids", "systemd"} {
+	hierarchies := []string{"cpu", "memory", "pids", "systemd"}
+	if v2 {
+		hierarchies = []string{""}
+	}
+	for _, h := range hierarchies {
 		if err := os.WriteFile(filepath.Join(fs, h, beSlice, "cgroup.procs"), []byte(pid), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +243,11 @@ func TestSystemdMachine(t *testing.T) {
 		if st, _ := unit(filepath.Base(s)); st != "inactive" {
 			t.Errorf("unit %s: %s after cleanup, want inactive", filepath.Base(s), st)
 		}
-		for _, h := range []string{"cpu", "cpuset", "memory", "pids", "systemd", "unified"} {
+		hierarchies := []string{"cpu", "cpuset", "memory", "pids", "systemd", "unified"}
+		if v2 {
+			hierarchies = []string{""}
+		}
+		for _, h := range hierarchies {
 			if exists(filepath.Join(fs, h, s)) {
 				t.Errorf("%s cgroup %s left after cleanup", h, s)
 			}

@@ -27,6 +27,11 @@
 #
 # Environment variables:
 #   KK_WORK            work dir (default /tmp/kubeletkit-e2e)
+#   KK_SYSTEMD_CGROUPS hybrid (default: the machine's v1 hierarchies and
+#                      the hybrid unified one, as mounted here) or unified
+#                      (only the unified hierarchy, mounted at
+#                      /sys/fs/cgroup: systemd runs in v2 mode, with what
+#                      controllers the kernel leaves to v2)
 #   KK_START_TIMEOUT   seconds to wait for systemd (default 30)
 #   KK_SKIP_APT=1      never run apt-get
 set -euo pipefail
@@ -96,13 +101,18 @@ for l in /sys/fs/cgroup/*; do
   [[ -L "${l}" ]] && links+="ln -s $(readlink "${l}") ${l}; "
 done
 
+cgroupfs="mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup; ${mounts}${links}"
+if [[ "${KK_SYSTEMD_CGROUPS:-hybrid}" == unified ]]; then
+  [[ -e /sys/fs/cgroup/unified/cgroup.controllers ]] || kk_die "KK_SYSTEMD_CGROUPS=unified needs the hybrid unified hierarchy at /sys/fs/cgroup/unified"
+  cgroupfs="mount -t cgroup2 cgroup2 /sys/fs/cgroup"
+fi
+
 # shellcheck disable=SC2016 # expanded by the inner shell
 inner='set -e
 mount --make-rprivate /
 mount -t proc proc /proc
 mount -t tmpfs -o mode=755 tmpfs /run
-mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup
-'"${mounts}${links}"'
+'"${cgroupfs}"'
 eval "${KK_CLOSE_FDS}"
 exec env -i container=kubeletkit SYSTEMD_UNIT_PATH="$1" '"${SYSTEMD}"' --unit=kubeletkit.target --log-target=console'
 
