@@ -190,7 +190,7 @@ func (m *Manager) Start(ctx context.Context, node ResourceConfig) error {
 			return fmt.Errorf("cgroups: %s cgroup: %w", strings.ToLower(string(q.class)), err)
 		}
 	}
-	m.log.Info("Cgroup hierarchy ready", "root", m.root.Cgroupfs(), "version", m.fs.version())
+	m.log.Info("Cgroup hierarchy ready", "root", m.spell(m.root), "driver", m.opts.Driver, "version", m.fs.version())
 	return nil
 }
 
@@ -303,10 +303,15 @@ func (m *Manager) CgroupParent(pod *v1.Pod) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return m.spell(n), nil
+}
+
+// spell is a cgroup's name as the driver spells it.
+func (m *Manager) spell(n Name) string {
 	if m.opts.Driver == DriverSystemd {
-		return n.Systemd(), nil
+		return n.Systemd()
 	}
-	return n.Cgroupfs(), nil
+	return n.Cgroupfs()
 }
 
 func (m *Manager) started() (*fsDriver, error) {
@@ -452,7 +457,7 @@ func (m *Manager) CleanupOrphans(pods map[types.UID]Name, running, volumesExist 
 			}
 			continue
 		}
-		m.log.Info("Removing an orphaned pod cgroup", "podUID", uid, "cgroup", n.Cgroupfs())
+		m.log.Info("Removing an orphaned pod cgroup", "podUID", uid, "cgroup", m.spell(n))
 		if err := m.Destroy(n); err != nil {
 			m.log.Info("Failed to remove an orphaned pod cgroup", "podUID", uid, "err", err)
 		}
