@@ -49,6 +49,12 @@
 # files: the API-server tests use it to check that clients resume their
 # watches. It fails when no control plane of $KK_WORK runs.
 #
+# hack/controlplane-start.sh --stop-apiserver stops the kube-apiserver of a
+# running control plane (etcd goes on) and keeps its command line;
+# --start-apiserver starts it again with that command line and waits until
+# it is ready: the edge autonomy test cuts a node off its API server with
+# them (docs/localstate.md).
+#
 # Environment variables:
 #   KK_WORK                 work dir (default /tmp/kubeletkit-e2e)
 #   KK_K8S_VERSION          kube-apiserver version to run (default v1.36.3)
@@ -412,6 +418,39 @@ restart_apiserver() {
   kk_log "kube-apiserver restarted (pid $(cat "${KK_APISERVER_PIDFILE}")) on ${APISERVER_URL} in $((SECONDS - t0))s"
 }
 
+# stop_apiserver: stop the kube-apiserver of a running control plane and
+# keep its command line for --start-apiserver; etcd goes on.
+stop_apiserver() {
+  local pid
+  running || kk_die "no running, ready control plane in ${KK_WORK}: run hack/controlplane-start.sh first"
+  pid="$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)"
+  cp -f "/proc/${pid}/cmdline" "${KK_CP_DIR}/kube-apiserver.cmdline"
+  [[ -s "${KK_CP_DIR}/kube-apiserver.cmdline" ]] || kk_die "cannot read the command line of kube-apiserver (pid ${pid})"
+  kk_stop_pid kube-apiserver "${pid}" 3 || exit 1
+  kk_log "kube-apiserver (pid ${pid}) stopped; hack/controlplane-start.sh --start-apiserver starts it again"
+}
+
+# start_stopped_apiserver: start the kube-apiserver that --stop-apiserver
+# stopped, with its very command line (same port, certs, tokens and etcd).
+start_stopped_apiserver() {
+  local t0=${SECONDS} args=()
+  [[ -s "${KK_CP_DIR}/kube-apiserver.cmdline" ]] || kk_die "no kube-apiserver stopped by --stop-apiserver in ${KK_WORK}"
+  [[ -n "$(kk_pidfile_pid "${KK_ETCD_PIDFILE}" kk_is_our_etcd)" ]] || kk_die "the etcd of ${KK_WORK} does not run"
+  [[ -z "$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)" ]] || kk_die "kube-apiserver runs already"
+  ADMIN_TOKEN="$(env_value KK_APISERVER_TOKEN)"
+  APISERVER_URL="$(env_value KK_APISERVER_URL)"
+  mapfile -d '' args <"${KK_CP_DIR}/kube-apiserver.cmdline"
+  cp -f "${CA_FILE}" "${CA_FILE}.before"
+  launch kube-apiserver "${KK_APISERVER_PIDFILE}" "${KK_APISERVER_LOG}" "${args[@]}"
+  wait_for kube-apiserver "${KK_APISERVER_PIDFILE}" "${KK_APISERVER_LOG}" apiserver_ready
+  write_ca
+  cmp -s "${CA_FILE}" "${CA_FILE}.before" ||
+    kk_die "the restarted API server serves with another CA: kubeconfigs written before no longer verify"
+  rm -f "${CA_FILE}.before" "${KK_CP_DIR}/kube-apiserver.cmdline"
+  sed -i "s/^export KK_APISERVER_PID=.*/export KK_APISERVER_PID=$(tr -dc '0-9' <"${KK_APISERVER_PIDFILE}")/" "${KK_CP_ENV}"
+  kk_log "kube-apiserver started again (pid $(cat "${KK_APISERVER_PIDFILE}")) on ${APISERVER_URL} in $((SECONDS - t0))s"
+}
+
 main() {
   local t0=${SECONDS}
   case "${1:-}" in
@@ -420,7 +459,15 @@ main() {
       restart_apiserver
       return 0
       ;;
-    *) kk_die "unknown argument ${1} (the only one is --restart-apiserver)" ;;
+    --stop-apiserver)
+      stop_apiserver
+      return 0
+      ;;
+    --start-apiserver)
+      start_stopped_apiserver
+      return 0
+      ;;
+    *) kk_die "unknown argument ${1} (--restart-apiserver, --stop-apiserver or --start-apiserver)" ;;
   esac
   mkdir -p "${KK_WORK}"
   if reusable; then
