@@ -146,8 +146,9 @@
 //
 // Constructors and Join start no goroutine, except NewRecorder, whose
 // broadcaster runs until its stop function is called. PodSource.Run runs the
-// reflector in the caller's goroutine and returns when ctx has ended and the
-// reflector has stopped. WatchingSources.Run starts one reflector goroutine
+// reflector in the caller's goroutine (with a LocalState, and one goroutine
+// that serves it when the first list fails) and returns when ctx has ended
+// and both have stopped. WatchingSources.Run starts one reflector goroutine
 // per watched object and returns once they have all ended. Joined.Run runs
 // the agent and three adapters in goroutines of its own and returns once
 // they have ended. TokenReviewAuthenticator reviews a token in a goroutine
