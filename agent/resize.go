@@ -215,7 +215,7 @@ func (al *allocations) conditions(uid types.UID) []v1.PodCondition {
 
 // setCondition sets one of a pod's resize conditions (nil removes it) and
 // reports whether it changed (its reason or message, or its presence). The
-// transition time moves only then.
+// probe time is now; the transition time moves when the reason changes.
 func (al *allocations) setCondition(uid types.UID, t v1.PodConditionType, c *v1.PodCondition, now metav1.Time) bool {
 	al.mu.Lock()
 	defer al.mu.Unlock()
@@ -239,7 +239,8 @@ func (al *allocations) setCondition(uid types.UID, t v1.PodConditionType, c *v1.
 	c.Type, c.Status = t, v1.ConditionTrue
 	c.LastProbeTime, c.LastTransitionTime = now, now
 	changed := old == nil || old.Reason != c.Reason || old.Message != c.Message
-	if !changed {
+	if old != nil && old.Reason == c.Reason {
+		// As upstream's, the transition time moves with the reason.
 		c.LastTransitionTime = old.LastTransitionTime
 	}
 	*slot = c
