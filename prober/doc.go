@@ -14,7 +14,8 @@
 //     container ID and publishes every change on Updates().
 //   - Manager schedules every registered probe from one timer heap driven by
 //     the injected clock and runs the probes on a bounded pool
-//     (Options.Workers, default 32): no goroutine per probe.
+//     (Options.Workers, default 32): no goroutine per probe, and none
+//     waiting idle: one per probe running.
 //
 // # Driving it
 //

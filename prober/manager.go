@@ -231,30 +231,28 @@ func (m *Manager) removeWhere(match func(key) bool) {
 
 // Run drives the timer heap and the pool until ctx ends; it returns when
 // every goroutine it started has ended.
+//
+// The pool has no idle goroutines: each due probe runs in a goroutine of
+// its own that ends with the run, at most Workers at once (Run waits for a
+// slot when all are taken). A node of 110 pods probed every 10s runs a few
+// at a time; a pool of parked goroutines per manager cost more than the
+// probes, with many agents in one process.
 func (m *Manager) Run(ctx context.Context) error {
-	jobs := make(chan *worker)
+	slots := make(chan struct{}, m.opts.Workers)
 	var wg sync.WaitGroup
-	for range m.opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for w := range jobs {
-				m.runOne(ctx, w)
-			}
-		}()
-	}
-	defer func() {
-		close(jobs)
-		wg.Wait()
-	}()
+	defer wg.Wait()
 	for {
 		due, next, ok := m.popDue(m.clk.Now())
 		for _, w := range due {
 			select {
-			case jobs <- w:
+			case slots <- struct{}{}:
 			case <-ctx.Done():
 				return nil
 			}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				m.runOne(ctx, w)
+			})
 		}
 		if len(due) > 0 {
 			continue
