@@ -31,34 +31,36 @@ func (m *Manager) Run(ctx context.Context) error {
 	ticker := m.clock.NewTicker(m.resyncPeriod)
 	defer ticker.Stop()
 
-	work := make(chan types.UID)
+	// Each push runs in a goroutine that ends with it, at most m.workers
+	// at once: no worker waits idle between pushes, which adds up with
+	// many agents in one process.
+	slots := make(chan struct{}, m.workers)
 	var wg sync.WaitGroup
-	for range m.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for uid := range work {
-				m.pushOne(ctx, uid)
-			}
-		}()
-	}
 	defer wg.Wait()
-	defer close(work)
 
 	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// A slot first, so that a status popped is pushed at once.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
 		m.mu.Lock()
 		now := m.clock.Now()
 		next := m.promoteDueLocked(now)
 		uid, ok := m.popLocked()
 		m.mu.Unlock()
 		if ok {
-			select {
-			case work <- uid:
-				continue
-			case <-ctx.Done():
-				return nil
-			}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				m.pushOne(ctx, uid)
+			})
+			continue
 		}
+		<-slots
 		var timer <-chan time.Time
 		var t clock.Timer
 		if !next.IsZero() {
