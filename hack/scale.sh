@@ -35,7 +35,8 @@
 #   KK_SCALE_NODES (50), KK_SCALE_PODS_PER_NODE (30), KK_SCALE_RATE (50),
 #   KK_SCALE_PROBES (2), KK_SCALE_TIMEOUT (5m), KK_SCALE_STEADY_SECONDS (30),
 #   KK_SCALE_PREFIX (hollow-), KK_SCALE_CRASH_RATIO (0),
-#   KK_SCALE_PULL_LATENCY (0s), KK_SCALE_PPROF (0)
+#   KK_SCALE_PULL_LATENCY (0s), KK_SCALE_PPROF (0), KK_SCALE_BIN (a scalenodes
+#   binary to run instead of building this tree's, to compare commits)
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -66,8 +67,12 @@ rm -rf "${DIR}/root"
 : >"${REPORT}"
 report() { printf '%s\n' "$*" | tee -a "${REPORT}"; }
 
-kk_log "building examples/scalenodes"
-(cd "${HACK_DIR}/.." && go build -o "${BIN}" ./examples/scalenodes)
+if [[ -n "${KK_SCALE_BIN:-}" ]]; then
+  cp "${KK_SCALE_BIN}" "${BIN}"
+else
+  kk_log "building examples/scalenodes"
+  (cd "${HACK_DIR}/.." && go build -o "${BIN}" ./examples/scalenodes)
+fi
 
 nodes_pid=""
 stop_nodes() {
