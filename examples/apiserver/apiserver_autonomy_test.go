@@ -4,6 +4,7 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -240,7 +241,9 @@ func TestAPIServerAutonomyOnContainerd(t *testing.T) {
 	pods := fmt.Sprintf("http://127.0.0.1:%d", roPort)
 	args := []string{"--kubeconfig", nodeKubeconfig, "--node-name", nodeName, "--container-runtime-endpoint", os.Getenv("KK_CRI_ENDPOINT"),
 		"--root-dir", filepath.Join(dir, "root"), "--read-only-port", strconv.Itoa(roPort), "--port", strconv.Itoa(freePort(t)),
-		"--cgroups-per-qos=false", "--node-ip", "127.0.0.1"}
+		"--cgroups-per-qos=false", "--node-ip", "127.0.0.1",
+		// The test machine's own disk must not evict or refuse the pods.
+		"--eviction-hard="}
 
 	suffix := rand.String(5)
 	ns := "default"
@@ -308,6 +311,10 @@ func TestAPIServerAutonomyOnContainerd(t *testing.T) {
 		return err == nil && len(got.Status.ContainerStatuses) == 1 && got.Status.ContainerStatuses[0].RestartCount >= 1
 	})
 
+	got, err := admin.CoreV1().Pods(ns).Get(ctx, crash.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	crashRestarts := got.Status.ContainerStatuses[0].RestartCount
+
 	// Cut off: the kube-apiserver stops and the node's way to it is cut.
 	proxy.Cut()
 	controlPlane(t, "--stop-apiserver")
@@ -338,6 +345,22 @@ func TestAPIServerAutonomyOnContainerd(t *testing.T) {
 	eventuallyWithin(t, time.Minute, "the killed container restarted while the API server is down", func() bool {
 		cs, _ := runningOf(t, rt, ns, live.Name)
 		return len(cs["app"]) == 1 && cs["app"][0].Id != killed.Id && cs["app"][0].Metadata.Attempt > killed.Metadata.Attempt
+	})
+	eventuallyWithin(t, time.Minute, "the crash loop going on while the API server is down", func() bool {
+		body, err := httpGet(pods + "/pods")
+		if err != nil {
+			return false
+		}
+		var list v1.PodList
+		if json.Unmarshal([]byte(body), &list) != nil {
+			return false
+		}
+		for _, p := range list.Items {
+			if p.Name == crash.Name && len(p.Status.ContainerStatuses) == 1 {
+				return p.Status.ContainerStatuses[0].RestartCount > crashRestarts
+			}
+		}
+		return false
 	})
 	_, err = admin.CoreV1().Pods(ns).Get(ctx, live.Name, metav1.GetOptions{})
 	require.Error(t, err, "the API server is still down")
