@@ -125,7 +125,7 @@ func (b *Bolt) init(tx *bolt.Tx) error {
 		}
 	}
 	b.size = 0
-	for _, k := range Kinds {
+	for _, k := range kinds {
 		bk, err := tx.CreateBucketIfNotExists([]byte(k))
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package localstate
 import (
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 )
 
@@ -31,12 +32,15 @@ const (
 	Services Kind = "services"
 )
 
-// Kinds are every kind a store holds, in a fixed order.
-var Kinds = []Kind{Pods, ConfigMaps, Secrets, Tokens, PodStatuses, Services}
+// kinds are every kind a store holds, in a fixed order.
+var kinds = [...]Kind{Pods, ConfigMaps, Secrets, Tokens, PodStatuses, Services}
+
+// Kinds returns every kind a store holds, in a fixed order.
+func Kinds() []Kind { return slices.Clone(kinds[:]) }
 
 // Errors wrapped by the stores' and State's errors.
 var (
-	// ErrUnknownKind is a kind that is none of Kinds.
+	// ErrUnknownKind is a kind that is none of Kinds().
 	ErrUnknownKind = errors.New("unknown kind")
 	// ErrTooLarge is a write that would take the store past its bound;
 	// the store is left as it was.
@@ -97,7 +101,7 @@ var (
 )
 
 func checkKind(k Kind) error {
-	for _, known := range Kinds {
+	for _, known := range kinds {
 		if k == known {
 			return nil
 		}
@@ -174,7 +178,7 @@ func NewMemory(max int64) *Memory {
 		max = DefaultMaxBytes
 	}
 	m := &Memory{max: max, data: map[Kind]map[string][]byte{}}
-	for _, k := range Kinds {
+	for _, k := range kinds {
 		m.data[k] = map[string][]byte{}
 	}
 	return m
