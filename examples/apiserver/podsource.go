@@ -72,10 +72,11 @@ const DefaultLocalStateAfter = 10 * time.Second
 // sends the kept pods as its SET instead (unless it keeps none: an empty
 // SET would let housekeeping kill whatever the node runs): the merger
 // marks the API source ready, and the agent adopts, restarts, probes and
-// mounts those pods as if the API server had listed them. FromLocalState says so until the API
-// server answers; its first list then replaces the kept pods whole, which
-// the merger turns into the differences (pods deleted meanwhile are
-// removed and terminated with their grace period, new ones added).
+// mounts those pods as if the API server had listed them. FromLocalState
+// says so until the API server answers; its first list then replaces the
+// kept pods whole, which the merger turns into the differences (pods
+// deleted meanwhile are removed and terminated with their grace period,
+// new ones added).
 type PodSource struct {
 	nodeName string
 	out      chan<- syncloop.PodUpdate
