@@ -75,6 +75,7 @@ func TestInPlaceResize(t *testing.T) {
 		n.Step(5 * time.Second)
 		p = n.Pod("default", "web")
 		cs = p.Status.ContainerStatuses[0]
+		assert.Equal(t, p.Generation, p.Status.ObservedGeneration)
 		assert.Equal(t, id, cs.ContainerID, "resized in place, not restarted")
 		assert.Zero(t, cs.RestartCount)
 		assert.Equal(t, "1", cs.AllocatedResources.Cpu().String())

@@ -382,6 +382,9 @@ func compare(held, ref *v1.Pod) (*v1.Pod, changeKind) {
 	}
 	next := *held
 	next.Spec = *ref.Spec.DeepCopy()
+	// The generation too, as upstream's since PodObservedGenerationTracking:
+	// the status's observedGeneration says which spec the node acted on.
+	next.Generation = ref.Generation
 	next.Labels = maps.Clone(ref.Labels)
 	next.DeletionTimestamp = ref.DeletionTimestamp.DeepCopy()
 	next.DeletionGracePeriodSeconds = nil

@@ -297,11 +297,12 @@ func TestMergeKeepsFirstSeenMetadata(t *testing.T) {
 	first.ResourceVersion = "1"
 	m.Merge(api, syncloop.PodUpdate{Op: syncloop.OpAdd, Pods: pods(first)})
 	second := apiPod("a", withImage("x:2"))
-	second.ResourceVersion = "2"
+	second.ResourceVersion, second.Generation = "2", 2
 	got := m.Merge(api, syncloop.PodUpdate{Op: syncloop.OpUpdate, Pods: pods(second)})
 	require.Equal(t, []string{"UPDATE api a"}, describe(got))
 	assert.Equal(t, "x:2", got[0].Pods[0].Spec.Containers[0].Image)
-	assert.Equal(t, "1", got[0].Pods[0].ResourceVersion, "as upstream, only spec, labels, annotations, deletion and status are taken")
+	assert.Equal(t, "1", got[0].Pods[0].ResourceVersion, "as upstream, only spec, generation, labels, annotations, deletion and status are taken")
+	assert.Equal(t, int64(2), got[0].Pods[0].Generation, "the status's observedGeneration follows the spec's")
 }
 
 func TestMergeRefusedPodIsReportedOnceAndReconsidered(t *testing.T) {
