@@ -23,6 +23,15 @@
 // Go runtime's timers, which are one heap per processor whichever node set
 // them.
 //
+// # The machine a node declares
+//
+// Every node reports Options.Machine (DefaultMachine: 32 CPUs, 256Gi,
+// 1Ti, 110 pods) and its eviction manager weighs that machine, not the
+// host: the node's memory and filesystems are the declared capacity less
+// what its pods, their logs and volumes and the runtime's images use, as
+// kubemark's hollow nodes read a fake cAdvisor. Upstream's default
+// thresholds apply to those figures.
+//
 // # Scripting a node
 //
 // Script says what node i's runtime does: CrashRatio of the containers it

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/status/node"
 )
@@ -162,6 +163,14 @@ func (f *Farm) newNode(client kubernetes.Interface, i int, opts Options) (*Node,
 		rt.Close()
 		return nil, err
 	}
+	// The node's pods measured as on any node, the node itself as the
+	// machine it declares (machineStats).
+	linux, err := stats.NewLinux(stats.LinuxOptions{Runtime: rt, RootDir: ao.RootDir, PodLogsDir: filepath.Join(ao.RootDir, "logs")})
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	ao.Eviction.Stats = machineStats{inner: linux, machine: opts.Machine, clock: clock.RealClock{}}
 	if opts.Agent != nil {
 		opts.Agent(i, &ao)
 	}
