@@ -120,6 +120,9 @@ exec env -i container=kubeletkit SYSTEMD_UNIT_PATH="$1" '"${SYSTEMD}"' --unit=ku
   while read -r dir; do
     printf '%s\n' "${BASHPID}" >"${dir}/cgroup.procs"
   done <"${SD_DIR}/cgroups"
+  # unshare waits for systemd for as long as it runs: it keeps none of this
+  # script's descriptors (a flock(1) lock held by whoever started us, say).
+  for fd in $(ls "/proc/${BASHPID}/fd"); do ((fd > 2)) && eval "exec ${fd}>&-"; done
   exec setsid unshare --pid --mount --cgroup --uts --ipc --fork --propagation private \
     bash -c "${inner}" kk-systemd "${SD_DIR}/units"
 ) >"${SD_DIR}/systemd.log" 2>&1 </dev/null &
