@@ -20,9 +20,10 @@ const (
 // (InPlacePodVerticalScaling, GA) reports them: the allocated ones (the
 // spec the node admitted, spec's Resources), with the CPU request and
 // limit and the memory limit of a running container replaced by what the
-// runtime reports it runs with; where the runtime reports nothing, a
-// running container keeps the value its previous status showed. A
-// container that is not running shows its allocated resources.
+// runtime reports it runs with; where the runtime reports nothing of
+// those, a running container keeps the value its previous status showed.
+// The memory request is always the allocation's. A container that is not
+// running shows its allocated resources.
 func containerResources(spec *v1.Container, cs *runtimeapi.ContainerStatus, old *v1.ContainerStatus, id string) *v1.ResourceRequirements {
 	res := spec.Resources.DeepCopy()
 	if cs.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -65,8 +66,8 @@ func containerResources(spec *v1.Container, cs *runtimeapi.ContainerStatus, old 
 		} else {
 			keep(v1.ResourceCPU, res.Requests, requests)
 		}
-		// The runtime never reports a memory request.
-		keep(v1.ResourceMemory, res.Requests, requests)
+		// The runtime never reports a memory request: the allocation's
+		// stands, as upstream's node e2e resize specs expect.
 	}
 	return res
 }

@@ -42,8 +42,11 @@ func TestContainerResources(t *testing.T) {
 				Requests: v1.ResourceList{v1.ResourceCPU: q("300m"), v1.ResourceMemory: q("64Mi")},
 				Limits:   v1.ResourceList{v1.ResourceCPU: q("500m"), v1.ResourceMemory: q("256Mi")},
 			}},
-		{name: "nothing reported keeps what the same running container showed", cs: runningAs("c1", nil), old: prev,
-			want: *prev.Resources},
+		{name: "nothing reported keeps what the same running container showed, but the memory request", cs: runningAs("c1", nil), old: prev,
+			want: v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: q("150m"), v1.ResourceMemory: q("64Mi")},
+				Limits:   v1.ResourceList{v1.ResourceCPU: q("250m"), v1.ResourceMemory: q("96Mi")},
+			}},
 		{name: "nothing reported for a new instance is the allocation", cs: runningAs("c2", nil), old: prev,
 			want: spec.Resources},
 	}

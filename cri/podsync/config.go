@@ -238,7 +238,7 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       Resources(c),
+			Resources:       s.linuxResources(c),
 			SecurityContext: sc,
 		},
 	}
@@ -273,6 +273,16 @@ func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 	}
 	if m, ok := lim[v1.ResourceMemory]; ok {
 		r.MemoryLimitInBytes = m.Value()
+	}
+	return r
+}
+
+// linuxResources is Resources with the swap limit set to the memory limit
+// where the node accounts swap (Options.MemorySwapController).
+func (s *Syncer) linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+	r := Resources(c)
+	if s.opts.MemorySwapController {
+		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
 	}
 	return r
 }

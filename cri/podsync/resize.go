@@ -164,6 +164,9 @@ func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToU
 		{"memory", func(r *runtimeapi.LinuxContainerResources) int64 { return r.GetMemoryLimitInBytes() },
 			func(dst, src *runtimeapi.LinuxContainerResources) {
 				dst.MemoryLimitInBytes = src.GetMemoryLimitInBytes()
+				if s.opts.MemorySwapController {
+					dst.MemorySwapLimitInBytes = dst.MemoryLimitInBytes
+				}
 			}},
 		{"cpu", func(r *runtimeapi.LinuxContainerResources) int64 {
 			m := toMilli(r)

@@ -196,3 +196,23 @@ func TestResourcesShares(t *testing.T) {
 		assert.Equal(t, tc.shares, podsync.Resources(&c).GetCpuShares(), tc.cpu)
 	}
 }
+
+// Where the node accounts swap, the swap limit follows the memory limit, at
+// creation and at a resize: cgroup v1 refuses a memory limit above it.
+func TestSwapLimitFollowsMemory(t *testing.T) {
+	h := newHarness(t)
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, LogRoot: t.TempDir(), MemorySwapController: true})
+	require.NoError(t, err)
+	h.s = s
+	pod := newPod(v1.RestartPolicyAlways, nil, sized("app", "", "", "64Mi"))
+	require.NoError(t, h.sync(pod).Err())
+	create := h.rt.CallsOf(fake.CreateContainer)[0].Request.(*runtimeapi.CreateContainerRequest)
+	assert.Equal(t, int64(64<<20), create.GetConfig().GetLinux().GetResources().GetMemorySwapLimitInBytes())
+
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0] = sized("app", "", "", "128Mi")
+	require.NoError(t, h.sync(resized).Err())
+	up := h.rt.CallsOf(fake.UpdateContainerResources)[0].Request.(*runtimeapi.UpdateContainerResourcesRequest)
+	assert.Equal(t, int64(128<<20), up.GetLinux().GetMemoryLimitInBytes())
+	assert.Equal(t, int64(128<<20), up.GetLinux().GetMemorySwapLimitInBytes())
+}

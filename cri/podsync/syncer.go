@@ -211,6 +211,12 @@ type Options struct {
 	// of its containers (package cgroups). Nil: only the containers are
 	// resized.
 	PodCgroups PodCgroupResizer
+	// MemorySwapController says the node's cgroups account swap (cgroup
+	// v1's memory.memsw, v2's memory.swap.max): each container's swap
+	// limit is then its memory limit, at creation and at every in-place
+	// resize, so that it never swaps, as upstream's default NoSwap does
+	// (and cgroup v1 refuses a memory limit above the swap limit).
+	MemorySwapController bool
 }
 
 // Syncer drives pods through the CRI: SyncPod, KillPod and
