@@ -555,10 +555,12 @@ func (a *Agent) build() error {
 		return err
 	}
 	// Read once: the downward API's default limits.
+	var memoryCapacity int64
 	if capacity, err := a.opts.Machine.Capacity(context.Background()); err != nil {
 		a.log.Warn("Cannot read the node's capacity: a container's unset limits read through the downward API fail", "err", err)
 	} else {
 		a.allocatable = node.Allocatable(capacity, a.reservation(capacity))
+		memoryCapacity = capacity.Memory().Value()
 	}
 	if a.vol, err = a.newVolumes(); err != nil {
 		return err
@@ -583,6 +585,7 @@ func (a *Agent) build() error {
 		UserNamespaces:          a.handlerSupportsUserNamespaces,
 		SeccompDefault:          opts.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 		Cgroups: sandboxCgroups, PodCgroups: podCgroups, RuntimeClasses: opts.RuntimeClasses,
+		MemorySwapController: a.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),

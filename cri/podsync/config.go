@@ -238,7 +238,7 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       s.linuxResources(c),
+			Resources:       s.linuxResources(pod, c),
 			SecurityContext: sc,
 		},
 	}
@@ -277,10 +277,12 @@ func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 	return r
 }
 
-// linuxResources is Resources with the swap limit set to the memory limit
-// where the node accounts swap (Options.MemorySwapController).
-func (s *Syncer) linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+// linuxResources is Resources with the container's oom_score_adj
+// (OOMScoreAdj) and, where the node accounts swap
+// (Options.MemorySwapController), the swap limit set to the memory limit.
+func (s *Syncer) linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
 	r := Resources(c)
+	r.OomScoreAdj = OOMScoreAdj(pod, c, s.opts.MemoryCapacity)
 	if s.opts.MemorySwapController {
 		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
 	}

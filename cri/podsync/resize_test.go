@@ -157,7 +157,8 @@ func TestSyncPodResizesInPlace(t *testing.T) {
 		cs := st.ContainerByName(c.Name)
 		require.NotNil(t, cs)
 		ids[cs.GetId()] = c.Name
-		assert.Equal(t, podsync.Resources(&c).String(), cs.GetResources().GetLinux().String(), c.Name)
+		want, got := podsync.Resources(&c), cs.GetResources().GetLinux()
+		assert.Equal(t, []int64{want.CpuShares, want.CpuQuota, want.MemoryLimitInBytes}, []int64{got.CpuShares, got.CpuQuota, got.MemoryLimitInBytes}, c.Name)
 	}
 	// Memory first, then CPU; within each, what falls before what rises.
 	var order []string

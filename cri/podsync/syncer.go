@@ -217,6 +217,10 @@ type Options struct {
 	// resize, so that it never swaps, as upstream's default NoSwap does
 	// (and cgroup v1 refuses a memory limit above the swap limit).
 	MemorySwapController bool
+	// MemoryCapacity is the node's memory in bytes, against which a
+	// Burstable container's oom_score_adj is computed (OOMScoreAdj). Zero
+	// gives every Burstable container 999.
+	MemoryCapacity int64
 }
 
 // Syncer drives pods through the CRI: SyncPod, KillPod and
