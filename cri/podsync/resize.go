@@ -182,6 +182,14 @@ func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToU
 				if have == want || (want < have) != falling {
 					continue
 				}
+				if p.name == "memory" && falling && want > 0 {
+					// As upstream's, a limit below what the container uses
+					// now is not asked of the runtime, which would refuse
+					// it or OOM-kill the container: the resize waits.
+					if used, err := s.memoryUsage(ctx, u.ID); err == nil && used >= want {
+						return fail(fmt.Errorf("container %s: attempting to set memory limit (%d) below current usage (%d)", u.Name, want, used))
+					}
+				}
 				next := cloneLinuxResources(current[i])
 				p.apply(next, u.Desired)
 				if err := s.rt.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: next}); err != nil {
@@ -198,6 +206,20 @@ func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToU
 	}
 	s.log.Info("Resized containers in place", "pod", podDesc(pod), "containers", len(updates))
 	return step
+}
+
+// memoryUsage is a container's memory usage as the runtime measures it
+// (the cgroup's usage, which a limit is checked against).
+func (s *Syncer) memoryUsage(ctx context.Context, id string) (int64, error) {
+	st, err := s.rt.ContainerStats(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	u := st.GetMemory().GetUsageBytes()
+	if u == nil {
+		return 0, errors.New("no memory usage reported")
+	}
+	return int64(u.GetValue()), nil
 }
 
 func cloneLinuxResources(r *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {

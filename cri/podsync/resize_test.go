@@ -217,3 +217,23 @@ func TestSwapLimitFollowsMemory(t *testing.T) {
 	assert.Equal(t, int64(128<<20), up.GetLinux().GetMemoryLimitInBytes())
 	assert.Equal(t, int64(128<<20), up.GetLinux().GetMemorySwapLimitInBytes())
 }
+
+// A memory limit below what the container uses now is not asked of the
+// runtime: the resize fails with upstream's words and waits.
+func TestResizeMemoryBelowUsage(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod(v1.RestartPolicyAlways, nil, sized("app", "", "", "64Mi"))
+	require.NoError(t, h.sync(pod).Err())
+	id := h.status(pod).ContainerByName("app").GetId()
+	require.NoError(t, h.rt.SetContainerStats(id, &runtimeapi.ContainerStats{Memory: &runtimeapi.MemoryUsage{UsageBytes: &runtimeapi.UInt64Value{Value: 40 << 20}}}))
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0] = sized("app", "", "", "32Mi")
+	r := h.sync(resized)
+	require.ErrorIs(t, r.Err(), podsync.ErrResizePodInPlace)
+	assert.Regexp(t, `memory limit \(\d+\) below current usage`, r.Steps[0].Message)
+	assert.Empty(t, h.rt.CallsOf(fake.UpdateContainerResources))
+	// Once it uses less, the resize goes through.
+	require.NoError(t, h.rt.SetContainerStats(id, &runtimeapi.ContainerStats{Memory: &runtimeapi.MemoryUsage{UsageBytes: &runtimeapi.UInt64Value{Value: 8 << 20}}}))
+	require.NoError(t, h.sync(resized).Err())
+	assert.Len(t, h.rt.CallsOf(fake.UpdateContainerResources), 1)
+}

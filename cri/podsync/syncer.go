@@ -35,6 +35,7 @@ type Runtime interface {
 	StopContainer(ctx context.Context, containerID string, timeout int64) error
 	RemoveContainer(ctx context.Context, containerID string) error
 	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error
+	ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error)
 	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
