@@ -209,6 +209,11 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			annotations[cri.ContainerPreStopHandlerAnnotation] = string(b)
 		}
 	}
+	if restartsToResize(c, v1.ResourceMemory) {
+		// The runtime cannot tell a memory request (no cgroup holds it):
+		// it is kept here for a resize that restarts the container.
+		annotations[MemoryRequestAnnotation] = strconv.FormatInt(c.Resources.Requests.Memory().Value(), 10)
+	}
 	if len(c.Ports) != 0 {
 		b, err := json.Marshal(c.Ports)
 		if err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
@@ -19,6 +20,37 @@ const StepResizePodInPlace Step = "ResizePodInPlace"
 
 // ErrResizePodInPlace is wrapped by the error of a failed in-place resize.
 var ErrResizePodInPlace = errors.New("ResizePodInPlaceError")
+
+// MemoryRequestAnnotation holds, on a container whose resizePolicy asks
+// for a restart for memory, the memory request (bytes) it was created
+// with: a resize that changes only the request restarts it too, as
+// upstream's, and the runtime reports no memory request to compare with.
+const MemoryRequestAnnotation = "kubeletkit.io/memory-request"
+
+// restartsToResize says whether c's resizePolicy asks for a restart when
+// resource r changes (the default is NotRequired).
+func restartsToResize(c *v1.Container, r v1.ResourceName) bool {
+	for _, p := range c.ResizePolicy {
+		if p.ResourceName == r {
+			return p.RestartPolicy == v1.RestartContainer
+		}
+	}
+	return false
+}
+
+// memoryRequestChanged says whether a container restarted by resizes of
+// memory was created with another memory request than its spec's.
+func memoryRequestChanged(c *v1.Container, st *runtimeapi.ContainerStatus) bool {
+	if !restartsToResize(c, v1.ResourceMemory) {
+		return false
+	}
+	v, ok := st.GetAnnotations()[MemoryRequestAnnotation]
+	if !ok {
+		return false
+	}
+	was, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && was != c.Resources.Requests.Memory().Value()
+}
 
 // Upstream's smallest effective CPU values: shares at or below minShares,
 // and limits at or below minMilliCPULimit, all read as the same.
@@ -105,21 +137,17 @@ func compared(desired, current *runtimeapi.LinuxContainerResources) (want, have 
 // resizePolicy asks for one for a resource that changes. It reports
 // whether the container is kept running.
 func (a *Actions) resizeAction(pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus, index int, init bool) bool {
-	if !IsResizeAllowed(pod) || ResourcesMatch(c, st) {
+	if !IsResizeAllowed(pod) || !running(st) || st.GetResources().GetLinux() == nil {
+		return true
+	}
+	memRequest := memoryRequestChanged(c, st)
+	if !memRequest && ResourcesMatch(c, st) {
 		return true
 	}
 	current, desired := st.GetResources().GetLinux(), Resources(c)
 	want, have := compared(desired, current)
-	restart := func(r v1.ResourceName) bool {
-		for _, p := range c.ResizePolicy {
-			if p.ResourceName == r {
-				return p.RestartPolicy == v1.RestartContainer
-			}
-		}
-		return false
-	}
-	if (want.memoryLimit != have.memoryLimit && restart(v1.ResourceMemory)) ||
-		((want.cpuLimit != have.cpuLimit || want.cpuRequest != have.cpuRequest) && restart(v1.ResourceCPU)) {
+	if ((want.memoryLimit != have.memoryLimit || memRequest) && restartsToResize(c, v1.ResourceMemory)) ||
+		((want.cpuLimit != have.cpuLimit || want.cpuRequest != have.cpuRequest) && restartsToResize(c, v1.ResourceCPU)) {
 		a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillResizeRestart,
 			Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
 		if init {

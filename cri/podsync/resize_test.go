@@ -237,3 +237,35 @@ func TestResizeMemoryBelowUsage(t *testing.T) {
 	require.NoError(t, h.sync(resized).Err())
 	assert.Len(t, h.rt.CallsOf(fake.UpdateContainerResources), 1)
 }
+
+// A memory request change alone restarts a container whose resizePolicy
+// asks for a restart for memory, as upstream's: its creation recorded the
+// request, which no cgroup holds.
+func TestResizeMemoryRequestRestarts(t *testing.T) {
+	h := newHarness(t)
+	c := sized("app", "100m", "", "")
+	c.Resources.Requests[v1.ResourceMemory] = resource.MustParse("32Mi")
+	c.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	pod := newPod(v1.RestartPolicyAlways, nil, c)
+	require.NoError(t, h.sync(pod).Err())
+	st := h.status(pod).ContainerByName("app")
+	assert.Equal(t, "33554432", st.GetAnnotations()[podsync.MemoryRequestAnnotation])
+
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("48Mi")
+	a := podsync.ComputeActions(resized, h.status(resized), podsync.Probes{})
+	require.Len(t, a.ContainersToKill, 1)
+	assert.Equal(t, podsync.KillResizeRestart, a.ContainersToKill[0].Reason)
+	assert.Equal(t, []int{0}, a.ContainersToStart)
+
+	// Without the policy, a memory request asks nothing of the runtime.
+	plain := sized("app", "100m", "", "")
+	plain.Resources.Requests[v1.ResourceMemory] = resource.MustParse("32Mi")
+	p2 := newPod(v1.RestartPolicyAlways, nil, plain)
+	p2.UID = "uid-2"
+	st2 := cst("c9", plain, running, 0, 0)
+	withResources(st2, plain)
+	plain.Resources.Requests[v1.ResourceMemory] = resource.MustParse("48Mi")
+	p2.Spec.Containers[0] = plain
+	assert.True(t, podsync.ComputeActions(p2, status(ready(), st2), podsync.Probes{}).Nothing())
+}
