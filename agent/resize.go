@@ -423,7 +423,7 @@ func resizeInProgress(pod *v1.Pod, rs *cri.PodStatus) bool {
 	}
 	in := false
 	resizable(pod, func(c *v1.Container) {
-		if st := rs.ContainerByName(c.Name); st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING && !podsync.ResourcesMatch(c, st) {
+		if st := rs.ContainerByName(c.Name); st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING && !podsync.ResizeDone(c, st) {
 			in = true
 		}
 	})

@@ -38,6 +38,13 @@ func restartsToResize(c *v1.Container, r v1.ResourceName) bool {
 	return false
 }
 
+// ResizeDone reports whether a running container runs as its spec asks:
+// its resources match (ResourcesMatch) and, for a container restarted by
+// resizes of memory, it was created with its spec's memory request.
+func ResizeDone(c *v1.Container, st *runtimeapi.ContainerStatus) bool {
+	return ResourcesMatch(c, st) && !(running(st) && memoryRequestChanged(c, st))
+}
+
 // memoryRequestChanged says whether a container restarted by resizes of
 // memory was created with another memory request than its spec's.
 func memoryRequestChanged(c *v1.Container, st *runtimeapi.ContainerStatus) bool {

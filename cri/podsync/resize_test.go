@@ -269,3 +269,15 @@ func TestResizeMemoryRequestRestarts(t *testing.T) {
 	p2.Spec.Containers[0] = plain
 	assert.True(t, podsync.ComputeActions(p2, status(ready(), st2), podsync.Probes{}).Nothing())
 }
+
+func TestResizeDone(t *testing.T) {
+	c := sized("app", "100m", "", "")
+	c.Resources.Requests[v1.ResourceMemory] = resource.MustParse("32Mi")
+	c.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	st := withResources(cst("c1", c, running, 0, 0), c)
+	st.Annotations[podsync.MemoryRequestAnnotation] = "33554432"
+	assert.True(t, podsync.ResizeDone(&c, st))
+	c.Resources.Requests[v1.ResourceMemory] = resource.MustParse("48Mi")
+	assert.True(t, podsync.ResourcesMatch(&c, st), "no cgroup value changed")
+	assert.False(t, podsync.ResizeDone(&c, st), "the container is to be restarted")
+}
