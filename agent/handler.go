@@ -67,6 +67,7 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 		a.prober.AddPod(pod)
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
 	}
+	a.alloc.flush()
 }
 
 // admit runs the admission chain (newAdmission) with the other pods the
@@ -127,6 +128,7 @@ func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 		}
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: pod})
 	}
+	a.alloc.flush()
 }
 
 // HandlePodRemoves terminates pods that left the configuration; the room

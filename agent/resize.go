@@ -71,6 +71,7 @@ type allocations struct {
 	path string // "" keeps no checkpoint
 
 	mu      sync.Mutex
+	dirty   bool // pods changed since the checkpoint was written
 	pods    map[types.UID]allocation
 	conds   map[types.UID]*resizeConditions
 	pending []types.UID
@@ -142,7 +143,9 @@ func (al *allocations) fromAllocation(pod *v1.Pod) (*v1.Pod, bool) {
 	return out, true
 }
 
-// set records pod's containers' resources as allocated.
+// set records pod's containers' resources as allocated; flush writes the
+// checkpoint, once for a batch of pods (a burst of 500 admissions is one
+// write, not 500).
 func (al *allocations) set(pod *v1.Pod) {
 	alloc := allocation{}
 	resizable(pod, func(c *v1.Container) { alloc[c.Name] = *c.Resources.DeepCopy() })
@@ -152,7 +155,16 @@ func (al *allocations) set(pod *v1.Pod) {
 		return
 	}
 	al.pods[pod.UID] = alloc
-	al.saveLocked()
+	al.dirty = true
+}
+
+// flush writes the checkpoint if set changed anything since the last write.
+func (al *allocations) flush() {
+	al.mu.Lock()
+	defer al.mu.Unlock()
+	if al.dirty {
+		al.saveLocked()
+	}
 }
 
 // remove forgets a pod.
@@ -186,6 +198,7 @@ func (al *allocations) retain(keep func(types.UID) bool) {
 }
 
 func (al *allocations) saveLocked() {
+	al.dirty = false
 	if al.path == "" {
 		return
 	}
@@ -394,6 +407,7 @@ func (a *Agent) retryPendingResizes() {
 			a.HandlePodSyncs([]*v1.Pod{p})
 		}
 	}
+	a.alloc.flush()
 }
 
 // growsRequests says whether a pod's resize asks for more CPU or memory
