@@ -34,6 +34,7 @@ func main() {
 const usage = `usage: scalenodes nodes     --kubeconfig FILE [--nodes N] [--node-name-prefix P] ...
        scalenodes load      --kubeconfig FILE [--nodes N] [--node-name-prefix P] [--pods-per-node M] [--rate R] ...
        scalenodes heartbeat --kubeconfig FILE [--nodes N] [--node-name-prefix P] [--for D]
+       scalenodes twin      --kubeconfig FILE --from NODE --to NODE [--namespace NS] [--pods N]
        scalenodes clean     --kubeconfig FILE [--node-name-prefix P]
 run "scalenodes COMMAND -h" for the flags`
 
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runLoad(ctx, args[1:], stdout, stderr)
 	case "heartbeat":
 		return runHeartbeat(ctx, args[1:], stdout, stderr)
+	case "twin":
+		return runTwin(ctx, args[1:], stdout, stderr)
 	case "clean":
 		return runClean(ctx, args[1:], stdout, stderr)
 	default:
