@@ -25,8 +25,21 @@
 #      peak), and "scalenodes heartbeat": the age of every node's Lease
 #      renewal, sampled every 2s; with KK_SCALE_PPROF=1 a CPU profile of
 #      the steady state and a heap profile after it, in $KK_WORK/scale/;
-#   5. stops the nodes process (by its PID) and deletes the load's pods,
-#      the Nodes and their Leases ("scalenodes clean").
+#   5. the farm's statuses against a single minikubelet's: starts
+#      examples/minikubelet on its embedded fake runtime, joined as the
+#      control plane's node identity ($KK_NODE_NAME, kk-node; no threshold
+#      eviction, so that the host's disk cannot refuse its pods), gives it
+#      a copy of every pod of the farm's first node ("scalenodes twin":
+#      the same names and specs, in namespace scalenodes-twin), and once
+#      they are Ready records both nodes' pods through the API server at
+#      the same time for 5s (hack/fidelity record) and compares them
+#      field by field (hack/fidelity compare, the single minikubelet on
+#      the left): any difference but timing fails the run. The report is
+#      $KK_WORK/scale/compare.txt. Skipped with KK_SCALE_COMPARE=0, and
+#      with a crash ratio above 0 (the farm's crashes are its script's);
+#   6. stops minikubelet and the nodes process (by their PIDs) and deletes
+#      the single node's pods, the load's pods, the Nodes and their Leases
+#      ("fidelity clean", "scalenodes clean").
 # The figures are in $KK_WORK/scale/report.txt as well.
 #
 # Environment variables:
@@ -36,7 +49,9 @@
 #   KK_SCALE_PROBES (2), KK_SCALE_TIMEOUT (5m), KK_SCALE_STEADY_SECONDS (30),
 #   KK_SCALE_PREFIX (hollow-), KK_SCALE_CRASH_RATIO (0),
 #   KK_SCALE_PULL_LATENCY (0s), KK_SCALE_PPROF (0), KK_SCALE_BIN (a scalenodes
-#   binary to run instead of building this tree's, to compare commits)
+#   binary to run instead of building this tree's, to compare commits; one
+#   older than "scalenodes twin" needs KK_SCALE_COMPARE=0),
+#   KK_SCALE_COMPARE (1)
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -52,8 +67,12 @@ PREFIX="${KK_SCALE_PREFIX:-hollow-}"
 CRASH="${KK_SCALE_CRASH_RATIO:-0}"
 PULL="${KK_SCALE_PULL_LATENCY:-0s}"
 PPROF="${KK_SCALE_PPROF:-0}"
+COMPARE="${KK_SCALE_COMPARE:-1}"
 DIR="${KK_WORK}/scale"
 BIN="${DIR}/bin/scalenodes"
+MINI="${DIR}/bin/minikubelet"
+FIDELITY="${DIR}/bin/fidelity"
+TWIN_NS=scalenodes-twin
 PIDFILE="${DIR}/nodes.pid"
 REPORT="${DIR}/report.txt"
 
@@ -73,6 +92,15 @@ else
   kk_log "building examples/scalenodes"
   (cd "${HACK_DIR}/.." && go build -o "${BIN}" ./examples/scalenodes)
 fi
+if [[ "${COMPARE}" == 1 && "${CRASH}" != 0 ]]; then
+  kk_log "crash ratio ${CRASH}: the farm's crashes are its script's, no comparison with a single minikubelet"
+  COMPARE=0
+fi
+if [[ "${COMPARE}" == 1 ]]; then
+  kk_log "building examples/minikubelet and hack/fidelity"
+  (cd "${HACK_DIR}/.." && go build -o "${MINI}" ./examples/minikubelet && go build -o "${FIDELITY}" ./hack/fidelity)
+fi
+api=(--server "${KK_APISERVER_URL}" --token "${KK_APISERVER_TOKEN}" --ca "${KK_APISERVER_CA}")
 
 nodes_pid=""
 stop_nodes() {
@@ -83,8 +111,21 @@ stop_nodes() {
   nodes_pid=""
   rm -f "${PIDFILE}"
 }
+single_pid=""
+stop_single() {
+  if [[ -n "${single_pid}" ]] && kk_pid_alive "${single_pid}"; then
+    kk_stop_pid minikubelet "${single_pid}" 20 || true
+    wait "${single_pid}" 2>/dev/null || true
+  fi
+  single_pid=""
+}
 cleanup() {
   local status=$?
+  if [[ "${COMPARE}" == 1 ]]; then
+    stop_single
+    "${FIDELITY}" clean "${api[@]}" --node "${KK_NODE_NAME}" || status=1
+    kk_unmount_under "${DIR}/single"
+  fi
   stop_nodes
   "${BIN}" clean --kubeconfig "${KK_KUBECONFIG}" --node-name-prefix "${PREFIX}" || status=1
   exit "${status}"
@@ -142,4 +183,40 @@ if [[ -n "${pprof_port}" ]]; then
   curl -fsS -o "${DIR}/heap.pprof" "http://127.0.0.1:${pprof_port}/debug/pprof/heap"
   curl -fsS -o "${DIR}/goroutines.txt" "http://127.0.0.1:${pprof_port}/debug/pprof/goroutine?debug=1"
   report "scale: $(head -1 "${DIR}/goroutines.txt"); profiles in ${DIR}/cpu.pprof, heap.pprof"
+fi
+
+# The farm's statuses against a single minikubelet's (step 5), after the
+# figures: the second agent's CPU stays out of them.
+if [[ "${COMPARE}" == 1 ]]; then
+  kk_log "a single minikubelet (${KK_NODE_NAME}) with the pods of ${PREFIX}0000"
+  "${FIDELITY}" clean "${api[@]}" --node "${KK_NODE_NAME}"
+  kk_unmount_under "${DIR}/single"
+  rm -rf "${DIR}/single"
+  mkdir -p "${DIR}/single"
+  # The minikubelet holds none of this script's descriptors (KK_CLOSE_FDS):
+  # not a lock taken around it.
+  bash -c 'eval "${KK_CLOSE_FDS}"; exec "$@"' kk-single "${MINI}" --kubeconfig "${KK_NODE_KUBECONFIG}" \
+    --node-name "${KK_NODE_NAME}" --root-dir "${DIR}/single/root" --address 127.0.0.1 --port 0 \
+    --eviction-hard "" >"${DIR}/single.log" 2>&1 </dev/null &
+  single_pid=$!
+  "${BIN}" twin --kubeconfig "${KK_KUBECONFIG}" --from "${PREFIX}0000" --to "${KK_NODE_NAME}" \
+    --namespace "${TWIN_NS}" | tee -a "${REPORT}" ||
+    { tail -30 "${DIR}/single.log"; kk_die "the single minikubelet's pods are not Ready; see ${DIR}/single.log"; }
+  "${FIDELITY}" record "${api[@]}" --node "${PREFIX}0000" --duration 5s --out "${DIR}/farm.json" &
+  rec_pid=$!
+  "${FIDELITY}" record "${api[@]}" --node "${KK_NODE_NAME}" --duration 5s --out "${DIR}/single.json"
+  wait "${rec_pid}"
+  kk_pid_alive "${single_pid}" || { tail -30 "${DIR}/single.log"; kk_die "the single minikubelet ended"; }
+  same=0
+  "${FIDELITY}" compare "${DIR}/single.json" "${DIR}/farm.json" >"${DIR}/compare.txt" || same=$?
+  # The per-pod lines come before the timelines: "NAME: same", "NAME: same
+  # but for timing", "NAME: N differences", "NAME: only in FILE".
+  summary="$(sed '/^timelines/q' "${DIR}/compare.txt" | awk -F': ' '/^[^ ].*: / && !/^last samples/ {
+      if ($2 == "same") s++; else if ($2 == "same but for timing") t++; else d++ }
+    END { printf "%d same, %d same but for timing, %d differ", s, t, d }')"
+  report "scale: statuses of ${PREFIX}0000's pods against a single minikubelet's (hack/fidelity compare): ${summary}; ${DIR}/compare.txt"
+  if ((same != 0)); then
+    sed '/^timelines/q' "${DIR}/compare.txt" >&2
+    kk_die "the farm's statuses differ from a single minikubelet's (compare exited ${same})"
+  fi
 fi
