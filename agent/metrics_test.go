@@ -66,6 +66,8 @@ func TestMetricsHook(t *testing.T) {
 		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{Metrics: m}}, map[string]string{"web.yaml": webPod})
 		start := n.Now()
 		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isReady)), "Ready")
+		require.Zero(t, n.Now().Sub(start), "Ready at once")
+		n.Step(time.Second)
 
 		m.mu.Lock()
 		defer m.mu.Unlock()

@@ -126,10 +126,10 @@ func TestContainerReadsMountedFiles(t *testing.T) {
 		start := n.Now()
 		// The objects were read as the agent started; the manifest comes
 		// after, at the next poll of the directory (1s), and the readiness
-		// probe's first run with the container up is a period later.
+		// probe runs as soon as a status finds the container up.
 		writeFile(t, dir, "vols.yaml", strings.Replace(volumePod, "HOSTDIR", hostDir, 1))
 		require.True(t, n.StepUntil(time.Minute, podIs(n, "vols-node1", isReady)), "Ready (its probe reads the configMap)")
-		assert.Equal(t, 2*time.Second, n.Now().Sub(start), "Ready at")
+		assert.Equal(t, time.Second, n.Now().Sub(start), "Ready at")
 		p := mustPod(t, n, "vols-node1")
 		require.NoError(t, os.WriteFile(filepath.Join(hostDir, "motd"), []byte("from the host"), 0o644))
 		// What lands in the emptyDir's subPath shows at its mount.

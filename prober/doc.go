@@ -51,6 +51,10 @@
 //     restarts (gets a new ID);
 //   - a probe that could not run (an error, not a Failure) is discarded.
 //
+// UpdatePodStatus triggers the readiness probe of a started container that
+// is not ready yet: it runs at once rather than at its next period, with the
+// container as the status being generated found it.
+//
 // Every failed run records a Warning event "Unhealthy" with the message
 // "<Type> probe failed: <output>"; a passing run with a warning records
 // "ProbeWarning". Killing the container is the pod sync's job.

@@ -305,6 +305,12 @@ func (m *Manager) runOne(ctx context.Context, w *worker) {
 	st, has := m.opts.Status.GetPodStatus(w.key.uid)
 	now := m.clk.Now()
 	m.mu.Lock()
+	if h := w.hint; h != nil {
+		w.hint = nil
+		if newer(h, st, has, w.key.container) {
+			st, has = *h, true
+		}
+	}
 	s := w.plan(st, has, m.startedLocked, now)
 	pod, container, probe := w.pod, w.spec, w.probe
 	m.mu.Unlock()
@@ -348,7 +354,9 @@ func (m *Manager) runOne(ctx context.Context, w *worker) {
 	}
 	if !w.stopped {
 		next := w.due.Add(periodOf(probe))
-		if n := m.clk.Now(); next.Before(n) {
+		if n := m.clk.Now(); w.triggered {
+			next, w.triggered = n, false
+		} else if next.Before(n) {
 			next = n.Add(periodOf(probe))
 		}
 		w.due = next
@@ -406,7 +414,7 @@ func (m *Manager) event(pod *v1.Pod, typ, reason, format string, args ...any) {
 // success. A non-restartable init container is ready once it exited 0.
 func (m *Manager) UpdatePodStatus(pod *v1.Pod, status *v1.PodStatus) {
 	for i := range status.ContainerStatuses {
-		m.fill(pod.UID, &status.ContainerStatuses[i])
+		m.fill(pod.UID, status, &status.ContainerStatuses[i])
 	}
 	sidecars := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
@@ -417,7 +425,7 @@ func (m *Manager) UpdatePodStatus(pod *v1.Pod, status *v1.PodStatus) {
 	for i := range status.InitContainerStatuses {
 		cs := &status.InitContainerStatuses[i]
 		if sidecars[cs.Name] {
-			m.fill(pod.UID, cs)
+			m.fill(pod.UID, status, cs)
 			continue
 		}
 		// A regular init container is started while it runs (past its
@@ -448,7 +456,12 @@ func (m *Manager) hasWorker(uid types.UID, name string, t ProbeType) bool {
 	return ok
 }
 
-func (m *Manager) fill(uid types.UID, cs *v1.ContainerStatus) {
+// fill sets a container status's Started and Ready. A started container
+// whose readiness probe has not succeeded is unready, and its probe is
+// triggered: upstream runs it at once whenever a status finds it so, which
+// is what makes a container ready right after its startup probe succeeds
+// rather than a readiness period later.
+func (m *Manager) fill(uid types.UID, st *v1.PodStatus, cs *v1.ContainerStatus) {
 	id, _ := ParseContainerID(cs.ContainerID)
 	started := m.started(uid, cs, id)
 	cs.Started = &started
@@ -456,9 +469,49 @@ func (m *Manager) fill(uid types.UID, cs *v1.ContainerStatus) {
 		cs.Ready = false
 		return
 	}
-	if r, ok := m.readiness.Get(id); ok && id != "" {
-		cs.Ready = r == Success
-	} else {
-		cs.Ready = !m.hasWorker(uid, cs.Name, Readiness)
+	if r, ok := m.readiness.Get(id); ok && id != "" && r == Success {
+		cs.Ready = true
+		return
 	}
+	cs.Ready = !m.trigger(key{uid, cs.Name, Readiness}, st, cs)
+}
+
+// trigger makes the worker k due now, and reports whether it exists. A
+// worker in flight runs again as soon as its turn ends. Its period starts
+// over from the triggered run, as upstream resets its ticker.
+//
+// The status being generated is not yet where the worker reads statuses
+// (Options.Status) when the worker runs: the run probes the container as
+// this status found it (cs, and the pod's IP) unless the stored status is
+// as new (see newer).
+func (m *Manager) trigger(k key, st *v1.PodStatus, cs *v1.ContainerStatus) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.workers[k]
+	if !ok {
+		return false
+	}
+	w.hint = &v1.PodStatus{PodIP: st.PodIP, PodIPs: st.PodIPs, ContainerStatuses: []v1.ContainerStatus{*cs}}
+	now := m.clk.Now()
+	switch {
+	case w.inFlight:
+		w.triggered = true
+	case w.index >= 0 && w.due.After(now):
+		w.due = now
+		heap.Fix(&m.heap, w.index)
+		m.kick()
+	}
+	return true
+}
+
+// newer reports whether the hint's view of the container is newer than the
+// stored status's: the stored status has it not running, or running since
+// an earlier time (a container that ran before a restart).
+func newer(hint *v1.PodStatus, stored v1.PodStatus, has bool, name string) bool {
+	h := &hint.ContainerStatuses[0]
+	cs := containerStatus(&stored, name)
+	if !has || cs == nil || cs.State.Running == nil {
+		return true
+	}
+	return cs.State.Running.StartedAt.Before(&h.State.Running.StartedAt)
 }

@@ -27,6 +27,11 @@ type worker struct {
 	index    int // in the heap; -1 when not queued
 	inFlight bool
 	stopped  bool
+	// triggered: a status asked for a run while this one was in flight.
+	triggered bool
+	// hint: what the status that triggered the next run saw of the
+	// container (Manager.trigger).
+	hint *v1.PodStatus
 
 	containerID string // bare CRI ID of the current container
 	lastResult  Result
