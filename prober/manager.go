@@ -52,6 +52,10 @@ type Options struct {
 	AfterProbe func(uid types.UID, container string, t ProbeType, r Result)
 }
 
+// restartGrace is how long before a manager's start a container must have
+// started to count as one that ran before an agent restart, as upstream's.
+const restartGrace = 10 * time.Second
+
 // Manager schedules every probe of every pod from one timer heap, runs them
 // on a bounded pool, and keeps the results.
 type Manager struct {
@@ -61,6 +65,11 @@ type Manager struct {
 	liveness  *ResultsManager
 	readiness *ResultsManager
 	startup   *ResultsManager
+
+	// restartCutoff: a container running since before it was running
+	// before this manager (the agent) started, as upstream reckons a
+	// kubelet restart (see UpdatePodStatus).
+	restartCutoff time.Time
 
 	mu      sync.Mutex
 	workers map[key]*worker
@@ -90,7 +99,7 @@ func New(opts Options) (*Manager, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{
-		opts: opts, clk: opts.Clock, log: log,
+		opts: opts, clk: opts.Clock, log: log, restartCutoff: opts.Clock.Now().Add(-restartGrace),
 		liveness: NewResultsManager(), readiness: NewResultsManager(), startup: NewResultsManager(),
 		workers: make(map[key]*worker), wake: make(chan struct{}, 1),
 	}, nil
@@ -132,6 +141,17 @@ func probedContainers(pod *v1.Pod) []*v1.Container {
 	return cs
 }
 
+// isSidecar reports whether c is one of the pod's restartable init
+// containers.
+func isSidecar(pod *v1.Pod, c *v1.Container) bool {
+	for i := range pod.Spec.InitContainers {
+		if &pod.Spec.InitContainers[i] == c {
+			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
+}
+
 func probeOf(c *v1.Container, t ProbeType) *v1.Probe {
 	switch t {
 	case Liveness:
@@ -168,8 +188,8 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 			if _, ok := m.workers[k]; ok {
 				continue
 			}
-			w := &worker{key: k, pod: pod, spec: c, probe: p, due: now.Add(m.opts.Jitter(periodOf(p)))}
-			if first := *w; !w.due.After(now) && first.plan(st, hasStatus, m.startedLocked, now) == (step{}) {
+			w := &worker{key: k, pod: pod, spec: c, sidecar: isSidecar(pod, c), probe: p, due: now.Add(m.opts.Jitter(periodOf(p)))}
+			if first := *w; !w.due.After(now) && first.plan(st, hasStatus, m.startedLocked, now, m.restartCutoff) == (step{}) {
 				w.due = now.Add(periodOf(p))
 			}
 			m.workers[k] = w
@@ -311,7 +331,7 @@ func (m *Manager) runOne(ctx context.Context, w *worker) {
 			st, has = *h, true
 		}
 	}
-	s := w.plan(st, has, m.startedLocked, now)
+	s := w.plan(st, has, m.startedLocked, now, m.restartCutoff)
 	pod, container, probe := w.pod, w.spec, w.probe
 	m.mu.Unlock()
 	res := m.results(w.key.typ)
@@ -321,14 +341,16 @@ func (m *Manager) runOne(ctx context.Context, w *worker) {
 	// A new container's initial result is only cached when this turn probes
 	// it too: the turn then sends one update, after the probe, so that a
 	// sync it causes sees the probe's result rather than racing it.
-	quietReset := s.reset && s.probe && !s.notRunning
+	quietReset := s.reset && s.probe && !s.notRunning && !s.adopted
 	if s.reset {
 		if s.oldID != "" {
 			res.Remove(s.oldID)
 		}
-		if quietReset {
+		switch {
+		case s.adopted:
+		case quietReset:
 			res.setCache(s.newID, s.initial)
-		} else {
+		default:
 			_ = res.SetContext(ctx, s.newID, s.initial, w.key.uid)
 		}
 	}
@@ -412,9 +434,18 @@ func (m *Manager) event(pod *v1.Pod, typ, reason, format string, args ...any) {
 // startup probe is started, with one only after its success; a started
 // container without a readiness probe is ready, with one only after its
 // success. A non-restartable init container is ready once it exited 0.
+//
+// Across an agent restart, as upstream v1.35+ across a kubelet restart
+// (ChangeContainerStatusOnKubeletRestart off, its default): a container
+// that was running before (since more than 10s before the manager was
+// made) and whose status says Started (status.Generate carries it from the
+// last status of the same container) stays started without its startup
+// probe running again; until its readiness probe publishes a result, it is
+// ready if it has no readiness probe or the pod (pod.Status, the API
+// server's) is Ready.
 func (m *Manager) UpdatePodStatus(pod *v1.Pod, status *v1.PodStatus) {
 	for i := range status.ContainerStatuses {
-		m.fill(pod.UID, status, &status.ContainerStatuses[i])
+		m.fill(pod, status, &status.ContainerStatuses[i])
 	}
 	sidecars := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
@@ -425,7 +456,7 @@ func (m *Manager) UpdatePodStatus(pod *v1.Pod, status *v1.PodStatus) {
 	for i := range status.InitContainerStatuses {
 		cs := &status.InitContainerStatuses[i]
 		if sidecars[cs.Name] {
-			m.fill(pod.UID, status, cs)
+			m.fill(pod, status, cs)
 			continue
 		}
 		// A regular init container is started while it runs (past its
@@ -438,13 +469,17 @@ func (m *Manager) UpdatePodStatus(pod *v1.Pod, status *v1.PodStatus) {
 }
 
 // started reports whether a container is running and past its startup
-// probe (or has none).
+// probe (or has none). Without a startup result, a status that already
+// says Started (carried over an agent restart) is believed.
 func (m *Manager) started(uid types.UID, cs *v1.ContainerStatus, id string) bool {
 	if cs.State.Running == nil {
 		return false
 	}
 	if r, ok := m.startup.Get(id); ok && id != "" {
 		return r == Success
+	}
+	if cs.Started != nil && *cs.Started {
+		return true
 	}
 	return !m.hasWorker(uid, cs.Name, Startup)
 }
@@ -461,19 +496,40 @@ func (m *Manager) hasWorker(uid types.UID, name string, t ProbeType) bool {
 // triggered: upstream runs it at once whenever a status finds it so, which
 // is what makes a container ready right after its startup probe succeeds
 // rather than a readiness period later.
-func (m *Manager) fill(uid types.UID, st *v1.PodStatus, cs *v1.ContainerStatus) {
+func (m *Manager) fill(pod *v1.Pod, st *v1.PodStatus, cs *v1.ContainerStatus) {
 	id, _ := ParseContainerID(cs.ContainerID)
-	started := m.started(uid, cs, id)
+	started := m.started(pod.UID, cs, id)
 	cs.Started = &started
 	if !started {
 		cs.Ready = false
 		return
 	}
-	if r, ok := m.readiness.Get(id); ok && id != "" && r == Success {
+	r, ok := m.readiness.Get(id)
+	if ok && id != "" && r == Success {
 		cs.Ready = true
 		return
 	}
-	cs.Ready = !m.trigger(key{uid, cs.Name, Readiness}, st, cs)
+	probed := m.trigger(key{pod.UID, cs.Name, Readiness}, st, cs)
+	cs.Ready = !probed
+	if !ok && m.ranBeforeStart(cs) {
+		cs.Ready = !probed || podReady(pod)
+	}
+}
+
+// ranBeforeStart reports whether a running container was already running
+// before the manager was made: an agent restart adopted it.
+func (m *Manager) ranBeforeStart(cs *v1.ContainerStatus) bool {
+	r := cs.State.Running
+	return r != nil && !r.StartedAt.IsZero() && r.StartedAt.Time.Before(m.restartCutoff)
+}
+
+func podReady(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // trigger makes the worker k due now, and reports whether it exists. A

@@ -22,6 +22,7 @@ type worker struct {
 	key      key
 	pod      *v1.Pod
 	spec     *v1.Container
+	sidecar  bool // spec is a restartable init container
 	probe    *v1.Probe
 	due      time.Time
 	index    int // in the heap; -1 when not queued
@@ -82,6 +83,10 @@ type step struct {
 	reset        bool
 	oldID, newID string
 	initial      Result
+	// adopted: the new container ran before the manager started (an
+	// agent restart): no initial result is set, so that a container that
+	// was ready does not turn unready before its probe says so.
+	adopted bool
 	// notRunning: set Failure (the container is not running).
 	notRunning bool
 	err        error // a malformed container ID
@@ -89,8 +94,10 @@ type step struct {
 
 // plan decides, from the pod status, whether to run the probe now, and
 // updates the worker's container bookkeeping. started reports whether the
-// container's startup probe (if any) has succeeded.
-func (w *worker) plan(st v1.PodStatus, hasStatus bool, started func(id string) bool, now time.Time) step {
+// container's startup probe (if any) has succeeded; a status that says
+// Started counts too. A container running since before restartCutoff was
+// adopted by a restarted agent.
+func (w *worker) plan(st v1.PodStatus, hasStatus bool, started func(id string) bool, now, restartCutoff time.Time) step {
 	var s step
 	if !hasStatus {
 		return s
@@ -104,9 +111,18 @@ func (w *worker) plan(st v1.PodStatus, hasStatus bool, started func(id string) b
 		s.err = err
 		return s
 	}
+	isStarted := started(id) || (cs.Started != nil && *cs.Started)
 	if id != w.containerID {
 		s.reset, s.oldID, s.newID, s.initial = true, w.containerID, id, initialResult(w.key.typ)
 		w.containerID, w.onHold, w.resultRun, w.lastResult = id, false, 0, Unknown
+		if r := cs.State.Running; r != nil && !r.StartedAt.IsZero() && r.StartedAt.Time.Before(restartCutoff) {
+			// A sidecar that had started is started for good: the pod's
+			// next init container waits on its startup result.
+			s.adopted = !(w.sidecar && w.key.typ == Startup && isStarted)
+			if !s.adopted {
+				s.initial = Success
+			}
+		}
 	}
 	if w.onHold {
 		return s
@@ -118,11 +134,11 @@ func (w *worker) plan(st v1.PodStatus, hasStatus bool, started func(id string) b
 	}
 	switch w.key.typ {
 	case Startup:
-		if started(id) {
+		if isStarted {
 			return s
 		}
 	default:
-		if w.hasStartup() && !started(id) {
+		if w.hasStartup() && !isStarted {
 			return s
 		}
 	}

@@ -444,6 +444,14 @@ func (g *generator) convert(cs *runtimeapi.ContainerStatus, old *v1.ContainerSta
 	switch cs.GetState() {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		st.State.Running = &v1.ContainerStateRunning{StartedAt: nanoTime(cs.GetStartedAt())}
+		if old != nil && old.ContainerID == id && old.Started != nil {
+			// The same container: it stays started across an agent
+			// restart, as upstream's does across a kubelet restart
+			// (ChangeContainerStatusOnKubeletRestart off). Upstream
+			// carries it from any instance; a new one starts unstarted.
+			started := *old.Started
+			st.Started = &started
+		}
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
 		st.State.Waiting = &v1.ContainerStateWaiting{}
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
@@ -555,14 +563,14 @@ func defaultProbeResults(pod *v1.Pod, s *v1.PodStatus) {
 		cs := &s.ContainerStatuses[i]
 		c := specContainer(pod.Spec.Containers, cs.Name)
 		started := cs.State.Running != nil && (c == nil || c.StartupProbe == nil)
-		cs.Started = &started
+		setStarted(cs, started)
 		cs.Ready = started && (c == nil || c.ReadinessProbe == nil)
 	}
 	for i := range s.InitContainerStatuses {
 		cs := &s.InitContainerStatuses[i]
 		c := specContainer(pod.Spec.InitContainers, cs.Name)
 		started := cs.State.Running != nil && (c == nil || c.StartupProbe == nil)
-		cs.Started = &started
+		setStarted(cs, started)
 		if c != nil && IsSidecar(c) {
 			cs.Ready = started && c.ReadinessProbe == nil
 		} else {
@@ -591,4 +599,13 @@ func containerUser(u *runtimeapi.ContainerUser) *v1.ContainerUser {
 		out.Linux = &v1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: slices.Clone(l.GetSupplementalGroups())}
 	}
 	return out
+}
+
+// setStarted sets cs.Started, in the bool it already points to when it
+// has one (the status's own, carried by convert).
+func setStarted(cs *v1.ContainerStatus, v bool) {
+	if cs.Started == nil {
+		cs.Started = new(bool)
+	}
+	*cs.Started = v
 }

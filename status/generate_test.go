@@ -826,3 +826,43 @@ func TestGenerateContainerUser(t *testing.T) {
 		})
 	}
 }
+
+// The status a prober is handed keeps Started of the same running
+// container from the last status (so that an agent restart does not turn a
+// started container unstarted, as upstream's kubelet restart does not);
+// another instance of the container starts without it.
+func TestGenerateCarriesStartedOfTheSameContainer(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name   string
+		oldID  string
+		old    *bool
+		now    *runtimeapi.ContainerStatus
+		wantOK bool
+		want   bool
+	}{
+		{name: "the same container, started", oldID: "containerd://c1", old: &yes, now: running("app", "c1", 10, 0), wantOK: true, want: true},
+		{name: "the same container, not started", oldID: "containerd://c1", old: &no, now: running("app", "c1", 10, 0), wantOK: true},
+		{name: "a new instance", oldID: "containerd://c0", old: &yes, now: running("app", "c1", 10, 1)},
+		{name: "no Started in the last status", oldID: "containerd://c1", now: running("app", "c1", 10, 0)},
+		{name: "the same container, exited", oldID: "containerd://c1", old: &yes, now: exited("app", "c1", 10, 0, 1, "Error")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := mkPod(v1.RestartPolicyAlways, nil, withProbe(ctr("app"), false, true))
+			old := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", ContainerID: tt.oldID, Started: tt.old,
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(at(1))}}}}}
+			var seen *bool
+			probes := ProbeResultsFunc(func(_ *v1.Pod, s *v1.PodStatus) { seen = s.ContainerStatuses[0].Started })
+			_, err := Generate(Input{Pod: pod, Runtime: rt(tt.now), Old: &old, RuntimeName: "containerd", Probes: probes, Now: at(20)})
+			require.NoError(t, err)
+			if !tt.wantOK {
+				assert.Nil(t, seen)
+				return
+			}
+			require.NotNil(t, seen)
+			assert.Equal(t, tt.want, *seen)
+			assert.NotSame(t, tt.old, seen, "the result shares no memory with the input")
+		})
+	}
+}
