@@ -35,6 +35,11 @@
 # directory of its own under $KK_WORK/fidelity, and upstream's --cert-dir is
 # there too (lib.sh, kk_isolate), so nothing is written to the host's
 # /var/lib/kubelet; its ports are picked free at start.
+#
+# Both kubelets evict on memory alone (memory.available<100Mi, upstream's
+# default for it; EVICTION_HARD below): the host's disk is not the run's,
+# and a host short of disk would put either node under DiskPressure and
+# compare evictions instead of the pods.
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -47,6 +52,8 @@ DIR="${KK_WORK}/fidelity"
 AGENT_PID=""
 AGENT_BIN=""
 DIFFERS=0
+# The only hard eviction threshold of both kubelets (see the header).
+EVICTION_HARD="memory.available<100Mi"
 
 [[ -S "${KK_SOCK}" ]] || kk_die "no containerd at ${KK_SOCK}: run hack/containerd-start.sh"
 [[ "$(id -u)" == 0 ]] || kk_die "needs root (the agents run containers)"
@@ -116,7 +123,7 @@ main() {
   (cd "${HACK_DIR}/.." && go build -o "${DIR}/fidelity" ./hack/fidelity && go build -o "${DIR}/minikubelet" ./examples/minikubelet)
 
   kk_write_kubelet_config "${DIR}/kubelet.yaml" "${DIR}/manifests" "${DIR}/upstream-logs" "${KK_ENDPOINT}" \
-    "${UP_PORT}" "${UP_MAIN_PORT}"
+    "${UP_PORT}" "${UP_MAIN_PORT}" "evictionHard: {${EVICTION_HARD/</: }}"
   # Both agents keep the QoS cgroups (cgroupfs; node allocatable enforced
   # on kubepods, no kube-reserved): the qos-* pods read theirs back.
   sed -i -e 's/^cgroupsPerQOS: false$/cgroupsPerQOS: true/' \
@@ -149,7 +156,7 @@ standalone_phase() {
   fi
   run minikubelet "${MINI_PORT}" "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --pod-manifest-path "${DIR}/manifests" --node-name kk-node --root-dir "${DIR}/minikubelet-root" \
-    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --cgroups-per-qos --cgroup-driver cgroupfs \
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --eviction-hard "${EVICTION_HARD}" --cgroups-per-qos --cgroup-driver cgroupfs \
     --enforce-node-allocatable pods -v
 
   "${DIR}/fidelity" compare "${DIR}/upstream.json" "${DIR}/minikubelet.json" >"${DIR}/report.txt" || DIFFERS=1
@@ -173,7 +180,7 @@ api_phase() {
     --root-dir="${DIR}/upstream-api-root" --cert-dir="${DIR}/upstream-api-pki" --hostname-override=kk-node --v=2
   run_api minikubelet-api "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
-    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --eviction-hard "${EVICTION_HARD}" -v
   "${DIR}/fidelity" compare "${DIR}/upstream-api.json" "${DIR}/minikubelet-api.json" >"${DIR}/report-api.txt" || DIFFERS=1
   cat "${DIR}/report-api.txt"
   kk_log "report, API-server pods: ${DIR}/report-api.txt"
@@ -200,7 +207,7 @@ vk_phase() {
   [[ -f "${DIR}/minikubelet-api.json" ]] ||
     run_api minikubelet-api "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
       --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
-      --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
+      --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --eviction-hard "${EVICTION_HARD}" -v
   run_api vk-containerd "${DIR}/vknode" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --kubeconfig "${KK_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/vk-containerd-root" --port "${vk_port}" \
     --cgroups-per-qos -v
@@ -210,7 +217,7 @@ vk_phase() {
 
   run_api minikubelet-api-fake "${DIR}/minikubelet" \
     --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-fake-root" \
-    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 -v
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --eviction-hard "${EVICTION_HARD}" -v
   run_api vk-fake "${DIR}/vknode" \
     --kubeconfig "${KK_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/vk-fake-root" --port "${vk_port}" -v
   "${DIR}/fidelity" compare "${DIR}/minikubelet-api-fake.json" "${DIR}/vk-fake.json" >"${DIR}/report-vk-fake.txt" || DIFFERS=1
