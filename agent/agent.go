@@ -44,6 +44,10 @@ import (
 	"github.com/kubeletkit/kubeletkit/volume"
 )
 
+// The status Manager lends the prober its statuses rather than copying one
+// for every probe turn.
+var _ prober.StatusViewer = (*status.Manager)(nil)
+
 // Runtime is the container runtime the agent drives: the CRI client from
 // cri.Dial, the in-process *fake.Runtime, or any implementation of both
 // services.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -72,26 +73,34 @@ func BenchmarkScheduleMinute(b *testing.B) {
 		b.Run(fmt.Sprintf("probes=%d", n), func(b *testing.B) {
 			m, clk, pods, stop := benchManager(b, n)
 			defer stop()
-			for _, p := range pods {
-				m.AddPod(p)
-			}
-			ctx := context.Background()
-			runs := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				for range 60 {
-					clk.Step(time.Second)
-					due, _, _ := m.popDue(clk.Now())
-					for _, w := range due {
-						m.runOne(ctx, w)
-					}
-					runs += len(due)
-				}
-			}
+			runs := scheduleMinutes(b, m, clk, pods)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs), "ns/probe-run")
 			b.ReportMetric(float64(runs)/float64(b.N), "runs/minute")
 		})
 	}
+}
+
+// scheduleMinutes adds the pods, then for each b.Loop steps the clock 60
+// times by 1s and runs the due workers' turns inline; it returns the turns
+// run.
+func scheduleMinutes(b *testing.B, m *Manager, clk *clocktesting.FakeClock, pods []*v1.Pod) int {
+	for _, p := range pods {
+		m.AddPod(p)
+	}
+	ctx := context.Background()
+	runs := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 60 {
+			clk.Step(time.Second)
+			due, _, _ := m.popDue(clk.Now())
+			for _, w := range due {
+				m.runOne(ctx, w)
+			}
+			runs += len(due)
+		}
+	}
+	return runs
 }
 
 // BenchmarkRegister measures the heap bytes retained per registered probe.
@@ -169,4 +178,72 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// copiedStatuses hands out a deep copy of a pod's status, as the status
+// Manager's GetPodStatus does; lentStatuses lends it (StatusViewer).
+type copiedStatuses map[types.UID]*v1.PodStatus
+
+func (s copiedStatuses) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
+	st, ok := s[uid]
+	if !ok {
+		return v1.PodStatus{}, false
+	}
+	return *st.DeepCopy(), true
+}
+
+type lentStatuses struct{ copiedStatuses }
+
+func (s lentStatuses) ViewPodStatus(uid types.UID, f func(*v1.PodStatus)) bool {
+	st, ok := s.copiedStatuses[uid]
+	if ok {
+		f(st)
+	}
+	return ok
+}
+
+// fullStatus is what a running pod's status holds besides the probed
+// container: the conditions, IPs, a second container, resources.
+func fullStatus(st v1.PodStatus, start time.Time) *v1.PodStatus {
+	at := metav1.NewTime(start)
+	for _, t := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled} {
+		st.Conditions = append(st.Conditions, v1.PodCondition{Type: t, Status: v1.ConditionTrue, LastTransitionTime: at})
+	}
+	st.Phase, st.HostIP, st.PodIP, st.StartTime, st.QOSClass = v1.PodRunning, "10.0.0.1", "10.1.0.5", &at, v1.PodQOSBurstable
+	st.HostIPs, st.PodIPs = []v1.HostIP{{IP: "10.0.0.1"}}, []v1.PodIP{{IP: "10.1.0.5"}}
+	yes := true
+	side := st.ContainerStatuses[0]
+	side.Name, side.ContainerID = "side", side.ContainerID+"-side"
+	st.ContainerStatuses = append(st.ContainerStatuses, side)
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		cs.Ready, cs.Started, cs.Image, cs.ImageID = true, &yes, "busybox:1.36", "sha256:0123456789abcdef"
+		cs.AllocatedResources = v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}
+		cs.Resources = &v1.ResourceRequirements{Requests: cs.AllocatedResources.DeepCopy()}
+	}
+	return &st
+}
+
+// BenchmarkTurnStatusRead is BenchmarkScheduleMinute's turns with pod
+// statuses as full as a running pod's, read from a provider that copies
+// them (as GetPodStatus) or lends them (StatusViewer, what the status
+// Manager does for the prober).
+func BenchmarkTurnStatusRead(b *testing.B) {
+	for _, mode := range []string{"copied", "lent"} {
+		b.Run("status="+mode, func(b *testing.B) {
+			const n = 1000
+			m, clk, pods, stop := benchManager(b, n)
+			defer stop()
+			copied := copiedStatuses{}
+			for uid, st := range m.opts.Status.(benchStatuses) {
+				copied[uid] = fullStatus(st, clk.Now())
+			}
+			m.opts.Status = copied
+			if mode == "lent" {
+				m.opts.Status = lentStatuses{copied}
+			}
+			runs := scheduleMinutes(b, m, clk, pods)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs), "ns/probe-run")
+		})
+	}
 }

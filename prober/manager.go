@@ -22,6 +22,16 @@ type StatusProvider interface {
 	GetPodStatus(uid types.UID) (v1.PodStatus, bool)
 }
 
+// StatusViewer is what a StatusProvider may also implement to lend a pod's
+// status for reading instead of copying it: ViewPodStatus calls f with the
+// status, which f neither keeps nor modifies, and reports whether there is
+// one (without calling f when there is none). A probe's turn reads a few
+// fields of one container: copying the whole status for it was most of a
+// farm of many nodes' probing cost. The status Manager implements it.
+type StatusViewer interface {
+	ViewPodStatus(uid types.UID, f func(*v1.PodStatus)) bool
+}
+
 // EventRecorder records events, with client-go's method shape.
 type EventRecorder interface {
 	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
@@ -189,7 +199,7 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 				continue
 			}
 			w := &worker{key: k, pod: pod, spec: c, sidecar: isSidecar(pod, c), probe: p, due: now.Add(m.opts.Jitter(periodOf(p)))}
-			if first := *w; !w.due.After(now) && first.plan(st, hasStatus, m.startedLocked, now, m.restartCutoff) == (step{}) {
+			if first := *w; !w.due.After(now) && first.plan(viewOf(&st, hasStatus, c.Name), m.startedLocked, now, m.restartCutoff) == (step{}) {
 				w.due = now.Add(periodOf(p))
 			}
 			m.workers[k] = w
@@ -322,16 +332,16 @@ func (m *Manager) popDue(now time.Time) (due []*worker, next time.Time, ok bool)
 
 // runOne runs one worker's turn: plan, probe, record, reschedule.
 func (m *Manager) runOne(ctx context.Context, w *worker) {
-	st, has := m.opts.Status.GetPodStatus(w.key.uid)
+	v := m.view(w.key.uid, w.key.container)
 	now := m.clk.Now()
 	m.mu.Lock()
-	if h := w.hint; h != nil {
-		w.hint = nil
-		if newer(h, st, has, w.key.container) {
-			st, has = *h, true
+	if h := w.hint; h.hasStatus {
+		w.hint = view{}
+		if h.newerThan(v) {
+			v = h
 		}
 	}
-	s := w.plan(st, has, m.startedLocked, now, m.restartCutoff)
+	s := w.plan(v, m.startedLocked, now, m.restartCutoff)
 	pod, container, probe := w.pod, w.spec, w.probe
 	m.mu.Unlock()
 	res := m.results(w.key.typ)
@@ -360,7 +370,7 @@ func (m *Manager) runOne(ctx context.Context, w *worker) {
 	result := Unknown
 	if s.probe {
 		var sent bool
-		result, sent = m.probe(ctx, w, pod, container, probe, st.PodIP, s)
+		result, sent = m.probe(ctx, w, pod, container, probe, v.podIP, s)
 		if quietReset && !sent {
 			_ = res.send(ctx, s.newID, s.initial, w.key.uid)
 		}
@@ -547,7 +557,8 @@ func (m *Manager) trigger(k key, st *v1.PodStatus, cs *v1.ContainerStatus) bool 
 	if !ok {
 		return false
 	}
-	w.hint = &v1.PodStatus{PodIP: st.PodIP, PodIPs: st.PodIPs, ContainerStatuses: []v1.ContainerStatus{*cs}}
+	w.hint = view{hasStatus: true, podIP: st.PodIP}
+	w.hint.setContainer(cs)
 	now := m.clk.Now()
 	switch {
 	case w.inFlight:
@@ -560,14 +571,24 @@ func (m *Manager) trigger(k key, st *v1.PodStatus, cs *v1.ContainerStatus) bool 
 	return true
 }
 
-// newer reports whether the hint's view of the container is newer than the
-// stored status's: the stored status has it not running, or running since
-// an earlier time (a container that ran before a restart).
-func newer(hint *v1.PodStatus, stored v1.PodStatus, has bool, name string) bool {
-	h := &hint.ContainerStatuses[0]
-	cs := containerStatus(&stored, name)
-	if !has || cs == nil || cs.State.Running == nil {
+// newerThan reports whether the hint h sees the container newer than the
+// stored status's view: that one has it not running, or running since an
+// earlier time (a container that ran before a restart).
+func (h view) newerThan(stored view) bool {
+	if !stored.hasStatus || !stored.found || !stored.running {
 		return true
 	}
-	return cs.State.Running.StartedAt.Before(&h.State.Running.StartedAt)
+	return stored.startedAt.Before(h.startedAt)
+}
+
+// view reads the container's view from the status provider, through a
+// StatusViewer when it is one.
+func (m *Manager) view(uid types.UID, name string) view {
+	if sv, ok := m.opts.Status.(StatusViewer); ok {
+		var v view
+		v.hasStatus = sv.ViewPodStatus(uid, func(st *v1.PodStatus) { v = viewOf(st, true, name) })
+		return v
+	}
+	st, has := m.opts.Status.GetPodStatus(uid)
+	return viewOf(&st, has, name)
 }

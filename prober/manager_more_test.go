@@ -236,3 +236,65 @@ func TestFirstRunAtAddPod(t *testing.T) {
 		})
 	}
 }
+
+// viewingStatuses is a StatusViewer that counts how statuses are read.
+type viewingStatuses struct {
+	*probertest.Statuses
+	mu          sync.Mutex
+	gets, views int
+}
+
+func (s *viewingStatuses) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
+	s.mu.Lock()
+	s.gets++
+	s.mu.Unlock()
+	return s.Statuses.GetPodStatus(uid)
+}
+
+func (s *viewingStatuses) ViewPodStatus(uid types.UID, f func(*v1.PodStatus)) bool {
+	s.mu.Lock()
+	s.views++
+	s.mu.Unlock()
+	st, ok := s.Statuses.GetPodStatus(uid)
+	if ok {
+		f(&st)
+	}
+	return ok
+}
+
+// A StatusViewer's status is read, not copied, on every probe turn: the
+// only copy is AddPod's.
+func TestTurnsReadAStatusViewer(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	st := &viewingStatuses{Statuses: probertest.NewStatuses()}
+	run := probertest.NewRunner()
+	ran := make(chan prober.Result, 10)
+	m, err := prober.New(prober.Options{Runner: run, Status: st, Clock: clk, Jitter: func(time.Duration) time.Duration { return 0 },
+		AfterProbe: func(_ types.UID, _ string, _ prober.ProbeType, r prober.Result) { ran <- r }})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	st.Set("uid-1", running("c1", t0))
+	m.AddPod(podWith(v1.Container{Name: "app", LivenessProbe: probe(0, 10, 1, 1)}))
+	for i := range 3 {
+		if i > 0 {
+			stepWhenParked(t, clk, 10*time.Second)
+		}
+		select {
+		case r := <-ran:
+			assert.Equal(t, prober.Success, r)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no probe ran")
+		}
+	}
+	calls := run.Calls()
+	require.Len(t, calls, 3)
+	assert.Equal(t, "c1", calls[2].ContainerID)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	assert.Equal(t, 1, st.gets, "AddPod's copy")
+	assert.Equal(t, 3, st.views, "one view a turn")
+}

@@ -31,8 +31,8 @@ type worker struct {
 	// triggered: a status asked for a run while this one was in flight.
 	triggered bool
 	// hint: what the status that triggered the next run saw of the
-	// container (Manager.trigger).
-	hint *v1.PodStatus
+	// container (Manager.trigger); hint.hasStatus says there is one.
+	hint view
 
 	containerID string // bare CRI ID of the current container
 	lastResult  Result
@@ -76,6 +76,41 @@ func containerStatus(st *v1.PodStatus, name string) *v1.ContainerStatus {
 	return nil
 }
 
+// view is what a worker's turn reads of the pod's status: a value, copied
+// out of the status without copying the status.
+type view struct {
+	hasStatus bool   // the pod has a status
+	podIP     string // the probes' default host
+	// found: the container has a status with an ID, described by the
+	// fields below.
+	found       bool
+	containerID string
+	running     bool
+	startedAt   time.Time // when running
+	started     bool      // the status says Started
+}
+
+// viewOf reads the named container's view out of a pod's status.
+func viewOf(st *v1.PodStatus, hasStatus bool, name string) view {
+	v := view{hasStatus: hasStatus}
+	if !hasStatus {
+		return v
+	}
+	v.podIP = st.PodIP
+	if cs := containerStatus(st, name); cs != nil {
+		v.setContainer(cs)
+	}
+	return v
+}
+
+func (v *view) setContainer(cs *v1.ContainerStatus) {
+	v.found, v.containerID = cs.ContainerID != "", cs.ContainerID
+	if r := cs.State.Running; r != nil {
+		v.running, v.startedAt = true, r.StartedAt.Time
+	}
+	v.started = cs.Started != nil && *cs.Started
+}
+
 // step is what a worker must do now.
 type step struct {
 	probe bool // run the probe
@@ -92,30 +127,26 @@ type step struct {
 	err        error // a malformed container ID
 }
 
-// plan decides, from the pod status, whether to run the probe now, and
-// updates the worker's container bookkeeping. started reports whether the
-// container's startup probe (if any) has succeeded; a status that says
+// plan decides, from the container's view, whether to run the probe now,
+// and updates the worker's container bookkeeping. started reports whether
+// the container's startup probe (if any) has succeeded; a status that says
 // Started counts too. A container running since before restartCutoff was
 // adopted by a restarted agent.
-func (w *worker) plan(st v1.PodStatus, hasStatus bool, started func(id string) bool, now, restartCutoff time.Time) step {
+func (w *worker) plan(v view, started func(id string) bool, now, restartCutoff time.Time) step {
 	var s step
-	if !hasStatus {
+	if !v.hasStatus || !v.found {
 		return s
 	}
-	cs := containerStatus(&st, w.key.container)
-	if cs == nil || cs.ContainerID == "" {
-		return s
-	}
-	id, err := ParseContainerID(cs.ContainerID)
+	id, err := ParseContainerID(v.containerID)
 	if err != nil {
 		s.err = err
 		return s
 	}
-	isStarted := started(id) || (cs.Started != nil && *cs.Started)
+	isStarted := started(id) || v.started
 	if id != w.containerID {
 		s.reset, s.oldID, s.newID, s.initial = true, w.containerID, id, initialResult(w.key.typ)
 		w.containerID, w.onHold, w.resultRun, w.lastResult = id, false, 0, Unknown
-		if r := cs.State.Running; r != nil && !r.StartedAt.IsZero() && r.StartedAt.Time.Before(restartCutoff) {
+		if v.running && !v.startedAt.IsZero() && v.startedAt.Before(restartCutoff) {
 			// A sidecar that had started is started for good: the pod's
 			// next init container waits on its startup result.
 			s.adopted = !(w.sidecar && w.key.typ == Startup && isStarted)
@@ -127,7 +158,7 @@ func (w *worker) plan(st v1.PodStatus, hasStatus bool, started func(id string) b
 	if w.onHold {
 		return s
 	}
-	if cs.State.Running == nil {
+	if !v.running {
 		s.notRunning = true
 		w.resultRun = 0
 		return s
@@ -143,7 +174,7 @@ func (w *worker) plan(st v1.PodStatus, hasStatus bool, started func(id string) b
 		}
 	}
 	delay := time.Duration(w.probe.InitialDelaySeconds) * time.Second
-	if now.Sub(cs.State.Running.StartedAt.Time) < delay {
+	if now.Sub(v.startedAt) < delay {
 		return s
 	}
 	s.probe = true

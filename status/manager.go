@@ -155,6 +155,20 @@ func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 	return *e.status.DeepCopy(), true
 }
 
+// ViewPodStatus calls f with the pod's cached status, under the Manager's
+// lock, and reports whether there is one (f is not called when there is
+// none). f must not keep the status, modify it or call the Manager: it
+// reads, where GetPodStatus would copy (the prober's StatusViewer).
+func (m *Manager) ViewPodStatus(uid types.UID, f func(*v1.PodStatus)) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[uid]
+	if ok {
+		f(&e.status)
+	}
+	return ok
+}
+
 // Set caches status as the pod's status (typically what Generate returned)
 // and queues a push if it differs from the cached one in anything the node
 // writes. Transition times of the node's conditions are kept from the

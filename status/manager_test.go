@@ -451,6 +451,12 @@ func TestManagerSetValidation(t *testing.T) {
 		b, _ := m.GetPodStatus("u2")
 		assert.Equal(t, "app", b.ContainerStatuses[0].Name)
 	})
+	t.Run("ViewPodStatus lends the cached status", func(t *testing.T) {
+		var name string
+		assert.True(t, m.ViewPodStatus("u2", func(st *v1.PodStatus) { name = st.ContainerStatuses[0].Name }))
+		assert.Equal(t, "app", name)
+		assert.False(t, m.ViewPodStatus("nobody", func(*v1.PodStatus) { t.Error("called without a status") }))
+	})
 	t.Run("termination messages are cut to their share", func(t *testing.T) {
 		p := apiPod("u3", "big", v1.RestartPolicyNever)
 		st := terminatedStatus(v1.PodFailed, 1)
