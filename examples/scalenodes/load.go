@@ -13,10 +13,13 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kubeletkit/kubeletkit/examples/nodefarm"
 )
@@ -78,17 +81,20 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	runID := fmt.Sprintf("%d", time.Now().UnixNano())
 	total := c.nodes * c.podsPerNode
 	tr := newTracker(total)
-	w, err := cl.CoreV1().Pods(c.namespace).Watch(ctx, metav1.ListOptions{LabelSelector: runLabel + "=" + runID})
+	w, err := watchPods(ctx, cl, c.namespace, runLabel+"="+runID)
 	if err != nil {
-		return fmt.Errorf("watch pods: %w", err)
+		return err
 	}
 	defer w.Stop()
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*v1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+			switch p, ok := ev.Object.(*v1.Pod); {
+			case ok && (ev.Type == watch.Added || ev.Type == watch.Modified):
 				tr.observe(p, time.Now())
+			case ev.Type == watch.Error:
+				fmt.Fprintf(stderr, "load: the pods' watch ended: %v\n", apierrors.FromObject(ev.Object))
 			}
 		}
 	}()
@@ -124,6 +130,28 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "load: node heartbeat, age of the Lease's renewTime over %s (%d samples): %s\n", c.steady, len(ages), percentiles(ages))
 	}
 	return nil
+}
+
+// watchPods watches the pods of namespace that selector selects from now
+// on, resuming where it was whenever the API server ends the watch (it
+// closes a watcher that falls behind, as the load generator's may while
+// the machine is busy with the nodes): a lost event would be a pod seen
+// Ready late or never.
+func watchPods(ctx context.Context, cl kubernetes.Interface, namespace, selector string) (watch.Interface, error) {
+	pods := cl.CoreV1().Pods(namespace)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return pods.Watch(ctx, o)
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("watch pods: %w", err)
+	}
+	return w, nil
 }
 
 // nodeNames returns the names of n nodes of prefix, as nodefarm names them.
