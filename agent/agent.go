@@ -643,14 +643,17 @@ func (a *Agent) build() error {
 	}
 	a.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: a, NodeName: opts.NodeName, Clock: a.clock})
 	a.loop, err = syncloop.New(syncloop.Options{
-		Handler:    a,
-		Clock:      a.clock,
-		Updates:    a.config.Updates(),
-		Liveness:   a.prober.Liveness().Updates(),
-		Readiness:  a.prober.Readiness().Updates(),
-		Startup:    a.prober.Startup().Updates(),
-		Pods:       a.pods,
-		PodsToSync: a.podsToSync,
+		Handler:   a,
+		Clock:     a.clock,
+		Updates:   a.config.Updates(),
+		Liveness:  a.prober.Liveness().Updates(),
+		Readiness: a.prober.Readiness().Updates(),
+		Startup:   a.prober.Startup().Updates(),
+		// Readiness reaches the status of a pod whose worker is busy
+		// terminating it.
+		ProbeStatus: a.status,
+		Pods:        a.pods,
+		PodsToSync:  a.podsToSync,
 		RuntimeHealthy: func() error {
 			if ok, err := a.pleg.Healthy(); !ok {
 				return err

@@ -224,9 +224,13 @@ func (a *Agent) starting(uid types.UID) (uint64, bool) {
 }
 
 // SyncTerminatingPod stops the pod's containers within the grace period and
-// records its final status.
+// records its final status. As upstream's, liveness and startup probing
+// stop first, and readiness probing only once the containers are stopped:
+// a container that stops serving during its grace period turns unready
+// (the sync loop writes readiness results straight into the status, since
+// this pod's worker is busy here until the kill ends).
 func (a *Agent) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePeriodSeconds int64, statusFn podworkers.PodStatusFunc) error {
-	a.prober.RemovePod(pod)
+	a.prober.StopLivenessAndStartup(pod)
 	rs, err := cri.GetPodStatus(ctx, a.rt, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return err
@@ -235,6 +239,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePeriod
 	if err := a.syncer.KillPod(ctx, pod, rs, &grace).Err(); err != nil {
 		return err
 	}
+	a.prober.RemovePod(pod)
 	a.updateQOSCgroups()
 	rs, err = cri.GetPodStatus(ctx, a.rt, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {

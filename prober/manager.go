@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -225,6 +226,19 @@ func (m *Manager) kick() {
 
 // RemovePod stops the pod's workers and forgets their results.
 func (m *Manager) RemovePod(pod *v1.Pod) { m.removeWhere(func(k key) bool { return k.uid == pod.UID }) }
+
+// StopLivenessAndStartup stops the liveness and startup workers of the
+// pod's regular containers and forgets their results, for a pod being
+// terminated: a container is not restarted for failing liveness while it
+// shuts down, and its readiness probe goes on, so that a container that
+// stops serving through its grace period turns unready, as upstream's.
+// Sidecars keep every probe until RemovePod, as upstream's do.
+func (m *Manager) StopLivenessAndStartup(pod *v1.Pod) {
+	m.removeWhere(func(k key) bool {
+		return k.uid == pod.UID && k.typ != Readiness &&
+			slices.ContainsFunc(pod.Spec.Containers, func(c v1.Container) bool { return c.Name == k.container })
+	})
+}
 
 // CleanupPods stops the workers of every pod not in desired.
 func (m *Manager) CleanupPods(desired map[types.UID]struct{}) {

@@ -127,3 +127,42 @@ func TestAdoptedStartedSidecarIsSeededStarted(t *testing.T) {
 	assert.Equal(t, prober.Success, r)
 	assert.Empty(t, h.run.Calls(), "not probed again")
 }
+
+// A terminating pod's liveness and startup workers of its regular
+// containers stop and their results go; its readiness workers and every
+// sidecar's probes go on until RemovePod, as upstream's.
+func TestStopLivenessAndStartup(t *testing.T) {
+	h := newHarness(t, func(p time.Duration) time.Duration { return p }) // first runs a period away
+	always := v1.ContainerRestartPolicyAlways
+	pod := podWith(v1.Container{Name: "app", LivenessProbe: probe(0, 10, 1, 1), ReadinessProbe: probe(0, 10, 1, 1), StartupProbe: probe(0, 10, 1, 1)})
+	pod.Spec.InitContainers = []v1.Container{{Name: "sidecar", RestartPolicy: &always, LivenessProbe: probe(0, 10, 1, 1)}}
+	st := running("c1", t0)
+	st.InitContainerStatuses = []v1.ContainerStatus{{Name: "sidecar", ContainerID: "containerd://s1", State: st.ContainerStatuses[0].State}}
+	h.st.Set(pod.UID, st)
+	h.m.AddPod(pod)
+	stepWhenParked(t, h.clk, 10*time.Second)
+	for range 4 { // app's startup, liveness and readiness (those two wait for startup) and the sidecar's liveness
+		h.next(t)
+	}
+	_, ok := h.m.Startup().Get("c1")
+	require.True(t, ok)
+	// The status now says app started, as the agent's would.
+	yes := true
+	st.ContainerStatuses[0].Started = &yes
+	h.st.Set(pod.UID, st)
+
+	h.m.StopLivenessAndStartup(pod)
+	_, ok = h.m.Startup().Get("c1")
+	assert.False(t, ok, "the startup result is forgotten")
+	_, ok = h.m.Liveness().Get("s1")
+	assert.True(t, ok, "the sidecar's liveness goes on")
+	before := len(h.run.Calls())
+	stepWhenParked(t, h.clk, 10*time.Second)
+	h.next(t)
+	h.next(t)
+	var types []prober.ProbeType
+	for _, c := range h.run.Calls()[before:] {
+		types = append(types, c.Type)
+	}
+	assert.ElementsMatch(t, []prober.ProbeType{prober.Readiness, prober.Liveness}, types, "app's readiness and the sidecar's liveness")
+}

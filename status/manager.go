@@ -232,7 +232,8 @@ func (m *Manager) SetContainerReadiness(uid types.UID, containerID string, ready
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, st, cs := m.findContainerLocked(uid, containerID)
-	if cs == nil || cs.Ready == ready {
+	if cs == nil || cs.Ready == ready || (ready && cs.State.Running == nil) {
+		// A late Success does not make a stopped container ready.
 		return
 	}
 	cs.Ready = ready

@@ -504,6 +504,12 @@ func TestManagerProbeUpdatesAndRemove(t *testing.T) {
 	got, _ = m.GetPodStatus("u1")
 	assert.True(t, got.ContainerStatuses[0].Ready, "unknown containers and pods are ignored")
 
+	stopped := apiPod("u2", "done", v1.RestartPolicyAlways)
+	require.NoError(t, m.Set(stopped, terminatedStatus(v1.PodRunning, 0)))
+	m.SetContainerReadiness("u2", "c1", true)
+	got, _ = m.GetPodStatus("u2")
+	assert.False(t, got.ContainerStatuses[0].Ready, "a late success does not make a stopped container ready")
+
 	m.Remove("u1")
 	_, ok := m.GetPodStatus("u1")
 	assert.False(t, ok)

@@ -90,6 +90,13 @@ type Options struct {
 	// startedness into the status by the time they arrive here. Nil means
 	// none.
 	Liveness, Readiness, Startup <-chan prober.Update
+	// ProbeStatus, when set, gets every readiness and startup result before
+	// the pod is synced, to write it into the pod's status at once
+	// (status.Manager implements it), as upstream's loop does: a pod whose
+	// worker is busy (terminating through its grace period) still shows a
+	// container turning unready. Nil means only the sync updates the
+	// status.
+	ProbeStatus ProbeStatusWriter
 	// Pods resolves the UIDs of events and probe results to desired pods;
 	// results for pods it does not know are dropped. Required.
 	Pods PodGetter
@@ -117,6 +124,13 @@ type Options struct {
 	Clock clock.WithTicker
 	// Logger receives the loop's logs (default: discarded).
 	Logger *slog.Logger
+}
+
+// ProbeStatusWriter writes probe results into the statuses of pods
+// (status.Manager); the container ID is the bare CRI ID.
+type ProbeStatusWriter interface {
+	SetContainerReadiness(uid types.UID, containerID string, ready bool)
+	SetContainerStartup(uid types.UID, containerID string, started bool)
 }
 
 // Loop is the sync loop: it turns configuration changes, runtime events,
@@ -250,6 +264,9 @@ func (l *Loop) iterate(ctx context.Context, syncCh, housekeepingCh <-chan time.T
 		if u.Result == prober.Success {
 			status = "ready"
 		}
+		if l.opts.ProbeStatus != nil {
+			l.opts.ProbeStatus.SetContainerReadiness(u.PodUID, u.ContainerID, u.Result == prober.Success)
+		}
 		l.probeSync(u, "readiness", status)
 	case u := <-l.opts.Startup:
 		l.busy()
@@ -257,6 +274,9 @@ func (l *Loop) iterate(ctx context.Context, syncCh, housekeepingCh <-chan time.T
 		status := "unhealthy"
 		if u.Result == prober.Success {
 			status = "started"
+		}
+		if l.opts.ProbeStatus != nil {
+			l.opts.ProbeStatus.SetContainerStartup(u.PodUID, u.ContainerID, u.Result == prober.Success)
 		}
 		l.probeSync(u, "startup", status)
 	case now := <-syncCh:

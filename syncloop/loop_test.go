@@ -3,6 +3,8 @@ package syncloop_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,9 +135,36 @@ func TestPLEGEventsSyncTheirPod(t *testing.T) {
 	}
 }
 
+// probeStatuses records what the loop writes into statuses.
+type probeStatuses struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (p *probeStatuses) SetContainerReadiness(uid types.UID, id string, ready bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes = append(p.writes, fmt.Sprintf("%s/%s ready=%t", uid, id, ready))
+}
+
+func (p *probeStatuses) SetContainerStartup(uid types.UID, id string, started bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes = append(p.writes, fmt.Sprintf("%s/%s started=%t", uid, id, started))
+}
+
+func (p *probeStatuses) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.writes
+	p.writes = nil
+	return w
+}
+
 func TestProbeResultsSyncTheirPod(t *testing.T) {
 	liveness, readiness, startup := make(chan prober.Update), make(chan prober.Update), make(chan prober.Update)
-	h := run(t, syncloop.Options{Liveness: liveness, Readiness: readiness, Startup: startup})
+	statuses := &probeStatuses{}
+	h := run(t, syncloop.Options{Liveness: liveness, Readiness: readiness, Startup: startup, ProbeStatus: statuses})
 	h.pods.Add(pod("web"))
 	h.pods.Add(pod("db"))
 	feed := func(ch chan prober.Update, uid types.UID, r prober.Result) {
@@ -145,18 +174,22 @@ func TestProbeResultsSyncTheirPod(t *testing.T) {
 			t.Fatal("loop did not take the probe result")
 		}
 	}
+	// Readiness and startup results are written into the status before
+	// the sync, for every pod the result names (the status Manager ignores
+	// those it does not know).
 	tests := []struct {
 		name   string
 		ch     chan prober.Update
 		result prober.Result
 		syncs  bool
+		writes []string
 	}{
-		{"liveness success is no news", liveness, prober.Success, false},
-		{"liveness failure restarts", liveness, prober.Failure, true},
-		{"readiness success", readiness, prober.Success, true},
-		{"readiness failure", readiness, prober.Failure, true},
-		{"startup success", startup, prober.Success, true},
-		{"startup failure", startup, prober.Failure, true},
+		{"liveness success is no news", liveness, prober.Success, false, nil},
+		{"liveness failure restarts", liveness, prober.Failure, true, nil},
+		{"readiness success", readiness, prober.Success, true, []string{"uid-unknown/c ready=true", "uid-web/c ready=true"}},
+		{"readiness failure", readiness, prober.Failure, true, []string{"uid-unknown/c ready=false", "uid-web/c ready=false"}},
+		{"startup success", startup, prober.Success, true, []string{"uid-unknown/c started=true", "uid-web/c started=true"}},
+		{"startup failure", startup, prober.Failure, true, []string{"uid-unknown/c started=false", "uid-web/c started=false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +202,7 @@ func TestProbeResultsSyncTheirPod(t *testing.T) {
 				assert.Equal(t, "Syncs web", h.handler.next(t))
 			}
 			assert.Equal(t, "Syncs db", h.handler.next(t))
+			assert.Equal(t, tt.writes, statuses.take())
 		})
 	}
 }

@@ -133,6 +133,51 @@ func TestGracefulDeletionWithPreStop(t *testing.T) {
 	})
 }
 
+// A terminating pod's readiness probe goes on through its grace period, and
+// its liveness probe stops, as upstream's: a container that stops serving
+// on SIGTERM (and ignores the signal otherwise) turns the pod unready
+// within a readiness period, not when it is killed at the grace period's
+// end; its failing liveness probe does not restart it.
+func TestTerminatingPodTurnsUnreadyOnItsProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{Rules: []fake.Rule{
+			{Name: "app", Behavior: fake.Behavior{OnSIGTERM: fake.IgnoreSIGTERM}},
+		}})
+		serving := func(ok bool) {
+			code := int32(1)
+			if ok {
+				code = 0
+			}
+			n.Runtime().SetExecRules([]fake.ExecRule{
+				{Command: []string{"cat", "/tmp/ready"}, ExitCode: code},
+				{Command: []string{"cat", "/tmp/live"}, ExitCode: code},
+			})
+		}
+		serving(true)
+		c := container("app", "sleep", "3600")
+		c.ReadinessProbe = execProbe(2, 1, "cat", "/tmp/ready")
+		c.LivenessProbe = execProbe(2, 1, "cat", "/tmp/live")
+		p := pod("draining", c)
+		grace := int64(30)
+		p.Spec.TerminationGracePeriodSeconds = &grace
+		n.AddPod(p)
+		require.True(t, n.StepUntil(time.Minute, func() bool { return ready(n.Pod("default", "draining")) }))
+
+		n.DeletePod("default", "draining")
+		serving(false) // its SIGTERM handler stops serving
+		deleted := n.Now()
+		require.True(t, n.StepUntil(10*time.Second, func() bool { return !ready(n.Pod("default", "draining")) }),
+			"unready within its readiness period")
+		assert.Less(t, n.Now().Sub(deleted), 5*time.Second)
+		assert.Equal(t, 1, running(n, "draining"), "still within the grace period")
+		got := n.Pod("default", "draining")
+		require.Len(t, got.Status.ContainerStatuses, 1)
+		assert.False(t, got.Status.ContainerStatuses[0].Ready)
+		assert.Zero(t, got.Status.ContainerStatuses[0].RestartCount, "no liveness restart while terminating")
+		require.True(t, n.StepUntil(time.Minute, func() bool { return n.Pod("default", "draining") == nil }), "gone after the grace period")
+	})
+}
+
 // A pod with a readiness gate is Ready only once another writer sets the
 // gate's condition True through the API, and leaves Ready when it turns
 // False; the node reports each change at once, not at its next resync.
