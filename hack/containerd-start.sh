@@ -24,6 +24,13 @@
 #   KK_CONTAINERD_LOG_LEVEL  containerd --log-level (default info)
 #   KK_STREAM_PORT           CRI streaming server port on 127.0.0.1 (default 0 = random)
 #   KK_CNI_SUBNET            pod subnet for the bridge network (default 10.88.77.0/24)
+#   KK_CNI_BRIDGE_NAME       the Linux bridge of that network (default kkcni0, at
+#                            most 15 bytes). A second containerd beside the first
+#                            needs a KK_WORK, a subnet and a bridge of its own (the
+#                            CNI bridge plugin refuses a second IPv4 gateway on a
+#                            bridge), and its images/ and bin/crictl (links to the
+#                            first's do): the autonomy test of examples/apiserver
+#                            runs one so (docs/localstate.md).
 #   KK_REGISTRY_HOSTS_DIR    the CRI registry config_path: a dir of <host>/hosts.toml
 #                            (default $KK_WORK/containerd/certs.d, empty). Loopback
 #                            registries (localhost, 127.0.0.1) need none: containerd
@@ -37,6 +44,7 @@ START_TIMEOUT="${KK_START_TIMEOUT:-30}"
 LOG_LEVEL="${KK_CONTAINERD_LOG_LEVEL:-info}"
 STREAM_PORT="${KK_STREAM_PORT:-0}"
 CNI_SUBNET="${KK_CNI_SUBNET:-10.88.77.0/24}"
+CNI_BRIDGE="${KK_CNI_BRIDGE_NAME:-${KK_CNI_BRIDGE}}"
 CONFIG="${KK_CTRD_DIR}/config.toml"
 CNI_CONF_DIR="${KK_CTRD_DIR}/cni"
 REGISTRY_HOSTS_DIR="${KK_REGISTRY_HOSTS_DIR:-${KK_CTRD_DIR}/certs.d}"
@@ -45,6 +53,7 @@ REGISTRY_HOSTS_DIR="${KK_REGISTRY_HOSTS_DIR:-${KK_CTRD_DIR}/certs.d}"
 for b in containerd containerd-shim-runc-v2 ctr runc; do
   command -v "${b}" >/dev/null 2>&1 || kk_die "${b} not found: run hack/containerd-setup.sh"
 done
+((${#CNI_BRIDGE} <= 15)) || kk_die "KK_CNI_BRIDGE_NAME ${CNI_BRIDGE}: a link name has at most 15 bytes"
 for f in "${KK_IMAGES}/busybox.oci.tar" "${KK_IMAGES}/pause.oci.tar" "${KK_BIN}/crictl"; do
   [[ -f "${f}" ]] || kk_die "${f} missing: run hack/containerd-setup.sh"
 done
@@ -130,7 +139,7 @@ EOF
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "${KK_CNI_BRIDGE}",
+      "bridge": "${CNI_BRIDGE}",
       "isGateway": true,
       "ipMasq": false,
       "hairpinMode": true,

@@ -15,7 +15,8 @@
 #   4. unmounts everything mounted under $KK_WORK, deepest first, falling
 #      back to a lazy unmount;
 #   5. removes the empty /k8s.io cgroups pods leave and our CNI bridge
-#      (kkcni0) when nothing is attached to it;
+#      (kkcni0, or $KK_CNI_BRIDGE_NAME as containerd-start.sh was given it)
+#      when nothing is attached to it;
 #   6. removes containerd's state dir and (unless KK_KEEP_ROOT=1) its root dir,
 #      so the next start begins from a clean store. Built binaries and image
 #      archives ($KK_WORK/bin, $KK_WORK/images, $KK_WORK/build) are kept.
@@ -24,12 +25,14 @@
 #   KK_WORK           work dir (default /tmp/kubeletkit-e2e)
 #   KK_STOP_TIMEOUT   seconds to wait after SIGTERM before SIGKILL (default 15)
 #   KK_KEEP_ROOT=1    keep containerd's root dir (content store, metadata)
+#   KK_CNI_BRIDGE_NAME  our CNI bridge, when containerd-start.sh was given one
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 source "${HACK_DIR}/lib.sh"
 
 STOP_TIMEOUT="${KK_STOP_TIMEOUT:-15}"
+CNI_BRIDGE="${KK_CNI_BRIDGE_NAME:-${KK_CNI_BRIDGE}}"
 
 [[ "$(id -u)" == 0 ]] || kk_die "must run as root"
 
@@ -134,9 +137,9 @@ cleanup_host() {
     find "${d}" -depth -mindepth 1 -type d -exec rmdir {} + 2>/dev/null || true
     rmdir "${d}" 2>/dev/null || true
   done
-  if ip link show "${KK_CNI_BRIDGE}" >/dev/null 2>&1 &&
-    [[ -z "$(ip -o link show master "${KK_CNI_BRIDGE}" 2>/dev/null)" ]]; then
-    ip link delete "${KK_CNI_BRIDGE}" 2>/dev/null || true
+  if ip link show "${CNI_BRIDGE}" >/dev/null 2>&1 &&
+    [[ -z "$(ip -o link show master "${CNI_BRIDGE}" 2>/dev/null)" ]]; then
+    ip link delete "${CNI_BRIDGE}" 2>/dev/null || true
   fi
 }
 
