@@ -635,6 +635,17 @@ func TestAPIServerAutonomyOnContainerd(t *testing.T) {
 	}
 	cs, _ = runningOf(t, rt, ns, cut.live.Name)
 	assert.Equal(t, killed.Metadata.Attempt+1, cs["app"][0].Metadata.Attempt, "live's container restarted once, not again on reconnect")
+	// Exactly, since fidelity compare takes restart counts one apart for
+	// timing: one restart too many on either node would pass it.
+	for _, want := range []struct {
+		pod      *v1.Pod
+		restarts int32
+	}{{cut.crash, crashLoops}, {base.crash, crashLoops}, {cut.live, 1}, {base.live, 1}} {
+		got, err := admin.CoreV1().Pods(want.pod.Namespace).Get(ctx, want.pod.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Len(t, got.Status.ContainerStatuses, 1)
+		assert.Equal(t, want.restarts, got.Status.ContainerStatuses[0].RestartCount, "%s/%s: restarts", want.pod.Namespace, want.pod.Name)
+	}
 
 	// No status lost: recorded at the same moment (5s, a sample every
 	// 500ms) and compared field by field by hack/fidelity, which tolerates
