@@ -63,8 +63,18 @@ func runClean(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	zero := int64(0)
 	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
-	if err := cl.CoreV1().Pods(*namespace).DeleteCollection(ctx, del, metav1.ListOptions{LabelSelector: runLabel}); err != nil {
-		return fmt.Errorf("delete the load's pods: %w", err)
+	// Deleting 11,000 pods takes the API server longer than a request may
+	// last: it answers a timeout and goes on; each call again deletes what
+	// is left.
+	for attempt := 1; ; attempt++ {
+		err := cl.CoreV1().Pods(*namespace).DeleteCollection(ctx, del, metav1.ListOptions{LabelSelector: runLabel})
+		if err == nil {
+			break
+		}
+		if !isTimeout(err) || attempt == maxDeleteAttempts {
+			return fmt.Errorf("delete the load's pods: %w", err)
+		}
+		fmt.Fprintf(stdout, "clean: deleting the load's pods, the API server timed out (attempt %d of %d); again\n", attempt, maxDeleteAttempts)
 	}
 	nodes, err := cl.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -147,3 +147,11 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// isTimeout reports whether the API server gave up on a request it may
+// still be carrying out.
+func isTimeout(err error) bool { return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) }
+
+// maxDeleteAttempts bounds clean's deletion of the load's pods, each
+// attempt a request the API server may cut at its timeout (60s).
+const maxDeleteAttempts = 10

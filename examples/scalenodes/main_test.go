@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -104,4 +107,22 @@ func TestLeaseAge(t *testing.T) {
 	assert.Equal(t, 7*time.Second, leaseAge(l, now))
 	l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))}}
 	assert.Equal(t, time.Minute, leaseAge(l, now))
+}
+
+// clean deletes the load's pods again while the API server answers a
+// timeout (it goes on deleting), and stops on any other error.
+func TestIsTimeout(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewTimeoutError("the server was unable to return a response in the time allotted", 0), true},
+		{apierrors.NewServerTimeout(gr, "delete", 1), true},
+		{apierrors.NewNotFound(gr, "p"), false},
+		{errors.New("connection refused"), false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, isTimeout(tt.err), "%v", tt.err)
+	}
 }
