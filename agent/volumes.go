@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
@@ -57,10 +58,17 @@ func (a *Agent) newVolumes() (*volume.Manager, error) {
 		SecretsOnDisk:    cannotMount,
 		UnpinnedSubPaths: cannotMount,
 		SourcesReady:     func() bool { return a.config.SeenAllSources(a.sources()...) },
-		Clock:            a.clock,
-		RefreshPeriod:    a.opts.Timings.VolumeRefresh,
-		Recorder:         a,
-		Logger:           a.log.With("component", "volumes"),
+		// A restarted agent's pods keep what their volumes hold until
+		// their workers ask for them: the emptyDirs' files, the tmpfs
+		// mounts their running containers see.
+		ActivePod: func(uid types.UID) bool {
+			_, ok := a.pods.GetPodByUID(uid)
+			return ok && !a.workers.IsPodKnownTerminated(uid)
+		},
+		Clock:         a.clock,
+		RefreshPeriod: a.opts.Timings.VolumeRefresh,
+		Recorder:      a,
+		Logger:        a.log.With("component", "volumes"),
 	})
 }
 

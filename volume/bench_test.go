@@ -27,7 +27,7 @@ func BenchmarkReconcileNothingToDo(b *testing.B) {
 		}
 		pods := tc.pods
 		b.Run(name, func(b *testing.B) {
-			r := newReconciler(time.Minute)
+			r := newReconciler(time.Minute, nil)
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			plain := &stubPlugin{name: "test/plain"}
 			content := &stubPlugin{name: "test/content", remount: true}

@@ -28,7 +28,7 @@ import (
 // A command that prints nothing shows "(nothing)".
 func TestGoldenTranscripts(t *testing.T) {
 	golden.Run(t, func(t *testing.T) func(golden.Case) []string {
-		g := &goldenHarness{r: newReconciler(time.Minute), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), inflight: map[string]operation{}}
+		g := &goldenHarness{r: newReconciler(time.Minute, nil), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), inflight: map[string]operation{}}
 		return func(c golden.Case) []string {
 			out, err := g.run(c)
 			if err != nil {

@@ -49,7 +49,7 @@ func New(opts Options) (*Manager, error) {
 		log:     opts.Logger,
 		clock:   opts.Clock,
 		kick:    make(chan struct{}, 1),
-		core:    newReconciler(opts.RefreshPeriod),
+		core:    newReconciler(opts.RefreshPeriod, opts.ActivePod),
 		changed: make(chan struct{}),
 		byName:  map[string]Plugin{},
 	}

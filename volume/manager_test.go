@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/volume"
 )
@@ -271,6 +272,52 @@ func TestRestartRebuildsFromDisk(t *testing.T) {
 	h2.clk.Step(time.Second)
 	waitFor(t, "the gone pod's volume to be torn down", func() bool { return !exists(volume.PodDir(h1.root, gone.UID)) })
 	assert.True(t, exists(filepath.Join(keptCache, "data")))
+}
+
+// A restarted Manager whose sources are ready at once tears down the
+// volumes it found of pods the agent no longer runs, and leaves those of a
+// pod it still runs (Options.ActivePod) for that pod's WaitForMount, even
+// while the pod's worker has not asked yet: its emptyDir keeps its data and
+// its secret's tmpfs is not mounted again.
+func TestRestartKeepsTheVolumesOfActivePods(t *testing.T) {
+	h1 := newHarness(t, nil).run()
+	h1.src.SetSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"k": []byte("v")}})
+	kept := newPod("kept",
+		v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}})
+	gone := newPod("gone", v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	require.NoError(t, h1.mount(kept))
+	require.NoError(t, h1.mount(gone))
+	keptCache := h1.volDir(kept, volume.EmptyDirPluginName, "cache")
+	require.NoError(t, os.WriteFile(filepath.Join(keptCache, "data"), []byte("precious"), 0o644))
+	h1.stop()
+
+	h2 := newHarness(t, func(o *volume.Options) {
+		o.RootDir = h1.root
+		o.Mounter = h1.mnt
+		o.Sources = volume.Sources{Secrets: h1.src}
+		o.ActivePod = func(uid types.UID) bool { return uid == kept.UID }
+	})
+	h2.root = h1.root
+	h2.run()
+	waitFor(t, "the gone pod's volume to be torn down", func() bool { return !exists(volume.PodDir(h1.root, gone.UID)) })
+	h2.clk.Step(time.Second) // reconcile again: the kept pod's volumes stay
+	h2.clk.Step(time.Second)
+	assert.Equal(t, "precious", readFile(t, filepath.Join(keptCache, "data")), "not torn down before its pod asks")
+
+	require.NoError(t, h2.mount(kept))
+	assert.Equal(t, "precious", readFile(t, filepath.Join(keptCache, "data")), "adopted with its data")
+	mounts, unmounts := 0, 0
+	for _, c := range h1.mnt.Calls() {
+		switch c.Op {
+		case "mount":
+			mounts++
+		case "unmount":
+			unmounts++
+		}
+	}
+	assert.Equal(t, 1, mounts, "the secret's tmpfs is not mounted twice")
+	assert.Zero(t, unmounts, "nor unmounted")
 }
 
 func TestWaitForUnmountRemovesEverything(t *testing.T) {

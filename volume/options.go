@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
 
@@ -121,6 +122,17 @@ type Options struct {
 	// not delete an emptyDir whose pod it has not re-added yet (nil: ready
 	// at once).
 	SourcesReady func() bool
+	// ActivePod reports whether the agent still runs the pod: its pod
+	// manager has it and its worker has not finished it. A volume found on
+	// disk whose pod is active is never torn down as an orphan, even once
+	// the sources are ready: it waits for the pod's WaitForMount, which
+	// adopts it (SetUp leaves what is there: the emptyDir's files, the
+	// tmpfs the running containers have mounted). Upstream's reconciler
+	// waits for its desired state to hold every pod in the same way. Nil:
+	// no pod is active, and a restarted agent whose pods' workers have not
+	// yet asked for their volumes when the sources turn ready loses the
+	// contents of their emptyDirs.
+	ActivePod func(uid types.UID) bool
 	// Clock drives the reconcile period, refreshes, backoffs and timeouts
 	// (nil: the real clock).
 	Clock clock.WithTicker

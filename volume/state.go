@@ -163,12 +163,15 @@ func (p *podState) due(t time.Time) {
 
 type reconciler struct {
 	refresh time.Duration
-	pods    map[types.UID]*podState
-	list    []*podState // the same pods, for iteration
+	// active reports whether the agent still runs a pod (Options.ActivePod;
+	// nil: none): its volumes found on disk wait for its WaitForMount.
+	active func(types.UID) bool
+	pods   map[types.UID]*podState
+	list   []*podState // the same pods, for iteration
 }
 
-func newReconciler(refresh time.Duration) *reconciler {
-	return &reconciler{refresh: refresh, pods: map[types.UID]*podState{}}
+func newReconciler(refresh time.Duration, active func(types.UID) bool) *reconciler {
+	return &reconciler{refresh: refresh, active: active, pods: map[types.UID]*podState{}}
 }
 
 func (r *reconciler) pod(uid types.UID) *podState {
@@ -323,8 +326,11 @@ func (r *reconciler) planPod(p *podState, now time.Time, sourcesReady bool, out 
 				continue
 			}
 			busy = true
-			if v.have.reconstructed && !sourcesReady {
-				p.dirty = true // look again once the sources are ready
+			if v.have.reconstructed && (!sourcesReady || (r.active != nil && r.active(p.uid))) {
+				// Look again once the sources are ready, or once the pod's
+				// worker asks for its volumes (they are then adopted, not
+				// set up anew) or the pod goes.
+				p.dirty = true
 				continue
 			}
 			v.inflight = true

@@ -80,6 +80,9 @@ func TestReconcilerPlan(t *testing.T) {
 	reconstructed := func(uid, name string) action {
 		return func(r *reconciler) { r.addReconstructed(types.UID(uid), name, plainPlugin) }
 	}
+	// active holds the pods the agent still runs (Options.ActivePod).
+	active := map[types.UID]bool{}
+	activate := func(uid string, on bool) action { return func(*reconciler) { active[types.UID(uid)] = on } }
 	type stepT struct {
 		do    []action
 		at    time.Duration
@@ -154,6 +157,24 @@ func TestReconcilerPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "volumes found on disk of a pod the agent still runs wait for its worker, and are adopted",
+			steps: []stepT{
+				{do: []action{activate("kept", true), reconstructed("old", "x"), reconstructed("kept", "y")}, ready: true, want: []string{"TearDown old/x"}},
+				{ready: true, want: []string{"CleanPodDir old"}},
+				{at: time.Hour, ready: true, want: nil},
+				{do: []action{setPod("kept", "y")}, ready: true, want: []string{"SetUp kept/y"}},
+				{ready: true, want: nil},
+			},
+		},
+		{
+			name: "volumes found on disk of a pod the agent no longer runs go",
+			steps: []stepT{
+				{do: []action{activate("done", true), reconstructed("done", "x")}, ready: true, want: nil},
+				{do: []action{activate("done", false)}, ready: true, want: []string{"TearDown done/x"}},
+				{ready: true, want: []string{"CleanPodDir done"}},
+			},
+		},
+		{
 			name: "a label change refreshes content volumes only",
 			steps: []stepT{
 				{do: []action{setPod("a", "x", "c:content")}, ready: true, want: []string{"SetUp a/c", "SetUp a/x"}},
@@ -167,7 +188,8 @@ func TestReconcilerPlan(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newReconciler(time.Minute)
+			clear(active)
+			r := newReconciler(time.Minute, func(uid types.UID) bool { return active[uid] })
 			for i, s := range tc.steps {
 				for _, do := range s.do {
 					do(r)
@@ -180,7 +202,7 @@ func TestReconcilerPlan(t *testing.T) {
 }
 
 func TestReconcilerInFlight(t *testing.T) {
-	r := newReconciler(time.Minute)
+	r := newReconciler(time.Minute, nil)
 	p, dvs := corePod("a", "x")
 	r.setPod(p, dvs)
 	now := time.Now()
@@ -202,7 +224,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestReconcilerSetUpFailsAfterThePodWent(t *testing.T) {
-	r := newReconciler(time.Minute)
+	r := newReconciler(time.Minute, nil)
 	p, dvs := corePod("a", "x")
 	r.setPod(p, dvs)
 	now := time.Now()
