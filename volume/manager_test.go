@@ -226,11 +226,12 @@ func TestNoTokenSource(t *testing.T) {
 	assert.ErrorContains(t, err, "serviceAccountToken: no source configured (Options.Sources.Tokens)")
 }
 
-// TestRestartRebuildsFromDisk: a second Manager on the same RootDir finds
-// the first one's volumes, does not tear them down before the sources are
-// ready, keeps an emptyDir's data when its pod comes back, and tears down
-// the volumes of a pod that did not come back.
-func TestRestartRebuildsFromDisk(t *testing.T) {
+// beforeRestart runs a first Manager with two pods, kept (an emptyDir
+// holding data "precious" and a secret on a tmpfs) and gone (an emptyDir),
+// and returns it with the pods and kept's emptyDir, its Manager still
+// running.
+func beforeRestart(t *testing.T) (*harness, *v1.Pod, *v1.Pod, string) {
+	t.Helper()
 	h1 := newHarness(t, nil).run()
 	h1.src.SetSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"k": []byte("v")}})
 	kept := newPod("kept",
@@ -240,8 +241,17 @@ func TestRestartRebuildsFromDisk(t *testing.T) {
 	require.NoError(t, h1.mount(kept))
 	require.NoError(t, h1.mount(gone))
 	keptCache := h1.volDir(kept, volume.EmptyDirPluginName, "cache")
-	goneCache := h1.volDir(gone, volume.EmptyDirPluginName, "cache")
 	require.NoError(t, os.WriteFile(filepath.Join(keptCache, "data"), []byte("precious"), 0o644))
+	return h1, kept, gone, keptCache
+}
+
+// TestRestartRebuildsFromDisk: a second Manager on the same RootDir finds
+// the first one's volumes, does not tear them down before the sources are
+// ready, keeps an emptyDir's data when its pod comes back, and tears down
+// the volumes of a pod that did not come back.
+func TestRestartRebuildsFromDisk(t *testing.T) {
+	h1, kept, gone, keptCache := beforeRestart(t)
+	goneCache := h1.volDir(gone, volume.EmptyDirPluginName, "cache")
 	require.NoError(t, os.WriteFile(filepath.Join(goneCache, "data"), []byte("stale"), 0o644))
 	h1.stop()
 
@@ -280,16 +290,7 @@ func TestRestartRebuildsFromDisk(t *testing.T) {
 // while the pod's worker has not asked yet: its emptyDir keeps its data and
 // its secret's tmpfs is not mounted again.
 func TestRestartKeepsTheVolumesOfActivePods(t *testing.T) {
-	h1 := newHarness(t, nil).run()
-	h1.src.SetSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"k": []byte("v")}})
-	kept := newPod("kept",
-		v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
-		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}})
-	gone := newPod("gone", v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
-	require.NoError(t, h1.mount(kept))
-	require.NoError(t, h1.mount(gone))
-	keptCache := h1.volDir(kept, volume.EmptyDirPluginName, "cache")
-	require.NoError(t, os.WriteFile(filepath.Join(keptCache, "data"), []byte("precious"), 0o644))
+	h1, kept, gone, keptCache := beforeRestart(t)
 	h1.stop()
 
 	h2 := newHarness(t, func(o *volume.Options) {
