@@ -77,9 +77,9 @@ type Manager struct {
 	readiness *ResultsManager
 	startup   *ResultsManager
 
-	// restartCutoff: a container running since before it was running
-	// before this manager (the agent) started, as upstream reckons a
-	// kubelet restart (see UpdatePodStatus).
+	// restartCutoff: a container running since before this time was
+	// already running when this manager (the agent) started, as upstream
+	// reckons a kubelet restart (see UpdatePodStatus).
 	restartCutoff time.Time
 
 	mu      sync.Mutex
@@ -563,7 +563,7 @@ func podReady(pod *v1.Pod) bool {
 // The status being generated is not yet where the worker reads statuses
 // (Options.Status) when the worker runs: the run probes the container as
 // this status found it (cs, and the pod's IP) unless the stored status is
-// as new (see newer).
+// as new (see view.newerThan).
 func (m *Manager) trigger(k key, st *v1.PodStatus, cs *v1.ContainerStatus) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
