@@ -182,8 +182,10 @@ func probeOf(c *v1.Container, t ProbeType) *v1.Probe {
 // as AddPod finds it, when it has nothing to do: for a pod being added,
 // whose containers have not started, it finds nothing to probe, as
 // upstream's worker, started just before the pod's sync, finds nothing, and
-// the next run comes a period later. Taken in a goroutine instead, it would
-// race the sync that starts the containers.
+// the next run comes a period later (but for a readiness probe, which the
+// first status that finds its container started triggers: see
+// UpdatePodStatus). Taken in a goroutine instead, it would race the sync
+// that starts the containers.
 func (m *Manager) AddPod(pod *v1.Pod) {
 	now := m.clk.Now()
 	st, hasStatus := m.opts.Status.GetPodStatus(pod.UID)

@@ -13,7 +13,7 @@
 //	                               RECONCILE → HandlePodReconcile
 //	PLEG event                     HandlePodSyncs of the pod (not for ContainerRemoved)
 //	liveness failure               HandlePodSyncs of the pod (the sync restarts the container)
-//	readiness, startup result      HandlePodSyncs of the pod
+//	readiness, startup result      ProbeStatus (if set), then HandlePodSyncs of the pod
 //	sync tick (1s)                 HandlePodSyncs of PodsToSync(now)
 //	housekeeping tick (2s)         HandlePodCleanups, once all sources are ready
 //

@@ -86,9 +86,9 @@ type Options struct {
 	// Liveness and Startup results sync the pod when a container fails its
 	// probe (a startup success syncs it too, so that liveness and readiness
 	// probing can begin and the status shows it started). Readiness changes
-	// sync the pod either way. The prober has already written readiness and
-	// startedness into the status by the time they arrive here. Nil means
-	// none.
+	// sync the pod either way. The prober has recorded the result by the
+	// time it arrives here, so the sync's status reads it (and ProbeStatus,
+	// below, writes it at once). Nil means none.
 	Liveness, Readiness, Startup <-chan prober.Update
 	// ProbeStatus, when set, gets every readiness and startup result before
 	// the pod is synced, to write it into the pod's status at once
