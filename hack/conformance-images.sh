@@ -19,7 +19,7 @@
 #                   the archives carry. Also writes $KK_WORK/conformance/env.
 #   import          Imports every archive into the containerd of $KK_WORK
 #                   (hack/containerd-start.sh must be running) under its name.
-#   registry-start  Starts `crane registry serve` on 127.0.0.1:$PORT (setsid, PID in
+#   registry-start  Needs no network: build made crane. Starts `crane registry serve` on 127.0.0.1:$PORT (setsid, PID in
 #                   $KK_WORK/conformance/registry.pid, log in registry.log) and
 #                   pushes every archive to it. containerd pulls from a loopback
 #                   registry over plain HTTP without any hosts.toml. Reuses a
@@ -369,6 +369,10 @@ build() {
   build_busybox
   build_debian_rootfs
   build_agnhost
+  # crane serves the registry that registry-start runs inside conformance.sh's
+  # network namespace, where the module proxy cannot be reached: it is built
+  # here, with everything else that needs the network.
+  build_crane
   mkdir -p "${IMG_DIR}" "${r}"
   write_repo_list
 
@@ -477,7 +481,7 @@ is_our_registry() {
 registry_start() {
   local pid tmp f ref deadline
   need_archives
-  build_crane
+  [[ -x "${CRANE_BIN}" ]] || kk_die "${CRANE_BIN} missing: run $0 build first (outside any network namespace)"
   mkdir -p "${CI_DIR}"
   pid="$(kk_pidfile_pid "${REG_PIDFILE}" is_our_registry)"
   if [[ -n "${pid}" ]]; then
