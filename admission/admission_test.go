@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 func list(kv ...string) v1.ResourceList {
@@ -74,7 +75,7 @@ func TestPodRequests(t *testing.T) {
 		}(), list("cpu", "150m", "memory", "20Mi")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := admission.PodRequests(tc.pod)
+			got := podspec.Requests(tc.pod)
 			require.Len(t, got, len(tc.want), "%v", got)
 			for name, q := range tc.want {
 				g := got[name]

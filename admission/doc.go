@@ -14,7 +14,7 @@
 // NodeGetter returns: the operating system (AdmitOS), then the checks the
 // scheduler made (Failures), with upstream's reasons and messages:
 //
-//   - resources (Fit): the pod's effective requests (PodRequests: its
+//   - resources (Fit): the pod's effective requests (podspec.Requests: its
 //     containers and sidecars, or its largest init container, or its
 //     pod-level requests, plus overhead) beside the other pods' against the
 //     node's allocatable; OutOfcpu, OutOfmemory, OutOfephemeral-storage,
@@ -30,7 +30,7 @@
 //     pods are exempt, and NoSchedule taints are the scheduler's):
 //     TaintToleration.
 //
-// A critical pod (IsCritical: static, mirror, or of system-critical
+// A critical pod (podspec.IsCritical: static, mirror, or of system-critical
 // priority) that lacks only resources preempts other pods instead, as
 // upstream's: pods of a lower rank are stopped through a Preemptor, and
 // when none free enough the pod is refused with UnexpectedAdmissionError.

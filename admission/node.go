@@ -5,6 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // MatchesNodeName reports whether the pod may run on a node of that name:
@@ -141,7 +143,7 @@ func hostPorts(pod *v1.Pod) []hostPort {
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if podspec.IsSidecar(&pod.Spec.InitContainers[i]) {
 			add(&pod.Spec.InitContainers[i])
 		}
 	}

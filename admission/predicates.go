@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // NodeGetter returns the node pods are admitted to: its name, labels,
@@ -41,21 +41,6 @@ var (
 	_ Preemptor  = PreemptorFunc(nil)
 	_ Handler    = (*Predicates)(nil)
 )
-
-// SystemCriticalPriority is the priority from which a pod is critical
-// (system-cluster-critical and system-node-critical).
-const SystemCriticalPriority int32 = 2000000000
-
-// IsCritical reports whether pod is critical, as upstream: a static pod, a
-// mirror pod, or a priority of at least SystemCriticalPriority. A critical
-// pod that lacks only resources preempts other pods instead of being
-// refused.
-func IsCritical(pod *v1.Pod) bool {
-	if podsource.IsStatic(pod) || podsource.IsMirror(pod) {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
-}
 
 // ErrMissingNode is wrapped by NewPredicates's error without a NodeGetter.
 var ErrMissingNode = errors.New("admission: missing node getter")
@@ -139,7 +124,7 @@ func Failures(pod *v1.Pod, otherPods []*v1.Pod, node *v1.Node) []Failure {
 	if !HostPortsFree(pod, otherPods) {
 		out = append(out, Failure{Predicate: PredicateNodePorts, Description: DescNodePorts})
 	}
-	if !podsource.IsStatic(pod) {
+	if !podspec.IsStatic(pod) {
 		if _, untolerated := UntoleratedTaint(pod, node.Spec.Taints); untolerated {
 			out = append(out, Failure{Predicate: PredicateTaintToleration, Description: DescTaintToleration})
 		}
@@ -171,7 +156,7 @@ func (p *Predicates) Admit(pod *v1.Pod, otherPods []*v1.Pod) (ok bool, reason, m
 	if len(fails) == 0 {
 		return true, "", ""
 	}
-	if p.o.Preemptor == nil || !IsCritical(pod) {
+	if p.o.Preemptor == nil || !podspec.IsCritical(pod) {
 		return false, fails[0].Reason(), fails[0].Message()
 	}
 	var lacking []requirement

@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // requirement is how much of a resource must be freed.
@@ -63,7 +63,7 @@ func (rs requirements) String() string {
 // critical pod may stop one that is not, and a pod may stop one of a lower
 // priority when both have one.
 func preemptable(preemptor, pod *v1.Pod) bool {
-	if IsCritical(preemptor) && !IsCritical(pod) {
+	if podspec.IsCritical(preemptor) && !podspec.IsCritical(pod) {
 		return true
 	}
 	if preemptor.Spec.Priority != nil && pod.Spec.Priority != nil {
@@ -83,7 +83,7 @@ func podsToPreempt(pod *v1.Pod, others []*v1.Pod, need requirements) ([]*v1.Pod,
 		if !preemptable(pod, o) {
 			continue
 		}
-		switch status.QOSClass(o) {
+		switch podspec.QOSClass(o) {
 		case v1.PodQOSBestEffort:
 			bestEffort = append(bestEffort, o)
 		case v1.PodQOSBurstable:

@@ -9,41 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubeletkit/kubeletkit/internal/podres"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
-
-// PodRequests returns what a pod requests of the node, as upstream computes
-// a pod's effective requests: the sum of its regular containers' and its
-// restartable init containers' (sidecars') requests, or for each resource
-// the largest need of an init container (its own requests plus those of the
-// sidecars started before it) when that is more; then the pod-level
-// requests of cpu, memory and hugepages in place of the containers' where
-// the pod sets them; then the pod's overhead added.
-func PodRequests(pod *v1.Pod) v1.ResourceList {
-	reqs := podres.Effective(pod, podres.Requests, nil)
-	if r := pod.Spec.Resources; r != nil && podLevelRequestsSet(r.Requests) {
-		for name, q := range r.Requests {
-			if podres.PodLevel(name) {
-				reqs[name] = q.DeepCopy()
-			}
-		}
-	}
-	podres.Add(reqs, pod.Spec.Overhead)
-	return reqs
-}
-
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
-func podLevelRequestsSet(reqs v1.ResourceList) bool {
-	for name := range reqs {
-		if podres.PodLevel(name) {
-			return true
-		}
-	}
-	return false
-}
 
 // InsufficientResource is a resource the node lacks for a pod: the pod
 // requests Requested, the other pods Used, and the node's allocatable is
@@ -83,13 +50,13 @@ func Fit(pod *v1.Pod, otherPods []*v1.Pod, allocatable v1.ResourceList) []Insuff
 	if int64(len(otherPods))+1 > allowed {
 		out = append(out, InsufficientResource{Name: v1.ResourcePods, Requested: 1, Used: int64(len(otherPods)), Capacity: allowed})
 	}
-	want := amounts(PodRequests(withoutMissingExtended(pod, allocatable)))
+	want := amounts(podspec.Requests(withoutMissingExtended(pod, allocatable)))
 	if len(want) == 0 {
 		return out
 	}
 	used := map[v1.ResourceName]int64{}
 	for _, p := range otherPods {
-		for name, v := range amounts(PodRequests(p)) {
+		for name, v := range amounts(podspec.Requests(p)) {
 			used[name] += v
 		}
 	}
@@ -196,7 +163,7 @@ func requestOf(pod *v1.Pod, name v1.ResourceName) int64 {
 	if name == v1.ResourcePods {
 		return 1
 	}
-	q, ok := PodRequests(withoutOverhead(pod))[name]
+	q, ok := podspec.Requests(withoutOverhead(pod))[name]
 	if !ok {
 		q = resource.Quantity{}
 	}

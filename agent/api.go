@@ -13,8 +13,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/server"
-	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
 // The agent is the node behind the kubelet API.
@@ -28,7 +28,7 @@ var (
 // Pod implements server.PodGetter: the desired pod of that namespace and
 // name (a static pod by its suffixed name), with its current status.
 func (a *Agent) Pod(namespace, name string) (*v1.Pod, bool) {
-	p, ok := a.pods.GetPodByFullName(syncloop.FullName(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}))
+	p, ok := a.pods.GetPodByFullName(podspec.FullName(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}))
 	if !ok {
 		return nil, false
 	}

@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // ReasonAppArmor is the reason of a pod refused for the AppArmor profile it
@@ -58,7 +58,7 @@ func admitAppArmor(pod *v1.Pod, hostEnabled bool) (ok bool, reason, message stri
 // emptyLocalhostAppArmor returns upstream's refusal of a container whose
 // Localhost AppArmor profile has no name (or only blanks), else "".
 func emptyLocalhostAppArmor(pod *v1.Pod, c *v1.Container) string {
-	p := podsync.AppArmorProfile(pod, c)
+	p := podspec.AppArmorProfile(pod, c)
 	if p == nil || p.Type != v1.AppArmorProfileTypeLocalhost {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -33,7 +34,7 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 	sortByCreation(pods)
 	for _, pod := range pods {
 		a.pods.Add(pod)
-		if syncloop.IsMirrorPod(pod) {
+		if podspec.IsMirror(pod) {
 			// A mirror pod is the API server's copy of a static pod: it
 			// is reported on, never run. A new one (made again after it
 			// was deleted, say) gets the static pod's status at once,
@@ -89,7 +90,7 @@ func (a *Agent) reject(pod *v1.Pod, reason, msg string) {
 	a.mu.Unlock()
 	// The status says so, as upstream's rejectPod writes it, and reaches
 	// the API server through the status manager.
-	st := v1.PodStatus{QOSClass: status.QOSClass(pod), Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg}
+	st := v1.PodStatus{QOSClass: podspec.QOSClass(pod), Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + msg}
 	if err := a.status.Set(pod, st); err != nil {
 		a.log.Warn("Cannot record the status of a rejected pod", "pod", podDesc(pod), "err", err)
 	}
@@ -120,7 +121,7 @@ func (a *Agent) isRejected(uid types.UID) bool {
 func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Update(pod)
-		if syncloop.IsMirrorPod(pod) || a.isRejected(pod.UID) {
+		if podspec.IsMirror(pod) || a.isRejected(pod.UID) {
 			continue
 		}
 		if !a.workers.IsPodTerminationRequested(pod.UID) {
@@ -136,7 +137,7 @@ func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 func (a *Agent) HandlePodRemoves(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Remove(pod)
-		if syncloop.IsMirrorPod(pod) {
+		if podspec.IsMirror(pod) {
 			continue
 		}
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodKill, Pod: pod})
@@ -153,7 +154,7 @@ func (a *Agent) HandlePodReconcile(pods []*v1.Pod) {
 		// refusal wrote, coming back from the API server, is no reason to
 		// start one (its status would then grow containers and conditions
 		// upstream's refusal does not have).
-		if syncloop.IsMirrorPod(pod) || a.isRejected(pod.UID) {
+		if podspec.IsMirror(pod) || a.isRejected(pod.UID) {
 			continue
 		}
 		// A pod the API shows finished, or whose readiness gates another
@@ -192,7 +193,7 @@ func (a *Agent) handlePLEGEvents(events []pleg.Event) {
 		if !worthy {
 			continue
 		}
-		if pod, ok := a.pods.GetPodByUID(uid); ok && !syncloop.IsMirrorPod(pod) {
+		if pod, ok := a.pods.GetPodByUID(uid); ok && !podspec.IsMirror(pod) {
 			a.HandlePodSyncs([]*v1.Pod{pod})
 		}
 	}
@@ -308,7 +309,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 // was forgotten once its termination ended, and starts again now.
 func (a *Agent) restartForgotten(desired []*v1.Pod, known map[types.UID]podworkers.WorkerSync) {
 	for _, p := range desired {
-		if _, ok := known[p.UID]; ok || syncloop.IsMirrorPod(p) || a.isRejected(p.UID) {
+		if _, ok := known[p.UID]; ok || podspec.IsMirror(p) || a.isRejected(p.UID) {
 			continue
 		}
 		a.log.Info("Restarting a desired pod the pod workers no longer know", "pod", podDesc(p))
@@ -349,7 +350,7 @@ func (a *Agent) syncMirrorPods(ctx context.Context) {
 	}
 	var static, mirrors []*v1.Pod
 	for _, p := range a.pods.GetPods() {
-		if syncloop.IsStaticPod(p) && !a.workers.IsPodTerminationRequested(p.UID) && !terminating(p) {
+		if podspec.IsStatic(p) && !a.workers.IsPodTerminationRequested(p.UID) && !terminating(p) {
 			static = append(static, p)
 		}
 	}

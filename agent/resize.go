@@ -19,7 +19,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/internal/atomicfile"
-	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Upstream's event reasons of an in-place pod resize.
@@ -105,7 +105,7 @@ func newAllocations(path string) (*allocations, error) {
 // resizable calls f with each container a resize may change.
 func resizable(pod *v1.Pod, f func(c *v1.Container)) {
 	for i := range pod.Spec.InitContainers {
-		if podsync.IsSidecar(&pod.Spec.InitContainers[i]) {
+		if podspec.IsSidecar(&pod.Spec.InitContainers[i]) {
 			f(&pod.Spec.InitContainers[i])
 		}
 	}
@@ -343,7 +343,7 @@ func (a *Agent) admitResize(pod *v1.Pod) (bool, string, string) {
 	if err != nil || node == nil {
 		return false, v1.PodReasonDeferred, admission.MessageInvalidNodeInfo
 	}
-	reqs := admission.PodRequests(pod)
+	reqs := podspec.Requests(pod)
 	alloc := node.Status.Allocatable
 	if m, ok := alloc[v1.ResourceMemory]; ok && reqs.Memory().Value() > m.Value() {
 		return false, v1.PodReasonInfeasible, fmt.Sprintf("%smemory, requested: %d, capacity: %d", msgResizeCapacityPrefix, reqs.Memory().Value(), m.Value())
@@ -393,7 +393,7 @@ func (a *Agent) retryPendingResizes() {
 			}
 			return 1
 		}
-		if qx, qy := status.QOSClass(x) == v1.PodQOSGuaranteed, status.QOSClass(y) == v1.PodQOSGuaranteed; qx != qy {
+		if qx, qy := podspec.QOSClass(x) == v1.PodQOSGuaranteed, podspec.QOSClass(y) == v1.PodQOSGuaranteed; qx != qy {
 			if qx {
 				return -1
 			}
@@ -417,7 +417,7 @@ func (a *Agent) growsRequests(pod *v1.Pod) bool {
 	if !asked {
 		return false
 	}
-	now, was := admission.PodRequests(pod), admission.PodRequests(alloc)
+	now, was := podspec.Requests(pod), podspec.Requests(alloc)
 	return now.Cpu().Cmp(*was.Cpu()) > 0 || now.Memory().Cmp(*was.Memory()) > 0
 }
 

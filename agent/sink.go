@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/status"
-	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
 // memorySink is the status sink of a standalone agent: it keeps the last
@@ -48,12 +48,12 @@ func (s *memorySink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	if p, ok := s.pods[pod.UID]; ok {
 		return p, nil
 	}
-	if status.IsStaticPod(pod) {
+	if podspec.IsStatic(pod) {
 		mirror := pod.DeepCopy()
 		if mirror.Annotations == nil {
 			mirror.Annotations = map[string]string{}
 		}
-		mirror.Annotations[syncloop.ConfigMirrorAnnotation] = pod.Annotations[syncloop.ConfigHashAnnotation]
+		mirror.Annotations[podspec.ConfigMirrorAnnotation] = pod.Annotations[podspec.ConfigHashAnnotation]
 		return mirror, nil
 	}
 	return pod, nil

@@ -6,7 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // ReasonSysctlForbidden is the reason of a pod refused for a sysctl the node
@@ -70,7 +70,7 @@ func newSysctlAllowlist(unsafe []string) (*sysctlAllowlist, error) {
 		w.names[n] = ns
 	}
 	for _, p := range unsafe {
-		p = podsync.NormalizeSysctlName(p)
+		p = podspec.NormalizeSysctlName(p)
 		prefix, wild := strings.CutSuffix(p, "*")
 		ns := namespacedBy(prefix)
 		if ns == "" {
@@ -92,7 +92,7 @@ func (w *sysctlAllowlist) admit(pod *v1.Pod) (ok bool, reason, message string) {
 		return true, "", ""
 	}
 	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		if err := w.check(podsync.NormalizeSysctlName(s.Name), pod.Spec.HostNetwork, pod.Spec.HostIPC); err != nil {
+		if err := w.check(podspec.NormalizeSysctlName(s.Name), pod.Spec.HostNetwork, pod.Spec.HostIPC); err != nil {
 			return false, ReasonSysctlForbidden, "forbidden sysctl: " + err.Error()
 		}
 	}

@@ -3,9 +3,7 @@ package cgroups
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/admission"
-	"github.com/kubeletkit/kubeletkit/internal/podres"
-	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // The kernel's bounds and upstream's units for CPU.
@@ -89,7 +87,7 @@ func PodConfig(pod *v1.Pod, opts PodOptions) ResourceConfig {
 	if period == 0 {
 		period = QuotaPeriod
 	}
-	reqs := admission.PodRequests(pod)
+	reqs := podspec.Requests(pod)
 	limits, cpuDeclared, memDeclared := podLimits(pod)
 	var cpuReq, cpuLim, memLim int64
 	if q, ok := reqs[v1.ResourceCPU]; ok {
@@ -107,7 +105,7 @@ func PodConfig(pod *v1.Pod, opts PodOptions) ResourceConfig {
 		quota = -1
 	}
 	var rc ResourceConfig
-	switch status.QOSClass(pod) {
+	switch podspec.QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		rc.CPUShares, rc.CPUQuota, rc.CPUPeriod, rc.Memory = &shares, &quota, &period, &memLim
 	case v1.PodQOSBurstable:
@@ -146,10 +144,10 @@ func podLimits(pod *v1.Pod) (v1.ResourceList, bool, bool) {
 			mem = false
 		}
 	}
-	limits := podres.Effective(pod, podres.Limits, note)
+	limits := podspec.EffectiveResources(pod, podspec.ContainerLimits, note)
 	if r := pod.Spec.Resources; r != nil && podLevelSet(r) {
 		for name, q := range r.Limits {
-			if podres.PodLevel(name) {
+			if podspec.IsPodLevelResource(name) {
 				limits[name] = q.DeepCopy()
 			}
 		}
@@ -173,7 +171,7 @@ func podLimits(pod *v1.Pod) (v1.ResourceList, bool, bool) {
 func podLevelSet(r *v1.ResourceRequirements) bool {
 	for _, l := range []v1.ResourceList{r.Requests, r.Limits} {
 		for name := range l {
-			if podres.PodLevel(name) {
+			if podspec.IsPodLevelResource(name) {
 				return true
 			}
 		}

@@ -13,8 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubeletkit/kubeletkit/admission"
-	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Driver names how cgroups are created: upstream's cgroupDriver.
@@ -286,7 +285,7 @@ func (m *Manager) qosName(class v1.PodQOSClass) Name {
 // kubepods[/burstable|/besteffort]/pod<uid>. A UID that cannot be one
 // component of a cgroup name is an error wrapping ErrInvalidName.
 func (m *Manager) PodName(pod *v1.Pod) (Name, error) {
-	n, err := m.qosName(status.QOSClass(pod)).Child(PodPrefix + string(pod.UID))
+	n, err := m.qosName(podspec.QOSClass(pod)).Child(PodPrefix + string(pod.UID))
 	if err == nil {
 		err = ValidComponent(string(pod.UID))
 	}
@@ -426,10 +425,10 @@ func (m *Manager) UpdateQOS(active []*v1.Pod) error {
 func QOSConfigs(active []*v1.Pod) map[v1.PodQOSClass]ResourceConfig {
 	var milli int64
 	for _, p := range active {
-		if status.QOSClass(p) != v1.PodQOSBurstable {
+		if podspec.QOSClass(p) != v1.PodQOSBurstable {
 			continue
 		}
-		if q, ok := admission.PodRequests(p)[v1.ResourceCPU]; ok {
+		if q, ok := podspec.Requests(p)[v1.ResourceCPU]; ok {
 			milli += q.MilliValue()
 		}
 	}

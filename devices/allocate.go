@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // allocation is the devices of one resource given to one container, and
@@ -112,7 +114,7 @@ func (m *Manager) Admit(pod *v1.Pod, others []*v1.Pod) (ok bool, reason, message
 		if got, err = m.allocateContainer(pod, c, reuse); err != nil {
 			break
 		}
-		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		sidecar := podspec.IsSidecar(c)
 		for res, ids := range got {
 			for _, id := range ids {
 				if sidecar {

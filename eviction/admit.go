@@ -5,29 +5,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
-// The annotations and priority that make a pod critical, as upstream's
-// kubelettypes.IsCriticalPod.
-const (
-	// SystemCriticalPriority is the priority at and above which a pod is
-	// critical (system-cluster-critical and system-node-critical).
-	SystemCriticalPriority int32 = 2000000000
-	// TaintNodeMemoryPressure is the taint a BestEffort pod must tolerate
-	// to be admitted under memory pressure.
-	TaintNodeMemoryPressure = "node.kubernetes.io/memory-pressure"
-)
-
-// IsCriticalPod reports whether the eviction manager must not evict pod and
-// admits it under any pressure: a static pod (from a file or HTTP source), a
-// mirror pod, or a pod with priority of at least SystemCriticalPriority.
-func IsCriticalPod(pod *v1.Pod) bool {
-	if podsource.IsStatic(pod) || podsource.IsMirror(pod) {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
-}
+// TaintNodeMemoryPressure is the taint a BestEffort pod must tolerate to be
+// admitted under memory pressure.
+const TaintNodeMemoryPressure = "node.kubernetes.io/memory-pressure"
 
 // Admit is upstream's eviction admission handler. With no pressure every pod
 // is admitted; critical pods always are. Under memory pressure alone a pod
@@ -37,7 +20,7 @@ func IsCriticalPod(pod *v1.Pod) bool {
 // condition: [MemoryPressure]. ".
 func (m *Manager) Admit(pod *v1.Pod) (admit bool, reason, message string) {
 	conds := m.NodeConditions()
-	if len(conds) == 0 || IsCriticalPod(pod) {
+	if len(conds) == 0 || podspec.IsCritical(pod) {
 		return true, "", ""
 	}
 	if len(conds) == 1 && conds[0] == v1.NodeMemoryPressure {

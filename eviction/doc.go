@@ -14,7 +14,7 @@
 //     reclaim).
 //   - RankMemoryPressure, RankDiskPressure, RankPIDPressure and RankFor
 //     order pods for eviction; LocalStorageViolation checks a pod's local
-//     storage limits; IsCriticalPod says which pods are never evicted.
+//     storage limits; podspec.IsCritical says which pods are never evicted.
 //   - Manager ties them together: Synchronize is one pass, Run repeats it
 //     every MonitoringInterval, Admit is the admission check under
 //     pressure, and IsUnderMemoryPressure / IsUnderDiskPressure /

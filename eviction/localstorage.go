@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // localStorageEviction evicts, with no grace period, every pod whose
@@ -21,7 +22,7 @@ func (m *Manager) localStorageEviction(ctx context.Context, pods []*v1.Pod, s *s
 	var errs []error
 	for _, pod := range pods {
 		ps, ok := statsFn(pod)
-		if !ok || IsCriticalPod(pod) {
+		if !ok || podspec.IsCritical(pod) {
 			continue
 		}
 		msg, sig := localStorageViolation(pod, ps, dedicated)

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Manager watches the node's resources, reports pressure and evicts pods.
@@ -248,7 +250,7 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 		metTs = append(metTs, m.o.Thresholds[i])
 	}
 	for _, pod := range ranked {
-		if IsCriticalPod(pod) {
+		if podspec.IsCritical(pod) {
 			continue
 		}
 		grace := HardEvictionGracePeriodSeconds

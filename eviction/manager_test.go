@@ -16,6 +16,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/internal/eventtest"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	nodestatus "github.com/kubeletkit/kubeletkit/status/node"
 )
 
@@ -166,7 +167,7 @@ func TestCriticalAndStaticPodsAreNotEvicted(t *testing.T) {
 	pods := []*v1.Pod{
 		newPod("static", annotation("kubernetes.io/config.source", "file")),
 		newPod("mirror", annotation("kubernetes.io/config.mirror", "abc")),
-		newPod("critical", priority(eviction.SystemCriticalPriority)),
+		newPod("critical", priority(podspec.SystemCriticalPriority)),
 		newPod("api", annotation("kubernetes.io/config.source", "api")),
 	}
 	n := healthyNode()
@@ -342,7 +343,7 @@ func TestLocalStorageEviction(t *testing.T) {
 		{name: "dedicated imagefs: writable layer does not count", pod: newPod("p", limit(v1.ResourceEphemeralStorage, "1Gi")), u: usage{rootfs: 5 * Gi, logs: 400 * Mi}, dedicated: true},
 		{name: "pod total over limit with volume", pod: newPod("p", limit(v1.ResourceEphemeralStorage, "1Gi"), emptyDir("v", "")), u: usage{logs: 100 * Mi, volumes: map[string]uint64{"v": Gi}},
 			want: "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. ", signal: eviction.SignalEphemeralPodFsLimit},
-		{name: "critical pod spared", pod: newPod("p", emptyDir("cache", "1Gi"), priority(eviction.SystemCriticalPriority)), u: usage{volumes: map[string]uint64{"cache": 2 * Gi}}},
+		{name: "critical pod spared", pod: newPod("p", emptyDir("cache", "1Gi"), priority(podspec.SystemCriticalPriority)), u: usage{volumes: map[string]uint64{"cache": 2 * Gi}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -409,7 +410,7 @@ func TestAdmit(t *testing.T) {
 	burstable := newPod("bu", request(v1.ResourceMemory, "100Mi"))
 	tolerant := newPod("tol")
 	tolerant.Spec.Tolerations = []v1.Toleration{{Key: "node.kubernetes.io/memory-pressure", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}}
-	critical := newPod("crit", priority(eviction.SystemCriticalPriority))
+	critical := newPod("crit", priority(podspec.SystemCriticalPriority))
 	static := newPod("static", annotation("kubernetes.io/config.source", "file"))
 	cases := []struct {
 		name      string

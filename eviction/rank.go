@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // FsStatsType names a part of a pod's disk usage.
@@ -245,7 +246,7 @@ func podRequest(p *v1.Pod, res v1.ResourceName) int64 {
 	var sum, sidecars, initMax int64
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podspec.IsSidecar(c) {
 			sidecars += req(c)
 			continue
 		}
@@ -276,7 +277,7 @@ func podLimit(p *v1.Pod, res v1.ResourceName) (resource.Quantity, bool) {
 	var sum, sidecars, initMax resource.Quantity
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podspec.IsSidecar(c) {
 			sidecars.Add(lim(c))
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // A node with a web server and a critical DNS pod shuts down with a 30s
@@ -21,7 +22,7 @@ func Example() {
 	web := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 		Spec: v1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](30)}}
 	dns := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "dns"},
-		Spec: v1.PodSpec{Priority: ptr.To(nodeshutdown.SystemCriticalPriority)}}
+		Spec: v1.PodSpec{Priority: ptr.To(podspec.SystemCriticalPriority)}}
 	var m *nodeshutdown.Manager
 	m, err := nodeshutdown.New(nodeshutdown.Options{
 		GracePeriod:             30 * time.Second,

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Upstream's reasons and messages (pkg/kubelet/nodeshutdown, events).
@@ -96,7 +98,7 @@ type Options struct {
 	GracePeriod time.Duration
 	// GracePeriodCriticalPods is upstream's
 	// shutdownGracePeriodCriticalPods: the part of GracePeriod kept for
-	// critical pods (priority SystemCriticalPriority and above), which are
+	// critical pods (priority podspec.SystemCriticalPriority and above), which are
 	// terminated after the others. Zero means none.
 	GracePeriodCriticalPods time.Duration
 	// ByPodPriority is upstream's shutdownGracePeriodByPodPriority: groups
@@ -128,7 +130,7 @@ type Options struct {
 // Groups returns the priority groups the options describe, sorted from the
 // lowest priority up: ByPodPriority, or else the two groups upstream makes
 // of GracePeriod and GracePeriodCriticalPods (priority 0 with GracePeriod
-// less GracePeriodCriticalPods, SystemCriticalPriority with
+// less GracePeriodCriticalPods, podspec.SystemCriticalPriority with
 // GracePeriodCriticalPods). No groups means graceful shutdown is off.
 func Groups(opts Options) []PriorityGracePeriod {
 	groups := slices.Clone(opts.ByPodPriority)
@@ -138,7 +140,7 @@ func Groups(opts Options) []PriorityGracePeriod {
 		}
 		groups = []PriorityGracePeriod{
 			{Priority: DefaultPriority, GracePeriodSeconds: int64((opts.GracePeriod - opts.GracePeriodCriticalPods) / time.Second)},
-			{Priority: SystemCriticalPriority, GracePeriodSeconds: int64(opts.GracePeriodCriticalPods / time.Second)},
+			{Priority: podspec.SystemCriticalPriority, GracePeriodSeconds: int64(opts.GracePeriodCriticalPods / time.Second)},
 		}
 	}
 	sort.SliceStable(groups, func(i, j int) bool { return groups[i].Priority < groups[j].Priority })

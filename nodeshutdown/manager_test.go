@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // pod is a pod with a priority (nil: unset), a termination grace period
@@ -85,8 +86,8 @@ func TestShutdownOrderAndBudget(t *testing.T) {
 			{"web", nil, grace(60), -1},                      // gets the group's 20s, never stops by itself
 			{"batch", prio(1000), grace(5), 3 * time.Second}, // its own 5s, stops after 3s
 			{"low", prio(-10), nil, time.Second},             // below every group: the lowest
-			{"dns", prio(nodeshutdown.SystemCriticalPriority), grace(30), time.Second},
-			{"node-critical", prio(nodeshutdown.SystemCriticalPriority + 1000), nil, -1},
+			{"dns", prio(podspec.SystemCriticalPriority), grace(30), time.Second},
+			{"node-critical", prio(podspec.SystemCriticalPriority + 1000), nil, -1},
 		},
 		want: []kill{
 			{"batch", 5, 0}, {"low", 20, 0}, {"web", 20, 0},
@@ -98,20 +99,20 @@ func TestShutdownOrderAndBudget(t *testing.T) {
 		opts: nodeshutdown.Options{GracePeriod: 30 * time.Second, GracePeriodCriticalPods: 10 * time.Second},
 		pods: []pod{
 			{"web", nil, grace(30), 2 * time.Second},
-			{"dns", prio(nodeshutdown.SystemCriticalPriority), grace(30), time.Second},
+			{"dns", prio(podspec.SystemCriticalPriority), grace(30), time.Second},
 		},
 		want:     []kill{{"web", 20, 0}, {"dns", 10, 2 * time.Second}},
 		duration: 3 * time.Second,
 	}, {
 		name:     "no critical budget: critical pods get no grace",
 		opts:     nodeshutdown.Options{GracePeriod: 10 * time.Second},
-		pods:     []pod{{"web", nil, nil, -1}, {"dns", prio(nodeshutdown.SystemCriticalPriority), grace(30), -1}},
+		pods:     []pod{{"web", nil, nil, -1}, {"dns", prio(podspec.SystemCriticalPriority), grace(30), -1}},
 		want:     []kill{{"web", 10, 0}, {"dns", 0, 10 * time.Second}},
 		duration: 10 * time.Second,
 	}, {
 		name: "only critical pods: the first group is skipped",
 		opts: nodeshutdown.Options{GracePeriod: 30 * time.Second, GracePeriodCriticalPods: 10 * time.Second},
-		pods: []pod{{"dns", prio(nodeshutdown.SystemCriticalPriority), grace(30), -1}},
+		pods: []pod{{"dns", prio(podspec.SystemCriticalPriority), grace(30), -1}},
 		want: []kill{{"dns", 10, 0}}, duration: 10 * time.Second,
 	}, {
 		name: "by pod priority: three groups, a boundary priority in its own group",

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/internal/golden"
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // TestGolden replays every transcript in testdata/ (see package
@@ -213,7 +213,7 @@ func (h *harness) pod(args []string) {
 		p.Namespace = v
 	}
 	if _, ok := a["static"]; ok {
-		p.Annotations = map[string]string{podsource.SourceAnnotation: "file"}
+		p.Annotations = map[string]string{podspec.ConfigSourceAnnotation: "file"}
 	}
 	if v, ok := a["grace"]; ok {
 		if v == "nil" {

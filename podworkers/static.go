@@ -3,12 +3,12 @@ package podworkers
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // isStaticPod reports whether pod came from a file or HTTP source rather than
 // the API server.
-func isStaticPod(pod *v1.Pod) bool { return podsource.IsStatic(pod) }
+func isStaticPod(pod *v1.Pod) bool { return podspec.IsStatic(pod) }
 
 // podFullName is the kubelet's full name of a pod, "name_namespace".
 func podFullName(pod *v1.Pod) string {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // StatusProvider gives the pod's current status; the status manager
@@ -142,7 +144,7 @@ func probedContainers(pod *v1.Pod) []*v1.Container {
 	var cs []*v1.Container
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podspec.IsSidecar(c) {
 			cs = append(cs, c)
 		}
 	}
@@ -157,7 +159,7 @@ func probedContainers(pod *v1.Pod) []*v1.Container {
 func isSidecar(pod *v1.Pod, c *v1.Container) bool {
 	for i := range pod.Spec.InitContainers {
 		if &pod.Spec.InitContainers[i] == c {
-			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+			return podspec.IsSidecar(c)
 		}
 	}
 	return false
@@ -475,7 +477,7 @@ func (m *Manager) UpdatePodStatus(pod *v1.Pod, status *v1.PodStatus) {
 	}
 	sidecars := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podspec.IsSidecar(&c) {
 			sidecars[c.Name] = true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Reasons of the conditions a node sets (upstream's).
@@ -164,7 +165,7 @@ func InitializedCondition(pod *v1.Pod, initStatuses, statuses []v1.ContainerStat
 			unknown = append(unknown, ic.Name)
 			continue
 		}
-		if IsSidecar(ic) {
+		if podspec.IsSidecar(ic) {
 			if st.Started == nil || !*st.Started {
 				incomplete = append(incomplete, ic.Name)
 			}
@@ -211,7 +212,7 @@ func ContainersReadyCondition(pod *v1.Pod, initStatuses, statuses []v1.Container
 	var unknown, unready []string
 	for i := range spec.InitContainers {
 		ic := &spec.InitContainers[i]
-		if !IsSidecar(ic) {
+		if !podspec.IsSidecar(ic) {
 			continue
 		}
 		if st := findStatus(initStatuses, ic.Name); st == nil {

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // ErrInvalidInput is wrapped by the errors of Generate when its input cannot
@@ -123,7 +124,7 @@ func Generate(in Input) (v1.PodStatus, error) {
 
 	var s v1.PodStatus
 	s.ObservedGeneration = pod.Generation
-	s.QOSClass = QOSClass(pod)
+	s.QOSClass = podspec.QOSClass(pod)
 	hasInit := len(pod.Spec.InitContainers) > 0
 	s.InitContainerStatuses = g.containerStatuses(pod.Spec.InitContainers, old.InitContainerStatuses, true, hasInit, false)
 	s.ContainerStatuses = g.containerStatuses(pod.Spec.Containers, old.ContainerStatuses, false, hasInit, false)
@@ -373,7 +374,7 @@ func canRestartAfter(pod *v1.Pod, c *v1.Container, isInit bool, exitCode int32) 
 	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
 		return true
 	}
-	if isInit && IsSidecar(c) {
+	if isInit && podspec.IsSidecar(c) {
 		return true
 	}
 	return exitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure
@@ -394,7 +395,7 @@ func shouldRestart(c *v1.Container, isInit bool, pod *v1.Pod, latest *runtimeapi
 	case runtimeapi.ContainerState_CONTAINER_UNKNOWN, runtimeapi.ContainerState_CONTAINER_CREATED:
 		return true
 	}
-	if isInit && IsSidecar(c) {
+	if isInit && podspec.IsSidecar(c) {
 		return true
 	}
 	switch pod.Spec.RestartPolicy {
@@ -529,12 +530,6 @@ func containerIndex(containers []v1.Container, name string) int {
 	return -1
 }
 
-// IsSidecar reports whether an init container is restartable (a sidecar):
-// its restartPolicy is Always.
-func IsSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
 // hasActiveRegularContainer reports whether a regular container of the pod
 // has an instance in the pod's current sandbox: upstream's
 // HasAnyActiveRegularContainerStarted. CRI's container status does not name
@@ -571,7 +566,7 @@ func defaultProbeResults(pod *v1.Pod, s *v1.PodStatus) {
 		c := specContainer(pod.Spec.InitContainers, cs.Name)
 		started := cs.State.Running != nil && (c == nil || c.StartupProbe == nil)
 		setStarted(cs, started)
-		if c != nil && IsSidecar(c) {
+		if c != nil && podspec.IsSidecar(c) {
 			cs.Ready = started && c.ReadinessProbe == nil
 		} else {
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 type condWant struct {
@@ -156,7 +157,7 @@ func TestGeneratePhase(t *testing.T) {
 			name: "always: terminal static pod keeps restart policy", terminal: true,
 			pod: func() *v1.Pod {
 				p := mkPod(always, nil, ctr("a"))
-				p.Annotations = map[string]string{ConfigSourceAnnotation: "file"}
+				p.Annotations = map[string]string{podspec.ConfigSourceAnnotation: "file"}
 				return p
 			}(),
 			rt: rt(exited("a", "c1", 1, 0, 137, "Error")), want: v1.PodRunning,
@@ -766,9 +767,9 @@ func TestPodLevelQoS(t *testing.T) {
 		Requests: v1.ResourceList{v1.ResourceCPU: resourceMust("1"), v1.ResourceMemory: resourceMust("1Gi")},
 		Limits:   v1.ResourceList{v1.ResourceCPU: resourceMust("1"), v1.ResourceMemory: resourceMust("1Gi")},
 	}
-	assert.Equal(t, v1.PodQOSGuaranteed, ComputeQOSClass(p))
+	assert.Equal(t, v1.PodQOSGuaranteed, podspec.ComputeQOSClass(p))
 	p.Spec.Resources.Limits = v1.ResourceList{v1.ResourceCPU: resourceMust("2")}
-	assert.Equal(t, v1.PodQOSBurstable, ComputeQOSClass(p))
+	assert.Equal(t, v1.PodQOSBurstable, podspec.ComputeQOSClass(p))
 }
 
 func TestNeedsReadinessReconcile(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Upstream's timings and ours.
@@ -327,7 +329,7 @@ func (m *Manager) TerminatePod(pod *v1.Pod) {
 			unknown(&st.InitContainerStatuses[i])
 		}
 	}
-	if !IsStaticPod(pod) && !isTerminal(st.Phase) {
+	if !podspec.IsStatic(pod) && !isTerminal(st.Phase) {
 		st.Phase = v1.PodFailed
 	}
 	if err := m.setLocked(pod, st, true); err != nil {
@@ -355,7 +357,7 @@ func hasInitialized(pod *v1.Pod) bool {
 	if c == nil {
 		return false
 	}
-	if IsSidecar(c) {
+	if podspec.IsSidecar(c) {
 		return cs.State.Running != nil && cs.Started != nil && *cs.Started
 	}
 	return (cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 0) ||

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/statustest"
 )
@@ -64,6 +65,9 @@ type harness struct {
 	sink *statustest.Sink
 	clk  *clocktesting.FakeClock
 	ctx  context.Context
+	// stop ends Run and waits for it to return: every push it began has
+	// then finished, and the Manager has recorded its outcome.
+	stop func()
 }
 
 func newHarness(t *testing.T, sink *statustest.Sink, mod func(*status.Options)) *harness {
@@ -78,13 +82,17 @@ func newHarness(t *testing.T, sink *statustest.Sink, mod func(*status.Options)) 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(stop)
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	t.Cleanup(wcancel)
-	return &harness{t: t, m: m, sink: sink, clk: clk, ctx: wctx}
+	return &harness{t: t, m: m, sink: sink, clk: clk, ctx: wctx, stop: stop}
 }
 
 // wait blocks until cond holds for the sink's calls.
@@ -301,6 +309,9 @@ func TestManagerTerminalPods(t *testing.T) {
 		assert.Equal(t, v1.PodSucceeded, last.Phase)
 		_, ok := sink.Pod("ns", "job")
 		assert.False(t, ok)
+		// The sink records the deletion before the Manager forgets the
+		// status: once Run has returned, it has.
+		h.stop()
 		_, ok = h.m.GetPodStatus("u1")
 		assert.False(t, ok, "a deleted pod's status is forgotten")
 	})
@@ -377,9 +388,9 @@ func TestManagerStaticAndRecreatedPods(t *testing.T) {
 	t.Run("static pod status goes to its mirror pod, which is never deleted", func(t *testing.T) {
 		sink := &statustest.Sink{}
 		static := apiPod("static-uid", "etcd-node1", v1.RestartPolicyAlways)
-		static.Annotations = map[string]string{status.ConfigSourceAnnotation: "file"}
+		static.Annotations = map[string]string{podspec.ConfigSourceAnnotation: "file"}
 		mirror := apiPod("mirror-uid", "etcd-node1", v1.RestartPolicyAlways)
-		mirror.Annotations = map[string]string{status.ConfigSourceAnnotation: "api", status.ConfigMirrorAnnotation: "hash"}
+		mirror.Annotations = map[string]string{podspec.ConfigSourceAnnotation: "api", podspec.ConfigMirrorAnnotation: "hash"}
 		now := metav1.NewTime(start)
 		mirror.DeletionTimestamp = &now
 		sink.Add(mirror)
@@ -393,7 +404,7 @@ func TestManagerStaticAndRecreatedPods(t *testing.T) {
 	t.Run("static pod without a mirror is tried again on resync only", func(t *testing.T) {
 		sink := &statustest.Sink{}
 		static := apiPod("static-uid", "etcd-node1", v1.RestartPolicyAlways)
-		static.Annotations = map[string]string{status.ConfigSourceAnnotation: "file"}
+		static.Annotations = map[string]string{podspec.ConfigSourceAnnotation: "file"}
 		regular := apiPod("static-uid", "etcd-node1", v1.RestartPolicyAlways) // not a mirror
 		sink.Add(regular)
 		h := newHarness(t, sink, nil)
@@ -405,12 +416,12 @@ func TestManagerStaticAndRecreatedPods(t *testing.T) {
 	t.Run("a mirror pod created after the static pod's status gets it at a resync", func(t *testing.T) {
 		sink := &statustest.Sink{}
 		static := apiPod("static-uid", "etcd-node1", v1.RestartPolicyAlways)
-		static.Annotations = map[string]string{status.ConfigSourceAnnotation: "file"}
+		static.Annotations = map[string]string{podspec.ConfigSourceAnnotation: "file"}
 		h := newHarness(t, sink, nil)
 		require.NoError(t, h.m.Set(static, runningStatus(true)))
 		h.wait(atLeast(1, count(statustest.OpGet, "static-uid", false))) // not found: no mirror yet
 		mirror := apiPod("mirror-uid", "etcd-node1", v1.RestartPolicyAlways)
-		mirror.Annotations = map[string]string{status.ConfigSourceAnnotation: "api", status.ConfigMirrorAnnotation: "hash"}
+		mirror.Annotations = map[string]string{podspec.ConfigSourceAnnotation: "api", podspec.ConfigMirrorAnnotation: "hash"}
 		sink.Add(mirror)
 		h.stepUntil(status.DefaultResyncPeriod, atLeast(1, count(statustest.OpUpdate, "mirror-uid", true)))
 		stored, _ := sink.Pod("ns", "etcd-node1")

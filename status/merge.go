@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // ErrIllegalTransition is wrapped by Manager.Set's error for a status that
@@ -30,7 +32,7 @@ func checkTransition(old, next *v1.PodStatus, spec *v1.PodSpec) error {
 				if c == nil {
 					return fmt.Errorf("%w: init container %q has a status but no spec", ErrIllegalTransition, o.Name)
 				}
-				if IsSidecar(c) {
+				if podspec.IsSidecar(c) {
 					continue
 				}
 			}

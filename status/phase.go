@@ -3,7 +3,7 @@ package status
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Phase returns the pod's phase from its init container and container
@@ -31,7 +31,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 	pendingInit, pendingSidecars, failedInit := 0, 0, 0
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		if IsSidecar(c) {
+		if podspec.IsSidecar(c) {
 			continue
 		}
 		st := findStatus(initStatuses, c.Name)
@@ -60,7 +60,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		if !IsSidecar(c) {
+		if !podspec.IsSidecar(c) {
 			continue
 		}
 		st := findStatus(initStatuses, c.Name)
@@ -118,7 +118,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 	case running > 0 && unknown == 0:
 		return v1.PodRunning
 	case running == 0 && stopped > 0 && unknown == 0:
-		if podIsTerminal && !IsStaticPod(pod) {
+		if podIsTerminal && !podspec.IsStatic(pod) {
 			if stopped == succeeded {
 				return v1.PodSucceeded
 			}
@@ -139,17 +139,8 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 	}
 }
 
-// ConfigSourceAnnotation names the source a pod came from ("api", "file",
-// "http"); ConfigMirrorAnnotation marks a mirror pod. Both are upstream's.
-const (
-	ConfigSourceAnnotation = podsource.SourceAnnotation
-	ConfigMirrorAnnotation = podsource.MirrorAnnotation
-)
-
-// IsStaticPod reports whether the pod came from a source other than the API
 // server (a file or an HTTP URL).
-func IsStaticPod(pod *v1.Pod) bool { return podsource.IsStatic(pod) }
+func IsStatic(pod *v1.Pod) bool { return podspec.IsStatic(pod) }
 
-// IsMirrorPod reports whether the pod is the API server's mirror of a static
 // pod.
-func IsMirrorPod(pod *v1.Pod) bool { return podsource.IsMirror(pod) }
+func IsMirror(pod *v1.Pod) bool { return podspec.IsMirror(pod) }

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Run pushes queued statuses with Options.Workers workers, retries failed
@@ -192,7 +194,7 @@ func (m *Manager) pushOne(ctx context.Context, uid types.UID) {
 // whether the pod was deleted.
 func (m *Manager) push(ctx context.Context, pod *v1.Pod, st v1.PodStatus, couldHaveRunning, finished bool) (bool, error) {
 	api, err := m.sink.GetPod(ctx, pod)
-	if err != nil && IsStaticPod(pod) && errors.Is(err, ErrPodNotFound) {
+	if err != nil && podspec.IsStatic(pod) && errors.Is(err, ErrPodNotFound) {
 		// Its mirror pod is not there yet: the status goes to it at a
 		// resync once it is.
 		m.log.Debug("static pod has no mirror pod yet", "pod", pod.UID)
@@ -204,8 +206,8 @@ func (m *Manager) push(ctx context.Context, pod *v1.Pod, st v1.PodStatus, couldH
 	if api == nil {
 		return false, fmt.Errorf("push pod status %s: get pod: sink returned no pod", pod.UID)
 	}
-	if IsStaticPod(pod) {
-		if !IsMirrorPod(api) {
+	if podspec.IsStatic(pod) {
+		if !podspec.IsMirror(api) {
 			m.log.Debug("static pod has no mirror pod yet", "pod", pod.UID)
 			return false, errSkipped
 		}
@@ -242,5 +244,5 @@ func (m *Manager) push(ctx context.Context, pod *v1.Pod, st v1.PodStatus, couldH
 // and its containers are gone. Mirror pods are deleted by whoever manages
 // them, never here.
 func canBeDeleted(api *v1.Pod, couldHaveRunning bool) bool {
-	return api.DeletionTimestamp != nil && !IsMirrorPod(api) && isTerminal(api.Status.Phase) && !couldHaveRunning
+	return api.DeletionTimestamp != nil && !podspec.IsMirror(api) && isTerminal(api.Status.Phase) && !couldHaveRunning
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/prober"
 )
 
@@ -359,7 +360,7 @@ func (l *Loop) plegEvent(e pleg.Event) {
 		return
 	}
 	if l.debug() {
-		l.log.Debug("SyncLoop (PLEG): event for pod", "pod", FullName(pod), "event", e.Type, "containerID", e.ContainerID)
+		l.log.Debug("SyncLoop (PLEG): event for pod", "pod", podspec.FullName(pod), "event", e.Type, "containerID", e.ContainerID)
 	}
 	l.opts.Handler.HandlePodSyncs([]*v1.Pod{pod})
 }
@@ -372,7 +373,7 @@ func (l *Loop) probeSync(u prober.Update, probe, status string) {
 		return
 	}
 	if l.debug() {
-		l.log.Debug("SyncLoop (probe)", "probe", probe, "status", status, "pod", FullName(pod))
+		l.log.Debug("SyncLoop (probe)", "probe", probe, "status", status, "pod", podspec.FullName(pod))
 	}
 	l.opts.Handler.HandlePodSyncs([]*v1.Pod{pod})
 }

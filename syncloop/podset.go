@@ -6,22 +6,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
-// FullName is the pod's "name_namespace", the key upstream kubelet gives a
-// pod across UIDs (a static pod keeps it when its manifest changes).
-func FullName(pod *v1.Pod) string {
-	return pod.Name + "_" + pod.Namespace
-}
-
-// IsStaticPod reports whether the pod came from a source other than the API
 // server (a manifest file or URL), by its config.source annotation.
-func IsStaticPod(pod *v1.Pod) bool { return podsource.IsStatic(pod) }
+func IsStatic(pod *v1.Pod) bool { return podspec.IsStatic(pod) }
 
-// IsMirrorPod reports whether the pod is a mirror pod: the API server's copy
 // of a static pod, which a kubelet reports on but never runs.
-func IsMirrorPod(pod *v1.Pod) bool { return podsource.IsMirror(pod) }
+func IsMirror(pod *v1.Pod) bool { return podspec.IsMirror(pod) }
 
 // PodSet is the desired pod set (upstream's pod manager): the pods the
 // configuration asks for, by UID and by full name, with mirror pods kept
@@ -72,14 +64,14 @@ func (s *PodSet) Update(pod *v1.Pod) {
 // put stores pod; the caller holds the write lock.
 func (s *PodSet) put(pod *v1.Pod) {
 	byUID, byName := s.byUID, s.byFullName
-	if IsMirrorPod(pod) {
+	if podspec.IsMirror(pod) {
 		byUID, byName = s.mirrorByUID, s.mirrorByFullName
 	}
-	if old, ok := byUID[pod.UID]; ok && FullName(old) != FullName(pod) && byName[FullName(old)] == old {
-		delete(byName, FullName(old))
+	if old, ok := byUID[pod.UID]; ok && podspec.FullName(old) != podspec.FullName(pod) && byName[podspec.FullName(old)] == old {
+		delete(byName, podspec.FullName(old))
 	}
 	byUID[pod.UID] = pod
-	byName[FullName(pod)] = pod
+	byName[podspec.FullName(pod)] = pod
 }
 
 // Remove removes the pod with pod's UID. The full-name entry goes only if
@@ -88,7 +80,7 @@ func (s *PodSet) Remove(pod *v1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	byUID, byName := s.byUID, s.byFullName
-	if IsMirrorPod(pod) {
+	if podspec.IsMirror(pod) {
 		byUID, byName = s.mirrorByUID, s.mirrorByFullName
 	}
 	old, ok := byUID[pod.UID]
@@ -96,8 +88,8 @@ func (s *PodSet) Remove(pod *v1.Pod) {
 		return
 	}
 	delete(byUID, pod.UID)
-	if cur, ok := byName[FullName(old)]; ok && cur.UID == old.UID {
-		delete(byName, FullName(old))
+	if cur, ok := byName[podspec.FullName(old)]; ok && cur.UID == old.UID {
+		delete(byName, podspec.FullName(old))
 	}
 }
 
@@ -141,7 +133,7 @@ func (s *PodSet) Len() int {
 func (s *PodSet) GetMirrorPodByPod(pod *v1.Pod) (*v1.Pod, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	p, ok := s.mirrorByFullName[FullName(pod)]
+	p, ok := s.mirrorByFullName[podspec.FullName(pod)]
 	return p, ok
 }
 
@@ -149,7 +141,7 @@ func (s *PodSet) GetMirrorPodByPod(pod *v1.Pod) (*v1.Pod, bool) {
 func (s *PodSet) GetPodByMirrorPod(mirror *v1.Pod) (*v1.Pod, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	p, ok := s.byFullName[FullName(mirror)]
+	p, ok := s.byFullName[podspec.FullName(mirror)]
 	return p, ok
 }
 

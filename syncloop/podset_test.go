@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
@@ -28,8 +29,8 @@ func sortedNames(pods []*v1.Pod) []string {
 }
 
 func TestPodSet(t *testing.T) {
-	static := map[string]string{syncloop.ConfigSourceAnnotation: syncloop.SourceFile}
-	mirror := map[string]string{syncloop.ConfigSourceAnnotation: syncloop.SourceAPI, syncloop.ConfigMirrorAnnotation: "hash"}
+	static := map[string]string{podspec.ConfigSourceAnnotation: syncloop.SourceFile}
+	mirror := map[string]string{podspec.ConfigSourceAnnotation: syncloop.SourceAPI, podspec.ConfigMirrorAnnotation: "hash"}
 
 	s := syncloop.NewPodSet()
 	s.Set([]*v1.Pod{podWith("web", "u1", nil), podWith("etcd", "s1", static), podWith("etcd", "m1", mirror)})
@@ -90,11 +91,11 @@ func TestIsStaticPod(t *testing.T) {
 	for _, tt := range tests {
 		p := podWith("p", "u", nil)
 		if tt.set {
-			p.Annotations = map[string]string{syncloop.ConfigSourceAnnotation: tt.source}
+			p.Annotations = map[string]string{podspec.ConfigSourceAnnotation: tt.source}
 		}
-		assert.Equal(t, tt.want, syncloop.IsStaticPod(p), "source %q", tt.source)
+		assert.Equal(t, tt.want, podspec.IsStatic(p), "source %q", tt.source)
 	}
-	assert.Equal(t, "p_kube-system", syncloop.FullName(podWith("p", "u", nil)))
+	assert.Equal(t, "p_kube-system", podspec.FullName(podWith("p", "u", nil)))
 }
 
 func TestPodSetConcurrentUse(t *testing.T) {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
 )
 
 // Operation is what a PodUpdate asks of the sync loop. The names and the
@@ -75,18 +73,3 @@ type PodUpdate struct {
 	// them: they are shared with the source.
 	Pods []*v1.Pod
 }
-
-// Annotations kubelets put on the pods they read from sources, with the
-// upstream keys.
-const (
-	// ConfigSourceAnnotation names the source a pod came from.
-	ConfigSourceAnnotation = podsource.SourceAnnotation
-	// ConfigHashAnnotation holds the hash a static pod's UID was made from.
-	ConfigHashAnnotation = "kubernetes.io/config.hash"
-	// ConfigSeenAnnotation holds the time (RFC 3339, nanoseconds) the kubelet
-	// first saw the pod.
-	ConfigSeenAnnotation = "kubernetes.io/config.seen"
-	// ConfigMirrorAnnotation marks a mirror pod: the API server's copy of a
-	// static pod.
-	ConfigMirrorAnnotation = podsource.MirrorAnnotation
-)

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Plugin names, as upstream.
@@ -153,7 +155,7 @@ func podMemoryLimit(pod *v1.Pod) (resource.Quantity, bool) {
 		if !ok {
 			return resource.Quantity{}, false
 		}
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podspec.IsSidecar(&c) {
 			sum.Add(l)
 		} else if l.Cmp(maxInit) > 0 {
 			maxInit = l

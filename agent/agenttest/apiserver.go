@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
@@ -162,7 +163,7 @@ func (s *apiServer) delete(namespace, name string, seconds int64) error {
 func (s *apiServer) GetPod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if status.IsStaticPod(pod) {
+	if podspec.IsStatic(pod) {
 		if p, ok := s.static[pod.UID]; ok {
 			return p.DeepCopy(), nil
 		}
@@ -170,7 +171,7 @@ func (s *apiServer) GetPod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
 		if mirror.Annotations == nil {
 			mirror.Annotations = map[string]string{}
 		}
-		mirror.Annotations[syncloop.ConfigMirrorAnnotation] = pod.Annotations[syncloop.ConfigHashAnnotation]
+		mirror.Annotations[podspec.ConfigMirrorAnnotation] = pod.Annotations[podspec.ConfigHashAnnotation]
 		return mirror, nil
 	}
 	if p := s.byUIDLocked(pod.UID); p != nil {
@@ -183,7 +184,7 @@ func (s *apiServer) GetPod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
 func (s *apiServer) UpdatePodStatus(_ context.Context, pod *v1.Pod, st v1.PodStatus) (*v1.Pod, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if status.IsStaticPod(pod) || status.IsMirrorPod(pod) {
+	if podspec.IsStatic(pod) || podspec.IsMirror(pod) {
 		p := pod.DeepCopy()
 		p.Status = *st.DeepCopy()
 		s.static[pod.UID] = p
@@ -229,7 +230,7 @@ func (s *apiServer) setCondition(namespace, name string, c v1.PodCondition) erro
 func (s *apiServer) DeletePod(_ context.Context, pod *v1.Pod) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if status.IsStaticPod(pod) || status.IsMirrorPod(pod) {
+	if podspec.IsStatic(pod) || podspec.IsMirror(pod) {
 		delete(s.static, pod.UID)
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // shutdownPod is a pod of the node that shuts down: its priority (nil:
@@ -44,7 +45,7 @@ func TestGracefulShutdown(t *testing.T) {
 	ignore := fake.Behavior{OnSIGTERM: fake.IgnoreSIGTERM}
 	dies := fake.Behavior{OnSIGTERM: fake.DieOnSIGTERM} // exit code 143 at once
 	exits := fake.Behavior{OnSIGTERM: fake.ExitOnSIGTERM, ShutdownTime: 2 * time.Second}
-	critical := ptr.To(nodeshutdown.SystemCriticalPriority)
+	critical := ptr.To(podspec.SystemCriticalPriority)
 	tests := []struct {
 		name     string
 		opts     agent.ShutdownOptions
@@ -73,7 +74,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}, {
 		name: "by pod priority: three groups",
 		opts: agent.ShutdownOptions{ByPodPriority: []nodeshutdown.PriorityGracePeriod{
-			{Priority: 0, GracePeriodSeconds: 10}, {Priority: 10000, GracePeriodSeconds: 20}, {Priority: nodeshutdown.SystemCriticalPriority, GracePeriodSeconds: 5}}},
+			{Priority: 0, GracePeriodSeconds: 10}, {Priority: 10000, GracePeriodSeconds: 20}, {Priority: podspec.SystemCriticalPriority, GracePeriodSeconds: 5}}},
 		pods: []shutdownPod{
 			{"low", nil, 30, ignore, 10 * time.Second, false},
 			{"mid", ptr.To[int32](10000), 30, ignore, 30 * time.Second, false},

@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // KillReason says why a container is to be killed.
@@ -133,24 +134,6 @@ type Probes struct {
 	StartupSucceeded func(containerID string) bool
 }
 
-// ContainerRestartPolicy returns the restart policy that applies to c in pod:
-// the container's own when set (sidecars: Always), else the pod's (Always
-// when empty).
-func ContainerRestartPolicy(pod *v1.Pod, c *v1.Container) v1.RestartPolicy {
-	if c.RestartPolicy != nil && *c.RestartPolicy != "" {
-		return v1.RestartPolicy(*c.RestartPolicy)
-	}
-	if pod.Spec.RestartPolicy == "" {
-		return v1.RestartPolicyAlways
-	}
-	return pod.Spec.RestartPolicy
-}
-
-// IsSidecar reports whether an init container is restartable (a sidecar).
-func IsSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
 // shouldRestart reports whether a container whose latest instance is st (nil:
 // never created) is to be (re)started under policy.
 func shouldRestart(policy v1.RestartPolicy, st *runtimeapi.ContainerStatus) bool {
@@ -257,7 +240,7 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 		var apps []int
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
-			if ContainerRestartPolicy(pod, c) == v1.RestartPolicyOnFailure && succeeded(status.ContainerByName(c.Name)) {
+			if podspec.ContainerRestartPolicy(pod, c) == v1.RestartPolicyOnFailure && succeeded(status.ContainerByName(c.Name)) {
 				continue
 			}
 			apps = append(apps, i)
@@ -270,7 +253,7 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 		if len(pod.Spec.InitContainers) != 0 {
 			a.NextInitContainer = 0
 			a.InitContainersToStart = []int{0}
-			if IsSidecar(&pod.Spec.InitContainers[0]) {
+			if podspec.IsSidecar(&pod.Spec.InitContainers[0]) {
 				a.NextInitContainer = -1
 			}
 			return a
@@ -305,7 +288,7 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 		// Init is done: keep sidecars running.
 		for i := range pod.Spec.InitContainers {
 			c := &pod.Spec.InitContainers[i]
-			if !IsSidecar(c) {
+			if !podspec.IsSidecar(c) {
 				continue
 			}
 			st := status.ContainerByName(c.Name)
@@ -326,7 +309,7 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		st := status.ContainerByName(c.Name)
-		policy := ContainerRestartPolicy(pod, c)
+		policy := podspec.ContainerRestartPolicy(pod, c)
 		if st.GetState() == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillUnknownState,
 				Message: fmt.Sprintf("Container %s is in an unknown state, will be restarted", c.Name)})
@@ -374,7 +357,7 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 func initSucceeded(pod *v1.Pod, status *cri.PodStatus) bool {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if !IsSidecar(c) && !succeeded(status.ContainerByName(c.Name)) {
+		if !podspec.IsSidecar(c) && !succeeded(status.ContainerByName(c.Name)) {
 			return false
 		}
 	}
@@ -387,7 +370,7 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		st := status.ContainerByName(c.Name)
-		if IsSidecar(c) {
+		if podspec.IsSidecar(c) {
 			if !running(st) {
 				// Later init containers wait until this sidecar runs.
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
@@ -419,7 +402,7 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 			return false
 		}
 		if st != nil && st.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED &&
-			ContainerRestartPolicy(pod, c) == v1.RestartPolicyNever {
+			podspec.ContainerRestartPolicy(pod, c) == v1.RestartPolicyNever {
 			a.KillPod, a.InitFailed = true, true
 			a.InitContainersToStart, a.ContainersToKill = nil, nil
 			return false

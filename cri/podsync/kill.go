@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Grace periods, upstream's.
@@ -113,7 +114,7 @@ func newStopOrder(pod *v1.Pod, running []*runtimeapi.ContainerStatus) *stopOrder
 	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 		c := &pod.Spec.InitContainers[i]
 		ch, ok := o.stopped[c.Name]
-		if !ok || !IsSidecar(c) {
+		if !ok || !podspec.IsSidecar(c) {
 			continue
 		}
 		o.waitFor[c.Name] = append(o.waitFor[c.Name], apps...)

@@ -3,8 +3,7 @@ package podsync
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/admission"
-	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Upstream's OOM score adjustments of containers, by QoS class.
@@ -22,10 +21,10 @@ const (
 // the Guaranteed ones. A sidecar's is no higher than the lowest of the
 // pod's app containers', so that it outlives them.
 func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int64 {
-	if admission.IsCritical(pod) && pod.Spec.PriorityClassName == "system-node-critical" {
+	if podspec.IsCritical(pod) && pod.Spec.PriorityClassName == "system-node-critical" {
 		return guaranteedOOMScoreAdj
 	}
-	switch status.QOSClass(pod) {
+	switch podspec.QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		return guaranteedOOMScoreAdj
 	case v1.PodQOSBestEffort:
@@ -37,7 +36,7 @@ func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int64 {
 	score := func(request int64) int64 { return 1000 - 1000*request/memoryCapacity }
 	request := c.Resources.Requests.Memory().Value()
 	adj := score(request)
-	if IsSidecar(c) {
+	if podspec.IsSidecar(c) {
 		least := int64(-1)
 		for i := range pod.Spec.Containers {
 			r := pod.Spec.Containers[i].Resources.Requests.Memory().Value()

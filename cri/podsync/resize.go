@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // StepResizePodInPlace is the step that changes the resources of running
@@ -109,7 +109,7 @@ func toMilli(r *runtimeapi.LinuxContainerResources) milliResources {
 
 // IsResizeAllowed reports whether a pod's containers may be resized in
 // place: not a static pod's, as upstream.
-func IsResizeAllowed(pod *v1.Pod) bool { return !podsource.IsStatic(pod) }
+func IsResizeAllowed(pod *v1.Pod) bool { return !podspec.IsStatic(pod) }
 
 // ResourcesMatch reports whether a container runs with the resources its
 // spec asks, as the runtime reports them and in upstream's units; a

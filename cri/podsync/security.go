@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // DefaultSeccompProfileRoot is where Localhost seccomp profiles are looked
@@ -172,40 +174,12 @@ func containerPath(pod *v1.Pod, c *v1.Container) *field.Path {
 	return spec.Child("containers").Key(c.Name)
 }
 
-// AppArmorProfile returns the AppArmor profile a container of the pod runs
-// under, as upstream picks it: the container's field, else the deprecated
-// container.apparmor.security.beta.kubernetes.io/<name> annotation (static
-// pods may carry only that), else the pod's field; nil when none says
-// anything (the runtime's default then applies). An annotation whose value
-// is none of runtime/default, unconfined and localhost/<name> is ignored,
-// as upstream ignores it.
-func AppArmorProfile(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
-	if csc := c.SecurityContext; csc != nil && csc.AppArmorProfile != nil {
-		return csc.AppArmorProfile
-	}
-	if v, ok := pod.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok {
-		switch {
-		case v == v1.DeprecatedAppArmorBetaProfileRuntimeDefault:
-			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}
-		case v == v1.DeprecatedAppArmorBetaProfileNameUnconfined:
-			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}
-		case strings.HasPrefix(v, v1.DeprecatedAppArmorBetaProfileNamePrefix):
-			name := strings.TrimPrefix(v, v1.DeprecatedAppArmorBetaProfileNamePrefix)
-			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
-		}
-	}
-	if psc := pod.Spec.SecurityContext; psc != nil && psc.AppArmorProfile != nil {
-		return psc.AppArmorProfile
-	}
-	return nil
-}
-
 // appArmorProfile translates the container's AppArmor profile for the
 // runtime, both as a SecurityProfile and in the deprecated string form
 // that older runtimes read ("runtime/default", "unconfined",
 // "localhost/<name>"); nil and "" when the pod names none.
 func appArmorProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile, string, error) {
-	p := AppArmorProfile(pod, c)
+	p := podspec.AppArmorProfile(pod, c)
 	if p == nil {
 		return nil, "", nil
 	}

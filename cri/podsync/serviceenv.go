@@ -10,7 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kubeletkit/kubeletkit/internal/podsource"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // ServiceLister lists the cluster's services, for the service environment
@@ -104,7 +104,7 @@ func (s *Syncer) serviceEnv(pod *v1.Pod) (map[string]string, error) {
 	}
 	services, err := s.opts.Services.ListServices()
 	if err != nil {
-		if podsource.IsStatic(pod) {
+		if podspec.IsStatic(pod) {
 			// A static pod runs without the API server: it gets what
 			// there is, as upstream's.
 			return nil, nil

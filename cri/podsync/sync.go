@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Waiting reasons, upstream's, that SyncPod records for a container and
@@ -227,7 +228,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		// A sidecar that cannot start (backing off, say) holds up nothing
 		// after it, as upstream; a regular init container that cannot
 		// start ends the sync.
-		if step.Err != nil && !IsSidecar(c) {
+		if step.Err != nil && !podspec.IsSidecar(c) {
 			return res
 		}
 	}

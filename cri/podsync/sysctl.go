@@ -1,29 +1,10 @@
 package podsync
 
 import (
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
-)
 
-// NormalizeSysctlName turns a sysctl name written with slashes
-// (kernel/shm_rmid_forced) into its dotted form, as upstream: when the first
-// separator is a slash, slashes and dots swap places
-// (net/ipv4/conf/eth0.100/rp_filter is net.ipv4.conf.eth0/100.rp_filter).
-func NormalizeSysctlName(name string) string {
-	if i := strings.IndexAny(name, "./"); i < 0 || name[i] != '/' {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '/':
-			return '.'
-		case '.':
-			return '/'
-		}
-		return r
-	}, name)
-}
+	"github.com/kubeletkit/kubeletkit/podspec"
+)
 
 // sandboxSysctls returns the pod's sysctls, by their dotted names, for the
 // sandbox; nil when it sets none. Whether the node allows them is the
@@ -35,7 +16,7 @@ func sandboxSysctls(pod *v1.Pod) map[string]string {
 	}
 	out := make(map[string]string, len(sc.Sysctls))
 	for _, s := range sc.Sysctls {
-		out[NormalizeSysctlName(s.Name)] = s.Value
+		out[podspec.NormalizeSysctlName(s.Name)] = s.Value
 	}
 	return out
 }

@@ -7,18 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-func TestNormalizeSysctlName(t *testing.T) {
-	for in, want := range map[string]string{
-		"kernel.shm_rmid_forced":           "kernel.shm_rmid_forced",
-		"kernel/shm_rmid_forced":           "kernel.shm_rmid_forced",
-		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
-		"net.ipv4.conf.eno2/100.rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
-		"plain":                            "plain",
-	} {
-		assert.Equal(t, want, NormalizeSysctlName(in), in)
-	}
-}
-
 func TestSandboxSysctls(t *testing.T) {
 	assert.Nil(t, sandboxSysctls(&v1.Pod{}))
 	p := &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{Sysctls: []v1.Sysctl{

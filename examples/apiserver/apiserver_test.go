@@ -24,7 +24,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
-	"github.com/kubeletkit/kubeletkit/syncloop"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // The API-server scenarios run against the control plane of
@@ -204,7 +204,7 @@ spec:
 	mirrorName := staticName + "-" + nodeName
 	eventually(t, "the mirror pod", func() bool {
 		m, err := admin.CoreV1().Pods("default").Get(ctx, mirrorName, metav1.GetOptions{})
-		return err == nil && m.Annotations[syncloop.ConfigMirrorAnnotation] != "" && m.Status.Phase == v1.PodRunning
+		return err == nil && m.Annotations[podspec.ConfigMirrorAnnotation] != "" && m.Status.Phase == v1.PodRunning
 	})
 
 	// Deleting the pod stops its containers within its grace period and

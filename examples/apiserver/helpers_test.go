@@ -9,6 +9,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
@@ -26,8 +27,8 @@ func apiPod(ns, name string, uid types.UID, node string) *v1.Pod {
 func staticPod(ns, name, hash, node string) *v1.Pod {
 	p := apiPod(ns, name, types.UID(hash), node)
 	p.Annotations = map[string]string{
-		syncloop.ConfigSourceAnnotation: syncloop.SourceFile,
-		syncloop.ConfigHashAnnotation:   hash,
+		podspec.ConfigSourceAnnotation: syncloop.SourceFile,
+		podspec.ConfigHashAnnotation:   hash,
 	}
 	return p
 }
@@ -35,9 +36,9 @@ func staticPod(ns, name, hash, node string) *v1.Pod {
 func mirrorPod(ns, name, hash string, uid types.UID, node string) *v1.Pod {
 	p := apiPod(ns, name, uid, node)
 	p.Annotations = map[string]string{
-		syncloop.ConfigSourceAnnotation: syncloop.SourceFile,
-		syncloop.ConfigHashAnnotation:   hash,
-		syncloop.ConfigMirrorAnnotation: hash,
+		podspec.ConfigSourceAnnotation: syncloop.SourceFile,
+		podspec.ConfigHashAnnotation:   hash,
+		podspec.ConfigMirrorAnnotation: hash,
 	}
 	return p
 }

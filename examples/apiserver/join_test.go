@@ -23,6 +23,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/status/node/nodetest"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/volume"
@@ -228,7 +229,7 @@ func TestSyncMirrorPods(t *testing.T) {
 	require.NoError(t, mp.SyncMirrorPods(t.Context(), []*v1.Pod{staticPod("default", "web-n1", "h1", "n1")}, nil))
 	got, err := client.CoreV1().Pods("default").Get(t.Context(), "web-n1", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "h1", got.Annotations[syncloop.ConfigMirrorAnnotation])
+	assert.Equal(t, "h1", got.Annotations[podspec.ConfigMirrorAnnotation])
 }
 
 // An agent on the fake runtime joined to a fake API server: the Node
@@ -284,7 +285,7 @@ spec:
 		assert.Equal(t, "192.0.2.10", got.Status.HostIP)
 		mirror, err := client.CoreV1().Pods("default").Get(ctx2, "static-n1", metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.NotEmpty(t, mirror.Annotations[syncloop.ConfigMirrorAnnotation])
+		assert.NotEmpty(t, mirror.Annotations[podspec.ConfigMirrorAnnotation])
 		// The events' writes, not the stored events: the fake time stands
 		// still, so events recorded at one instant get the same name.
 		var reasons []string

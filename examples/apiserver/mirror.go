@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeletkit/kubeletkit/agent"
-	"github.com/kubeletkit/kubeletkit/syncloop"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // MirrorPodsOptions configure MirrorPods. Every field is optional.
@@ -75,7 +75,7 @@ func MirrorPodFor(static *v1.Pod, nodeName string, nodeUID types.UID) *v1.Pod {
 	if m.Annotations == nil {
 		m.Annotations = map[string]string{}
 	}
-	m.Annotations[syncloop.ConfigMirrorAnnotation] = StaticPodHash(static)
+	m.Annotations[podspec.ConfigMirrorAnnotation] = StaticPodHash(static)
 	controller := true
 	m.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: "v1",
@@ -109,7 +109,7 @@ func (m *MirrorPods) CreateMirrorPod(ctx context.Context, static *v1.Pod) error 
 	if err != nil {
 		return fmt.Errorf("create mirror pod %s: %w", name, err)
 	}
-	m.log.Info("created mirror pod", "pod", name, "hash", mirror.Annotations[syncloop.ConfigMirrorAnnotation])
+	m.log.Info("created mirror pod", "pod", name, "hash", mirror.Annotations[podspec.ConfigMirrorAnnotation])
 	return nil
 }
 
@@ -173,7 +173,7 @@ func PlanMirrorPods(staticPods, mirrorPods []*v1.Pod) MirrorPlan {
 		if m == nil {
 			continue
 		}
-		if _, ok := m.Annotations[syncloop.ConfigMirrorAnnotation]; ok {
+		if _, ok := m.Annotations[podspec.ConfigMirrorAnnotation]; ok {
 			mirrors[PodFullName(m)] = m
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
-	"github.com/kubeletkit/kubeletkit/syncloop"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 func testNode(name string, uid types.UID) *v1.Node {
@@ -76,8 +76,8 @@ func TestMirrorPodFor(t *testing.T) {
 	assert.Empty(t, m.UID)
 	assert.Empty(t, m.ResourceVersion)
 	assert.Equal(t, v1.PodStatus{}, m.Status)
-	assert.Equal(t, "h1", m.Annotations[syncloop.ConfigMirrorAnnotation])
-	assert.Equal(t, "file", m.Annotations[syncloop.ConfigSourceAnnotation])
+	assert.Equal(t, "h1", m.Annotations[podspec.ConfigMirrorAnnotation])
+	assert.Equal(t, "file", m.Annotations[podspec.ConfigSourceAnnotation])
 	require.Len(t, m.OwnerReferences, 1)
 	ref := m.OwnerReferences[0]
 	assert.Equal(t, "v1", ref.APIVersion)
@@ -86,7 +86,7 @@ func TestMirrorPodFor(t *testing.T) {
 	assert.Equal(t, types.UID("node-uid"), ref.UID)
 	require.NotNil(t, ref.Controller)
 	assert.True(t, *ref.Controller)
-	_, ok := s.Annotations[syncloop.ConfigMirrorAnnotation]
+	_, ok := s.Annotations[podspec.ConfigMirrorAnnotation]
 	assert.False(t, ok, "the static pod is not modified")
 }
 
@@ -115,7 +115,7 @@ func TestCreateMirrorPod(t *testing.T) {
 			require.NoError(t, err)
 			got, err := client.CoreV1().Pods("ns").Get(t.Context(), "a", metav1.GetOptions{})
 			require.NoError(t, err)
-			assert.Equal(t, "ha", got.Annotations[syncloop.ConfigMirrorAnnotation])
+			assert.Equal(t, "ha", got.Annotations[podspec.ConfigMirrorAnnotation])
 		})
 	}
 }
@@ -207,7 +207,7 @@ func TestMirrorPodsSync(t *testing.T) {
 	require.NoError(t, err)
 	hashes := map[string]string{}
 	for _, p := range after.Items {
-		hashes[p.Name] = p.Annotations[syncloop.ConfigMirrorAnnotation]
+		hashes[p.Name] = p.Annotations[podspec.ConfigMirrorAnnotation]
 	}
 	assert.Equal(t, map[string]string{"outdated": "h1", "current": "hc", "missing": "hm", "bad": "hb0"}, hashes)
 }

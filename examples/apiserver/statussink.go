@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/localstate"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/status"
-	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
 // StatusSinkOptions configure a StatusSink. Every field is optional.
@@ -93,7 +93,7 @@ func NewStatusSink(client kubernetes.Interface, opts StatusSinkOptions) (*Status
 }
 
 // GetPod reads pod's namespace/name from the API server. The pod found must
-// be the same pod: for a static pod (status.IsStaticPod) a mirror pod whose
+// be the same pod: for a static pod (podspec.IsStatic) a mirror pod whose
 // kubernetes.io/config.mirror annotation holds the static pod's hash; for any
 // other pod one with pod's UID. Anything else (absent, re-created under the
 // same name, a mirror pod of an older manifest) is an error wrapping
@@ -113,7 +113,7 @@ func (s *StatusSink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get pod %s: %w", name, err)
 	}
-	if status.IsStaticPod(pod) {
+	if podspec.IsStatic(pod) {
 		if !IsMirrorPodOf(got, pod) {
 			return nil, fmt.Errorf("get pod %s: no mirror pod for static pod %s: %w", name, pod.UID, status.ErrPodNotFound)
 		}
@@ -281,7 +281,7 @@ func IsMirrorPodOf(mirror, static *v1.Pod) bool {
 	if mirror == nil || static == nil || mirror.Namespace != static.Namespace || mirror.Name != static.Name {
 		return false
 	}
-	h, ok := mirror.Annotations[syncloop.ConfigMirrorAnnotation]
+	h, ok := mirror.Annotations[podspec.ConfigMirrorAnnotation]
 	return ok && h == StaticPodHash(static)
 }
 
@@ -289,7 +289,7 @@ func IsMirrorPodOf(mirror, static *v1.Pod) bool {
 // kubernetes.io/config.hash annotation, or its UID (which the file and URL
 // sources derive from the same hash) when the annotation is absent.
 func StaticPodHash(pod *v1.Pod) string {
-	if h, ok := pod.Annotations[syncloop.ConfigHashAnnotation]; ok && h != "" {
+	if h, ok := pod.Annotations[podspec.ConfigHashAnnotation]; ok && h != "" {
 		return h
 	}
 	return string(pod.UID)

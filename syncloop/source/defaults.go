@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
@@ -286,8 +287,8 @@ func ApplyStaticDefaults(pod *v1.Pod, source, location, nodeName string) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[syncloop.ConfigHashAnnotation] = string(pod.UID)
-	pod.Annotations[syncloop.ConfigSourceAnnotation] = source
+	pod.Annotations[podspec.ConfigHashAnnotation] = string(pod.UID)
+	pod.Annotations[podspec.ConfigSourceAnnotation] = source
 	if source == syncloop.SourceFile {
 		tolerateNoExecute(&pod.Spec)
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeletkit/kubeletkit/syncloop"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
 
@@ -216,8 +216,8 @@ func TestStaticDefaults(t *testing.T) {
 	assert.Equal(t, "default", p.Namespace)
 	assert.Equal(t, "Node-1", p.Spec.NodeName)
 	assert.Len(t, string(p.UID), 32, "md5 hex")
-	assert.Equal(t, string(p.UID), p.Annotations[syncloop.ConfigHashAnnotation])
-	assert.Equal(t, "file", p.Annotations[syncloop.ConfigSourceAnnotation])
+	assert.Equal(t, string(p.UID), p.Annotations[podspec.ConfigHashAnnotation])
+	assert.Equal(t, "file", p.Annotations[podspec.ConfigSourceAnnotation])
 	assert.Equal(t, []v1.Toleration{{Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}}, p.Spec.Tolerations)
 	assert.Equal(t, v1.PodPending, p.Status.Phase)
 	assert.Equal(t, v1.ProtocolTCP, p.Spec.Containers[0].Ports[0].Protocol, "API defaults applied")
@@ -225,7 +225,7 @@ func TestStaticDefaults(t *testing.T) {
 
 	h := readOne(t, webManifest, web, "http://cfg/pods", "node-1")
 	assert.Empty(t, h.Spec.Tolerations, "no toleration for pods from a URL, as upstream")
-	assert.Equal(t, "http", h.Annotations[syncloop.ConfigSourceAnnotation])
+	assert.Equal(t, "http", h.Annotations[podspec.ConfigSourceAnnotation])
 
 	ns := readOne(t, strings.Replace(webManifest, "name: web\n", "name: web\n  namespace: kube-system\n", 1), file, "/m/web.yaml", "n")
 	assert.Equal(t, "kube-system", ns.Namespace, "a given namespace is kept")

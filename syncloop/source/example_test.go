@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
@@ -80,7 +81,7 @@ spec:
 		return
 	}
 	p := pods[0]
-	fmt.Println(p.Namespace, p.Name, p.Spec.NodeName, string(p.UID) == p.Annotations[syncloop.ConfigHashAnnotation])
+	fmt.Println(p.Namespace, p.Name, p.Spec.NodeName, string(p.UID) == p.Annotations[podspec.ConfigHashAnnotation])
 	fmt.Println(p.Spec.RestartPolicy, p.Spec.DNSPolicy, *p.Spec.TerminationGracePeriodSeconds, p.Spec.Containers[0].ImagePullPolicy)
 	fmt.Println(p.Spec.Tolerations[0].Operator, p.Spec.Tolerations[0].Effect, p.Status.Phase)
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/internal/eventtest"
 	"github.com/kubeletkit/kubeletkit/internal/golden"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
@@ -115,7 +116,7 @@ func parsePod(t *testing.T, file string, line int, s string) *v1.Pod {
 
 func describePod(p *v1.Pod) string {
 	s := fmt.Sprintf("%s/%s %s %s %s seen=%s phase=%s", p.Namespace, p.Name, p.UID,
-		p.Annotations[syncloop.ConfigSourceAnnotation], p.Spec.Containers[0].Image,
+		p.Annotations[podspec.ConfigSourceAnnotation], p.Spec.Containers[0].Image,
 		seenAt(p), p.Status.Phase)
 	if p.DeletionTimestamp != nil {
 		s += fmt.Sprintf(" deleted grace=%d", *p.DeletionGracePeriodSeconds)
@@ -128,7 +129,7 @@ func describePod(p *v1.Pod) string {
 
 // seenAt prints the config.seen annotation as seconds after the start.
 func seenAt(p *v1.Pod) string {
-	ts, err := time.Parse(time.RFC3339Nano, p.Annotations[syncloop.ConfigSeenAnnotation])
+	ts, err := time.Parse(time.RFC3339Nano, p.Annotations[podspec.ConfigSeenAnnotation])
 	if err != nil {
 		return "invalid"
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
@@ -329,7 +330,7 @@ func (m *Merger) apply(source string, s *sourcePods, ref *v1.Pod, ch *changes, r
 	// A mirror pod is the API server's copy of a static pod and has its
 	// full name by design: it neither takes nor checks the name.
 	n := nameOf(ref)
-	mirror := syncloop.IsMirrorPod(ref)
+	mirror := podspec.IsMirror(ref)
 	if o, taken := m.names[n]; taken && o.uid != ref.UID && !mirror {
 		why := fmt.Sprintf("duplicate pod name %q, held by pod %s from %s", ref.Name, o.uid, o.source)
 		m.refuse(source, s, ref, why, refused)
@@ -340,8 +341,8 @@ func (m *Merger) apply(source string, s *sourcePods, ref *v1.Pod, ch *changes, r
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[syncloop.ConfigSourceAnnotation] = source
-	pod.Annotations[syncloop.ConfigSeenAnnotation] = m.clock.Now().Format(time.RFC3339Nano)
+	pod.Annotations[podspec.ConfigSourceAnnotation] = source
+	pod.Annotations[podspec.ConfigSeenAnnotation] = m.clock.Now().Format(time.RFC3339Nano)
 	s.pods[pod.UID] = &entry{pod: pod, sent: ref, gen: m.gen}
 	if !mirror {
 		m.names[n] = owner{source: source, uid: pod.UID}
@@ -362,7 +363,7 @@ const (
 // kept from the held pod on update.
 func isLocal(k string) bool {
 	switch k {
-	case syncloop.ConfigSourceAnnotation, syncloop.ConfigMirrorAnnotation, syncloop.ConfigSeenAnnotation:
+	case podspec.ConfigSourceAnnotation, podspec.ConfigMirrorAnnotation, podspec.ConfigSeenAnnotation:
 		return true
 	}
 	return false

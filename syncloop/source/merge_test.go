@@ -13,6 +13,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/internal/eventtest"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
@@ -84,8 +85,8 @@ func TestMerge(t *testing.T) {
 		{
 			name:   "the kubelet's own annotations are not compared",
 			before: []msg{set(api, apiPod("a"))},
-			msg: set(api, apiPod("a", withAnnotation(syncloop.ConfigSeenAnnotation, "yesterday"),
-				withAnnotation(syncloop.ConfigSourceAnnotation, "elsewhere"), withAnnotation(syncloop.ConfigMirrorAnnotation, "m"))),
+			msg: set(api, apiPod("a", withAnnotation(podspec.ConfigSeenAnnotation, "yesterday"),
+				withAnnotation(podspec.ConfigSourceAnnotation, "elsewhere"), withAnnotation(podspec.ConfigMirrorAnnotation, "m"))),
 			want: []string{},
 		},
 		{
@@ -201,13 +202,13 @@ func TestMerge(t *testing.T) {
 		{
 			name:   "a static pod's mirror pod from the API shares its name",
 			before: []msg{set(file, apiPod("a"))},
-			msg:    set(api, apiPod("a", withUID("mirror-a"), withAnnotation(syncloop.ConfigMirrorAnnotation, "hash"))),
+			msg:    set(api, apiPod("a", withUID("mirror-a"), withAnnotation(podspec.ConfigMirrorAnnotation, "hash"))),
 			want:   []string{"ADD api a"},
 			held:   []string{"a", "a"},
 		},
 		{
 			name:   "a mirror pod seen first does not take its static pod's name",
-			before: []msg{set(api, apiPod("a", withUID("mirror-a"), withAnnotation(syncloop.ConfigMirrorAnnotation, "hash")))},
+			before: []msg{set(api, apiPod("a", withUID("mirror-a"), withAnnotation(podspec.ConfigMirrorAnnotation, "hash")))},
 			msg:    set(file, apiPod("a")),
 			want:   []string{"ADD file a"},
 			held:   []string{"a", "a"},
@@ -268,9 +269,9 @@ func TestMergeAnnotations(t *testing.T) {
 	require.Len(t, got, 1)
 	added := got[0].Pods[0]
 	assert.Equal(t, map[string]string{
-		"team":                          "x",
-		syncloop.ConfigSourceAnnotation: "api",
-		syncloop.ConfigSeenAnnotation:   "2026-03-01T12:00:00.000000005Z",
+		"team":                         "x",
+		podspec.ConfigSourceAnnotation: "api",
+		podspec.ConfigSeenAnnotation:   "2026-03-01T12:00:00.000000005Z",
 	}, added.Annotations)
 	assert.Equal(t, map[string]string{"team": "x"}, in.Annotations, "the incoming pod is not modified")
 	assert.NotSame(t, in, added)
@@ -279,8 +280,8 @@ func TestMergeAnnotations(t *testing.T) {
 	got = m.Merge(api, syncloop.PodUpdate{Op: syncloop.OpSet, Pods: pods(apiPod("a", withAnnotation("team", "y")))})
 	require.Equal(t, []string{"UPDATE api a"}, describe(got))
 	updated := got[0].Pods[0]
-	assert.Equal(t, "2026-03-01T12:00:00.000000005Z", updated.Annotations[syncloop.ConfigSeenAnnotation], "config.seen is kept")
-	assert.Equal(t, "api", updated.Annotations[syncloop.ConfigSourceAnnotation])
+	assert.Equal(t, "2026-03-01T12:00:00.000000005Z", updated.Annotations[podspec.ConfigSeenAnnotation], "config.seen is kept")
+	assert.Equal(t, "api", updated.Annotations[podspec.ConfigSourceAnnotation])
 	assert.Equal(t, "y", updated.Annotations["team"])
 	assert.Equal(t, "x", added.Annotations["team"], "a pod once returned never changes")
 	assert.NotSame(t, added, updated)

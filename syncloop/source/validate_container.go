@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // containerContext is what checking a container needs of its pod.
@@ -64,7 +66,7 @@ func (c containerContext) validateInitContainers(cs, regular []v1.Container, p *
 			names[ctr.Name] = true
 		}
 		errs = append(errs, hostPortConflicts(cs[i:i+1], p)...)
-		if ctr.RestartPolicy != nil && *ctr.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podspec.IsSidecar(ctr) {
 			errs = append(errs, c.validateHandlersAndProbes(ctr, cp)...)
 			continue
 		}

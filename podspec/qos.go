@@ -1,4 +1,4 @@
-package status
+package podspec
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -18,7 +18,8 @@ func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 	return ComputeQOSClass(pod)
 }
 
-// ComputeQOSClass computes the QoS class from the pod's spec alone.
+// ComputeQOSClass computes the QoS class from the pod's spec alone, for a
+// pod whose status does not say it yet or may be stale (a resize request).
 func ComputeQOSClass(pod *v1.Pod) v1.PodQOSClass {
 	var req, lim [2]resource.Quantity // cpu, memory
 	var hasReq, hasLim [2]bool

@@ -1,0 +1,26 @@
+package podspec
+
+import v1 "k8s.io/api/core/v1"
+
+// IsSidecar reports whether c, an init container, is restartable: a
+// sidecar, which starts in the init containers' order, keeps running
+// beside the regular containers and is restarted whatever the pod's
+// restart policy. A regular container's restart policy (upstream's
+// container restart rules) does not make it a sidecar: callers ask for
+// init containers.
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// ContainerRestartPolicy returns the restart policy that applies to c in
+// pod: the container's own when set (a sidecar's is Always), else the
+// pod's (Always when empty).
+func ContainerRestartPolicy(pod *v1.Pod, c *v1.Container) v1.RestartPolicy {
+	if c.RestartPolicy != nil && *c.RestartPolicy != "" {
+		return v1.RestartPolicy(*c.RestartPolicy)
+	}
+	if pod.Spec.RestartPolicy == "" {
+		return v1.RestartPolicyAlways
+	}
+	return pod.Spec.RestartPolicy
+}

@@ -1,0 +1,48 @@
+package podspec_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
+)
+
+func TestContainerRestartPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		pod       v1.RestartPolicy
+		container *v1.ContainerRestartPolicy
+		want      v1.RestartPolicy
+		sidecar   bool
+	}{
+		{"the pod's default", "", nil, v1.RestartPolicyAlways, false},
+		{"the pod's", v1.RestartPolicyNever, nil, v1.RestartPolicyNever, false},
+		{"a sidecar's over the pod's", v1.RestartPolicyNever, ptr.To(v1.ContainerRestartPolicyAlways), v1.RestartPolicyAlways, true},
+		{"an empty container policy is the pod's", v1.RestartPolicyOnFailure, ptr.To(v1.ContainerRestartPolicy("")), v1.RestartPolicyOnFailure, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := v1.Container{Name: "c", RestartPolicy: tc.container}
+			pod := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: tc.pod, InitContainers: []v1.Container{c}}}
+			assert.Equal(t, tc.want, podspec.ContainerRestartPolicy(pod, &pod.Spec.InitContainers[0]))
+			assert.Equal(t, tc.sidecar, podspec.IsSidecar(&pod.Spec.InitContainers[0]))
+		})
+	}
+}
+
+func TestIsCritical(t *testing.T) {
+	annotated := func(k, v string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{k: v}}}
+	}
+	prio := func(p int32) *v1.Pod { return &v1.Pod{Spec: v1.PodSpec{Priority: &p}} }
+	assert.False(t, podspec.IsCritical(&v1.Pod{}))
+	assert.False(t, podspec.IsCritical(annotated(podspec.ConfigSourceAnnotation, podspec.SourceAPI)))
+	assert.True(t, podspec.IsCritical(annotated(podspec.ConfigSourceAnnotation, "file")))
+	assert.True(t, podspec.IsCritical(annotated(podspec.ConfigMirrorAnnotation, "hash")))
+	assert.False(t, podspec.IsCritical(prio(podspec.SystemCriticalPriority-1)))
+	assert.True(t, podspec.IsCritical(prio(podspec.SystemCriticalPriority)))
+	assert.True(t, podspec.IsCritical(prio(podspec.SystemCriticalPriority+1000)))
+}

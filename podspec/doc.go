@@ -1,0 +1,23 @@
+// Package podspec is the pod vocabulary every block of a node shares: the
+// questions a kubelet asks of a v1.Pod's spec and metadata, answered once,
+// as upstream answers them. It imports only k8s.io/api and apimachinery, so
+// any block (and any user of one block) can ask "what QoS class is this
+// pod?" without importing the block that generates statuses.
+//
+//   - Quality of service: QOSClass, ComputeQOSClass.
+//   - Effective resources: Requests (what admission fits against the node's
+//     allocatable), EffectiveResources with ContainerRequests or
+//     ContainerLimits (what cgroups and eviction sum), IsPodLevelResource.
+//   - Critical pods: IsCritical and SystemCriticalPriority (never evicted,
+//     preempt at admission, stopped last at shutdown).
+//   - Containers: IsSidecar (a restartable init container) and
+//     ContainerRestartPolicy.
+//   - Where a pod came from: IsStatic, IsMirror, FullName and the config
+//     annotations (ConfigSourceAnnotation, ConfigMirrorAnnotation,
+//     ConfigHashAnnotation, ConfigSeenAnnotation).
+//   - Security: AppArmorProfile (field, deprecated annotation, pod) and
+//     NormalizeSysctlName.
+//
+// Every function is pure, reads its pod and never modifies it, and is safe
+// for concurrent use.
+package podspec

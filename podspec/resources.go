@@ -1,0 +1,110 @@
+package podspec
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Requests returns what a pod requests of the node, as upstream computes a
+// pod's effective requests: the sum of its regular containers' and its
+// restartable init containers' (sidecars') requests, or for each resource
+// the largest need of an init container (its own requests plus those of the
+// sidecars started before it) when that is more; then the pod-level
+// requests of cpu, memory and hugepages in place of the containers' where
+// the pod sets them; then the pod's overhead added. Admission fits it
+// against the node's allocatable.
+func Requests(pod *v1.Pod) v1.ResourceList {
+	reqs := EffectiveResources(pod, ContainerRequests, nil)
+	if r := pod.Spec.Resources; r != nil && podLevelSet(r.Requests) {
+		for name, q := range r.Requests {
+			if IsPodLevelResource(name) {
+				reqs[name] = q.DeepCopy()
+			}
+		}
+	}
+	addResources(reqs, pod.Spec.Overhead)
+	return reqs
+}
+
+// podLevelSet reports whether list names a resource a pod may set for
+// itself as a whole.
+func podLevelSet(list v1.ResourceList) bool {
+	for name := range list {
+		if IsPodLevelResource(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// EffectiveResources sums what pick takes of each container's resources: the
+// regular containers' and the sidecars', or for each resource the largest
+// need of an init container (its own plus the sidecars started before it)
+// when that is more. each, when not nil, sees each regular container's list
+// and each init container's need. Pod-level resources and overhead are the
+// caller's.
+func EffectiveResources(pod *v1.Pod, pick func(*v1.ResourceRequirements) v1.ResourceList, each func(v1.ResourceList)) v1.ResourceList {
+	sum := v1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		l := pick(&pod.Spec.Containers[i].Resources)
+		if each != nil {
+			each(l)
+		}
+		addResources(sum, l)
+	}
+	sidecars, initMax := v1.ResourceList{}, v1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		var need v1.ResourceList
+		if IsSidecar(c) {
+			addResources(sum, pick(&c.Resources))
+			addResources(sidecars, pick(&c.Resources))
+			need = sidecars
+		} else {
+			need = v1.ResourceList{}
+			addResources(need, pick(&c.Resources))
+			addResources(need, sidecars)
+		}
+		if each != nil {
+			each(need)
+		}
+		maxResources(initMax, need)
+	}
+	maxResources(sum, initMax)
+	return sum
+}
+
+// ContainerRequests picks a container's requests, for EffectiveResources.
+func ContainerRequests(r *v1.ResourceRequirements) v1.ResourceList { return r.Requests }
+
+// ContainerLimits picks a container's limits, for EffectiveResources.
+func ContainerLimits(r *v1.ResourceRequirements) v1.ResourceList { return r.Limits }
+
+// IsPodLevelResource reports whether a pod may set name for itself as a
+// whole (spec.resources): cpu, memory and hugepages.
+func IsPodLevelResource(name v1.ResourceName) bool {
+	return name == v1.ResourceCPU || name == v1.ResourceMemory || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
+}
+
+// addResources adds each quantity of from to into's.
+func addResources(into, from v1.ResourceList) {
+	for name, q := range from {
+		if cur, ok := into[name]; ok {
+			cur.Add(q)
+			into[name] = cur
+		} else {
+			into[name] = q.DeepCopy()
+		}
+	}
+}
+
+// maxResources raises each quantity of into to from's where from's is
+// more.
+func maxResources(into, from v1.ResourceList) {
+	for name, q := range from {
+		if cur, ok := into[name]; !ok || q.Cmp(cur) > 0 {
+			into[name] = q.DeepCopy()
+		}
+	}
+}

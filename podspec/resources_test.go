@@ -1,0 +1,87 @@
+package podspec_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
+)
+
+func ctr(cpu string, sidecar bool) v1.Container {
+	c := v1.Container{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}
+	if sidecar {
+		always := v1.ContainerRestartPolicyAlways
+		c.RestartPolicy = &always
+	}
+	return c
+}
+
+func TestEffective(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		init, main []v1.Container
+		want       string
+		needs      int
+	}{
+		{"containers add up", nil, []v1.Container{ctr("100m", false), ctr("200m", false)}, "300m", 2},
+		{"a larger init container wins", []v1.Container{ctr("1", false)}, []v1.Container{ctr("100m", false)}, "1", 2},
+		{"sidecars add up and count in a later init container's need",
+			[]v1.Container{ctr("200m", true), ctr("500m", false)}, []v1.Container{ctr("100m", false)}, "700m", 3},
+		{"a sidecar after the init container does not", []v1.Container{ctr("500m", false), ctr("200m", true)},
+			[]v1.Container{ctr("100m", false)}, "500m", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{InitContainers: tc.init, Containers: tc.main}}
+			needs := 0
+			got := podspec.EffectiveResources(pod, podspec.ContainerRequests, func(v1.ResourceList) { needs++ })
+			cpu := got[v1.ResourceCPU]
+			assert.Equal(t, tc.want, cpu.String())
+			assert.Equal(t, tc.needs, needs)
+		})
+	}
+	assert.True(t, podspec.IsPodLevelResource("hugepages-2Mi"))
+	assert.False(t, podspec.IsPodLevelResource(v1.ResourceEphemeralStorage))
+}
+
+func TestRequests(t *testing.T) {
+	withInit := func(p *v1.Pod, inits ...v1.Container) *v1.Pod { p.Spec.InitContainers = inits; return p }
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want v1.ResourceList
+	}{
+		{"nothing", podOf(reqCtr("a")), list()},
+		{"containers add up", podOf(reqCtr("a", "cpu", "100m", "memory", "1Gi"), reqCtr("b", "cpu", "200m")), list("cpu", "300m", "memory", "1Gi")},
+		{"a larger init container wins", withInit(podOf(reqCtr("a", "cpu", "100m")), reqCtr("i", "cpu", "1", "memory", "10Mi")),
+			list("cpu", "1", "memory", "10Mi")},
+		{"a smaller init container does not", withInit(podOf(reqCtr("a", "cpu", "2")), reqCtr("i", "cpu", "1")), list("cpu", "2")},
+		{"sidecars add to the containers", withInit(podOf(reqCtr("a", "memory", "100Mi")), sidecar("s", "memory", "50Mi")),
+			list("memory", "150Mi")},
+		{"an init container after a sidecar needs both", withInit(podOf(reqCtr("a", "memory", "100Mi")),
+			sidecar("s", "memory", "50Mi"), reqCtr("i", "memory", "200Mi")), list("memory", "250Mi")},
+		{"an init container before a sidecar needs itself", withInit(podOf(reqCtr("a", "memory", "100Mi")),
+			reqCtr("i", "memory", "120Mi"), sidecar("s", "memory", "50Mi")), list("memory", "150Mi")},
+		{"pod-level requests replace the containers'", func() *v1.Pod {
+			p := podOf(reqCtr("a", "cpu", "100m", "memory", "1Gi", "ephemeral-storage", "1Gi"))
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: list("cpu", "2")}
+			return p
+		}(), list("cpu", "2", "memory", "1Gi", "ephemeral-storage", "1Gi")},
+		{"overhead adds", func() *v1.Pod {
+			p := podOf(reqCtr("a", "cpu", "100m"))
+			p.Spec.Overhead = list("cpu", "50m", "memory", "20Mi")
+			return p
+		}(), list("cpu", "150m", "memory", "20Mi")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := podspec.Requests(tc.pod)
+			assert.Len(t, got, len(tc.want), "%v", got)
+			for name, q := range tc.want {
+				g := got[name]
+				assert.Zero(t, q.Cmp(g), "%s: want %s, got %s", name, q.String(), g.String())
+			}
+		})
+	}
+}
