@@ -14,9 +14,9 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/status/node/nodetest"
 	"github.com/kubeletkit/kubeletkit/syncloop"
-	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
 
 // With Options.Clock, every time the agent writes comes from that clock:
@@ -40,7 +40,7 @@ func TestEveryTimestampComesFromTheClock(t *testing.T) {
 
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
 		Spec: v1.PodSpec{NodeName: "node1", Containers: []v1.Container{{Name: "web", Image: "busybox:1.36", Command: []string{"sleep", "3600"}}}}}
-	source.DefaultPod(pod)
+	validation.DefaultPod(pod)
 	updates <- syncloop.PodUpdate{Op: syncloop.OpSet, Source: syncloop.SourceAPI, Pods: []*v1.Pod{pod}}
 
 	// Step the fake clock a second at a time until the pod is Ready.

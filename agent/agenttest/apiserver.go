@@ -14,9 +14,9 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/podspec"
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/syncloop"
-	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
 
 // apiServer is the node's API server, in memory: the pods bound to the
@@ -118,7 +118,7 @@ func (s *apiServer) update(p *v1.Pod) error {
 	if next.Spec.NodeName == "" {
 		next.Spec.NodeName = old.Spec.NodeName
 	}
-	source.DefaultPod(next)
+	validation.DefaultPod(next)
 	next.Generation = old.Generation + 1
 	s.pods[key(ns, p.Name)] = next
 	s.notify()
@@ -136,7 +136,7 @@ func (s *apiServer) delete(namespace, name string, seconds int64) error {
 		return fmt.Errorf("pods %q not found", k)
 	}
 	if seconds < 0 {
-		seconds = source.DefaultTerminationGracePeriodSeconds
+		seconds = validation.DefaultTerminationGracePeriodSeconds
 		if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
 			seconds = *g
 		}

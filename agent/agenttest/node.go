@@ -16,8 +16,8 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/status/node/nodetest"
-	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
 
 // Options configure a Node. The zero value is a node named "node1" whose
@@ -230,7 +230,7 @@ func (n *Node) AddPod(pod *v1.Pod) *v1.Pod {
 	if p.CreationTimestamp.IsZero() {
 		p.CreationTimestamp = metav1.NewTime(n.clock.Now())
 	}
-	source.DefaultPod(p)
+	validation.DefaultPod(p)
 	if err := n.api.add(p); err != nil {
 		n.t.Fatalf("agenttest: AddPod: %v", err)
 	}

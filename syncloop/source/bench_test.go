@@ -186,15 +186,3 @@ func BenchmarkReadManifestJSON(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkValidatePod is ValidatePod's share of BenchmarkReadManifest: the
-// API server's checks on a realistic static pod, already defaulted.
-func BenchmarkValidatePod(b *testing.B) {
-	pod := benchPods(b, 1, func(int) string { return "app:v1" })[0]
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := source.ValidatePod(pod); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -9,6 +9,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 )
 
 // MaxManifestBytes is the largest manifest a source reads: a file or an
@@ -62,10 +64,12 @@ func DecodeManifest(data []byte) ([]*v1.Pod, error) {
 }
 
 // ReadManifest turns a manifest of a static source into the pods a kubelet
-// runs: DecodeManifest, then for each pod DefaultPod, ApplyStaticDefaults
-// and ValidatePod. A pod list is all or nothing, as upstream: one invalid pod
-// makes the whole manifest an error (wrapping ErrInvalidManifest or
-// ErrInvalidPod) and no pod is returned.
+// runs: DecodeManifest, then for each pod validation.DefaultPod,
+// ApplyStaticDefaults and validation.ValidatePod (package podspec/validation:
+// the API server's defaulting and validation). A pod list is all or nothing,
+// as upstream: one invalid pod makes the whole manifest an error (wrapping
+// ErrInvalidManifest or validation.ErrInvalidPod) and no pod is returned.
+// A pod without a name is refused before the node name would suffix one.
 //
 // A static pod that references API objects (APIObjectReference: secrets,
 // configMaps, a service account, ...) is refused, as upstream's kubelet
@@ -84,9 +88,9 @@ func readManifest(data []byte, source, location, nodeName string, allowAPIRefere
 	for i, pod := range pods {
 		err := validateName(pod)
 		if err == nil {
-			DefaultPod(pod)
+			validation.DefaultPod(pod)
 			ApplyStaticDefaults(pod, source, location, nodeName)
-			err = ValidatePod(pod)
+			err = validation.ValidatePod(pod)
 		}
 		if err == nil && !allowAPIReferences {
 			err = validateAPIReferences(pod)
@@ -108,5 +112,5 @@ func validateName(pod *v1.Pod) error {
 		return nil
 	}
 	errs := field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")}
-	return fmt.Errorf("%w %s: %v", ErrInvalidPod, podRef(pod), errs.ToAggregate())
+	return fmt.Errorf("%w %s: %v", validation.ErrInvalidPod, validation.PodRef(pod), errs.ToAggregate())
 }

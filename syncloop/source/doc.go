@@ -50,14 +50,17 @@
 // # Static pods
 //
 // File and URL decode YAML or JSON manifests holding a v1.Pod or a
-// v1.PodList (DecodeManifest), apply the API server's defaults (DefaultPod)
-// and upstream's static-pod defaults (ApplyStaticDefaults: a UID hashed from
-// the pod, the node and the path or URL; the name suffixed with the node
-// name; namespace default; the config.hash annotation; a NoExecute
-// toleration for file pods; phase Pending), and validate them as the API
-// server validates a pod it creates, with its field paths and messages
-// (ValidatePod). ReadManifest does all four. A broken manifest is reported by its file name
-// or URL and never affects another manifest's pods. The file source reads
+// v1.PodList (DecodeManifest), apply the API server's defaults
+// (validation.DefaultPod, package podspec/validation) and upstream's
+// static-pod defaults (ApplyStaticDefaults: a UID hashed from the pod, the
+// node and the path or URL; the name suffixed with the node name; namespace
+// default; the config.hash annotation; a NoExecute toleration for file pods;
+// phase Pending), and validate them as the API server validates a pod it
+// creates, with its field paths and messages (validation.ValidatePod; its
+// errors wrap validation.ErrInvalidPod), refusing references to API
+// objects (APIObjectReference). ReadManifest does it all. A broken
+// manifest is reported by its file name or URL and never affects another
+// manifest's pods. The file source reads
 // everything every Period (20s) and in between watches its directory with
 // inotify (Linux): a manifest written and closed, renamed into place or
 // removed is read at once (a burst of events makes one read), one still

@@ -17,6 +17,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/internal/eventtest"
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
@@ -149,7 +150,7 @@ func TestFileBrokenManifestsDoNotAffectOthers(t *testing.T) {
 		assert.Contains(t, err.Error(), "manifest "+p+": ", "the error names the file")
 	}
 	assert.ErrorIs(t, errs[filepath.Join(h.dir, "bad.yaml")], source.ErrInvalidManifest)
-	assert.ErrorIs(t, errs[filepath.Join(h.dir, "dup.yaml")], source.ErrInvalidPod)
+	assert.ErrorIs(t, errs[filepath.Join(h.dir, "dup.yaml")], validation.ErrInvalidPod)
 	assert.Contains(t, errs[filepath.Join(h.dir, "dup.yaml")].Error(), `Duplicate value: "c"`)
 	assert.Contains(t, errs[filepath.Join(h.dir, "empty.yaml")].Error(), "spec.containers: Required value")
 	assert.Contains(t, errs[filepath.Join(h.dir, "noname.yaml")].Error(), "metadata.name: Required value")
@@ -182,7 +183,7 @@ func TestFileRefusesAnInvalidProbeNamingFileAndField(t *testing.T) {
 		"spec.containers[0].livenessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0"
 	err := h.f.Errors()[p]
 	require.Error(t, err)
-	assert.ErrorIs(t, err, source.ErrInvalidPod)
+	assert.ErrorIs(t, err, validation.ErrInvalidPod)
 	assert.Equal(t, want, err.Error())
 	require.Len(t, h.rec.Events(), 1)
 	assert.Equal(t, "Warning FailedValidation Error reading static pod "+want, h.rec.Events()[0].String())

@@ -10,27 +10,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
 
-// The fuzz targets run their seeds as ordinary tests; CI fuzzes each for a
-// bounded time:
+// The fuzz target runs its seeds as an ordinary test; CI fuzzes it for a
+// bounded time (and package podspec/validation's FuzzValidatePod, the
+// validator alone):
 //
 //	go test -run '^$' -fuzz '^FuzzDecodeManifest$' -fuzztime 30s ./syncloop/source/
-//	go test -run '^$' -fuzz '^FuzzValidatePod$' -fuzztime 30s ./syncloop/source/
 //
 // The seeds are the manifests in testdata/manifests (TestSeedManifests
 // says what each is) and the manifests of the other tests.
 
 // TestSeedManifests pins what the seed manifests are: web.yaml uses most
-// of the fields ValidatePod checks and is valid; list.json is a PodList in
-// JSON whose second pod has a volume with a source this API version does
-// not know (an emptyDir once defaulted, as upstream); nodes.yaml uses host
-// network, a stop signal and container restart rules; invalid.yaml breaks
-// many rules at once.
+// of the fields validation.ValidatePod checks and is valid; list.json is a
+// PodList in JSON whose second pod has a volume with a source this API
+// version does not know (an emptyDir once defaulted, as upstream);
+// nodes.yaml uses host network, a stop signal and container restart rules;
+// invalid.yaml breaks many rules at once.
 func TestSeedManifests(t *testing.T) {
 	for _, tt := range []struct {
 		file string
@@ -59,7 +59,7 @@ func TestSeedManifests(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			require.ErrorIs(t, err, source.ErrInvalidPod)
+			require.ErrorIs(t, err, validation.ErrInvalidPod)
 			for _, e := range tt.errs {
 				assert.Contains(t, err.Error(), e)
 			}
@@ -84,10 +84,10 @@ func seeds(f *testing.F) [][]byte {
 }
 
 // FuzzDecodeManifest feeds bytes to the whole path of a static manifest:
-// DecodeManifest, DefaultPod, ApplyStaticDefaults and ValidatePod
-// (ReadManifest). It must never panic; an error wraps ErrInvalidManifest or
-// ErrInvalidPod; the pods it accepts are valid again after a JSON round trip
-// and unchanged by defaulting again.
+// DecodeManifest, validation.DefaultPod, ApplyStaticDefaults and
+// validation.ValidatePod (ReadManifest). It must never panic; an error wraps
+// ErrInvalidManifest or validation.ErrInvalidPod; the pods it accepts are
+// valid again after a JSON round trip and unchanged by defaulting again.
 func FuzzDecodeManifest(f *testing.F) {
 	for _, s := range seeds(f) {
 		f.Add(s)
@@ -98,43 +98,17 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		pods, err := source.ReadManifest(data, syncloop.SourceFile, "/etc/kubernetes/manifests/x.yaml", "node-1")
 		if err != nil {
-			require.True(t, errors.Is(err, source.ErrInvalidManifest) || errors.Is(err, source.ErrInvalidPod),
+			require.True(t, errors.Is(err, source.ErrInvalidManifest) || errors.Is(err, validation.ErrInvalidPod),
 				"%v wraps neither ErrInvalidManifest nor ErrInvalidPod", err)
 			require.Nil(t, pods)
 			return
 		}
 		for _, p := range pods {
 			again := p.DeepCopy()
-			source.DefaultPod(again)
+			validation.DefaultPod(again)
 			require.Equal(t, p, again, "defaulting an accepted pod again changes nothing")
 			revalidate(t, p)
 		}
-	})
-}
-
-// FuzzValidatePod feeds arbitrary pods (bytes decoded as a v1.Pod, in JSON
-// or YAML) to ValidatePod, as they are and defaulted: it must never panic;
-// an error wraps ErrInvalidPod; a pod it accepts is valid again after a
-// JSON round trip.
-func FuzzValidatePod(f *testing.F) {
-	for _, s := range seeds(f) {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var pod v1.Pod
-		if yaml.Unmarshal(data, &pod) != nil {
-			return
-		}
-		check := func(p *v1.Pod) {
-			if err := source.ValidatePod(p); err != nil {
-				require.ErrorIs(t, err, source.ErrInvalidPod)
-				return
-			}
-			revalidate(t, p)
-		}
-		check(pod.DeepCopy())
-		source.DefaultPod(&pod)
-		check(&pod)
 	})
 }
 
@@ -146,5 +120,5 @@ func revalidate(t *testing.T, p *v1.Pod) {
 	require.NoError(t, err)
 	var back v1.Pod
 	require.NoError(t, json.Unmarshal(data, &back))
-	assert.NoError(t, source.ValidatePod(&back), "%s", data)
+	assert.NoError(t, validation.ValidatePod(&back), "%s", data)
 }

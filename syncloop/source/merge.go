@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/podspec"
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
@@ -288,7 +289,7 @@ func (m *Merger) refuse(source string, s *sourcePods, p *v1.Pod, why string, ref
 		return
 	}
 	s.rejected[p.UID] = struct{}{}
-	m.log.Warn("pod failed validation, ignoring", "pod", podRef(p), "uid", p.UID, "source", source, "reason", why)
+	m.log.Warn("pod failed validation, ignoring", "pod", validation.PodRef(p), "uid", p.UID, "source", source, "reason", why)
 	m.rec.Eventf(p, v1.EventTypeWarning, ReasonFailedValidation,
 		"Error validating pod %s from %s due to %s, ignoring", formatPod(p), source, why)
 }

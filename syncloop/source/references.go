@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 )
 
 // APIObjectReference returns what a static pod references in the API
@@ -60,7 +62,7 @@ func APIObjectReference(pod *v1.Pod) string {
 // as upstream's kubelet does.
 func validateAPIReferences(pod *v1.Pod) error {
 	if r := APIObjectReference(pod); r != "" {
-		return fmt.Errorf("%w %s: static pods may not reference %s", ErrInvalidPod, podRef(pod), r)
+		return fmt.Errorf("%w %s: static pods may not reference %s", validation.ErrInvalidPod, validation.PodRef(pod), r)
 	}
 	return nil
 }

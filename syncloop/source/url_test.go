@@ -17,6 +17,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/internal/eventtest"
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 )
@@ -105,7 +106,7 @@ func TestURLFetch(t *testing.T) {
 		{name: "500 keeps the pods", status: 500, body: podList, errHas: "500 Internal Server Error"},
 		{name: "garbage keeps the pods", status: 200, body: "<html>", errHas: "invalid manifest", wantErr: source.ErrInvalidManifest},
 		{name: "the same garbage again", status: 200, body: "<html>", wantErr: source.ErrInvalidManifest},
-		{name: "an invalid pod keeps the pods", status: 200, body: noContainers, wantErr: source.ErrInvalidPod, errHas: "spec.containers: Required value"},
+		{name: "an invalid pod keeps the pods", status: 200, body: noContainers, wantErr: validation.ErrInvalidPod, errHas: "spec.containers: Required value"},
 		{name: "a JSON pod", status: 200, body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, want: []string{"j-node-a"}},
 		{name: "an empty body is an empty SET and an error", status: 200, body: "", want: []string{}, errHas: "zero-length data"},
 		{name: "back", status: 200, body: manifest("web", "i"), want: []string{"web-node-a"}},

@@ -1,4 +1,4 @@
-package source_test
+package validation_test
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeletkit/kubeletkit/syncloop/source"
+	"github.com/kubeletkit/kubeletkit/podspec/validation"
 )
 
 // validPod is a defaulted pod ValidatePod accepts, with the fields the
@@ -53,7 +53,7 @@ func validPod() *v1.Pod {
 			}},
 		},
 	}
-	source.DefaultPod(p)
+	validation.DefaultPod(p)
 	return p
 }
 
@@ -83,17 +83,48 @@ const (
 // ...). Each case breaks one field of validPod and lists every error, in
 // order.
 func TestValidatePodAsTheAPIServer(t *testing.T) {
+	for _, tt := range podCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validPod()
+			tt.break_(p)
+			err := validation.ValidatePod(p)
+			if tt.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, validation.ErrInvalidPod))
+			want := tt.want[0]
+			if len(tt.want) > 1 {
+				want = "[" + strings.Join(tt.want, ", ") + "]"
+			}
+			ref := p.Name
+			if p.Namespace != "" {
+				ref = p.Namespace + "/" + ref
+			}
+			assert.Equal(t, "invalid pod "+ref+": "+want, err.Error())
+		})
+	}
+}
+
+// podCase breaks one field of validPod (break_) and lists every error
+// ValidatePod then reports, in order (none for a valid pod).
+type podCase struct {
+	name   string
+	break_ func(p *v1.Pod)
+	want   []string
+}
+
+// podCases are TestValidatePodAsTheAPIServer's cases, and seeds of
+// FuzzValidatePod.
+func podCases() []podCase {
 	c0 := func(p *v1.Pod) *v1.Container { return &p.Spec.Containers[0] }
 	vol := func(i int) func(p *v1.Pod) *v1.VolumeSource {
 		return func(p *v1.Pod) *v1.VolumeSource { return &p.Spec.Volumes[i].VolumeSource }
 	}
 	conf, info, host := vol(1), vol(2), vol(3)
 	q := resource.MustParse
-	tests := []struct {
-		name   string
-		break_ func(p *v1.Pod)
-		want   []string
-	}{
+	return []podCase{
 		{"valid", func(*v1.Pod) {}, nil},
 
 		// metadata
@@ -443,27 +474,5 @@ func TestValidatePodAsTheAPIServer(t *testing.T) {
 			`spec.securityContext.appArmorProfile.type: Unsupported value: "Strict": supported values: "Localhost", "RuntimeDefault", "Unconfined"`,
 			`spec.securityContext.supplementalGroupsPolicy: Unsupported value: "Loose": supported values: "Merge", "Strict"`,
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := validPod()
-			tt.break_(p)
-			err := source.ValidatePod(p)
-			if tt.want == nil {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.True(t, errors.Is(err, source.ErrInvalidPod))
-			want := tt.want[0]
-			if len(tt.want) > 1 {
-				want = "[" + strings.Join(tt.want, ", ") + "]"
-			}
-			ref := p.Name
-			if p.Namespace != "" {
-				ref = p.Namespace + "/" + ref
-			}
-			assert.Equal(t, "invalid pod "+ref+": "+want, err.Error())
-		})
 	}
 }

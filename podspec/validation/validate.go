@@ -1,6 +1,7 @@
-package source
+package validation
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -14,13 +15,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// ErrInvalidPod is wrapped by the error of a pod that fails validation
+// (ValidatePod: what the API server refuses in a pod it creates, such as no
+// containers, a negative probe period or a path with ".."). Package
+// syncloop/source also wraps it when it refuses a static pod's manifest
+// for its pod: no name, or references to API objects.
+var ErrInvalidPod = errors.New("invalid pod")
+
 // ValidatePod checks a pod of a static source as the API server checks a pod
 // it is asked to create (upstream's ValidatePodCreate, which upstream's
 // kubelet runs on every static manifest), for every field a kubelet acts on,
 // with the API server's field paths and messages, as of Kubernetes 1.36 with
-// its default feature gates. It expects a pod defaulted by DefaultPod (and
-// named and namespaced by ApplyStaticDefaults): a field the API server
-// defaults is required here.
+// its default feature gates. It expects a pod defaulted by DefaultPod (and,
+// for a static pod, named and namespaced by package syncloop/source's
+// ApplyStaticDefaults): a field the API server defaults is required here.
 //
 // It checks the metadata (name, namespace, labels and annotations, 256 KiB
 // of annotations at most); the pod's numbers (activeDeadlineSeconds), enums
@@ -33,7 +41,8 @@ import (
 // paths, subPaths without "..", resources, probes and lifecycle handlers,
 // pull and termination message policies, restart policy and rules, security
 // context); and it refuses ephemeral containers, which cannot be set on
-// create. See docs/syncloop-sources.md for the list and what it leaves out.
+// create. See docs/podspec-validation.md for the list and what it leaves
+// out.
 //
 // Every problem is listed, with its field path and upstream's message, in an
 // error that wraps ErrInvalidPod (`invalid pod default/x-node:
@@ -44,7 +53,7 @@ func ValidatePod(pod *v1.Pod) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w %s: %v", ErrInvalidPod, podRef(pod), errs.ToAggregate())
+	return fmt.Errorf("%w %s: %v", ErrInvalidPod, PodRef(pod), errs.ToAggregate())
 }
 
 // validatePod is ValidatePod's list of errors, in upstream's order.
@@ -356,8 +365,10 @@ func qualifiedName(v string, p *field.Path) field.ErrorList {
 	return invalid(p, v, validation.IsQualifiedName(v))
 }
 
-// podRef names a pod in messages: "namespace/name", or "<no name>".
-func podRef(pod *v1.Pod) string {
+// PodRef names a pod as the errors of ValidatePod name it:
+// "namespace/name", the name alone when the namespace is empty, "<no name>"
+// when the name is.
+func PodRef(pod *v1.Pod) string {
 	if pod.Name == "" {
 		return "<no name>"
 	}
