@@ -57,7 +57,7 @@ func (a *Agent) newAdmission() (admission.Chain, error) {
 		return nil, err
 	}
 	chain := admission.Chain{admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) {
-		if err := podsync.ValidatePod(pod); err != nil {
+		if err := podsync.CheckRunnable(pod); err != nil {
 			return false, admission.ReasonUnexpectedAdmissionError, err.Error()
 		}
 		return true, "", ""

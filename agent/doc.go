@@ -14,7 +14,7 @@
 //	    │            past their active deadline) and the 2s housekeeping tick
 //	    ▼
 //	Agent, the loop's SyncHandler:
-//	    HandlePodAdditions  validate (cri/podsync.ValidatePod), admit
+//	    HandlePodAdditions  check (cri/podsync.CheckRunnable), admit
 //	                        (eviction), then the prober and the workers
 //	    HandlePodUpdates, HandlePodRemoves, HandlePodReconcile,
 //	    HandlePodSyncs      the pod's worker

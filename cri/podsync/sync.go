@@ -121,10 +121,11 @@ func (r Result) Err() error {
 	return errors.Join(errs...)
 }
 
-// ValidatePod returns an error, wrapping ErrInvalidPod, for a pod SyncPod
+// CheckRunnable returns an error, wrapping ErrInvalidPod, for a pod SyncPod
 // cannot run at all: nil, no UID, name or containers, or duplicate container
-// names.
-func ValidatePod(pod *v1.Pod) error {
+// names. It is not the API server's validation (package
+// podspec/validation): a pod it accepts may still break the API's rules.
+func CheckRunnable(pod *v1.Pod) error {
 	if pod == nil {
 		return fmt.Errorf("%w: nil", ErrInvalidPod)
 	}
@@ -154,7 +155,7 @@ func ValidatePod(pod *v1.Pod) error {
 // the others (except that a failed init container stops what follows it);
 // every runtime call is bounded by ctx.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus) Result {
-	if err := ValidatePod(pod); err != nil {
+	if err := CheckRunnable(pod); err != nil {
 		return Result{Steps: []StepResult{{Step: StepCreateSandbox, Err: fmt.Errorf("sync pod: %w", err)}}}
 	}
 	if status == nil {
