@@ -13,6 +13,8 @@
 //	----
 //	p1 ContainerStarted c1
 //
-// Run with -update to rewrite every transcript with the output the harness
-// printed; comments and blank lines are kept.
+// Run replays testdata/*.txt; RunDir another directory's transcripts, for a
+// package with a second harness (eviction's testdata/decide/). Run with
+// -update to rewrite every transcript with the output the harness printed;
+// comments and blank lines are kept.
 package golden

@@ -33,12 +33,20 @@ func (c Case) Fields() []string { return strings.Fields(c.Command) }
 // order; the lines returned are compared with the expected output.
 func Run(t *testing.T, newHarness func(t *testing.T) func(c Case) []string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	RunDir(t, "testdata", newHarness)
+}
+
+// RunDir is Run over the *.txt transcripts of dir instead of testdata, for a
+// package whose transcripts drive more than one harness (testdata/<name>/).
+// Run does not descend into such a directory.
+func RunDir(t *testing.T, dir string, newHarness func(t *testing.T) func(c Case) []string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatal("no transcripts in testdata/")
+		t.Fatalf("no transcripts in %s/", filepath.ToSlash(dir))
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {

@@ -58,6 +58,21 @@ func TestReplay(t *testing.T) {
 	assert.Contains(t, r.errors[0], "t.txt:1: echo\n--- got:\nother\n--- want:\na\nb")
 }
 
+// TestRunDir replays the transcripts of a directory other than testdata,
+// each as a subtest with a fresh harness.
+func TestRunDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("echo\nx\n----\nx\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.txt"), []byte("echo\n----\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("not a transcript"), 0o600))
+	var harnesses int
+	RunDir(t, dir, func(*testing.T) func(Case) []string {
+		harnesses++
+		return func(c Case) []string { return c.Input }
+	})
+	assert.Equal(t, 2, harnesses, "one harness per transcript")
+}
+
 // recorder is a reporter that keeps the errors.
 type recorder struct{ errors []string }
 
