@@ -20,16 +20,26 @@ const TaintNodeMemoryPressure = "node.kubernetes.io/memory-pressure"
 // condition: [MemoryPressure]. ".
 func (m *Manager) Admit(pod *v1.Pod) (admit bool, reason, message string) {
 	conds := m.NodeConditions()
-	if len(conds) == 0 || podspec.IsCritical(pod) {
+	admit, reason, message = Admit(conds, pod)
+	if !admit {
+		m.log.Warn("eviction manager: rejected pod", "pod", pod.Namespace+"/"+pod.Name, "conditions", conds)
+	}
+	return admit, reason, message
+}
+
+// Admit decides the admission of pod on a node with the given pressure
+// conditions (a Decision's, or Manager.NodeConditions), with the rules of
+// Manager.Admit.
+func Admit(conditions []v1.NodeConditionType, pod *v1.Pod) (admit bool, reason, message string) {
+	if len(conditions) == 0 || podspec.IsCritical(pod) {
 		return true, "", ""
 	}
-	if len(conds) == 1 && conds[0] == v1.NodeMemoryPressure {
+	if len(conditions) == 1 && conditions[0] == v1.NodeMemoryPressure {
 		if !isBestEffort(pod) || toleratesMemoryPressure(pod) {
 			return true, "", ""
 		}
 	}
-	m.log.Warn("eviction manager: rejected pod", "pod", pod.Namespace+"/"+pod.Name, "conditions", conds)
-	return false, Reason, fmt.Sprintf("The node had condition: %v. ", conds)
+	return false, Reason, fmt.Sprintf("The node had condition: %v. ", conditions)
 }
 
 // isBestEffort reports whether pod's QoS class is BestEffort: its status

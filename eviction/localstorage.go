@@ -1,8 +1,6 @@
 package eviction
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,29 +10,22 @@ import (
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
-// localStorageEviction evicts, with no grace period, every pod whose
-// emptyDir usage exceeds its sizeLimit, whose ephemeral storage exceeds the
-// sum of its containers' limits, or with a container over its own
-// ephemeral-storage limit, as upstream. Critical pods are spared.
-func (m *Manager) localStorageEviction(ctx context.Context, pods []*v1.Pod, s *stats.Summary, statsFn StatsFunc) ([]*v1.Pod, error) {
-	dedicated := s.Node.DedicatedImageFs
-	var evicted []*v1.Pod
-	var errs []error
-	for _, pod := range pods {
-		ps, ok := statsFn(pod)
+// localStorageEvictions returns, each with no grace period, every pod
+// whose emptyDir usage exceeds its sizeLimit, whose ephemeral storage
+// exceeds the sum of its containers' limits, or with a container over its
+// own ephemeral-storage limit, as upstream. Critical pods are spared.
+func localStorageEvictions(in Input) []Eviction {
+	var out []Eviction
+	for _, pod := range in.Pods {
+		ps, ok := in.Stats(pod)
 		if !ok || podspec.IsCritical(pod) {
 			continue
 		}
-		msg, sig := localStorageViolation(pod, ps, dedicated)
-		if msg == "" {
-			continue
+		if msg, sig := localStorageViolation(pod, ps, in.DedicatedImageFs); msg != "" {
+			out = append(out, Eviction{Pod: pod, Signal: sig, Message: msg})
 		}
-		if err := m.evictPod(ctx, pod, sig, 0, msg, nil); err != nil {
-			errs = append(errs, err)
-		}
-		evicted = append(evicted, pod)
 	}
-	return evicted, errors.Join(errs...)
+	return out
 }
 
 // LocalStorageViolation returns the eviction message for a pod over one of

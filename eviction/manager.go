@@ -2,35 +2,32 @@ package eviction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
-
-	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Manager watches the node's resources, reports pressure and evicts pods.
-// Build it with New; drive it with Run, or call Synchronize yourself.
+// Build it with New; drive it with Run, or call Synchronize yourself. Its
+// decisions are a Machine's; the Manager measures, kills, collects garbage,
+// logs and records events.
 type Manager struct {
 	o   Options
 	log *slog.Logger
 
-	// syncMu serializes Synchronize.
-	syncMu sync.Mutex
+	// syncMu serializes Synchronize and guards machine.
+	syncMu  sync.Mutex
+	machine *Machine
 
-	// mu guards the state below, which Synchronize writes and the
-	// readers (Admit, IsUnder*, NodeConditions) read.
-	mu                  sync.RWMutex
-	conditions          []v1.NodeConditionType
-	conditionsLastSeen  map[v1.NodeConditionType]time.Time
-	thresholdsFirstSeen map[int]time.Time // index in o.Thresholds
-	thresholdsMet       []int             // met with their grace period over
-	lastObservations    Observations
+	// mu guards conditions, which Synchronize writes and the readers
+	// (Admit, IsUnder*, NodeConditions) read.
+	mu         sync.RWMutex
+	conditions []v1.NodeConditionType
 }
 
 // New validates opts and returns a Manager; it starts nothing. A missing
@@ -45,38 +42,19 @@ func New(opts Options) (*Manager, error) {
 	case opts.Killer == nil:
 		return nil, fmt.Errorf("new eviction manager: %w", ErrMissingKiller)
 	}
-	for _, t := range opts.Thresholds {
-		if !t.Signal.Valid() {
-			return nil, fmt.Errorf("new eviction manager: %w: unsupported eviction signal %q", ErrInvalidThreshold, t.Signal)
-		}
-		if (t.Value.Quantity == nil) == (t.Value.Percentage == 0) {
-			return nil, fmt.Errorf("new eviction manager: %w: %s: exactly one of quantity and percentage must be set", ErrInvalidThreshold, t.Signal)
-		}
-		if t.GracePeriod < 0 {
-			return nil, fmt.Errorf("new eviction manager: %w: %s: negative grace period", ErrInvalidThreshold, t.Signal)
-		}
+	mc, err := newMachine(MachineOptions{
+		Thresholds:               opts.Thresholds,
+		PressureTransitionPeriod: opts.PressureTransitionPeriod,
+		MaxPodGracePeriodSeconds: opts.MaxPodGracePeriodSeconds,
+		ContainerGC:              opts.ContainerGC != nil,
+		ImageGC:                  opts.ImageGC != nil,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new eviction manager: %w", err)
 	}
-	opts.Thresholds = slices.Clone(opts.Thresholds)
-	for i := range opts.Thresholds { // the caller keeps its quantities
-		t := &opts.Thresholds[i]
-		if t.Value.Quantity != nil {
-			q := t.Value.Quantity.DeepCopy()
-			t.Value.Quantity = &q
-		}
-		if t.MinReclaim != nil {
-			mr := *t.MinReclaim
-			if mr.Quantity != nil {
-				q := mr.Quantity.DeepCopy()
-				mr.Quantity = &q
-			}
-			t.MinReclaim = &mr
-		}
-	}
+	opts.Thresholds = mc.ts // the caller keeps its quantities
 	if opts.MonitoringInterval <= 0 {
 		opts.MonitoringInterval = DefaultMonitoringInterval
-	}
-	if opts.PressureTransitionPeriod <= 0 {
-		opts.PressureTransitionPeriod = DefaultPressureTransitionPeriod
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -85,12 +63,7 @@ func New(opts Options) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{
-		o:                   opts,
-		log:                 log,
-		conditionsLastSeen:  map[v1.NodeConditionType]time.Time{},
-		thresholdsFirstSeen: map[int]time.Time{},
-	}, nil
+	return &Manager{o: opts, log: log, machine: mc}, nil
 }
 
 // Run synchronizes every MonitoringInterval until ctx ends, then returns nil.
@@ -146,6 +119,9 @@ func (m *Manager) waitForCleanup(ctx context.Context, pods []*v1.Pod) {
 // resources (disk signals) and, if that was not enough, evict at most one
 // pod. It returns the pods it evicted. A kill that fails still counts as an
 // eviction, as upstream; its error is returned with the pod.
+//
+// The decisions are the Machine's (Decide, then Reclaimed after a reclaim);
+// Synchronize gathers its input and carries them out.
 func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
@@ -158,175 +134,91 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 		m.log.Warn("eviction manager: stats incomplete", "err", summary.Incomplete)
 	}
 	active := m.o.Pods()
-	now := m.o.Clock.Now()
-	obs := Observe(summary)
-	statsFn := PodStatsFunc(summary)
+	in := NewInput(m.o.Clock.Now(), summary, active)
+	d := m.machine.Decide(in)
+	m.setConditions(d.Conditions)
 
-	all := make([]int, len(m.o.Thresholds))
-	for i := range all {
-		all[i] = i
-	}
-	met := thresholdsMet(m.o.Thresholds, all, obs, false)
-
-	m.mu.Lock()
-	if len(m.thresholdsMet) > 0 {
-		met = mergeIdx(met, thresholdsMet(m.o.Thresholds, m.thresholdsMet, obs, true))
-	}
-	firstSeen := make(map[int]time.Time, len(met))
-	for _, i := range met {
-		if t, ok := m.thresholdsFirstSeen[i]; ok {
-			firstSeen[i] = t
-		} else {
-			firstSeen[i] = now
-		}
-	}
-	for _, c := range conditionsOf(m.o.Thresholds, met) {
-		m.conditionsLastSeen[c] = now
-	}
-	var conds []v1.NodeConditionType
-	for _, c := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
-		if t, ok := m.conditionsLastSeen[c]; ok {
-			if now.Sub(t) < m.o.PressureTransitionPeriod {
-				conds = append(conds, c)
-			} else {
-				delete(m.conditionsLastSeen, c)
+	if len(d.Acting) == 0 { // nothing acts, or pods over their local storage limits
+		var evicted []*v1.Pod
+		var errs []error
+		for _, e := range d.Evictions {
+			if err := m.evictPod(ctx, e); err != nil {
+				errs = append(errs, err)
 			}
+			evicted = append(evicted, e.Pod)
 		}
-	}
-	var graceMet []int
-	for _, i := range met {
-		if now.Sub(firstSeen[i]) >= m.o.Thresholds[i].GracePeriod {
-			graceMet = append(graceMet, i)
-		}
-	}
-	if !slices.Equal(conds, m.conditions) {
-		m.log.Info("eviction manager: node conditions", "conditions", conds)
-	}
-	m.conditions = conds
-	m.thresholdsFirstSeen = firstSeen
-	m.thresholdsMet = graceMet
-	// Act only on thresholds whose stats are newer than last pass's.
-	var fresh []int
-	for _, i := range graceMet {
-		o := obs[m.o.Thresholds[i].Signal]
-		last, ok := m.lastObservations[m.o.Thresholds[i].Signal]
-		if !ok || o.Time.IsZero() || o.Time.After(last.Time) {
-			fresh = append(fresh, i)
-		}
-	}
-	m.lastObservations = obs
-	m.mu.Unlock()
-
-	if evicted, err := m.localStorageEviction(ctx, active, summary, statsFn); len(evicted) > 0 {
-		return evicted, err
-	}
-	if len(fresh) == 0 {
-		return nil, nil
+		return evicted, errors.Join(errs...)
 	}
 
-	// Memory first, then the rest in configuration order.
-	slices.SortStableFunc(fresh, func(a, b int) int {
-		return cmpFirst(isMemory(m.o.Thresholds[a].Signal), isMemory(m.o.Thresholds[b].Signal))
-	})
-	t := m.o.Thresholds[fresh[0]]
-	res := signalInfo[t.Signal].resource
+	t, res := d.Acting[0], d.Resource
 	m.log.Warn("eviction manager: attempting to reclaim", "resource", res, "threshold", t.String())
 	if m.o.Recorder != nil && m.o.NodeRef != nil {
 		m.o.Recorder.Eventf(m.o.NodeRef, v1.EventTypeWarning, EventThresholdMet, "Attempting to reclaim %s", res)
 	}
-	if m.reclaimNodeLevel(ctx, t.Signal, summary.Node.DedicatedImageFs) {
-		m.log.Info("eviction manager: reduced pressure without evicting pods", "resource", res)
+	evictions := d.Evictions
+	if d.Reclaim.Any() {
+		var relieved bool
+		evictions, relieved = m.machine.Reclaimed(m.reclaimNodeLevel(ctx, t.Signal, d.Reclaim))
+		if relieved {
+			m.log.Info("eviction manager: reduced pressure without evicting pods", "resource", res)
+			return nil, nil
+		}
+	}
+	if len(evictions) == 0 {
+		if len(active) == 0 {
+			m.log.Error("eviction manager: thresholds met but no pods are active to evict", "resource", res)
+		} else {
+			m.log.Info("eviction manager: unable to evict any pod from the node", "resource", res)
+		}
 		return nil, nil
 	}
-	if len(active) == 0 {
-		m.log.Error("eviction manager: thresholds met but no pods are active to evict", "resource", res)
-		return nil, nil
-	}
-	ranked := slices.Clone(active)
-	RankFor(t.Signal, summary.Node.DedicatedImageFs)(ranked, statsFn)
-
-	metTs := make([]Threshold, 0, len(fresh))
-	for _, i := range fresh {
-		metTs = append(metTs, m.o.Thresholds[i])
-	}
-	for _, pod := range ranked {
-		if podspec.IsCritical(pod) {
-			continue
-		}
-		grace := HardEvictionGracePeriodSeconds
-		if !t.IsHard() {
-			grace = m.o.MaxPodGracePeriodSeconds
-			if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-				grace = min(grace, *g)
-			}
-		}
-		msg := evictionMessage(res, pod, statsFn, metTs, obs)
-		cond := &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: msg}
-		return []*v1.Pod{pod}, m.evictPod(ctx, pod, t.Signal, grace, msg, cond)
-	}
-	m.log.Info("eviction manager: unable to evict any pod from the node", "resource", res)
-	return nil, nil
+	e := evictions[0]
+	return []*v1.Pod{e.Pod}, m.evictPod(ctx, e)
 }
 
-func isMemory(s Signal) bool {
-	return s == SignalMemoryAvailable || s == SignalAllocatableMemoryAvailable
+// setConditions publishes the pass's pressure conditions to the readers.
+func (m *Manager) setConditions(conds []v1.NodeConditionType) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Equal(conds, m.conditions) {
+		m.log.Info("eviction manager: node conditions", "conditions", conds)
+	}
+	m.conditions = conds
 }
 
-// reclaimNodeLevel runs the garbage collection that frees a disk signal's
-// resource, measures again, and reports whether no threshold (with its
-// minimum reclaim) is met any more.
-func (m *Manager) reclaimNodeLevel(ctx context.Context, sig Signal, dedicated bool) bool {
-	var funcs []func(context.Context) error
-	containerGC := func(ctx context.Context) error { return m.o.ContainerGC.DeleteAllUnusedContainers(ctx) }
-	imageGC := func(ctx context.Context) error { return m.o.ImageGC.DeleteUnusedImages(ctx) }
-	switch sig {
-	case SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree:
-		if m.o.ContainerGC != nil {
-			funcs = append(funcs, containerGC)
-		}
-		nodeOnly := dedicated && (sig == SignalNodeFsAvailable || sig == SignalNodeFsInodesFree)
-		if m.o.ImageGC != nil && !nodeOnly {
-			funcs = append(funcs, imageGC)
+// reclaimNodeLevel runs the garbage collection r asks for (their errors are
+// logged) and measures the node again; nil if it could not.
+func (m *Manager) reclaimNodeLevel(ctx context.Context, sig Signal, r Reclaim) Observations {
+	if r.Containers {
+		if err := m.o.ContainerGC.DeleteAllUnusedContainers(ctx); err != nil {
+			m.log.Warn("eviction manager: node-level reclaim failed", "signal", sig, "err", err)
 		}
 	}
-	if len(funcs) == 0 {
-		return false
-	}
-	for _, f := range funcs {
-		if err := f(ctx); err != nil {
+	if r.Images {
+		if err := m.o.ImageGC.DeleteUnusedImages(ctx); err != nil {
 			m.log.Warn("eviction manager: node-level reclaim failed", "signal", sig, "err", err)
 		}
 	}
 	summary, err := m.o.Stats.Get(ctx)
 	if err != nil {
 		m.log.Error("eviction manager: get stats after node-level reclaim", "err", err)
-		return false
+		return nil
 	}
-	obs := Observe(summary)
-	for _, t := range m.o.Thresholds {
-		if t.IsMet(obs, true) {
-			return false
-		}
-	}
-	return true
+	return Observe(summary)
 }
 
-// evictPod records the Evicted event and kills the pod with the given grace
-// period and the status of an evicted pod; OnEvict hears of it, with the
-// signal that decided it.
-func (m *Manager) evictPod(ctx context.Context, pod *v1.Pod, sig Signal, grace int64, msg string, cond *v1.PodCondition) error {
+// evictPod records the Evicted event and kills the pod with the eviction's
+// grace period and the status of an evicted pod; OnEvict hears of it, with
+// the signal that decided it.
+func (m *Manager) evictPod(ctx context.Context, e Eviction) error {
+	pod, grace := e.Pod, e.GracePeriodSeconds
 	if m.o.Recorder != nil {
-		m.o.Recorder.Eventf(pod, v1.EventTypeWarning, Reason, "%s", msg)
+		m.o.Recorder.Eventf(pod, v1.EventTypeWarning, Reason, "%s", e.Message)
 	}
-	status := v1.PodStatus{Phase: v1.PodFailed, Reason: Reason, Message: msg}
-	if cond != nil {
-		c := *cond
-		c.LastTransitionTime.Time = m.o.Clock.Now()
-		status.Conditions = []v1.PodCondition{c}
-	}
-	m.log.Info("eviction manager: evicting pod", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "signal", sig, "gracePeriod", grace, "message", msg)
+	status := e.Status(m.o.Clock.Now())
+	m.log.Info("eviction manager: evicting pod", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "signal", e.Signal, "gracePeriod", grace, "message", e.Message)
 	if m.o.OnEvict != nil {
-		m.o.OnEvict(pod, sig)
+		m.o.OnEvict(pod, e.Signal)
 	}
 	if err := m.o.Killer.KillPodForEviction(ctx, pod, status, &grace); err != nil {
 		m.log.Error("eviction manager: kill pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
