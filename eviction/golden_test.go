@@ -23,9 +23,9 @@ import (
 // internal/golden for the format). Commands:
 //
 //	thresholds hard=<flag> soft=<flag> grace=<flag> min=<flag> [maxgrace=N]
-//	pod <name> [prio=N] [mem-req=Q] [grace=N] [static] [besteffort-tolerant]
-//	use <name> mem=Q procs=N logs=Q rootfs=Q   (pod usage)
-//	node mem=Q fs=Q procs=N                    (node available memory/fs, running processes)
+//	pod <name> [options]                       (parsePod)
+//	use <name> [usage]                         (parseUsage: the pod's stats)
+//	node [changes]                             (setNode)
 //	gc frees=Q                                 (garbage collection leaves Q available on nodefs)
 //	step <duration>
 //	sync                                       (prints evictions, conditions)
@@ -36,14 +36,19 @@ import (
 // a PID limit of 32768. Stats are stamped with the fake clock's time.
 func TestGolden(t *testing.T) {
 	golden.Run(t, func(t *testing.T) func(golden.Case) []string {
-		g := newScenario(t)
-		return func(c golden.Case) []string {
-			if len(c.Input) > 0 {
-				t.Fatalf("%s:%d: %s takes no input lines", c.File, c.Line, c.Command)
-			}
-			return golden.Lines(strings.TrimSuffix(g.run(t, c.Command), "\n"))
-		}
+		return lineHarness(t, newScenario(t).run)
 	})
+}
+
+// lineHarness adapts a harness of one-line commands, whose output ends in a
+// newline, to golden's.
+func lineHarness(t *testing.T, run func(t *testing.T, line string) string) func(golden.Case) []string {
+	return func(c golden.Case) []string {
+		if len(c.Input) > 0 {
+			t.Fatalf("%s:%d: %s takes no input lines", c.File, c.Line, c.Command)
+		}
+		return golden.Lines(strings.TrimSuffix(run(t, c.Command), "\n"))
+	}
 }
 
 // scenario is the state one transcript builds up: a node, its pods, and a
@@ -54,7 +59,7 @@ type scenario struct {
 	killer  *evictiontest.Killer
 	gc      *evictiontest.GC
 	gcFrees uint64
-	pods    []*v1.Pod
+	pods    podList
 	m       *eviction.Manager
 	max     int64
 }
@@ -90,13 +95,20 @@ func bytesOf(t *testing.T, s string) uint64 {
 	return uint64(q.Value())
 }
 
-func (g *scenario) pod(name string) *v1.Pod {
-	for _, p := range g.pods {
-		if p.Name == name {
-			return p
-		}
+// podList is a transcript's active pods, in the order they were added.
+type podList []*v1.Pod
+
+// get returns the pod called name, or a new one of that name (not added).
+func (l podList) get(name string) *v1.Pod {
+	if i := slices.IndexFunc(l, func(p *v1.Pod) bool { return p.Name == name }); i >= 0 {
+		return l[i]
 	}
 	return newPod(name)
+}
+
+// remove takes the pod called name out of the list.
+func (l *podList) remove(name string) {
+	*l = slices.DeleteFunc(*l, func(p *v1.Pod) bool { return p.Name == name })
 }
 
 func (g *scenario) run(t *testing.T, line string) string {
@@ -123,63 +135,22 @@ func (g *scenario) run(t *testing.T, line string) string {
 		}
 		return strings.Join(s, "\n") + "\n"
 	case "pod":
-		var opts []podOpt
-		for k, v := range args {
-			switch k {
-			case "prio":
-				n, _ := strconv.Atoi(v)
-				opts = append(opts, priority(int32(n)))
-			case "mem-req":
-				opts = append(opts, request(v1.ResourceMemory, v))
-			case "grace":
-				n, _ := strconv.ParseInt(v, 10, 64)
-				opts = append(opts, grace(n))
-			case "static":
-				opts = append(opts, annotation("kubernetes.io/config.source", "file"))
-			case "besteffort-tolerant":
-				opts = append(opts, func(p *v1.Pod) {
-					p.Spec.Tolerations = []v1.Toleration{{Key: eviction.TaintNodeMemoryPressure, Operator: v1.TolerationOpExists}}
-				})
-			}
-		}
-		g.pods = append(g.pods, newPod(f[1], opts...))
+		g.pods = append(g.pods, parsePod(f[1], args))
 		return ""
 	case "remove":
-		g.pods = slices.DeleteFunc(g.pods, func(p *v1.Pod) bool { return p.Name == f[1] })
+		g.pods.remove(f[1])
 		return ""
 	case "use":
-		p := g.pod(f[1])
-		u := usage{}
-		for k, v := range kv(f[2:]) {
-			switch k {
-			case "mem":
-				u.memory = bytesOf(t, v)
-			case "procs":
-				u.procs = bytesOf(t, v)
-			case "logs":
-				u.logs = bytesOf(t, v)
-			case "rootfs":
-				u.rootfs = bytesOf(t, v)
-			}
-		}
+		p := g.pods.get(f[1])
+		u := parseUsage(t, f[2:])
 		g.st.Update(func(s *stats.Summary) {
-			s.Pods = slices.DeleteFunc(s.Pods, func(ps stats.PodStats) bool { return ps.UID == p.UID })
-			s.Pods = append(s.Pods, podStats(p, u))
+			setPodStats(s, podStats(p, u))
 			stamp(s)
 		})
 		return ""
 	case "node":
 		g.st.Update(func(s *stats.Summary) {
-			if v, ok := args["mem"]; ok {
-				s.Node.Memory.AvailableBytes = bytesOf(t, v)
-				s.Node.Memory.WorkingSetBytes = 8*Gi - s.Node.Memory.AvailableBytes
-			}
-			if v, ok := args["fs"]; ok {
-				s.Node.Fs.AvailableBytes = bytesOf(t, v)
-			}
-			if v, ok := args["procs"]; ok {
-				s.Node.Rlimit.NumOfRunningProcesses = bytesOf(t, v)
-			}
+			setNode(t, s, args)
 			stamp(s)
 		})
 		return ""
@@ -211,14 +182,17 @@ func (g *scenario) run(t *testing.T, line string) string {
 		fmt.Fprintf(&b, "conditions: %v\n", g.m.NodeConditions())
 		return b.String()
 	case "admit":
-		ok, reason, msg := g.m.Admit(g.pod(f[1]))
-		if ok {
-			return "admitted\n"
-		}
-		return fmt.Sprintf("rejected %s: %s\n", reason, strings.TrimSpace(msg))
+		return printAdmission(g.m.Admit(g.pods.get(f[1])))
 	}
 	t.Fatalf("unknown command %q", line)
 	return ""
+}
+
+func printAdmission(admit bool, reason, message string) string {
+	if admit {
+		return "admitted\n"
+	}
+	return fmt.Sprintf("rejected %s: %s\n", reason, strings.TrimSpace(message))
 }
 
 // stampAll sets the time of the node's stats to now.
@@ -226,4 +200,93 @@ func stampAll(now time.Time) func(s *stats.Summary) {
 	return func(s *stats.Summary) {
 		s.Node.Memory.Time, s.Node.Fs.Time, s.Node.ImageFs.Time, s.Node.Rlimit.Time = now, now, now, now
 	}
+}
+
+// parsePod builds the pod of a transcript's "pod <name> <options>":
+//
+//	prio=N mem-req=Q grace=N static besteffort-tolerant
+//	eph-limit=Q                   (an ephemeral-storage limit on container c)
+//	emptydir=<volume>:<sizeLimit> (sizeLimit may be empty)
+func parsePod(name string, args map[string]string) *v1.Pod {
+	var opts []podOpt
+	for k, v := range args {
+		switch k {
+		case "prio":
+			n, _ := strconv.Atoi(v)
+			opts = append(opts, priority(int32(n)))
+		case "mem-req":
+			opts = append(opts, request(v1.ResourceMemory, v))
+		case "grace":
+			n, _ := strconv.ParseInt(v, 10, 64)
+			opts = append(opts, grace(n))
+		case "static":
+			opts = append(opts, annotation("kubernetes.io/config.source", "file"))
+		case "besteffort-tolerant":
+			opts = append(opts, func(p *v1.Pod) {
+				p.Spec.Tolerations = []v1.Toleration{{Key: eviction.TaintNodeMemoryPressure, Operator: v1.TolerationOpExists}}
+			})
+		case "eph-limit":
+			opts = append(opts, limit(v1.ResourceEphemeralStorage, v))
+		case "emptydir":
+			vol, size, _ := strings.Cut(v, ":")
+			opts = append(opts, emptyDir(vol, size))
+		}
+	}
+	return newPod(name, opts...)
+}
+
+// parseUsage reads a transcript's pod usage: mem=Q procs=N logs=Q rootfs=Q
+// inodes=N vol=<volume>:Q.
+func parseUsage(t *testing.T, args []string) usage {
+	u := usage{}
+	for k, v := range kv(args) {
+		switch k {
+		case "mem":
+			u.memory = bytesOf(t, v)
+		case "procs":
+			u.procs = bytesOf(t, v)
+		case "logs":
+			u.logs = bytesOf(t, v)
+		case "rootfs":
+			u.rootfs = bytesOf(t, v)
+		case "inodes":
+			u.inodes = bytesOf(t, v)
+		case "vol":
+			vol, q, _ := strings.Cut(v, ":")
+			u.volumes = map[string]uint64{vol: bytesOf(t, q)}
+		}
+	}
+	return u
+}
+
+// setNode changes the node of s as a transcript's "node" command says:
+// mem=Q (available memory of the 8Gi), fs=Q (available on nodefs),
+// inodes=N (free on nodefs), imagefs=Q (available on imagefs), procs=N
+// (running processes), dedicated (imagefs is a filesystem of its own).
+func setNode(t *testing.T, s *stats.Summary, args map[string]string) {
+	if v, ok := args["mem"]; ok {
+		s.Node.Memory.AvailableBytes = bytesOf(t, v)
+		s.Node.Memory.WorkingSetBytes = 8*Gi - s.Node.Memory.AvailableBytes
+	}
+	if v, ok := args["fs"]; ok {
+		s.Node.Fs.AvailableBytes = bytesOf(t, v)
+	}
+	if v, ok := args["inodes"]; ok {
+		s.Node.Fs.InodesFree = bytesOf(t, v)
+	}
+	if v, ok := args["imagefs"]; ok {
+		s.Node.ImageFs.AvailableBytes = bytesOf(t, v)
+	}
+	if v, ok := args["procs"]; ok {
+		s.Node.Rlimit.NumOfRunningProcesses = bytesOf(t, v)
+	}
+	if _, ok := args["dedicated"]; ok {
+		s.Node.DedicatedImageFs = true
+	}
+}
+
+// setPodStats replaces the stats of ps's pod in s.
+func setPodStats(s *stats.Summary, ps stats.PodStats) {
+	s.Pods = slices.DeleteFunc(s.Pods, func(old stats.PodStats) bool { return old.UID == ps.UID })
+	s.Pods = append(s.Pods, ps)
 }
