@@ -30,6 +30,14 @@
 //     pods are exempt, and NoSchedule taints are the scheduler's):
 //     TaintToleration.
 //
+// Three handlers check a pod's security settings against what the node can
+// do, each with upstream's reason: Sysctls (NewSysctls with the node's
+// allowed unsafe sysctls: SysctlForbidden), SupplementalGroupsPolicy (Strict
+// only where the runtime reports it:
+// SupplementalGroupsPolicyNotSupported) and AppArmor (a confined profile
+// only on a host that enforces AppArmor, HostAppArmorEnabled; a Localhost
+// profile must be named: AppArmor).
+//
 // A critical pod (podspec.IsCritical: static, mirror, or of system-critical
 // priority) that lacks only resources preempts other pods instead, as
 // upstream's: pods of a lower rank are stopped through a Preemptor, and

@@ -17,13 +17,6 @@ import (
 	"github.com/kubeletkit/kubeletkit/status/node"
 )
 
-// The reasons of a pod refused for the operating system it names,
-// upstream's (package admission has them too).
-const (
-	ReasonPodOSSelectorNodeLabelDoesNotMatch = admission.ReasonPodOSSelectorNodeLabelDoesNotMatch
-	ReasonPodOSNotSupported                  = admission.ReasonPodOSNotSupported
-)
-
 // Upstream's words for a pod stopped to make room for a critical one.
 const (
 	ReasonPreempting   = "Preempting"
@@ -65,18 +58,15 @@ func (a *Agent) newAdmission() (admission.Chain, error) {
 	if a.evict != nil {
 		chain = append(chain, admission.PodHandlerFunc(a.evict.Admit))
 	}
-	chain = append(chain, admission.PodHandlerFunc(a.sysctls.admit),
+	chain = append(chain, a.sysctls,
 		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) { return admission.AdmitOS(pod, goruntime.GOOS) }),
-		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) {
-			return admitSupplementalGroupsPolicy(pod, a.runtimeSupportsSupplementalGroupsPolicy)
-		}))
+		admission.SupplementalGroupsPolicy(a.runtimeSupportsSupplementalGroupsPolicy))
 	if a.devices != nil {
 		// Devices are allocated before the predicates weigh resources, as
 		// upstream's resource allocation handler comes before them.
 		chain = append(chain, a.devices)
 	}
-	chain = append(chain, pred,
-		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) { return admitAppArmor(pod, a.appArmor) }))
+	chain = append(chain, pred, admission.AppArmor{HostEnabled: a.appArmor})
 	if a.shutdown.Enabled() {
 		// Last, as upstream's shutdown manager.
 		chain = append(chain, admission.PodHandlerFunc(a.shutdown.Admit))
@@ -217,4 +207,11 @@ func (a *Agent) preempt(victim, preemptor *v1.Pod) error {
 		return fmt.Errorf("preempt pod %s for %s: %w", podDesc(victim), podDesc(preemptor), err)
 	}
 	return nil
+}
+
+// runtimeSupportsSupplementalGroupsPolicy tells whether the runtime's status
+// reports the SupplementalGroupsPolicy feature (upstream's node status
+// features.supplementalGroupsPolicy); no answer means no.
+func (a *Agent) runtimeSupportsSupplementalGroupsPolicy() bool {
+	return a.runtimeStatus("supplementalGroupsPolicy Strict").GetFeatures().GetSupplementalGroupsPolicy()
 }

@@ -370,10 +370,10 @@ type lifecycle interface {
 // New and start it with Run.
 type Agent struct {
 	opts Options
-	// appArmor: the host enforces AppArmor (admitAppArmor).
+	// appArmor: the host enforces AppArmor (admission.AppArmor).
 	appArmor bool
 	// sysctls admits the sysctls pods set.
-	sysctls *sysctlAllowlist
+	sysctls *admission.Sysctls
 	// admission is the chain of admission handlers (newAdmission).
 	admission admission.Chain
 	// allocatable: the node's allocatable at the start, the downward API's
@@ -504,13 +504,13 @@ func New(opts Options) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sysctls, err := newSysctlAllowlist(opts.AllowedUnsafeSysctls)
+	sysctls, err := admission.NewSysctls(opts.AllowedUnsafeSysctls)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics, sysctls: sysctls,
 		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}, gate: newStartGate(startSlots),
-		appArmor: hostAppArmor()}
+		appArmor: admission.HostAppArmorEnabled()}
 	if a.metrics == nil {
 		a.metrics = noMetrics{}
 	}

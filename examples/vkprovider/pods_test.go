@@ -19,7 +19,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 
-	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/examples/vkprovider"
 	"github.com/kubeletkit/kubeletkit/status/node"
@@ -190,8 +190,8 @@ func TestAdmissionRejections(t *testing.T) {
 		require.NoError(t, e.p.CreatePod(ctx, p), "a pod the agent refuses is no error for VK")
 	}
 	for name, want := range map[string]struct{ reason, message string }{
-		"windows": {agent.ReasonPodOSNotSupported, "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"},
-		"sysctl":  {agent.ReasonSysctlForbidden, "Pod was rejected: forbidden sysctl: \"kernel.msgmax\" not allowlisted"},
+		"windows": {admission.ReasonPodOSNotSupported, "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"},
+		"sysctl":  {admission.ReasonSysctlForbidden, "Pod was rejected: forbidden sysctl: \"kernel.msgmax\" not allowlisted"},
 	} {
 		got := e.waitPod(name, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 		assert.Equal(t, want.reason, got.Status.Reason, name)

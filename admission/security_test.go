@@ -1,13 +1,15 @@
-package agent
+package admission_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/admission"
 )
 
-func TestAdmitSupplementalGroupsPolicy(t *testing.T) {
+func TestSupplementalGroupsPolicy(t *testing.T) {
 	withPolicy := func(p v1.SupplementalGroupsPolicy) *v1.Pod {
 		return &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{SupplementalGroupsPolicy: &p}}}
 	}
@@ -25,10 +27,10 @@ func TestAdmitSupplementalGroupsPolicy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked := false
-			ok, reason, msg := admitSupplementalGroupsPolicy(tc.pod, func() bool { asked = true; return tc.supported })
+			ok, reason, msg := admission.SupplementalGroupsPolicy(func() bool { asked = true; return tc.supported }).Admit(tc.pod, nil)
 			assert.Equal(t, !tc.refused, ok)
 			if tc.refused {
-				assert.Equal(t, "SupplementalGroupsPolicyNotSupported", reason)
+				assert.Equal(t, admission.ReasonSupplementalGroupsPolicyNotSupported, reason)
 				assert.Equal(t, "SupplementalGroupsPolicy=Strict is not supported in this node", msg)
 			}
 			isStrict := tc.pod.Spec.SecurityContext != nil && tc.pod.Spec.SecurityContext.SupplementalGroupsPolicy != nil &&
@@ -36,4 +38,12 @@ func TestAdmitSupplementalGroupsPolicy(t *testing.T) {
 			assert.Equal(t, isStrict, asked, "the runtime is asked only for Strict")
 		})
 	}
+}
+
+func TestSupplementalGroupsPolicyWithoutAnAnswer(t *testing.T) {
+	strict := v1.SupplementalGroupsPolicyStrict
+	pod := &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{SupplementalGroupsPolicy: &strict}}}
+	ok, reason, _ := admission.SupplementalGroupsPolicy(nil).Admit(pod, nil)
+	assert.False(t, ok)
+	assert.Equal(t, admission.ReasonSupplementalGroupsPolicyNotSupported, reason)
 }

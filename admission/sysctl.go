@@ -1,6 +1,7 @@
-package agent
+package admission
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,6 +13,12 @@ import (
 // ReasonSysctlForbidden is the reason of a pod refused for a sysctl the node
 // does not allow, upstream's.
 const ReasonSysctlForbidden = "SysctlForbidden"
+
+// ErrInvalidSysctl is wrapped by NewSysctls's error for an allowed unsafe
+// sysctl the kernel does not namespace.
+var ErrInvalidSysctl = errors.New("invalid allowed unsafe sysctl")
+
+var _ Handler = (*Sysctls)(nil)
 
 // sysctlNamespace is the kernel namespace a sysctl belongs to: a pod that
 // shares it with the host cannot set the sysctl for itself alone.
@@ -53,28 +60,34 @@ func namespacedBy(name string) sysctlNamespace {
 	return ""
 }
 
-// sysctlAllowlist admits the sysctls a pod may set: the safe ones, and the
-// unsafe ones the node allows by name or by prefix ("kernel.msg*"), each
-// only when the pod does not share its namespace with the host.
-type sysctlAllowlist struct {
+// Sysctls is upstream's sysctl admission handler: it admits the sysctls a
+// pod may set, the safe ones and the unsafe ones the node allows by name
+// or by prefix ("kernel.msg*"), each only when the pod does not share the
+// sysctl's kernel namespace with the host, and refuses every other pod
+// with ReasonSysctlForbidden. It holds no state after NewSysctls and is
+// safe for concurrent use.
+type Sysctls struct {
 	names    map[string]sysctlNamespace
 	prefixes map[string]sysctlNamespace
 }
 
-// newSysctlAllowlist returns the allowlist of the safe sysctls and the
-// patterns of unsafe ones the node allows. A pattern the kernel is not known
-// to namespace is an error: allowing it would let a pod change the node.
-func newSysctlAllowlist(unsafe []string) (*sysctlAllowlist, error) {
-	w := &sysctlAllowlist{names: map[string]sysctlNamespace{}, prefixes: map[string]sysctlNamespace{}}
+// NewSysctls returns the handler of the safe sysctls and of the unsafe ones
+// the node allows (upstream's allowedUnsafeSysctls), by name or by a prefix
+// ending in "*", slashes or dots. A pattern the kernel is not known to
+// namespace (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, net.*) is
+// an error wrapping ErrInvalidSysctl: allowing it would let a pod change
+// the node.
+func NewSysctls(allowedUnsafe []string) (*Sysctls, error) {
+	w := &Sysctls{names: map[string]sysctlNamespace{}, prefixes: map[string]sysctlNamespace{}}
 	for n, ns := range safeSysctls {
 		w.names[n] = ns
 	}
-	for _, p := range unsafe {
+	for _, p := range allowedUnsafe {
 		p = podspec.NormalizeSysctlName(p)
 		prefix, wild := strings.CutSuffix(p, "*")
 		ns := namespacedBy(prefix)
 		if ns == "" {
-			return nil, fmt.Errorf("allowed unsafe sysctl %q: not known to be namespaced by the kernel", p)
+			return nil, fmt.Errorf("allowed unsafe sysctl %q: not known to be namespaced by the kernel: %w", p, ErrInvalidSysctl)
 		}
 		if wild {
 			w.prefixes[prefix] = ns
@@ -85,9 +98,10 @@ func newSysctlAllowlist(unsafe []string) (*sysctlAllowlist, error) {
 	return w, nil
 }
 
-// admit refuses a pod that sets a sysctl the allowlist does not hold, or one
-// of a namespace it shares with the host, with upstream's reason and message.
-func (w *sysctlAllowlist) admit(pod *v1.Pod) (ok bool, reason, message string) {
+// Admit refuses a pod that sets a sysctl the handler does not allow, or one
+// of a namespace the pod shares with the host, with upstream's reason and
+// message ("forbidden sysctl: \"kernel.sem\" not allowlisted").
+func (w *Sysctls) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message string) {
 	if pod.Spec.SecurityContext == nil {
 		return true, "", ""
 	}
@@ -99,7 +113,7 @@ func (w *sysctlAllowlist) admit(pod *v1.Pod) (ok bool, reason, message string) {
 	return true, "", ""
 }
 
-func (w *sysctlAllowlist) check(name string, hostNet, hostIPC bool) error {
+func (w *Sysctls) check(name string, hostNet, hostIPC bool) error {
 	ns, found := w.names[name]
 	if !found {
 		for p, pns := range w.prefixes {

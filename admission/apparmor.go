@@ -1,4 +1,4 @@
-package agent
+package admission
 
 import (
 	"fmt"
@@ -14,10 +14,11 @@ import (
 // asks for, upstream's.
 const ReasonAppArmor = "AppArmor"
 
-// hostAppArmor tells whether the kernel enforces AppArmor, as runc decides
-// it: the securityfs directory exists and the module's "enabled" parameter
-// reads Y. A variable, so that tests can choose.
-var hostAppArmor = func() bool {
+// HostAppArmorEnabled tells whether this machine's kernel enforces AppArmor,
+// as runc decides it: the securityfs directory exists and the module's
+// "enabled" parameter reads Y. It is AppArmor.HostEnabled for a node that
+// runs its containers here.
+func HostAppArmorEnabled() bool {
 	if _, err := os.Stat("/sys/kernel/security/apparmor"); err != nil {
 		return false
 	}
@@ -25,18 +26,27 @@ var hostAppArmor = func() bool {
 	return err == nil && len(b) > 1 && b[0] == 'Y'
 }
 
-// admitAppArmor refuses, with upstream's reason and message, a pod that
-// asks for an AppArmor profile other than unconfined (in the pod's or a
-// container's security context, or in the deprecated
-// container.apparmor.security.beta.kubernetes.io annotations) on a host
-// without AppArmor, and on any host a pod whose Localhost profile has no
-// name. Every other profile reaches the runtime with the container
-// (podsync), which enforces it.
-func admitAppArmor(pod *v1.Pod, hostEnabled bool) (ok bool, reason, message string) {
+// AppArmor is upstream's AppArmor admission handler. It refuses, with
+// upstream's reason and message, a pod that asks for an AppArmor profile
+// other than unconfined (in the pod's or a container's security context,
+// or in the deprecated container.apparmor.security.beta.kubernetes.io
+// annotations) on a host without AppArmor, and on any host a pod whose
+// Localhost profile has no name. Every other profile reaches the runtime
+// with the container (cri/podsync), which enforces it.
+type AppArmor struct {
+	// HostEnabled: the host enforces AppArmor (HostAppArmorEnabled for
+	// this machine).
+	HostEnabled bool
+}
+
+var _ Handler = AppArmor{}
+
+// Admit refuses a pod whose AppArmor profile the node cannot enforce.
+func (h AppArmor) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message string) {
 	if !appArmorRequested(pod) {
 		return true, "", ""
 	}
-	if !hostEnabled {
+	if !h.HostEnabled {
 		return false, ReasonAppArmor, "Cannot enforce AppArmor: AppArmor is not enabled on the host"
 	}
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {

@@ -1,4 +1,4 @@
-package agent
+package admission_test
 
 import (
 	"testing"
@@ -6,10 +6,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/admission"
 )
 
-func TestSysctlAllowlist(t *testing.T) {
-	w, err := newSysctlAllowlist([]string{"kernel.msg*", "net.core.somaxconn"})
+func TestSysctls(t *testing.T) {
+	w, err := admission.NewSysctls([]string{"kernel.msg*", "net.core.somaxconn"})
 	require.NoError(t, err)
 	pod := func(hostNet, hostIPC bool, names ...string) *v1.Pod {
 		p := &v1.Pod{Spec: v1.PodSpec{HostNetwork: hostNet, HostIPC: hostIPC, SecurityContext: &v1.PodSecurityContext{}}}
@@ -36,14 +38,15 @@ func TestSysctlAllowlist(t *testing.T) {
 			message: `forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host IPC enabled`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ok, reason, msg := w.admit(tc.pod)
+			ok, reason, msg := w.Admit(tc.pod, nil)
 			assert.Equal(t, tc.message == "", ok)
 			if tc.message != "" {
-				assert.Equal(t, ReasonSysctlForbidden, reason)
+				assert.Equal(t, admission.ReasonSysctlForbidden, reason)
 				assert.Equal(t, tc.message, msg)
 			}
 		})
 	}
-	_, err = newSysctlAllowlist([]string{"vm.swappiness"})
+	_, err = admission.NewSysctls([]string{"vm.swappiness"})
 	assert.ErrorContains(t, err, `"vm.swappiness": not known to be namespaced`)
+	assert.ErrorIs(t, err, admission.ErrInvalidSysctl)
 }

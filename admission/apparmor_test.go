@@ -1,4 +1,4 @@
-package agent
+package admission_test
 
 import (
 	"testing"
@@ -6,9 +6,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeletkit/kubeletkit/admission"
 )
 
-func TestAdmitAppArmor(t *testing.T) {
+func TestAppArmor(t *testing.T) {
 	profile := func(t v1.AppArmorProfileType) *v1.AppArmorProfile { return &v1.AppArmorProfile{Type: t} }
 	withPod := func(p *v1.AppArmorProfile) *v1.Pod {
 		return &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{AppArmorProfile: p}, Containers: []v1.Container{{Name: "c"}}}}
@@ -46,13 +48,13 @@ func TestAdmitAppArmor(t *testing.T) {
 			message: `Cannot enforce AppArmor: invalid empty AppArmor profile name: "&AppArmorProfile{Type:Localhost,LocalhostProfile:*,}"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ok, reason, msg := admitAppArmor(tc.pod, tc.host)
+			ok, reason, msg := admission.AppArmor{HostEnabled: tc.host}.Admit(tc.pod, nil)
 			if tc.message == "" {
 				assert.True(t, ok)
 				return
 			}
 			assert.False(t, ok)
-			assert.Equal(t, ReasonAppArmor, reason)
+			assert.Equal(t, admission.ReasonAppArmor, reason)
 			assert.Equal(t, tc.message, msg)
 		})
 	}
