@@ -432,7 +432,6 @@ type Agent struct {
 	latency  map[types.UID]*startup
 	admitted uint64 // pods added so far, numbering startup.seq
 
-	gate    *startGate    // starting pods' syncs, oldest first
 	rotator *logs.Rotator // the containers' logs
 }
 
@@ -509,7 +508,7 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics, sysctls: sysctls,
-		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}, gate: newStartGate(startSlots),
+		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{},
 		appArmor: admission.HostAppArmorEnabled()}
 	if a.metrics == nil {
 		a.metrics = noMetrics{}
@@ -611,7 +610,10 @@ func (a *Agent) build() error {
 		// phase held back while the workers still counted its containers;
 		// it is written as soon as they stop counting them.
 		Terminated: a.status.PushAgain,
-		Machine:    podworkers.MachineOptions{ResyncInterval: opts.Timings.Resync, BackOffPeriod: opts.Timings.WorkerBackOff, Rand: opts.Rand},
+		// Starting pods sync 16 at a time, oldest first.
+		StartGate: podworkers.NewStartGate(podworkers.DefaultStartSlots),
+		Starting:  a.starting,
+		Machine:   podworkers.MachineOptions{ResyncInterval: opts.Timings.Resync, BackOffPeriod: opts.Timings.WorkerBackOff, Rand: opts.Rand},
 	})
 	if err != nil {
 		return err

@@ -157,15 +157,8 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 	// The pod runs as the node allocated it: a resize not accepted (yet)
 	// changes nothing.
 	pod = a.allocatedPod(pod)
-	var t *ticket
-	if seq, starting := a.starting(pod.UID); starting {
-		var err error
-		if t, err = a.gate.enter(ctx, seq); err != nil {
-			return false, err
-		}
-		defer t.leave()
-		ctx = withTicket(ctx, t)
-	}
+	// A starting pod holds a slot of the workers' start gate.
+	t := podworkers.TicketFromContext(ctx)
 	rs, err := a.cache.Get(pod.UID)
 	if err != nil {
 		return false, fmt.Errorf("runtime status of %s: %w", podDesc(pod), err)
@@ -188,9 +181,9 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 	// FailedMount event itself. A starting pod waits without its slot in
 	// the start gate.
 	if len(pod.Spec.Volumes) > 0 {
-		t.pause()
+		t.Pause()
 		err = a.vol.WaitForMount(ctx, pod)
-		if rerr := t.resume(ctx); err == nil {
+		if rerr := t.Resume(ctx); err == nil {
 			err = rerr
 		}
 	}
@@ -212,7 +205,8 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 }
 
 // starting says whether the pod has yet to be seen Running, and its
-// admission order: its syncs go through the start gate.
+// admission order: its syncs go through the workers' start gate
+// (podworkers.Options.Starting).
 func (a *Agent) starting(uid types.UID) (uint64, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -344,4 +338,19 @@ func (a *Agent) cleanupOrphanedPodDirs(want map[types.UID]struct{}) {
 
 func podDesc(pod *v1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// pullPausing is the runtime as the pod syncer sees it: a pull gives the
+// starting pod's slot in the start gate back while the image downloads.
+type pullPausing struct{ Runtime }
+
+// PullImage implements cri.ImageService.
+func (r pullPausing) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	t := podworkers.TicketFromContext(ctx)
+	t.Pause()
+	ref, err := r.Runtime.PullImage(ctx, image, auth, sandbox)
+	if rerr := t.Resume(ctx); rerr != nil && err == nil {
+		err = rerr
+	}
+	return ref, err
 }

@@ -153,4 +153,16 @@
 // Package podworkers/podworkerstest has a Syncer that records calls as typed
 // values, lets a test override any method and checks the order contract above,
 // and a StatusWaiter. SyncerFuncs makes a one-off Syncer a literal.
+//
+// # Starting pods, oldest first
+//
+// Options.StartGate with Options.Starting bounds how many starting pods
+// (pods not yet seen Running, as the caller judges) are in SyncPod at once,
+// and grants the slots in admission order: without it the syncs of a burst
+// (a node's start with hundreds of pods) advance in waves, every pod's
+// sandbox and then every pod's container, and the first pod runs near the
+// end of the burst. A Syncer gives its slot back while the pod waits for
+// something other than the node (its volumes, an image pull) with
+// TicketFromContext(ctx).Pause and takes it again with Resume, ahead of
+// younger pods.
 package podworkers

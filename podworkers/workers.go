@@ -47,6 +47,17 @@ type Options struct {
 	// called from the pod's worker goroutine, outside the workers' lock,
 	// and must not block.
 	Terminated func(uid types.UID)
+	// StartGate, with Starting, bounds the syncs of starting pods: each
+	// SyncPod of a pod Starting says is starting (with its admission order)
+	// holds one of the gate's slots, taken after the status wait and given
+	// back when SyncPod returns; the Syncer pauses it through
+	// TicketFromContext while the pod waits for something other than the
+	// node. Nil means no bound. Set both or neither.
+	StartGate *StartGate
+	// Starting says whether a pod has yet to start (upstream's "not yet
+	// seen Running") and its admission order, oldest first. It is called
+	// from the pod's worker goroutine and must not block.
+	Starting func(uid types.UID) (seq uint64, starting bool)
 }
 
 type phase uint8
@@ -69,6 +80,8 @@ type Workers struct {
 	metrics Metrics
 	tick    time.Duration
 	onTerm  func(uid types.UID) // Options.Terminated
+	gate    *StartGate
+	start   func(uid types.UID) (uint64, bool) // Options.Starting
 
 	mu       sync.Mutex
 	m        *Machine
@@ -92,6 +105,9 @@ func New(opts Options) (*Workers, error) {
 	}
 	if opts.StatusWaiter == nil {
 		return nil, fmt.Errorf("new pod workers: StatusWaiter is nil: %w", ErrMissingDependency)
+	}
+	if (opts.StartGate == nil) != (opts.Starting == nil) {
+		return nil, fmt.Errorf("new pod workers: StartGate and Starting go together: %w", ErrInvalidOptions)
 	}
 	if opts.ResyncTick < 0 {
 		return nil, fmt.Errorf("new pod workers: resync tick %s is negative: %w", opts.ResyncTick, ErrInvalidOptions)
@@ -120,6 +136,8 @@ func New(opts Options) (*Workers, error) {
 		metrics:  opts.Metrics,
 		tick:     opts.ResyncTick,
 		onTerm:   opts.Terminated,
+		gate:     opts.StartGate,
+		start:    opts.Starting,
 		m:        m,
 		done:     make(chan struct{}),
 		inflight: make(map[types.UID]context.CancelFunc),
@@ -464,6 +482,16 @@ func (w *Workers) do(ctx context.Context, work Work) Result {
 	)
 	switch work.Kind {
 	case WorkSync:
+		if w.gate != nil {
+			if seq, starting := w.start(work.UID); starting {
+				t, gerr := w.gate.Enter(ctx, seq)
+				if gerr != nil {
+					return Result{Err: fmt.Errorf("%s %s: %w", work.Kind, work.UID, gerr)}
+				}
+				defer t.Leave()
+				ctx = contextWithTicket(ctx, t)
+			}
+		}
 		terminal, err = w.syncer.SyncPod(ctx, work.UpdateType, work.Pod, work.MirrorPod)
 	case WorkTerminating:
 		err = w.syncer.SyncTerminatingPod(ctx, work.Pod, work.GracePeriodSeconds, work.PodStatusFunc)

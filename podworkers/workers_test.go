@@ -587,3 +587,43 @@ func TestTerminatedHook(t *testing.T) {
 	default:
 	}
 }
+
+// A starting pod's SyncPod holds a slot of the start gate, which its
+// context carries; a pod that has started holds none.
+func TestStartGateAroundStartingSyncs(t *testing.T) {
+	if _, err := podworkers.New(podworkers.Options{Syncer: &podworkerstest.Syncer{}, StatusWaiter: &podworkerstest.StatusWaiter{},
+		StartGate: podworkers.NewStartGate(1)}); !errors.Is(err, podworkers.ErrInvalidOptions) {
+		t.Fatalf("a gate without Starting: %v", err)
+	}
+	held := map[types.UID]bool{}
+	var mu sync.Mutex
+	syncer := podworkers.SyncerFuncs{SyncPodFunc: func(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		held[pod.UID] = podworkers.TicketFromContext(ctx) != nil
+		return false, nil
+	}}
+	w, err := podworkers.New(podworkers.Options{Syncer: syncer, StatusWaiter: &podworkerstest.StatusWaiter{},
+		Clock: clocktesting.NewFakeClock(epoch), StartGate: podworkers.NewStartGate(1),
+		Starting: func(uid types.UID) (uint64, bool) { return 1, uid == newPod("new").UID }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	w.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: newPod("new")})
+	w.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: newPod("old")})
+	if err := w.WaitIdle(deadline(t)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !held[newPod("new").UID] || held[newPod("old").UID] {
+		t.Fatalf("slots held: %v, want the starting pod's only", held)
+	}
+}

@@ -1,19 +1,18 @@
-package agent
+package podworkers
 
 import (
 	"container/heap"
 	"context"
 	"sync"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// startSlots is how many pods may be in a sync at once while they start:
-// enough to keep two cores and a runtime's round trips busy, few enough
-// that the first pods of a burst finish first.
-const startSlots = 16
+// DefaultStartSlots is how many starting pods a StartGate the agent builds
+// lets through their syncs at once: enough to keep two cores and a
+// runtime's round trips busy, few enough that the first pods of a burst
+// finish first.
+const DefaultStartSlots = 16
 
-// startGate lets a bounded number of starting pods (pods not yet seen
+// StartGate lets a bounded number of starting pods (pods not yet seen
 // Running) through their syncs at once, the pod admitted first going first.
 // Without it, the syncs of a burst of pods (a node's start with 500 static
 // pods) advance in waves: every pod's sandbox, then every pod's container,
@@ -21,14 +20,25 @@ const startSlots = 16
 // pods start in admission order at the same total pace. A pod that waits
 // for something other than the node's CPU and runtime (its volumes, an
 // image pull) gives its slot back while it waits and takes it again, ahead
-// of the pods admitted after it.
-type startGate struct {
+// of the pods admitted after it (Ticket.Pause and Resume, through
+// TicketFromContext).
+//
+// Workers take a slot around each SyncPod of a pod that Options.Starting
+// says is starting. It is safe for concurrent use.
+type StartGate struct {
 	mu      sync.Mutex
 	free    int
 	waiting waiters
 }
 
-func newStartGate(slots int) *startGate { return &startGate{free: slots} }
+// NewStartGate returns a gate of slots slots; fewer than one means
+// DefaultStartSlots.
+func NewStartGate(slots int) *StartGate {
+	if slots < 1 {
+		slots = DefaultStartSlots
+	}
+	return &StartGate{free: slots}
+}
 
 // waiter is a pod waiting for a slot: granted is closed when it has one.
 type waiter struct {
@@ -61,7 +71,7 @@ func (w *waiters) Pop() any {
 }
 
 // acquire waits for a slot for the pod admitted seq-th, older pods first.
-func (g *startGate) acquire(ctx context.Context, seq uint64) error {
+func (g *StartGate) acquire(ctx context.Context, seq uint64) error {
 	g.mu.Lock()
 	if g.free > 0 && g.waiting.Len() == 0 {
 		g.free--
@@ -87,13 +97,13 @@ func (g *startGate) acquire(ctx context.Context, seq uint64) error {
 }
 
 // release gives a slot back, to the oldest waiting pod if any.
-func (g *startGate) release() {
+func (g *StartGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.releaseLocked()
 }
 
-func (g *startGate) releaseLocked() {
+func (g *StartGate) releaseLocked() {
 	if g.waiting.Len() == 0 {
 		g.free++
 		return
@@ -101,35 +111,37 @@ func (g *startGate) releaseLocked() {
 	close(heap.Pop(&g.waiting).(*waiter).granted)
 }
 
-// ticket is a starting pod's hold on a slot for one sync; a nil ticket
-// (a pod that has run before) holds nothing and every method is a no-op.
-type ticket struct {
-	gate *startGate
+// Ticket is a starting pod's hold on a slot for one sync; a nil Ticket (a
+// pod that has run before) holds nothing and every method is a no-op.
+type Ticket struct {
+	gate *StartGate
 	seq  uint64
 	held bool
 }
 
-// enter takes a slot for the pod admitted seq-th, for one sync.
-func (g *startGate) enter(ctx context.Context, seq uint64) (*ticket, error) {
+// Enter takes a slot for the pod admitted seq-th, for one sync, waiting
+// behind older pods; it returns ctx's error if ctx ends first.
+func (g *StartGate) Enter(ctx context.Context, seq uint64) (*Ticket, error) {
 	if err := g.acquire(ctx, seq); err != nil {
 		return nil, err
 	}
-	return &ticket{gate: g, seq: seq, held: true}, nil
+	return &Ticket{gate: g, seq: seq, held: true}, nil
 }
 
-// leave gives the slot back at the end of the sync.
-func (t *ticket) leave() {
+// Leave gives the slot back at the end of the sync. Twice is once.
+func (t *Ticket) Leave() {
 	if t != nil && t.held {
 		t.held = false
 		t.gate.release()
 	}
 }
 
-// pause gives the slot back while the pod waits for something else.
-func (t *ticket) pause() { t.leave() }
+// Pause gives the slot back while the pod waits for something other than
+// the node's CPU and runtime (its volumes, an image pull).
+func (t *Ticket) Pause() { t.Leave() }
 
-// resume takes a slot again after pause, ahead of younger pods.
-func (t *ticket) resume(ctx context.Context) error {
+// Resume takes a slot again after Pause, ahead of younger pods.
+func (t *Ticket) Resume(ctx context.Context) error {
 	if t == nil || t.held {
 		return nil
 	}
@@ -142,29 +154,21 @@ func (t *ticket) resume(ctx context.Context) error {
 
 type ticketKey struct{}
 
-func withTicket(ctx context.Context, t *ticket) context.Context {
+// contextWithTicket is the context of a sync that holds t.
+func contextWithTicket(ctx context.Context, t *Ticket) context.Context {
 	if t == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, ticketKey{}, t)
 }
 
-func ticketFrom(ctx context.Context) *ticket {
-	t, _ := ctx.Value(ticketKey{}).(*ticket)
+// TicketFromContext returns the Ticket the sync whose context is ctx holds,
+// or nil (a pod not starting, or no gate): a Syncer pauses it while the pod
+// waits for something other than the node.
+func TicketFromContext(ctx context.Context) *Ticket {
+	t, _ := ctx.Value(ticketKey{}).(*Ticket)
 	return t
 }
 
-// pullPausing is the runtime as the pod syncer sees it: a pull gives the
-// starting pod's slot back while the image downloads.
-type pullPausing struct{ Runtime }
-
-// PullImage implements cri.ImageService.
-func (r pullPausing) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
-	t := ticketFrom(ctx)
-	t.pause()
-	ref, err := r.Runtime.PullImage(ctx, image, auth, sandbox)
-	if rerr := t.resume(ctx); rerr != nil && err == nil {
-		err = rerr
-	}
-	return ref, err
-}
+// Seq is the admission order the Ticket was taken for.
+func (t *Ticket) Seq() uint64 { return t.seq }

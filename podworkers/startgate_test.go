@@ -1,4 +1,4 @@
-package agent
+package podworkers_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeletkit/kubeletkit/podworkers"
 )
 
 // The start gate grants its slots to the oldest waiting pods, whatever
@@ -14,18 +16,18 @@ import (
 // waiter whose context ends leaves the queue without taking a slot.
 func TestStartGateOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newStartGate(2)
+		g := podworkers.NewStartGate(2)
 		ctx := context.Background()
-		a, err := g.enter(ctx, 1)
+		a, err := g.Enter(ctx, 1)
 		require.NoError(t, err)
-		b, err := g.enter(ctx, 2)
+		b, err := g.Enter(ctx, 2)
 		require.NoError(t, err)
 
 		var order []uint64
-		granted := make(chan *ticket)
+		granted := make(chan *podworkers.Ticket)
 		wait := func(seq uint64) {
 			go func() {
-				tk, err := g.enter(ctx, seq)
+				tk, err := g.Enter(ctx, seq)
 				if assert.NoError(t, err) {
 					granted <- tk
 				}
@@ -36,28 +38,28 @@ func TestStartGateOrder(t *testing.T) {
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancelled := make(chan error)
-		go func() { _, err := g.enter(cctx, 0); cancelled <- err }()
+		go func() { _, err := g.Enter(cctx, 0); cancelled <- err }()
 		synctest.Wait()
 		cancel()
 		assert.ErrorIs(t, <-cancelled, context.Canceled, "the oldest of all, but it gave up")
 
-		a.pause() // pod 1 waits for a pull: pod 3 gets its slot
+		a.Pause() // pod 1 waits for a pull: pod 3 gets its slot
 		tk := <-granted
-		order = append(order, tk.seq)
+		order = append(order, tk.Seq())
 		resumed := make(chan error)
-		go func() { resumed <- a.resume(ctx) }()
+		go func() { resumed <- a.Resume(ctx) }()
 		synctest.Wait()
-		b.leave() // pod 1, resuming, goes before pods 4 and 5
+		b.Leave() // pod 1, resuming, goes before pods 4 and 5
 		require.NoError(t, <-resumed)
-		tk.leave()
-		order = append(order, (<-granted).seq)
-		a.leave()
-		order = append(order, (<-granted).seq)
+		tk.Leave()
+		order = append(order, (<-granted).Seq())
+		a.Leave()
+		order = append(order, (<-granted).Seq())
 		assert.Equal(t, []uint64{3, 4, 5}, order)
-		a.leave() // twice is once
-		var none *ticket
-		none.pause()
-		assert.NoError(t, none.resume(ctx))
-		none.leave()
+		a.Leave() // twice is once
+		var none *podworkers.Ticket
+		none.Pause()
+		assert.NoError(t, none.Resume(ctx))
+		none.Leave()
 	})
 }
