@@ -433,7 +433,21 @@ type Agent struct {
 	admitted uint64 // pods added so far, numbering startup.seq
 
 	rotator *logs.Rotator // the containers' logs
+
+	// forgetters forget a finished pod that is no longer desired, at
+	// housekeeping.
+	forgetters []podForgetter
 }
+
+// podForgetter is a part of the node that keeps something per pod and
+// forgets it once the pod is finished and no longer desired.
+type podForgetter interface{ RemovePod(uid types.UID) }
+
+// forgetFunc adapts a function to podForgetter.
+type forgetFunc func(uid types.UID)
+
+// RemovePod calls f.
+func (f forgetFunc) RemovePod(uid types.UID) { f(uid) }
 
 // startup is when the agent first saw a pod, and how long it took to run
 // and to turn Ready.
@@ -643,6 +657,10 @@ func (a *Agent) build() error {
 	if a.node, err = a.newNodeStatus(); err != nil {
 		return err
 	}
+	// What each part keeps of a pod, forgotten at housekeeping once the pod
+	// is finished and no longer desired.
+	a.forgetters = []podForgetter{forgetFunc(a.alloc.remove), forgetFunc(a.status.Remove), a.syncer,
+		forgetFunc(a.sink.forget), a.vol, forgetFunc(a.forgetProbeMetrics)}
 	a.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: a, NodeName: opts.NodeName, Clock: a.clock})
 	a.loop, err = syncloop.New(syncloop.Options{
 		Handler:   a,

@@ -265,12 +265,9 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 
 	// Forget finished pods that are no longer desired.
 	for _, uid := range a.finished(want, known) {
-		a.alloc.remove(uid)
-		a.status.Remove(uid)
-		a.syncer.RemovePod(uid)
-		a.sink.forget(uid)
-		a.vol.RemovePod(uid)
-		a.forgetProbeMetrics(uid)
+		for _, f := range a.forgetters {
+			f.RemovePod(uid)
+		}
 	}
 	a.alloc.retain(func(uid types.UID) bool {
 		_, desired := want[uid]
