@@ -36,7 +36,6 @@ import (
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/server"
-	nodestats "github.com/kubeletkit/kubeletkit/stats"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -416,10 +415,8 @@ type Agent struct {
 	// statsErr saying why, where there is no measurement.
 	stats    stats.Provider
 	statsErr error
-	// summary answers /stats/summary; nil, with summaryErr saying why,
-	// where the machine cannot be measured.
-	summary    *nodestats.Provider
-	summaryErr error
+	// api is the node behind the kubelet API and the read-only server.
+	api *nodeAPI
 
 	listener    net.Listener
 	apiListener net.Listener  // the kubelet API's; nil when none
@@ -649,6 +646,7 @@ func (a *Agent) build() error {
 	if a.admission, err = a.newAdmission(); err != nil {
 		return err
 	}
+	a.api = &nodeAPI{rt: a.rt, pods: a.pods, status: a.status, clock: a.clock}
 	a.newSummary()
 	if a.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: a.rt, Clock: a.clock, MaxSize: opts.ContainerLogMaxSize,
 		MaxFiles: opts.ContainerLogMaxFiles, Logger: log.With("component", "container-logs")}); err != nil {
@@ -857,7 +855,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	g.go_("syncloop", func() error { return a.loop.Run(ctx) })
 	if a.listener != nil {
-		srv := server.New(server.Options{Pods: a, Node: a, Checks: a.healthChecks(), Stats: a, Metrics: a.opts.MetricsHandler,
+		srv := server.New(server.Options{Pods: a, Node: a, Checks: a.healthChecks(), Stats: a.api, Metrics: a.opts.MetricsHandler,
 			ResourceMetrics: a.opts.ResourceMetricsHandler, Logger: a.log.With("component", "http")})
 		g.go_("http", func() error { return srv.Serve(ctx, a.listener) })
 	}

@@ -15,19 +15,48 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/server"
+	nodestats "github.com/kubeletkit/kubeletkit/stats"
+	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
-// The agent is the node behind the kubelet API.
-var (
-	_ server.PodGetter        = (*Agent)(nil)
-	_ server.Streamer         = (*Agent)(nil)
-	_ server.CommandRunner    = (*Agent)(nil)
-	_ server.RunningPodLister = (*Agent)(nil)
-)
+// NodeAPI is the node behind the kubelet API, what its handlers read and
+// run: the desired pods with their statuses, exec, attach and port-forward
+// through the runtime's streaming server, commands run to completion, the
+// running pods, the containers' logs and the stats summary. Agent.API
+// returns the agent's; a virtual-kubelet provider or a server of one's own
+// serves it.
+type NodeAPI interface {
+	server.PodGetter
+	server.Streamer
+	server.CommandRunner
+	server.RunningPodLister
+	server.ContainerLogger
+	server.StatsProvider
+}
+
+// nodeAPI is the agent's NodeAPI; it holds only the parts it reads.
+type nodeAPI struct {
+	rt     Runtime
+	pods   *syncloop.PodSet
+	status *status.Manager
+	clock  Clock
+	// summary answers Summary; nil, with summaryErr saying why, where the
+	// machine cannot be measured.
+	summary    *nodestats.Provider
+	summaryErr error
+}
+
+var _ NodeAPI = (*nodeAPI)(nil)
+
+// API returns the node behind the kubelet API: the pods, streams, logs and
+// stats that the agent's own servers serve, for a server of the caller's
+// (a virtual-kubelet provider's).
+func (a *Agent) API() NodeAPI { return a.api }
 
 // Pod implements server.PodGetter: the desired pod of that namespace and
 // name (a static pod by its suffixed name), with its current status.
-func (a *Agent) Pod(namespace, name string) (*v1.Pod, bool) {
+func (a *nodeAPI) Pod(namespace, name string) (*v1.Pod, bool) {
 	p, ok := a.pods.GetPodByFullName(podspec.FullName(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}))
 	if !ok {
 		return nil, false
@@ -42,7 +71,7 @@ func (a *Agent) Pod(namespace, name string) (*v1.Pod, bool) {
 // runningContainer returns the ID of the pod's running container of that
 // name, asking the runtime rather than the PLEG's cache, which may be a
 // relist behind. Like upstream, only a running container is found.
-func (a *Agent) runningContainer(ctx context.Context, pod *v1.Pod, container string) (string, error) {
+func (a *nodeAPI) runningContainer(ctx context.Context, pod *v1.Pod, container string) (string, error) {
 	rs, err := cri.GetPodStatus(ctx, a.rt, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return "", err
@@ -56,7 +85,7 @@ func (a *Agent) runningContainer(ctx context.Context, pod *v1.Pod, container str
 }
 
 // Exec implements server.Streamer with the runtime's CRI Exec.
-func (a *Agent) Exec(ctx context.Context, pod *v1.Pod, container string, cmd []string, opts server.StreamOptions) (*url.URL, error) {
+func (a *nodeAPI) Exec(ctx context.Context, pod *v1.Pod, container string, cmd []string, opts server.StreamOptions) (*url.URL, error) {
 	id, err := a.runningContainer(ctx, pod, container)
 	if err != nil {
 		return nil, err
@@ -70,7 +99,7 @@ func (a *Agent) Exec(ctx context.Context, pod *v1.Pod, container string, cmd []s
 }
 
 // Attach implements server.Streamer with the runtime's CRI Attach.
-func (a *Agent) Attach(ctx context.Context, pod *v1.Pod, container string, opts server.StreamOptions) (*url.URL, error) {
+func (a *nodeAPI) Attach(ctx context.Context, pod *v1.Pod, container string, opts server.StreamOptions) (*url.URL, error) {
 	id, err := a.runningContainer(ctx, pod, container)
 	if err != nil {
 		return nil, err
@@ -85,7 +114,7 @@ func (a *Agent) Attach(ctx context.Context, pod *v1.Pod, container string, opts 
 
 // PortForward implements server.Streamer with the runtime's CRI
 // PortForward into the pod's newest ready sandbox.
-func (a *Agent) PortForward(ctx context.Context, pod *v1.Pod, ports []int32) (*url.URL, error) {
+func (a *nodeAPI) PortForward(ctx context.Context, pod *v1.Pod, ports []int32) (*url.URL, error) {
 	rs, err := cri.GetPodStatus(ctx, a.rt, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return nil, err
@@ -107,7 +136,7 @@ var ErrCommandFailed = errors.New("command failed")
 
 // RunInContainer implements server.CommandRunner with the runtime's
 // ExecSync: the command's standard output followed by its standard error.
-func (a *Agent) RunInContainer(ctx context.Context, pod *v1.Pod, container string, cmd []string) ([]byte, error) {
+func (a *nodeAPI) RunInContainer(ctx context.Context, pod *v1.Pod, container string, cmd []string) ([]byte, error) {
 	id, err := a.runningContainer(ctx, pod, container)
 	if err != nil {
 		return nil, err
@@ -126,7 +155,7 @@ func (a *Agent) RunInContainer(ctx context.Context, pod *v1.Pod, container strin
 // RunningPods implements server.RunningPodLister: the pods that have a
 // ready sandbox or a running container in the runtime, by their labels,
 // with their running containers' names and images.
-func (a *Agent) RunningPods(ctx context.Context) ([]v1.Pod, error) {
+func (a *nodeAPI) RunningPods(ctx context.Context) ([]v1.Pod, error) {
 	sandboxes, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
 	if err != nil {

@@ -11,15 +11,13 @@ import (
 	"github.com/kubeletkit/kubeletkit/server"
 )
 
-var _ server.ContainerLogger = (*Agent)(nil)
-
 // ContainerLogs implements server.ContainerLogger: the log of the
 // container's current attempt, or of the one before with opts.Previous,
 // read from the file the runtime writes (package cri/logs), and followed
 // until the container ends with opts.Follow. A container with no log to
 // read (not started yet, no previous attempt) is a bad request, with
 // upstream's messages.
-func (a *Agent) ContainerLogs(ctx context.Context, pod *v1.Pod, container string, opts *v1.PodLogOptions, stdout, stderr io.Writer) error {
+func (a *nodeAPI) ContainerLogs(ctx context.Context, pod *v1.Pod, container string, opts *v1.PodLogOptions, stdout, stderr io.Writer) error {
 	if opts == nil {
 		opts = &v1.PodLogOptions{}
 	}

@@ -6,23 +6,20 @@ import (
 
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/kubeletkit/kubeletkit/server"
 	nodestats "github.com/kubeletkit/kubeletkit/stats"
 )
-
-var _ server.StatsProvider = (*Agent)(nil)
 
 // newSummary builds the provider of the Summary API (/stats/summary): the
 // runtime's pods and this machine, on the agent's clock. Where the machine
 // cannot be measured (not Linux), Summary says so.
 func (a *Agent) newSummary() {
-	a.summary, a.summaryErr = nodestats.New(nodestats.Options{NodeName: a.opts.NodeName, Runtime: a.rt,
+	a.api.summary, a.api.summaryErr = nodestats.New(nodestats.Options{NodeName: a.opts.NodeName, Runtime: a.rt,
 		RootDir: a.opts.RootDir, PodLogsDir: a.logsDir(), Clock: a.clock, Logger: a.log.With("component", "stats")})
 }
 
 // Summary implements server.StatsProvider: the node's and its pods' usage
 // in the Summary API's types, what kubectl top and metrics-server read.
-func (a *Agent) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1alpha1.Summary, error) {
+func (a *nodeAPI) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1alpha1.Summary, error) {
 	if a.summary == nil {
 		return nil, fmt.Errorf("stats summary: %w", a.summaryErr)
 	}

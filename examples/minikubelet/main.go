@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri"
@@ -420,6 +421,11 @@ func apiOptions(c *config, opts *agent.Options) error {
 // lateStats is the agent's Summary for the resource metrics handler, which
 // is built before the agent is.
 type lateStats struct{ *agent.Agent }
+
+// Summary implements server.StatsProvider with the agent's.
+func (l *lateStats) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1alpha1.Summary, error) {
+	return l.API().Summary(ctx, onlyCPUAndMemory)
+}
 
 // parseReserved reads upstream's --kube-reserved and --system-reserved:
 // "cpu=100m,memory=100Mi", of cpu, memory, ephemeral-storage and pid, each

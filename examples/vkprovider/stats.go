@@ -15,7 +15,7 @@ import (
 // GetStatsSummary implements nodeutil.Provider with agent.Summary: the
 // node's and its pods' usage in the Summary API's types (/stats/summary).
 func (p *Provider) GetStatsSummary(ctx context.Context) (*statsv1alpha1.Summary, error) {
-	return p.agent.Summary(ctx, false)
+	return p.agent.API().Summary(ctx, false)
 }
 
 // GetMetricsResource implements nodeutil.Provider: upstream kubelet's
@@ -23,7 +23,7 @@ func (p *Provider) GetStatsSummary(ctx context.Context) (*statsv1alpha1.Summary,
 // examples/prometheus's ResourceCollector over the agent's reduced
 // summary, on a registry made for the call so that ctx bounds it.
 func (p *Provider) GetMetricsResource(ctx context.Context) ([]*dto.MetricFamily, error) {
-	c, err := prometheus.NewResourceCollector(summaryIn{ctx: ctx, stats: p.agent}, prometheus.ResourceOptions{Logger: p.log})
+	c, err := prometheus.NewResourceCollector(summaryIn{ctx: ctx, stats: p.agent.API()}, prometheus.ResourceOptions{Logger: p.log})
 	if err != nil {
 		return nil, err
 	}

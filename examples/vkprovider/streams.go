@@ -72,7 +72,7 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 	done := make(chan error, 1)
 	p.requests.Go(func() {
 		defer cancel()
-		err := p.agent.ContainerLogs(ctx, pod, containerName, logOptions(containerName, opts), first, first)
+		err := p.agent.API().ContainerLogs(ctx, pod, containerName, logOptions(containerName, opts), first, first)
 		pw.CloseWithError(err)
 		done <- err
 	})
@@ -133,7 +133,7 @@ func (p *Provider) RunInContainer(ctx context.Context, namespace, podName, conta
 	}
 	ctx, cancel := p.requestContext(ctx)
 	defer cancel()
-	u, err := p.agent.Exec(ctx, pod, containerName, cmd, streamOptions(attach))
+	u, err := p.agent.API().Exec(ctx, pod, containerName, cmd, streamOptions(attach))
 	if err != nil {
 		return fmt.Errorf("exec in %s/%s/%s: %w", namespace, podName, containerName, err)
 	}
@@ -149,7 +149,7 @@ func (p *Provider) AttachToContainer(ctx context.Context, namespace, podName, co
 	}
 	ctx, cancel := p.requestContext(ctx)
 	defer cancel()
-	u, err := p.agent.Attach(ctx, pod, containerName, streamOptions(attach))
+	u, err := p.agent.API().Attach(ctx, pod, containerName, streamOptions(attach))
 	if err != nil {
 		return fmt.Errorf("attach to %s/%s/%s: %w", namespace, podName, containerName, err)
 	}
@@ -220,7 +220,7 @@ func (p *Provider) PortForward(ctx context.Context, namespace, podName string, p
 	}
 	ctx, cancel := p.requestContext(ctx)
 	defer cancel()
-	u, err := p.agent.PortForward(ctx, pod, []int32{port})
+	u, err := p.agent.API().PortForward(ctx, pod, []int32{port})
 	if err != nil {
 		return fmt.Errorf("port-forward to %s/%s: %w", namespace, podName, err)
 	}
