@@ -184,7 +184,7 @@ func (a *Agent) admissionNode() (*v1.Node, error) {
 // a DisruptionTarget condition. It waits for the kill up to one and a half
 // grace periods, at least 10s.
 func (a *Agent) preempt(victim, preemptor *v1.Pod) error {
-	a.Eventf(victim, v1.EventTypeWarning, ReasonPreempting, "%s", messagePreempted)
+	a.events.Eventf(victim, v1.EventTypeWarning, ReasonPreempting, "%s", messagePreempted)
 	grace := int64(v1.DefaultTerminationGracePeriodSeconds)
 	if g := victim.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g

@@ -386,6 +386,7 @@ type Agent struct {
 	fakeRT    *fake.Runtime
 	runtime   string // runtime name for container IDs
 	metrics   Metrics
+	events    *recorder // every block's EventRecorder
 
 	cache   *pleg.Cache
 	pleg    lifecycle
@@ -524,6 +525,7 @@ func New(opts Options) (*Agent, error) {
 	if a.metrics == nil {
 		a.metrics = noMetrics{}
 	}
+	a.events = &recorder{metrics: a.metrics, next: opts.Recorder, log: log}
 	if a.rt == nil {
 		a.fakeRT = NewFakeRuntime(opts.Clock, log.With("component", "fake-runtime"))
 		a.rt = a.fakeRT
@@ -564,7 +566,7 @@ func (a *Agent) build() error {
 	}
 	a.prober, err = prober.New(prober.Options{Runner: a.countingProber(prober.NewRunner(prober.RunnerOptions{Execer: a.rt})), Status: a.status,
 		Clock: a.clock, Jitter: func(p time.Duration) time.Duration { return time.Duration(a.opts.Rand() * float64(p)) },
-		Recorder: a, Logger: log.With("component", "prober")})
+		Recorder: a.events, Logger: log.With("component", "prober")})
 	if err != nil {
 		return err
 	}
@@ -592,7 +594,7 @@ func (a *Agent) build() error {
 	}
 	cms, secrets := a.envSources()
 	a.syncer, err = podsync.New(podsync.Options{
-		Runtime: pullPausing{a.rt}, Recorder: a, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
+		Runtime: pullPausing{a.rt}, Recorder: a.events, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
 		ConfigMaps: cms, Secrets: secrets, Services: opts.Services, NodeAllocatable: a.allocatable,
 		RecursiveReadOnlyMounts: a.handlerSupportsRecursiveReadOnly,
 		Devices:                 a.containerDevices(),
@@ -659,7 +661,7 @@ func (a *Agent) build() error {
 	// is finished and no longer desired.
 	a.forgetters = []podForgetter{forgetFunc(a.alloc.remove), forgetFunc(a.status.Remove), a.syncer,
 		forgetFunc(a.sink.forget), a.vol, forgetFunc(a.forgetProbeMetrics)}
-	a.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: a, NodeName: opts.NodeName, Clock: a.clock})
+	a.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: a.events, NodeName: opts.NodeName, Clock: a.clock})
 	a.loop, err = syncloop.New(syncloop.Options{
 		Handler:   a,
 		Clock:     a.clock,
@@ -877,7 +879,7 @@ func (a *Agent) startSources(ctx context.Context, g *group) error {
 	if a.opts.ManifestPath != "" {
 		f, err := source.NewFile(source.FileOptions{Path: a.opts.ManifestPath, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
 			AllowAPIReferences: a.opts.ObjectPath != "", Clock: a.clock, DisableWatch: a.opts.PollManifests,
-			Logger: a.log.With("component", "file-source"), Recorder: a, Out: a.config.Channel(ctx, syncloop.SourceFile)})
+			Logger: a.log.With("component", "file-source"), Recorder: a.events, Out: a.config.Channel(ctx, syncloop.SourceFile)})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}

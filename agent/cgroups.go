@@ -156,7 +156,7 @@ func (a *Agent) ensurePodCgroup(ctx context.Context, pod *v1.Pod, st *v1.PodStat
 		a.log.Debug("Failed to update the QoS cgroups", "pod", podDesc(pod), "err", err)
 	}
 	if err := a.cgroups.EnsurePod(cpod); err != nil {
-		a.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
+		a.events.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
 		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
 	}
 	return nil

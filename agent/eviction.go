@@ -59,7 +59,7 @@ func (a *Agent) newEviction() (*eviction.Manager, error) {
 		MonitoringInterval:       o.MonitoringInterval,
 		PressureTransitionPeriod: o.PressureTransitionPeriod,
 		NodeRef:                  &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName},
-		Recorder:                 a,
+		Recorder:                 a.events,
 		Logger:                   a.log.With("component", "eviction"),
 		OnEvict: func(_ *v1.Pod, sig eviction.Signal) {
 			if em, ok := a.metrics.(EvictionMetrics); ok {

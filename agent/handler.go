@@ -94,7 +94,7 @@ func (a *Agent) reject(pod *v1.Pod, reason, msg string) {
 	if err := a.status.Set(pod, st); err != nil {
 		a.log.Warn("Cannot record the status of a rejected pod", "pod", podDesc(pod), "err", err)
 	}
-	a.Eventf(pod, v1.EventTypeWarning, reason, "%s", msg)
+	a.events.Eventf(pod, v1.EventTypeWarning, reason, "%s", msg)
 	a.log.Warn("Pod rejected", "pod", podDesc(pod), "reason", reason, "message", msg)
 }
 

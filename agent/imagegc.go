@@ -24,7 +24,7 @@ func (a *Agent) newImageGC() (*imagegc.Manager, error) {
 		Fs:       fs,
 		Policy:   a.opts.ImageGC,
 		Period:   a.opts.Timings.ImageGC,
-		Recorder: a,
+		Recorder: a.events,
 		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName},
 		Logger:   a.log.With("component", "image-gc"),
 	})

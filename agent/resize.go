@@ -313,7 +313,7 @@ func (a *Agent) handleResize(pod *v1.Pod) bool {
 		a.alloc.setCondition(pod.UID, v1.PodResizePending, nil, now)
 		a.alloc.setCondition(pod.UID, v1.PodResizeInProgress, nil, now)
 		a.alloc.setCondition(pod.UID, v1.PodResizeInProgress, &v1.PodCondition{ObservedGeneration: pod.Generation}, now)
-		a.Eventf(pod, v1.EventTypeNormal, EventResizeStarted, "%s", resizeMessage(pod, "Pod resize started", ""))
+		a.events.Eventf(pod, v1.EventTypeNormal, EventResizeStarted, "%s", resizeMessage(pod, "Pod resize started", ""))
 		return true
 	}
 	if reason == v1.PodReasonDeferred {
@@ -326,7 +326,7 @@ func (a *Agent) handleResize(pod *v1.Pod) bool {
 		if reason == v1.PodReasonInfeasible {
 			ev = EventResizeInfeasible
 		}
-		a.Eventf(pod, v1.EventTypeWarning, ev, "%s", resizeMessage(pod, "Pod resize "+reason, msg))
+		a.events.Eventf(pod, v1.EventTypeWarning, ev, "%s", resizeMessage(pod, "Pod resize "+reason, msg))
 	}
 	return changed
 }
@@ -462,7 +462,7 @@ func (a *Agent) trackResize(pod *v1.Pod, rs *cri.PodStatus) {
 		}
 	}
 	if a.alloc.setCondition(pod.UID, v1.PodResizeInProgress, nil, now) {
-		a.Eventf(pod, v1.EventTypeNormal, EventResizeCompleted, "%s", resizeMessage(pod, "Pod resize completed", "", gen))
+		a.events.Eventf(pod, v1.EventTypeNormal, EventResizeCompleted, "%s", resizeMessage(pod, "Pod resize completed", "", gen))
 	}
 }
 
@@ -475,7 +475,7 @@ func (a *Agent) resizeFailed(pod *v1.Pod, msg string) bool {
 		&v1.PodCondition{Reason: v1.PodReasonError, Message: msg, ObservedGeneration: pod.Generation}, now) {
 		return false
 	}
-	a.Eventf(pod, v1.EventTypeWarning, EventResizeError, "%s", resizeMessage(pod, "Pod resize error", msg))
+	a.events.Eventf(pod, v1.EventTypeWarning, EventResizeError, "%s", resizeMessage(pod, "Pod resize error", msg))
 	return true
 }
 

@@ -52,7 +52,7 @@ func (a *Agent) newShutdown() (*nodeshutdown.Manager, error) {
 				a.log.Warn("Node status at shutdown", "err", err)
 			}
 		},
-		Recorder: a,
+		Recorder: a.events,
 		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName},
 		Clock:    a.clock,
 		Logger:   a.log.With("component", "nodeshutdown"),

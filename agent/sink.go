@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -156,21 +157,29 @@ func orDash(s string) string {
 	return s
 }
 
-// Eventf records an event: it is counted (Metrics.Event), passed to
-// Options.Recorder and logged. The agent is every block's EventRecorder
-// (client-go's method shape).
-func (a *Agent) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	a.metrics.Event(eventtype, reason)
-	if a.opts.Recorder != nil {
-		a.opts.Recorder.Eventf(object, eventtype, reason, messageFmt, args...)
+// recorder is every block's EventRecorder (client-go's method shape): an
+// event is counted (Metrics.Event), passed to Options.Recorder and logged.
+type recorder struct {
+	metrics Metrics
+	next    EventRecorder // Options.Recorder; nil means none
+	log     *slog.Logger
+}
+
+var _ EventRecorder = (*recorder)(nil)
+
+// Eventf records an event.
+func (r *recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	r.metrics.Event(eventtype, reason)
+	if r.next != nil {
+		r.next.Eventf(object, eventtype, reason, messageFmt, args...)
 	}
 	attrs := []any{"type", eventtype, "reason", reason, "message", fmt.Sprintf(messageFmt, args...)}
 	if pod, ok := object.(*v1.Pod); ok {
 		attrs = append(attrs, "pod", pod.Namespace+"/"+pod.Name)
 	}
 	if eventtype == v1.EventTypeWarning {
-		a.log.Warn("Event", attrs...)
+		r.log.Warn("Event", attrs...)
 		return
 	}
-	a.log.Info("Event", attrs...)
+	r.log.Info("Event", attrs...)
 }

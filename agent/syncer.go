@@ -51,7 +51,7 @@ func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit pod
 		a.devices.UpdateAllocatedResourcesStatus(pod, &st)
 	}
 	if st.Reason == status.ReasonDeadlineExceeded && old.Reason != status.ReasonDeadlineExceeded {
-		a.Eventf(pod, v1.EventTypeNormal, status.ReasonDeadlineExceeded, "%s", status.MessageDeadlineExceeded)
+		a.events.Eventf(pod, v1.EventTypeNormal, status.ReasonDeadlineExceeded, "%s", status.MessageDeadlineExceeded)
 	}
 	if edit != nil {
 		edit(&st)

@@ -67,7 +67,7 @@ func (a *Agent) newVolumes() (*volume.Manager, error) {
 		},
 		Clock:         a.clock,
 		RefreshPeriod: a.opts.Timings.VolumeRefresh,
-		Recorder:      a,
+		Recorder:      a.events,
 		Logger:        a.log.With("component", "volumes"),
 	})
 }
