@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/allocation"
 	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
@@ -406,7 +407,7 @@ type Agent struct {
 	objects *volume.StaticSources // configMaps and secrets from ObjectPath
 	sink    *memorySink
 	msgs    status.MessageReader
-	alloc   *allocations // the pods' allocated resources and their resizes
+	alloc   *allocation.Manager // the pods' allocated resources and their resizes
 
 	// shutdown is graceful node shutdown; not Enabled without a grace
 	// period.
@@ -544,7 +545,7 @@ func New(opts Options) (*Agent, error) {
 func (a *Agent) build() error {
 	opts, log := a.opts, a.log
 	var err error
-	if a.alloc, err = newAllocations(filepath.Join(opts.RootDir, AllocationCheckpoint)); err != nil {
+	if err = a.newAllocation(); err != nil {
 		return err
 	}
 	if opts.EventedPLEG {
@@ -659,7 +660,7 @@ func (a *Agent) build() error {
 	}
 	// What each part keeps of a pod, forgotten at housekeeping once the pod
 	// is finished and no longer desired.
-	a.forgetters = []podForgetter{forgetFunc(a.alloc.remove), forgetFunc(a.status.Remove), a.syncer,
+	a.forgetters = []podForgetter{a.alloc, forgetFunc(a.status.Remove), a.syncer,
 		forgetFunc(a.sink.forget), a.vol, forgetFunc(a.forgetProbeMetrics)}
 	a.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: a.events, NodeName: opts.NodeName, Clock: a.clock})
 	a.loop, err = syncloop.New(syncloop.Options{

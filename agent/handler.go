@@ -57,18 +57,18 @@ func (a *Agent) HandlePodAdditions(pods []*v1.Pod) {
 			// A pod is admitted as the node allocated it (after a
 			// restart, a resize asked meanwhile is weighed as a resize),
 			// and its allocation recorded.
-			allocated := a.allocatedPod(pod)
+			allocated, _ := a.alloc.AllocatedPod(pod)
 			if ok, reason, msg := a.admit(allocated); !ok {
 				a.reject(pod, reason, msg)
 				continue
 			}
-			a.alloc.set(allocated)
-			a.handleResize(pod)
+			a.alloc.SetAllocated(allocated)
+			a.alloc.HandleResize(pod)
 		}
 		a.prober.AddPod(pod)
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
 	}
-	a.alloc.flush()
+	a.alloc.Flush()
 }
 
 // admit runs the admission chain (newAdmission) with the other pods the
@@ -117,7 +117,7 @@ func (a *Agent) isRejected(uid types.UID) bool {
 
 // HandlePodUpdates passes changed pods to their workers; a pod whose
 // containers' resources changed (an in-place resize) is weighed first
-// (handleResize).
+// (allocation.Manager.HandleResize).
 func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 	for _, pod := range pods {
 		a.pods.Update(pod)
@@ -125,11 +125,11 @@ func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 			continue
 		}
 		if !a.workers.IsPodTerminationRequested(pod.UID) {
-			a.handleResize(pod)
+			a.alloc.HandleResize(pod)
 		}
 		a.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: pod})
 	}
-	a.alloc.flush()
+	a.alloc.Flush()
 }
 
 // HandlePodRemoves terminates pods that left the configuration; the room
@@ -269,7 +269,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 			f.RemovePod(uid)
 		}
 	}
-	a.alloc.retain(func(uid types.UID) bool {
+	a.alloc.RemoveOrphanedPods(func(uid types.UID) bool {
 		_, desired := want[uid]
 		return desired || a.workers.IsPodKnownToWorker(uid)
 	})

@@ -44,9 +44,9 @@ func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit pod
 		return st, err
 	}
 	if !terminal {
-		a.trackResize(pod, rs)
+		a.alloc.CheckResizeInProgress(pod, actuation(rs))
 	}
-	st.Conditions = append(st.Conditions, a.alloc.conditions(pod.UID)...)
+	st.Conditions = append(st.Conditions, a.alloc.Conditions(pod.UID)...)
 	if a.devices != nil {
 		a.devices.UpdateAllocatedResourcesStatus(pod, &st)
 	}
@@ -156,7 +156,7 @@ func (a *Agent) runtimeName() string {
 func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
 	// The pod runs as the node allocated it: a resize not accepted (yet)
 	// changes nothing.
-	pod = a.allocatedPod(pod)
+	pod, _ = a.alloc.AllocatedPod(pod)
 	// A starting pod holds a slot of the workers' start gate.
 	t := podworkers.TicketFromContext(ctx)
 	rs, err := a.cache.Get(pod.UID)
@@ -192,7 +192,7 @@ func (a *Agent) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1
 	}
 	res := a.syncer.SyncPod(ctx, pod, rs)
 	for _, s := range res.Steps {
-		if s.Step == podsync.StepResizePodInPlace && s.Err != nil && a.resizeFailed(pod, s.Message) {
+		if s.Step == podsync.StepResizePodInPlace && s.Err != nil && a.alloc.ResizeFailed(pod, s.Message) {
 			// The failure shows at once, not at the retry.
 			if _, err := a.generate(pod, rs, false, nil); err != nil {
 				a.log.Warn("Failed to record a resize failure in the pod's status", "pod", podDesc(pod), "err", err)

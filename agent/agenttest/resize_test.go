@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
+	"github.com/kubeletkit/kubeletkit/allocation"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
@@ -85,7 +86,7 @@ func TestInPlaceResize(t *testing.T) {
 		assert.Equal(t, "512Mi", cs.Resources.Limits.Memory().String())
 		assert.Nil(t, condition(p, v1.PodResizePending))
 		assert.Nil(t, condition(p, v1.PodResizeInProgress))
-		assert.Equal(t, []string{agent.EventResizeStarted, agent.EventResizeCompleted}, eventReasons(n, "Resize"))
+		assert.Equal(t, []string{allocation.EventResizeStarted, allocation.EventResizeCompleted}, eventReasons(n, "Resize"))
 		require.NotEmpty(t, n.Runtime().CallsOf(fake.UpdateContainerResources))
 		got := n.Runtime().CallsOf(fake.UpdateContainerResources)
 		last := got[len(got)-1].Request.(*runtimeapi.UpdateContainerResourcesRequest)
@@ -118,7 +119,7 @@ func TestResizeInfeasibleAndDeferred(t *testing.T) {
 		require.NotNil(t, c)
 		assert.Equal(t, v1.PodReasonDeferred, c.Reason)
 		assert.Equal(t, "Node didn't have enough resource: cpu, requested: 3000, used: 2000, capacity: 4000", c.Message)
-		assert.Equal(t, []string{agent.EventResizeInfeasible, agent.EventResizeDeferred}, eventReasons(n, "Resize"))
+		assert.Equal(t, []string{allocation.EventResizeInfeasible, allocation.EventResizeDeferred}, eventReasons(n, "Resize"))
 
 		n.DeletePod("default", "b")
 		n.Step(10 * time.Second)
@@ -166,7 +167,7 @@ func TestResizeError(t *testing.T) {
 		p := n.Pod("default", "web")
 		assert.Nil(t, condition(p, v1.PodResizeInProgress))
 		assert.Equal(t, "1", p.Status.ContainerStatuses[0].Resources.Limits.Cpu().String())
-		assert.Contains(t, eventReasons(n, "Resize"), agent.EventResizeError)
+		assert.Contains(t, eventReasons(n, "Resize"), allocation.EventResizeError)
 	})
 }
 
@@ -179,12 +180,12 @@ func TestResizeAllocationCheckpoint(t *testing.T) {
 		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{RootDir: root}})
 		n.AddPod(resizePod("web", "500m", "256Mi"))
 		n.Step(5 * time.Second)
-		b, err := os.ReadFile(filepath.Join(root, agent.AllocationCheckpoint))
+		b, err := os.ReadFile(filepath.Join(root, allocation.CheckpointFile))
 		require.NoError(t, err)
 		assert.Contains(t, string(b), `"cpu":"500m"`)
 		n.DeletePod("default", "web")
 		n.Step(time.Minute)
-		b, err = os.ReadFile(filepath.Join(root, agent.AllocationCheckpoint))
+		b, err = os.ReadFile(filepath.Join(root, allocation.CheckpointFile))
 		require.NoError(t, err)
 		assert.NotContains(t, string(b), "500m", "a pod gone is forgotten")
 	})
