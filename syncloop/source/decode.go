@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 
@@ -8,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeletkit/kubeletkit/podspec/validation"
@@ -20,7 +23,8 @@ const MaxManifestBytes = 10 << 20
 // DecodeManifest decodes a YAML or JSON manifest holding one v1.Pod
 // (kind Pod) or a v1.PodList (kind PodList), apiVersion v1. Only the first
 // YAML document is read, as upstream. Field names are case-sensitive and
-// unknown fields are ignored, as the API server's decoder does. It neither
+// unknown fields are ignored, as the API server's decoder does
+// (ManifestWarnings names them, and the documents after the first). It neither
 // defaults nor validates; see ReadManifest. An error wraps
 // ErrInvalidManifest.
 func DecodeManifest(data []byte) ([]*v1.Pod, error) {
@@ -113,4 +117,67 @@ func validateName(pod *v1.Pod) error {
 	}
 	errs := field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")}
 	return fmt.Errorf("%w %s: %v", validation.ErrInvalidPod, validation.PodRef(pod), errs.ToAggregate())
+}
+
+// ManifestWarnings returns what a manifest holds that DecodeManifest reads
+// past without a word, as upstream's kubelet does: fields no Pod or PodList
+// has (a typo such as "imagee", a volume type the API does not know), a field
+// given twice, and YAML documents after the first. Each warning names the
+// field by its path ("unknown field \"spec.containers[0].imagee\"") or the
+// document by its number. The sources log them with the manifest's name; a
+// manifest DecodeManifest refuses has none.
+func ManifestWarnings(data []byte) []string {
+	js, docs := data, 1
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		var err error
+		if js, err = yaml.YAMLToJSON(data); err != nil {
+			return nil
+		}
+		docs = yamlDocuments(data)
+	}
+	var tm metav1.TypeMeta
+	if err := utiljson.Unmarshal(js, &tm); err != nil {
+		return nil
+	}
+	var into any
+	switch tm.Kind {
+	case "Pod":
+		into = &v1.Pod{}
+	case "PodList":
+		into = &v1.PodList{}
+	default:
+		return nil
+	}
+	var out []string
+	strict, err := kjson.UnmarshalStrict(js, into)
+	if err != nil {
+		return nil
+	}
+	for _, e := range strict {
+		out = append(out, e.Error())
+	}
+	if docs > 1 {
+		out = append(out, fmt.Sprintf("%d YAML documents: only the first is read", docs))
+	}
+	return out
+}
+
+// yamlDocuments counts the documents of a YAML stream that hold more than
+// comments and blanks.
+func yamlDocuments(data []byte) int {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			return n
+		}
+		for line := range bytes.SplitSeq(doc, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if len(line) > 0 && line[0] != '#' && !bytes.Equal(line, []byte("---")) {
+				n++
+				break
+			}
+		}
+	}
 }

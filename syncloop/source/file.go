@@ -543,10 +543,22 @@ func (f *File) pods() []*v1.Pod {
 // Errors), once per distinct error.
 func (f *File) refresh(p string, st fs.FileInfo, force bool) bool {
 	c, ok := f.cache[p]
-	if !force && ok && c.size == st.Size() && c.mtime.Equal(st.ModTime()) && c.mode == st.Mode() {
+	unchanged := ok && c.size == st.Size() && c.mtime.Equal(st.ModTime()) && c.mode == st.Mode()
+	if !force && unchanged {
 		return false
 	}
-	c.pods, c.err = readManifestFile(p, f.node, f.refs)
+	var data []byte
+	data, c.pods, c.err = readManifestFile(p, f.node, f.refs)
+	if c.err == nil && !unchanged {
+		// Only for new content: a periodic read of the same file costs no
+		// second decode, and its warnings were logged.
+		if w := strings.Join(ManifestWarnings(data), "; "); w != c.warnings {
+			c.warnings = w
+			if w != "" {
+				f.log.Warn("static pod manifest has fields or documents that are not read", "file", p, "warnings", w)
+			}
+		}
+	}
 	c.size, c.mtime, c.mode = st.Size(), st.ModTime(), st.Mode()
 	f.cache[p] = c
 	if c.err != nil {
@@ -566,20 +578,23 @@ func (f *File) refresh(p string, st fs.FileInfo, force bool) bool {
 	return true
 }
 
-func readManifestFile(p, node string, allowAPIReferences bool) ([]*v1.Pod, error) {
+// readManifestFile reads and decodes the manifest at p; it returns the
+// bytes it read beside the pods.
+func readManifestFile(p, node string, allowAPIReferences bool) ([]byte, []*v1.Pod, error) {
 	fh, err := os.Open(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(io.LimitReader(fh, MaxManifestBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(data) > MaxManifestBytes {
-		return nil, fmt.Errorf("larger than %d bytes", MaxManifestBytes)
+		return nil, nil, fmt.Errorf("larger than %d bytes", MaxManifestBytes)
 	}
-	return readManifest(data, syncloop.SourceFile, p, node, allowAPIReferences)
+	pods, err := readManifest(data, syncloop.SourceFile, p, node, allowAPIReferences)
+	return data, pods, err
 }
 
 // report records a manifest's error, and logs it and makes an event when it
@@ -627,6 +642,9 @@ type readResult struct {
 	mode  fs.FileMode
 	pods  []*v1.Pod
 	err   error
+	// warnings are ManifestWarnings' of the content last read, logged
+	// when they change.
+	warnings string
 }
 
 // fingerprint hashes what a poll compares: for each entry of the directory

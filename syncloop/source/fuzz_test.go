@@ -95,6 +95,7 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := source.DecodeManifest(data); err != nil {
 			require.ErrorIs(t, err, source.ErrInvalidManifest)
+			require.Empty(t, source.ManifestWarnings(data), "a manifest that does not decode has no warnings")
 		}
 		pods, err := source.ReadManifest(data, syncloop.SourceFile, "/etc/kubernetes/manifests/x.yaml", "node-1")
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -195,6 +196,9 @@ func (u *URL) Fetch(ctx context.Context) error {
 	if !bytes.Equal(data, u.data) {
 		u.data = data
 		u.pods, u.dataErr = readManifest(data, syncloop.SourceHTTP, u.url, u.node, u.refs)
+		if w := ManifestWarnings(data); u.dataErr == nil && len(w) > 0 {
+			u.log.Warn("static pod manifest has fields or documents that are not read", "url", u.redacted, "warnings", strings.Join(w, "; "))
+		}
 		if u.dataErr != nil {
 			u.dataErr = fmt.Errorf("manifest from %s: %w", u.redacted, u.dataErr)
 			u.rec.Eventf(u.nodeRef, v1.EventTypeWarning, ReasonFailedValidation, "Error reading static pod %v", u.dataErr)
