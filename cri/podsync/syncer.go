@@ -22,25 +22,17 @@ import (
 // is missing.
 var ErrMissingDependency = errors.New("missing dependency")
 
-// Runtime is the part of CRI the Syncer drives. cri.RuntimeService together
-// with cri.ImageService (e.g. the client from cri.Dial) and *fake.Runtime
-// satisfy it.
+// Runtime is the part of CRI the Syncer drives: sandboxes, containers,
+// exec for lifecycle hooks, a container's stats (its memory usage before an
+// in-place resize shrinks its limit) and images. It is composed of cri's
+// small interfaces, so that the CRI client of cri.Dial, *fake.Runtime and any
+// wrapper of a whole cri.RuntimeService and cri.ImageService satisfy it.
 type Runtime interface {
-	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
-	StopPodSandbox(ctx context.Context, podSandboxID string) error
-	RemovePodSandbox(ctx context.Context, podSandboxID string) error
-	PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
-	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
-	StartContainer(ctx context.Context, containerID string) error
-	StopContainer(ctx context.Context, containerID string, timeout int64) error
-	RemoveContainer(ctx context.Context, containerID string) error
-	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error
-	ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error)
-	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
-	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
-	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
-	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
-	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	cri.SandboxManager
+	cri.ContainerManager
+	cri.Execer
+	cri.StatsProvider
+	cri.ImageManager
 }
 
 // runtimeServices is what the CRI client offers.
