@@ -24,3 +24,15 @@ func ContainerRestartPolicy(pod *v1.Pod, c *v1.Container) v1.RestartPolicy {
 	}
 	return pod.Spec.RestartPolicy
 }
+
+// RestartsOnResize reports whether an in-place resize that changes
+// resource r of c restarts the container rather than updating it: its
+// resizePolicy for r says RestartContainer (the default is NotRequired).
+func RestartsOnResize(c *v1.Container, r v1.ResourceName) bool {
+	for _, p := range c.ResizePolicy {
+		if p.ResourceName == r {
+			return p.RestartPolicy == v1.RestartContainer
+		}
+	}
+	return false
+}

@@ -46,3 +46,13 @@ func TestIsCritical(t *testing.T) {
 	assert.True(t, podspec.IsCritical(prio(podspec.SystemCriticalPriority)))
 	assert.True(t, podspec.IsCritical(prio(podspec.SystemCriticalPriority+1000)))
 }
+
+func TestRestartsOnResize(t *testing.T) {
+	c := &v1.Container{Name: "c", ResizePolicy: []v1.ContainerResizePolicy{
+		{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer},
+		{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired},
+	}}
+	assert.True(t, podspec.RestartsOnResize(c, v1.ResourceMemory))
+	assert.False(t, podspec.RestartsOnResize(c, v1.ResourceCPU))
+	assert.False(t, podspec.RestartsOnResize(&v1.Container{}, v1.ResourceMemory), "NotRequired by default")
+}

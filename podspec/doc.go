@@ -10,8 +10,9 @@
 //     ContainerLimits (what cgroups and eviction sum), IsPodLevelResource.
 //   - Critical pods: IsCritical and SystemCriticalPriority (never evicted,
 //     preempt at admission, stopped last at shutdown).
-//   - Containers: IsSidecar (a restartable init container) and
-//     ContainerRestartPolicy.
+//   - Containers: IsSidecar (a restartable init container),
+//     ContainerRestartPolicy and RestartsOnResize (a container's
+//     resizePolicy).
 //   - Where a pod came from: IsStatic, IsMirror, FullName and the config
 //     annotations (ConfigSourceAnnotation, ConfigMirrorAnnotation,
 //     ConfigHashAnnotation, ConfigSeenAnnotation).

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/internal/expansion"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Upstream's CPU constants for translating requests and limits.
@@ -209,7 +210,7 @@ func (s *Syncer) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			annotations[cri.ContainerPreStopHandlerAnnotation] = string(b)
 		}
 	}
-	if restartsToResize(c, v1.ResourceMemory) {
+	if podspec.RestartsOnResize(c, v1.ResourceMemory) {
 		// The runtime cannot tell a memory request (no cgroup holds it):
 		// it is kept here for a resize that restarts the container.
 		annotations[MemoryRequestAnnotation] = strconv.FormatInt(c.Resources.Requests.Memory().Value(), 10)

@@ -27,17 +27,6 @@ var ErrResizePodInPlace = errors.New("ResizePodInPlaceError")
 // upstream's, and the runtime reports no memory request to compare with.
 const MemoryRequestAnnotation = "kubeletkit.io/memory-request"
 
-// restartsToResize says whether c's resizePolicy asks for a restart when
-// resource r changes (the default is NotRequired).
-func restartsToResize(c *v1.Container, r v1.ResourceName) bool {
-	for _, p := range c.ResizePolicy {
-		if p.ResourceName == r {
-			return p.RestartPolicy == v1.RestartContainer
-		}
-	}
-	return false
-}
-
 // ResizeDone reports whether a running container runs as its spec asks:
 // its resources match (ResourcesMatch) and, for a container restarted by
 // resizes of memory, it was created with its spec's memory request.
@@ -48,7 +37,7 @@ func ResizeDone(c *v1.Container, st *runtimeapi.ContainerStatus) bool {
 // memoryRequestChanged says whether a container restarted by resizes of
 // memory was created with another memory request than its spec's.
 func memoryRequestChanged(c *v1.Container, st *runtimeapi.ContainerStatus) bool {
-	if !restartsToResize(c, v1.ResourceMemory) {
+	if !podspec.RestartsOnResize(c, v1.ResourceMemory) {
 		return false
 	}
 	v, ok := st.GetAnnotations()[MemoryRequestAnnotation]
@@ -153,8 +142,8 @@ func (a *Actions) resizeAction(pod *v1.Pod, c *v1.Container, st *runtimeapi.Cont
 	}
 	current, desired := st.GetResources().GetLinux(), Resources(c)
 	want, have := compared(desired, current)
-	if ((want.memoryLimit != have.memoryLimit || memRequest) && restartsToResize(c, v1.ResourceMemory)) ||
-		((want.cpuLimit != have.cpuLimit || want.cpuRequest != have.cpuRequest) && restartsToResize(c, v1.ResourceCPU)) {
+	if ((want.memoryLimit != have.memoryLimit || memRequest) && podspec.RestartsOnResize(c, v1.ResourceMemory)) ||
+		((want.cpuLimit != have.cpuLimit || want.cpuRequest != have.cpuRequest) && podspec.RestartsOnResize(c, v1.ResourceCPU)) {
 		a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillResizeRestart,
 			Message: fmt.Sprintf("Container %s resize requires restart", c.Name)})
 		if init {
