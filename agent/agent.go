@@ -29,6 +29,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/logs"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
@@ -217,7 +218,7 @@ type Options struct {
 	VolumeSources volume.Sources
 	// Services lists the services whose variables containers get
 	// (KUBERNETES_SERVICE_HOST ...). Nil means none.
-	Services podsync.ServiceLister
+	Services containerconfig.ServiceLister
 	// Machine describes the node's hardware for its status. Nil means this
 	// machine (node.LocalMachine, its ephemeral storage the filesystem of
 	// RootDir).
@@ -260,9 +261,9 @@ type Options struct {
 	EnforceNodeAllocatable []string
 	// RuntimeClasses looks up the pods' runtime classes: the handler a
 	// pod's sandbox runs under, and the overhead of a pod that has none in
-	// its spec (podsync.Options.RuntimeClasses). Nil: a runtime class's
+	// its spec (containerconfig.Options.RuntimeClasses). Nil: a runtime class's
 	// name is its handler, and only a pod's own overhead counts.
-	RuntimeClasses podsync.RuntimeClasses
+	RuntimeClasses containerconfig.RuntimeClasses
 	// NodeLabels are labels of the node beside those it has of its own
 	// (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch and
 	// their beta spellings), for the nodeSelector and node affinity of the
@@ -588,28 +589,32 @@ func (a *Agent) build() error {
 	if err := a.newCgroups(); err != nil {
 		return err
 	}
-	var sandboxCgroups podsync.SandboxCgroups
+	var sandboxCgroups containerconfig.SandboxCgroups
 	var podCgroups podsync.PodCgroupResizer
 	if a.cgroups != nil {
 		sandboxCgroups, podCgroups = a.cgroups, podCgroupResizer{a}
 	}
 	cms, secrets := a.envSources()
 	a.syncer, err = podsync.New(podsync.Options{
-		Runtime: pullPausing{a.rt}, Recorder: a.events, Logger: log.With("component", "podsync"), Volumes: a.vol, Clock: a.clock,
-		ConfigMaps: cms, Secrets: secrets, Services: opts.Services, NodeAllocatable: a.allocatable,
-		RecursiveReadOnlyMounts: a.handlerSupportsRecursiveReadOnly,
-		Devices:                 a.containerDevices(),
-		UserNamespaces:          a.handlerSupportsUserNamespaces,
-		SeccompDefault:          opts.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
-		Cgroups: sandboxCgroups, PodCgroups: podCgroups, RuntimeClasses: opts.RuntimeClasses,
-		MemorySwapController: a.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
+		Runtime: pullPausing{a.rt}, Recorder: a.events, Logger: log.With("component", "podsync"), Clock: a.clock,
+		Config: containerconfig.Options{
+			Volumes: a.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Services, NodeAllocatable: a.allocatable,
+			RecursiveReadOnlyMounts: a.handlerSupportsRecursiveReadOnly,
+			Devices:                 a.containerDevices(),
+			UserNamespaces:          a.handlerSupportsUserNamespaces,
+			SeccompDefault:          opts.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
+			Cgroups: sandboxCgroups, RuntimeClasses: opts.RuntimeClasses,
+			MemorySwapController: a.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
+			LogRoot: a.logsDir(), PodsDir: a.podsDir(), NodeName: opts.NodeName, HostIPs: opts.HostIPs,
+		},
+		PodCgroups: podCgroups,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),
 			StartupSucceeded: func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Success },
 		},
-		LogRoot: a.logsDir(), ContainerLogLinksDir: opts.ContainerLogLinksDir, PodsDir: a.podsDir(), NodeName: opts.NodeName, HostIPs: opts.HostIPs,
-		BackoffInitial: opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
+		ContainerLogLinksDir: opts.ContainerLogLinksDir,
+		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
 	})
 	if err != nil {
 		return err

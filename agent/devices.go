@@ -1,11 +1,11 @@
 package agent
 
 import (
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/devices"
 )
 
-var _ podsync.ContainerDevices = (*devices.Manager)(nil)
+var _ containerconfig.ContainerDevices = (*devices.Manager)(nil)
 
 // newDevices builds the device manager when Options.DevicePluginDir is set.
 func (a *Agent) newDevices() error {
@@ -20,8 +20,8 @@ func (a *Agent) newDevices() error {
 	return nil
 }
 
-// containerDevices is the podsync hook: the device manager, or none.
-func (a *Agent) containerDevices() podsync.ContainerDevices {
+// containerDevices is the container config hook: the device manager, or none.
+func (a *Agent) containerDevices() containerconfig.ContainerDevices {
 	if a.devices == nil {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/volume"
 )
 
@@ -24,7 +24,7 @@ import (
 // manifests of ObjectPath. Without either there are none, and such a
 // reference fails as it does under upstream kubelet without an API server.
 // Call it after newVolumes.
-func (a *Agent) envSources() (podsync.ConfigMapGetter, podsync.SecretGetter) {
+func (a *Agent) envSources() (containerconfig.ConfigMapGetter, containerconfig.SecretGetter) {
 	if s := a.opts.VolumeSources; s.ConfigMaps != nil || s.Secrets != nil || s.Tokens != nil {
 		return s.ConfigMaps, s.Secrets
 	}

@@ -338,7 +338,8 @@ func (m *Manager) Devices(uid types.UID, container string) map[string][]string {
 // before the container's own (which win a clash), device nodes, CDI
 // devices, and annotations the config does not set itself. Before that it
 // calls PreStartContainer on each plugin that asks for it. A container
-// without devices is left alone. It is the hook of podsync.Options.Devices.
+// without devices is left alone. It is the hook of
+// containerconfig.Options.Devices.
 func (m *Manager) ApplyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
 	m.mu.Lock()
 	byRes := m.pods[pod.UID][c.Name]

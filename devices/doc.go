@@ -22,10 +22,10 @@
 //     Allocate; a pod that cannot get its devices is refused with
 //     UnexpectedAdmissionError, as upstream refuses it;
 //   - when a container is created (ApplyDevices, the hook of
-//     podsync.Options.Devices) adds the plugin's answer to the container's
-//     CRI config: environment, mounts, device nodes, CDI devices,
-//     annotations; and calls PreStartContainer first when the plugin asks
-//     for it;
+//     containerconfig.Options.Devices) adds the plugin's answer to the
+//     container's CRI config: environment, mounts, device nodes, CDI
+//     devices, annotations; and calls PreStartContainer first when the
+//     plugin asks for it;
 //   - reports the health of each container's devices in its status
 //     (UpdateAllocatedResourcesStatus, allocatedResourcesStatus), and which
 //     pods' statuses are due when a device's health changes

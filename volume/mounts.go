@@ -52,8 +52,8 @@ func (m *Manager) Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mo
 }
 
 // VolumeHostPaths returns the host path of each of pod's volumes that is
-// set up, by name; it satisfies cri/podsync.VolumeHostPaths. Mounts is the
-// safer hook: it resolves subPaths against symlinks.
+// set up, by name; it satisfies containerconfig.VolumeHostPaths. Mounts is
+// the safer hook: it resolves subPaths against symlinks.
 func (m *Manager) VolumeHostPaths(pod *v1.Pod) (map[string]string, error) {
 	mounted := m.mountedOf(pod)
 	out := make(map[string]string, len(mounted))

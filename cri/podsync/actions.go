@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
@@ -322,7 +323,7 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 			}
 			continue
 		}
-		if h, ok, err := cri.HashFromAnnotations(st.GetAnnotations()); err == nil && ok && h != HashContainer(c) {
+		if h, ok, err := cri.HashFromAnnotations(st.GetAnnotations()); err == nil && ok && h != containerconfig.HashContainer(c) {
 			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillSpecChanged,
 				Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 			a.ContainersToStart = append(a.ContainersToStart, i)
@@ -418,7 +419,7 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 // was started (its image updated, say): it is then restarted, as upstream,
 // with upstream's message.
 func sidecarChanged(c *v1.Container, st *runtimeapi.ContainerStatus) (ContainerToKill, bool) {
-	if h, ok, err := cri.HashFromAnnotations(st.GetAnnotations()); err == nil && ok && h != HashContainer(c) {
+	if h, ok, err := cri.HashFromAnnotations(st.GetAnnotations()); err == nil && ok && h != containerconfig.HashContainer(c) {
 		return ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillSpecChanged,
 			Message: fmt.Sprintf("Init container %s definition changed", c.Name)}, true
 	}

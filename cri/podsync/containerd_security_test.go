@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 // TestContainerdSeccomp proves the seccomp profile reaches the container: a
@@ -29,7 +30,7 @@ func TestContainerdSeccomp(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "profiles"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "profiles", "no-unshare.json"), []byte(profile), 0o644))
 	var err error
-	h.s, err = podsync.New(podsync.Options{Runtime: h.c, Clock: h.clk, LogRoot: t.TempDir(), PodsDir: h.pods, SeccompProfileRoot: root})
+	h.s, err = podsync.New(podsync.Options{Runtime: h.c, Clock: h.clk, Config: containerconfig.Options{LogRoot: t.TempDir(), PodsDir: h.pods, SeccompProfileRoot: root}})
 	require.NoError(t, err)
 
 	// Each prints unshare's complaint to its log and exits with its code.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/internal/ctrdtest"
 )
 
@@ -47,7 +48,7 @@ func newCtrdHarness(t *testing.T) *ctrdHarness {
 	h := &ctrdHarness{t: t, c: c, image: image, clk: clocktesting.NewFakeClock(time.Now())}
 	h.pods = t.TempDir()
 	var err error
-	h.s, err = podsync.New(podsync.Options{Runtime: c, Clock: h.clk, LogRoot: t.TempDir(), PodsDir: h.pods})
+	h.s, err = podsync.New(podsync.Options{Runtime: c, Clock: h.clk, Config: containerconfig.Options{LogRoot: t.TempDir(), PodsDir: h.pods}})
 	require.NoError(t, err)
 	return h
 }
@@ -178,7 +179,7 @@ func TestContainerdInitThenAppThenKill(t *testing.T) {
 	assert.True(t, h.sync(p).Actions.Nothing(), "steady")
 
 	// A new Syncer (an agent restart) adopts what runs.
-	s2, err := podsync.New(podsync.Options{Runtime: h.c, LogRoot: t.TempDir()})
+	s2, err := podsync.New(podsync.Options{Runtime: h.c, Config: containerconfig.Options{LogRoot: t.TempDir()}})
 	require.NoError(t, err)
 	assert.True(t, s2.SyncPod(context.Background(), p, h.status(p)).Actions.Nothing())
 

@@ -37,24 +37,20 @@
 // PostStartHookError), and holds each crashing container in
 // CrashLoopBackOff: restarted at once the first time, then after 10s, 20s,
 // 40s ... up to 5m, starting over once a container ran for 10 minutes.
-// Container configs carry command, args, env (envFrom and
-// configMapKeyRef/secretKeyRef through Options.ConfigMaps and
-// Options.Secrets, the downward API fieldRef and resourceFieldRef, and
-// $(VAR) expansion), working dir,
-// mounts from VolumeHostPaths
-// (subPaths checked against traversal), or from the volume manager itself
-// when it implements ContainerMounts, CRI Linux resources, the whole
-// security context as upstream's kuberuntime passes it (the container's
-// fields over the pod's; seccomp from the fields, Localhost profiles under
-// Options.SeccompProfileRoot, RuntimeDefault by default with
-// Options.SeccompDefault; AppArmor from the fields and the deprecated
-// annotation; SELinux options; groups and supplementalGroupsPolicy;
-// capabilities, no_new_privs, the masked and read-only /proc paths; the PID
-// namespace the container's own unless shareProcessNamespace; a user
-// namespace of the pod's own for hostUsers: false where
-// Options.UserNamespaces says the handler supports it, else the sandbox is
-// refused; runAsNonRoot verified against the runAsUser or the image's user),
-// and a log path <container>/<restartCount>.log under LogDirectory.
+//
+// The sandbox's and each container's CRI config come from a
+// containerconfig.Builder, which New builds from Options.Config and Config
+// returns: command, args and environment (configMaps, secrets, services,
+// the downward API, $(VAR) expansion), mounts, DNS and /etc/hosts,
+// resources, the whole security context (seccomp, AppArmor, SELinux, user
+// namespaces, runAsNonRoot), devices, and the log path
+// <container>/<restartCount>.log under the pod's log directory (under
+// Options.Config.LogRoot). The Syncer decides when a config is built and
+// what its failure means: a container whose config cannot be built waits
+// in CreateContainerConfigError (with the error's StatusMessage where it
+// has one), a sandbox whose config cannot be built is a
+// FailedCreatePodSandBox event. The builder is usable without a Syncer;
+// see its package.
 //
 // Every sandbox and container carries the labels and annotations of
 // cri/labels.go (pod name, namespace, UID, container name, restart count,
@@ -63,7 +59,8 @@
 // runtime alone: a new Syncer adopts what runs and starts no duplicates.
 // What a Syncer keeps in memory is only backoffs and the last waiting
 // reason per container, which the status block reads with WaitingReason
-// (upstream's reason cache); RemovePod forgets a pod.
+// (upstream's reason cache), and, in its builder, the host IDs of pods'
+// user namespaces; RemovePod forgets a pod.
 //
 // # Probes
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 // A container that exits 3 is restarted at once, then held in
@@ -26,7 +27,7 @@ func Example() {
 	defer rt.Close()
 	logs, _ := os.MkdirTemp("", "podsync-example")
 	defer os.RemoveAll(logs)
-	s, _ := podsync.New(podsync.Options{Runtime: rt, Clock: clk, LogRoot: logs})
+	s, _ := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Config: containerconfig.Options{LogRoot: logs}})
 
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},

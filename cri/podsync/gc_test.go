@@ -18,6 +18,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 func TestGarbageCollect(t *testing.T) {
@@ -74,7 +75,7 @@ func TestContainerLogLinks(t *testing.T) {
 	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}, Rules: []fake.Rule{exitRule(3, time.Second)}})
 	t.Cleanup(rt.Close)
 	links := filepath.Join(t.TempDir(), "containers")
-	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, LogRoot: t.TempDir(), ContainerLogLinksDir: links})
+	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, ContainerLogLinksDir: links, Config: containerconfig.Options{LogRoot: t.TempDir()}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	pod := newPod("", nil, crasher("app"))

@@ -8,7 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 func newPod(policy v1.RestartPolicy, inits []v1.Container, apps ...v1.Container) *v1.Pod {
@@ -56,7 +56,7 @@ func cst(id string, c v1.Container, state runtimeapi.ContainerState, exit int32,
 		Metadata: &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restarts)},
 		Labels:   cri.ContainerLabels("uid-1", "web", "default", c.Name),
 		Annotations: map[string]string{
-			cri.ContainerHashAnnotation:         podsync.FormatHash(podsync.HashContainer(&c)),
+			cri.ContainerHashAnnotation:         containerconfig.FormatHash(containerconfig.HashContainer(&c)),
 			cri.ContainerRestartCountAnnotation: strconv.Itoa(restarts),
 		},
 	}

@@ -145,8 +145,8 @@ func (s *Syncer) httpHook(ctx context.Context, t hookTarget, g *v1.HTTPGetAction
 	}
 	if host == "" && t.pod != nil {
 		host = t.pod.Status.PodIP
-		if t.pod.Spec.HostNetwork && host == "" && len(s.opts.HostIPs) != 0 {
-			host = s.opts.HostIPs[0]
+		if t.pod.Spec.HostNetwork && host == "" && len(s.opts.Config.HostIPs) != 0 {
+			host = s.opts.Config.HostIPs[0]
 		}
 	}
 	if host == "" {

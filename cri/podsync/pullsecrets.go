@@ -201,11 +201,11 @@ func (s *Syncer) pullSecrets(ctx context.Context, pod *v1.Pod) []*v1.Secret {
 		if ref.Name == "" {
 			continue
 		}
-		if s.opts.Secrets == nil {
+		if s.opts.Config.Secrets == nil {
 			failed = append(failed, ref.Name)
 			continue
 		}
-		sec, err := s.opts.Secrets.GetSecret(ctx, pod.Namespace, ref.Name)
+		sec, err := s.opts.Config.Secrets.GetSecret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			s.log.Info("Unable to retrieve pull secret, the image pull may not succeed.", "pod", podDesc(pod), "secret", ref.Name, "err", err)
 			failed = append(failed, ref.Name)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 func dockerConfigJSON(name, js string) *v1.Secret {
@@ -75,7 +76,7 @@ func TestSyncPodPullsWithImagePullSecrets(t *testing.T) {
 		"default/regcred": dockerConfigJSON("regcred", `{"auths": {"registry.example.com": {"username": "u1", "password": "p1"}, "*.example.com": {"username": "u2", "password": "p2"}}}`),
 	}}
 	h := newHarness(t)
-	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, LogRoot: t.TempDir(), Secrets: objs})
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, Config: containerconfig.Options{LogRoot: t.TempDir(), Secrets: objs}})
 	require.NoError(t, err)
 	c := ctr("app")
 	c.Image = "registry.example.com/team/app:1"

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
@@ -20,12 +21,6 @@ const StepResizePodInPlace Step = "ResizePodInPlace"
 
 // ErrResizePodInPlace is wrapped by the error of a failed in-place resize.
 var ErrResizePodInPlace = errors.New("ResizePodInPlaceError")
-
-// MemoryRequestAnnotation holds, on a container whose resizePolicy asks
-// for a restart for memory, the memory request (bytes) it was created
-// with: a resize that changes only the request restarts it too, as
-// upstream's, and the runtime reports no memory request to compare with.
-const MemoryRequestAnnotation = "kubeletkit.io/memory-request"
 
 // ResizeDone reports whether a running container runs as its spec asks:
 // its resources match (ResourcesMatch) and, for a container restarted by
@@ -40,7 +35,7 @@ func memoryRequestChanged(c *v1.Container, st *runtimeapi.ContainerStatus) bool 
 	if !podspec.RestartsOnResize(c, v1.ResourceMemory) {
 		return false
 	}
-	v, ok := st.GetAnnotations()[MemoryRequestAnnotation]
+	v, ok := st.GetAnnotations()[containerconfig.MemoryRequestAnnotation]
 	if !ok {
 		return false
 	}
@@ -48,9 +43,15 @@ func memoryRequestChanged(c *v1.Container, st *runtimeapi.ContainerStatus) bool 
 	return err == nil && was != c.Resources.Requests.Memory().Value()
 }
 
-// Upstream's smallest effective CPU values: shares at or below minShares,
-// and limits at or below minMilliCPULimit, all read as the same.
-const minMilliCPULimit = 10
+// Upstream's CPU units, as containerconfig.Resources translates them
+// (shares per CPU, the fewest shares), read backwards here; and its
+// smallest effective values: shares at or below minShares, and limits at
+// or below minMilliCPULimit, all read as the same.
+const (
+	sharesPerCPU     = 1024
+	minShares        = 2
+	minMilliCPULimit = 10
+)
 
 // PodCgroupResizer changes the limits of a pod's own cgroup during an
 // in-place resize (package cgroups' Manager has this method). With grow,
@@ -109,7 +110,7 @@ func ResourcesMatch(c *v1.Container, st *runtimeapi.ContainerStatus) bool {
 	if current == nil || !running(st) {
 		return true
 	}
-	want, have := compared(Resources(c), current)
+	want, have := compared(containerconfig.Resources(c), current)
 	return want == have
 }
 
@@ -140,7 +141,7 @@ func (a *Actions) resizeAction(pod *v1.Pod, c *v1.Container, st *runtimeapi.Cont
 	if !memRequest && ResourcesMatch(c, st) {
 		return true
 	}
-	current, desired := st.GetResources().GetLinux(), Resources(c)
+	current, desired := st.GetResources().GetLinux(), containerconfig.Resources(c)
 	want, have := compared(desired, current)
 	if ((want.memoryLimit != have.memoryLimit || memRequest) && podspec.RestartsOnResize(c, v1.ResourceMemory)) ||
 		((want.cpuLimit != have.cpuLimit || want.cpuRequest != have.cpuRequest) && podspec.RestartsOnResize(c, v1.ResourceCPU)) {
@@ -188,7 +189,7 @@ func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToU
 		{"memory", func(r *runtimeapi.LinuxContainerResources) int64 { return r.GetMemoryLimitInBytes() },
 			func(dst, src *runtimeapi.LinuxContainerResources) {
 				dst.MemoryLimitInBytes = src.GetMemoryLimitInBytes()
-				if s.opts.MemorySwapController {
+				if s.opts.Config.MemorySwapController {
 					dst.MemorySwapLimitInBytes = dst.MemoryLimitInBytes
 				}
 			}},

@@ -14,6 +14,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 // sized is a container with CPU and memory requests and limits ("" leaves
@@ -37,7 +38,7 @@ func sized(name, cpuReq, cpuLim, memLim string) v1.Container {
 // withResources is a running container's status reporting the resources
 // spec container c would be created with.
 func withResources(st *runtimeapi.ContainerStatus, c v1.Container) *runtimeapi.ContainerStatus {
-	st.Resources = &runtimeapi.ContainerResources{Linux: podsync.Resources(&c)}
+	st.Resources = &runtimeapi.ContainerResources{Linux: containerconfig.Resources(&c)}
 	return st
 }
 
@@ -87,7 +88,7 @@ func TestComputeActionsResize(t *testing.T) {
 				u := a.ContainersToUpdate[0]
 				assert.Equal(t, "c1", u.ID)
 				assert.Equal(t, "app", u.Name)
-				assert.Equal(t, podsync.Resources(&tc.now).String(), u.Desired.String())
+				assert.Equal(t, containerconfig.Resources(&tc.now).String(), u.Desired.String())
 			} else {
 				assert.Empty(t, a.ContainersToUpdate)
 			}
@@ -132,7 +133,7 @@ func (c *cgroupCalls) ResizePod(_ *v1.Pod, grow bool) error {
 func TestSyncPodResizesInPlace(t *testing.T) {
 	h := newHarness(t)
 	cg := &cgroupCalls{}
-	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, LogRoot: t.TempDir(), PodCgroups: cg})
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, PodCgroups: cg, Config: containerconfig.Options{LogRoot: t.TempDir()}})
 	require.NoError(t, err)
 	h.s = s
 	pod := newPod(v1.RestartPolicyAlways, nil, sized("big", "1", "2", "256Mi"), sized("small", "100m", "200m", "64Mi"))
@@ -157,7 +158,7 @@ func TestSyncPodResizesInPlace(t *testing.T) {
 		cs := st.ContainerByName(c.Name)
 		require.NotNil(t, cs)
 		ids[cs.GetId()] = c.Name
-		want, got := podsync.Resources(&c), cs.GetResources().GetLinux()
+		want, got := containerconfig.Resources(&c), cs.GetResources().GetLinux()
 		assert.Equal(t, []int64{want.CpuShares, want.CpuQuota, want.MemoryLimitInBytes}, []int64{got.CpuShares, got.CpuQuota, got.MemoryLimitInBytes}, c.Name)
 	}
 	// Memory first, then CPU; within each, what falls before what rises.
@@ -188,21 +189,11 @@ func TestSyncPodResizeFailure(t *testing.T) {
 	assert.True(t, h.sync(resized).Actions.Nothing())
 }
 
-func TestResourcesShares(t *testing.T) {
-	for _, tc := range []struct {
-		cpu    string
-		shares int64
-	}{{"", 2}, {"1m", 2}, {"100m", 102}, {"1", 1024}, {"256", 262144}, {"1000", 262144}} {
-		c := sized("app", tc.cpu, "", "")
-		assert.Equal(t, tc.shares, podsync.Resources(&c).GetCpuShares(), tc.cpu)
-	}
-}
-
 // Where the node accounts swap, the swap limit follows the memory limit, at
 // creation and at a resize: cgroup v1 refuses a memory limit above it.
 func TestSwapLimitFollowsMemory(t *testing.T) {
 	h := newHarness(t)
-	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, LogRoot: t.TempDir(), MemorySwapController: true})
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, Config: containerconfig.Options{LogRoot: t.TempDir(), MemorySwapController: true}})
 	require.NoError(t, err)
 	h.s = s
 	pod := newPod(v1.RestartPolicyAlways, nil, sized("app", "", "", "64Mi"))
@@ -249,7 +240,7 @@ func TestResizeMemoryRequestRestarts(t *testing.T) {
 	pod := newPod(v1.RestartPolicyAlways, nil, c)
 	require.NoError(t, h.sync(pod).Err())
 	st := h.status(pod).ContainerByName("app")
-	assert.Equal(t, "33554432", st.GetAnnotations()[podsync.MemoryRequestAnnotation])
+	assert.Equal(t, "33554432", st.GetAnnotations()[containerconfig.MemoryRequestAnnotation])
 
 	resized := pod.DeepCopy()
 	resized.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("48Mi")
@@ -275,7 +266,7 @@ func TestResizeDone(t *testing.T) {
 	c.Resources.Requests[v1.ResourceMemory] = resource.MustParse("32Mi")
 	c.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
 	st := withResources(cst("c1", c, running, 0, 0), c)
-	st.Annotations[podsync.MemoryRequestAnnotation] = "33554432"
+	st.Annotations[containerconfig.MemoryRequestAnnotation] = "33554432"
 	assert.True(t, podsync.ResizeDone(&c, st))
 	c.Resources.Requests[v1.ResourceMemory] = resource.MustParse("48Mi")
 	assert.True(t, podsync.ResourcesMatch(&c, st), "no cgroup value changed")

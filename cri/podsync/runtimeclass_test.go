@@ -2,7 +2,6 @@ package podsync_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,39 +12,11 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
-type cgroupParents map[string]string
-
-func (c cgroupParents) CgroupParent(pod *v1.Pod) (string, error) {
-	if p, ok := c[string(pod.UID)]; ok {
-		return p, nil
-	}
-	return "", errors.New("no cgroup")
-}
-
-func TestSandboxCgroupParent(t *testing.T) {
-	s, err := podsync.New(podsync.Options{Runtime: fake.New(fake.Options{}), Cgroups: cgroupParents{"u1": "/kubepods/burstable/podu1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &v1.Pod{}
-	p.Name, p.Namespace, p.UID = "p", "default", "u1"
-	cfg, err := s.SandboxConfig(p, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := cfg.Linux.CgroupParent; got != "/kubepods/burstable/podu1" {
-		t.Errorf("CgroupParent = %q", got)
-	}
-	p.UID = "u2"
-	if _, err := s.SandboxConfig(p, 0); err == nil {
-		t.Error("a pod without a cgroup got a sandbox config")
-	}
-}
-
 func TestRuntimeClassLookup(t *testing.T) {
-	classes := podsync.RuntimeClassesFunc(func(name string) (*nodev1.RuntimeClass, error) {
+	classes := containerconfig.RuntimeClassesFunc(func(name string) (*nodev1.RuntimeClass, error) {
 		if name != "kata" {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}, name)
 		}
@@ -54,7 +25,7 @@ func TestRuntimeClassLookup(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name, class, wantHandler string
-		classes                  podsync.RuntimeClasses
+		classes                  containerconfig.RuntimeClasses
 		wantErr                  bool
 	}{
 		{name: "no class", wantHandler: ""},
@@ -64,7 +35,7 @@ func TestRuntimeClassLookup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := fake.New(fake.Options{})
-			s, err := podsync.New(podsync.Options{Runtime: rt, RuntimeClasses: tc.classes})
+			s, err := podsync.New(podsync.Options{Runtime: rt, Config: containerconfig.Options{RuntimeClasses: tc.classes}})
 			if err != nil {
 				t.Fatal(err)
 			}

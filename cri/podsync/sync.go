@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
@@ -191,7 +192,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	if !a.CreateSandbox {
 		attempt = status.Sandbox().GetMetadata().GetAttempt()
 	}
-	sbConfig, err := s.SandboxConfig(pod, attempt)
+	sbConfig, err := s.config.SandboxConfig(pod, attempt)
 	if err != nil {
 		return s.sandboxFailed(pod, res, err)
 	}
@@ -199,7 +200,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		if err := os.MkdirAll(sbConfig.LogDirectory, 0o755); err != nil {
 			return s.sandboxFailed(pod, res, err)
 		}
-		handler, err := s.handler(pod)
+		handler, err := s.config.RuntimeHandler(pod)
 		if err != nil {
 			return s.sandboxFailed(pod, res, err)
 		}
@@ -273,7 +274,7 @@ func findContainer(pod *v1.Pod, name string) *v1.Container {
 }
 
 func backoffKey(pod *v1.Pod, c *v1.Container) string {
-	return string(pod.UID) + "/" + c.Name + "/" + FormatHash(HashContainer(c))
+	return string(pod.UID) + "/" + c.Name + "/" + containerconfig.FormatHash(containerconfig.HashContainer(c))
 }
 
 // startContainer runs one container: crash-loop backoff, image, config,
@@ -332,7 +333,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 		// that no log is overwritten.
 		restartCount = restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
 	}
-	config, err := s.ContainerConfig(ctx, pod, c, ctype, restartCount, sb.ips, imageRef)
+	config, err := s.config.ContainerConfig(ctx, pod, c, ctype, restartCount, sb.ips, imageRef)
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %s", waitingMessage(err))
 		return fail(ReasonCreateContainerConfigError, ErrCreateContainerConfig, err)
@@ -510,11 +511,16 @@ func (e *messageError) Error() string { return e.err.Error() }
 func (e *messageError) Unwrap() error { return e.err }
 
 // waitingMessage is the waiting message for a failed start: a
-// messageError's message, else the error's text.
+// messageError's message, else the status message of a config error
+// (containerconfig's, volume.SubPathError's), else the error's text.
 func waitingMessage(err error) string {
 	var me *messageError
 	if errors.As(err, &me) {
 		return me.msg
+	}
+	var sm interface{ StatusMessage() string }
+	if errors.As(err, &sm) {
+		return sm.StatusMessage()
 	}
 	return err.Error()
 }

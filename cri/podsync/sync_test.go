@@ -21,6 +21,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/internal/eventtest"
 )
 
@@ -38,7 +39,7 @@ func newHarness(t *testing.T, rules ...fake.Rule) *harness {
 	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}, Rules: rules})
 	t.Cleanup(rt.Close)
 	rec := &eventtest.Recorder{}
-	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Recorder: rec, LogRoot: t.TempDir(), NodeName: "node-1", HostIPs: []string{"192.168.1.10"}})
+	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Recorder: rec, Config: containerconfig.Options{LogRoot: t.TempDir(), NodeName: "node-1", HostIPs: []string{"192.168.1.10"}}})
 	require.NoError(t, err)
 	return &harness{t: t, clk: clk, rt: rt, s: s, rec: rec}
 }
@@ -97,7 +98,7 @@ func TestSyncPodStartsPod(t *testing.T) {
 
 	// Steady: nothing more happens, and adoption by a new Syncer (an agent
 	// restart) starts no duplicates.
-	s2, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, LogRoot: t.TempDir()})
+	s2, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Config: containerconfig.Options{LogRoot: t.TempDir()}})
 	require.NoError(t, err)
 	for _, s := range []*podsync.Syncer{h.s, s2} {
 		r = s.SyncPod(context.Background(), pod, h.status(pod))
@@ -161,7 +162,7 @@ func TestSyncPodLivenessKillsBackOff(t *testing.T) {
 	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}})
 	t.Cleanup(rt.Close)
 	var unhealthy string // the container ID whose liveness probe failed
-	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, LogRoot: t.TempDir(), NodeName: "node-1",
+	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Config: containerconfig.Options{LogRoot: t.TempDir(), NodeName: "node-1"},
 		Probes: podsync.Probes{Liveness: podsync.ProbeResultsFunc(func(id string) bool { return id == unhealthy })}})
 	require.NoError(t, err)
 	h := &harness{t: t, clk: clk, rt: rt, s: s}
@@ -226,10 +227,10 @@ func TestSyncPodRestartCountFromLogs(t *testing.T) {
 			rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}})
 			t.Cleanup(rt.Close)
 			root := t.TempDir()
-			s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, LogRoot: root, NodeName: "node-1"})
+			s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Config: containerconfig.Options{LogRoot: root, NodeName: "node-1"}})
 			require.NoError(t, err)
 			pod := newPod(v1.RestartPolicyAlways, nil, ctr("app"))
-			dir := filepath.Join(podsync.LogDirectory(root, pod), "app")
+			dir := filepath.Join(containerconfig.LogDirectory(root, pod), "app")
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			require.NoError(t, os.Mkdir(filepath.Join(dir, "9.log"), 0o755), "a directory is not a log")
 			for _, f := range tc.files {
@@ -517,6 +518,13 @@ func runtimeGosched() { goruntime.Gosched() }
 func TestNewNeedsRuntime(t *testing.T) {
 	_, err := podsync.New(podsync.Options{})
 	assert.ErrorIs(t, err, podsync.ErrMissingDependency)
+}
+
+func TestNewRefusesAConfigItCannotUse(t *testing.T) {
+	rt := fake.New(fake.Options{})
+	t.Cleanup(rt.Close)
+	_, err := podsync.New(podsync.Options{Runtime: rt, Config: containerconfig.Options{HostIPs: []string{"node-1"}}})
+	assert.ErrorIs(t, err, containerconfig.ErrInvalidOptions)
 }
 
 // An ephemeral container added to a running pod starts once, in the

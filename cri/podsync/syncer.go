@@ -1,21 +1,19 @@
 package podsync
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 // ErrMissingDependency is wrapped by New's error when a required dependency
@@ -49,89 +47,27 @@ type EventRecorder interface {
 	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
 }
 
-// VolumeHostPaths gives the host directory of each of a pod's volumes,
-// volume name → host path; nil means the pod has none mounted.
-type VolumeHostPaths interface {
-	VolumeHostPaths(pod *v1.Pod) (map[string]string, error)
-}
-
-// VolumeHostPathsFunc adapts a function to VolumeHostPaths.
-type VolumeHostPathsFunc func(pod *v1.Pod) (map[string]string, error)
-
-// VolumeHostPaths calls f.
-func (f VolumeHostPathsFunc) VolumeHostPaths(pod *v1.Pod) (map[string]string, error) { return f(pod) }
-
-var _ VolumeHostPaths = VolumeHostPathsFunc(nil)
-
-// ContainerMounts is an optional interface of Options.Volumes: a volume
-// manager that builds a container's CRI mounts itself (subPaths resolved
-// against symlinks, read-only volumes, propagation), as volume.Manager
-// does. When Volumes has it, the Syncer uses it instead of joining host
-// paths and subPaths itself. An error with a StatusMessage() string method
-// (volume.SubPathError) gives the message of the container's
-// CreateContainerConfigError and of its Failed event; SyncPod returns the
-// whole error.
-type ContainerMounts interface {
-	Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mount, error)
-}
-
-// ContainerDevices adds to a container's CRI config what the devices
-// allocated to it need: environment variables, mounts, device nodes, CDI
-// devices, annotations (devices.Manager does, from the device plugins'
-// answers). It is called for each container created; an error fails the
-// container's creation with CreateContainerConfigError.
-type ContainerDevices interface {
-	ApplyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error
-}
-
-// ConfigMapGetter gives the configMaps that containers' environments
-// reference (envFrom, configMapKeyRef). A missing one is an error for which
-// apimachinery's errors.IsNotFound holds. volume.StaticSources and the
-// examples' API-server adapters satisfy it.
-type ConfigMapGetter interface {
-	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
-}
-
-// SecretGetter gives the secrets that containers' environments reference
-// (envFrom, secretKeyRef); a missing one is a NotFound error.
-type SecretGetter interface {
-	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
-}
-
-// DefaultLogRoot is where pod log directories live by default.
-const DefaultLogRoot = "/var/log/pods"
-
 // Options configures a Syncer. Runtime is required; every other zero value
 // is the documented default.
 type Options struct {
 	// Runtime is the CRI runtime. Required.
 	Runtime Runtime
+	// Config configures the builder of the sandboxes' and containers' CRI
+	// configs (package containerconfig), which New builds and the Syncer
+	// keeps (Config returns it). Its Images is the Runtime when nil. The
+	// Syncer reads three of its fields itself: Secrets gives the pods'
+	// imagePullSecrets too, HostIPs the host of a host-network pod's HTTP
+	// lifecycle hooks, and MemorySwapController the swap limits of
+	// in-place resizes.
+	Config containerconfig.Options
 	// Probes gives liveness and startup results (nil: none failed).
 	Probes Probes
-	// Volumes gives the host paths of pod volumes (nil: no pod has volumes;
-	// a volumeMount then fails with CreateContainerConfigError).
-	Volumes VolumeHostPaths
-	// ConfigMaps and Secrets resolve environment references to them (nil:
-	// a container referencing one fails with CreateContainerConfigError,
-	// as upstream's kubelet without an API client does). Values are never
-	// logged.
-	ConfigMaps ConfigMapGetter
-	Secrets    SecretGetter
-	// Services gives the services whose variables containers get
-	// (ServiceEnv); nil means none, as for upstream's kubelet without an
-	// API server.
-	Services ServiceLister
-	// Devices adds the devices allocated to a container to its config
-	// (nil: none).
-	Devices ContainerDevices
 	// Recorder receives events (nil: none).
 	Recorder EventRecorder
 	// Clock drives backoffs (nil: the real clock).
 	Clock clock.Clock
 	// Logger (nil: discard).
 	Logger *slog.Logger
-	// LogRoot is the root of pod log directories (empty: DefaultLogRoot).
-	LogRoot string
 	// ContainerLogLinksDir, when set, gets a symbolic link to each started
 	// container's log file, named <pod>_<namespace>_<container>-<id>.log,
 	// as upstream kubelet keeps /var/log/containers
@@ -139,81 +75,13 @@ type Options struct {
 	// its container is removed, or at garbage collection once its file is
 	// gone. Empty: no links.
 	ContainerLogLinksDir string
-	// PodsDir is the kubelet's pods directory (upstream's
-	// /var/lib/kubelet/pods). When set, each container whose spec has a
-	// terminationMessagePath gets an empty file
-	// PodsDir/<uid>/containers/<name>/<restartCount> mounted there, and
-	// each container of a pod with an IP (or on the host's network) gets
-	// the pod's hosts file, PodsDir/<uid>/etc-hosts, at /etc/hosts, as
-	// upstream does. Empty: neither mount.
-	PodsDir string
-	// NodeHostsFile is the node's hosts file, which a host-network pod's
-	// hosts file copies (empty: /etc/hosts).
-	NodeHostsFile string
-	// RuntimeHandler is passed to RunPodSandbox when the pod names no
-	// runtime class ("" is the runtime's default).
-	RuntimeHandler string
-	// NodeName and HostIPs feed spec.nodeName (when the pod has none) and
-	// status.hostIP(s) of the downward API.
-	NodeName string
-	HostIPs  []string
-	// RecursiveReadOnlyMounts tells whether the runtime handler (the pod's
-	// runtime class, else RuntimeHandler) makes read-only mounts read-only
-	// recursively; nil means no. A volumeMount asking for recursiveReadOnly
-	// Enabled where it cannot is a CreateContainerConfigError, IfPossible
-	// then means plain read-only, as upstream.
-	RecursiveReadOnlyMounts func(handler string) bool
-	// NodeAllocatable is what a container's unset limits.cpu, limits.memory
-	// and limits.ephemeral-storage read as in the downward API (upstream's
-	// default: the node's allocatable). Nil: such a reference fails with
-	// CreateContainerConfigError.
-	NodeAllocatable v1.ResourceList
-	// ClusterDNS and ClusterDomain configure DNS for the ClusterFirst
-	// policy (empty: the runtime's resolv.conf is left alone).
-	ClusterDNS    []string
-	ClusterDomain string
 	// BackoffInitial and BackoffMax are the crash-loop and image pull
 	// backoff delays (zero: DefaultBackoffInitial, DefaultBackoffMax).
 	BackoffInitial, BackoffMax time.Duration
-	// SeccompProfileRoot is the directory a Localhost seccomp profile's
-	// name is resolved in (upstream's <root-dir>/seccomp); a name that is
-	// absolute or climbs out with ".." is refused. Empty:
-	// DefaultSeccompProfileRoot.
-	SeccompProfileRoot string
-	// SeccompDefault runs containers whose pod and container name no
-	// seccomp profile under the runtime's default profile (RuntimeDefault)
-	// instead of Unconfined: upstream's seccompDefault, off by default.
-	SeccompDefault bool
-	// UserNamespaces tells whether a runtime handler (the pod's runtime
-	// class, else RuntimeHandler) supports user namespaces, as the
-	// runtime's status reports it (handler features). A pod with
-	// hostUsers: false gets a user namespace of its own, with 65536 host
-	// IDs kept for it alone (recorded under PodsDir), only where it is
-	// supported; elsewhere its sandbox is refused with upstream's message.
-	// Nil: no handler supports them.
-	UserNamespaces func(handler string) bool
-	// RuntimeClasses looks up the pods' runtime classes: a pod's sandbox
-	// runs under its class's handler, and a class that does not exist
-	// fails the sandbox (CreatePodSandboxError), as upstream's. Nil: the
-	// class's name is the handler.
-	RuntimeClasses RuntimeClasses
-	// Cgroups gives each sandbox its cgroup parent, the pod's cgroup
-	// (package cgroups). Nil: none, the runtime's default.
-	Cgroups SandboxCgroups
 	// PodCgroups resizes the pod's own cgroup around an in-place resize
 	// of its containers (package cgroups). Nil: only the containers are
 	// resized.
 	PodCgroups PodCgroupResizer
-	// MemorySwapController says the node's cgroups account swap (cgroup
-	// v1's memory.memsw, v2's memory.swap.max): each container's swap
-	// limit is then its memory limit, at creation and at every in-place
-	// resize, so that it never swaps, as upstream's default NoSwap does
-	// (and cgroup v1 refuses a memory limit above the swap limit).
-	MemorySwapController bool
-	// MemoryCapacity is the node's memory in bytes, against which a
-	// Burstable container's oom_score_adj is computed (OOMScoreAdj). Zero
-	// gives every Burstable container 999.
-	MemoryCapacity int64
 }
 
 // Syncer drives pods through the CRI: SyncPod, KillPod and
@@ -221,8 +89,8 @@ type Options struct {
 // calls for one pod must be serialized by the caller (the pod worker does).
 type Syncer struct {
 	rt       Runtime
+	config   *containerconfig.Builder
 	probes   Probes
-	volumes  VolumeHostPaths
 	recorder EventRecorder
 	clock    clock.Clock
 	log      *slog.Logger
@@ -232,7 +100,6 @@ type Syncer struct {
 	crashBackoff *backoff
 	pullBackoff  *backoff
 	reasons      map[reasonKey]v1.ContainerStateWaiting
-	userns       userNamespaces
 }
 
 type reasonKey struct {
@@ -241,10 +108,17 @@ type reasonKey struct {
 }
 
 // New returns a Syncer. It fails, wrapping ErrMissingDependency, without a
-// Runtime.
+// Runtime, and with containerconfig.New's error for Options.Config.
 func New(opts Options) (*Syncer, error) {
 	if opts.Runtime == nil {
 		return nil, fmt.Errorf("podsync: runtime: %w", ErrMissingDependency)
+	}
+	if opts.Config.Images == nil {
+		opts.Config.Images = opts.Runtime
+	}
+	config, err := containerconfig.New(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("podsync: %w", err)
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -252,26 +126,26 @@ func New(opts Options) (*Syncer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.LogRoot == "" {
-		opts.LogRoot = DefaultLogRoot
-	}
 	if opts.BackoffInitial <= 0 {
 		opts.BackoffInitial = DefaultBackoffInitial
 	}
 	if opts.BackoffMax <= 0 {
 		opts.BackoffMax = DefaultBackoffMax
 	}
-	if opts.SeccompProfileRoot == "" {
-		opts.SeccompProfileRoot = DefaultSeccompProfileRoot
-	}
 	return &Syncer{
-		rt: opts.Runtime, probes: opts.Probes, volumes: opts.Volumes, recorder: opts.Recorder,
+		rt: opts.Runtime, config: config, probes: opts.Probes, recorder: opts.Recorder,
 		clock: opts.Clock, log: opts.Logger, opts: opts,
 		crashBackoff: newBackoff(opts.Clock, opts.BackoffInitial, opts.BackoffMax),
 		pullBackoff:  newBackoff(opts.Clock, opts.BackoffInitial, opts.BackoffMax),
 		reasons:      map[reasonKey]v1.ContainerStateWaiting{},
 	}, nil
 }
+
+// Config returns the builder of the CRI configs of the Syncer's sandboxes
+// and containers, for a caller that wants a pod's configs as SyncPod builds
+// them. It is the node's one builder: the user namespace ranges it hands
+// out are kept in it.
+func (s *Syncer) Config() *containerconfig.Builder { return s.config }
 
 // WaitingReason returns the last waiting reason and message recorded for a
 // container of a pod (CrashLoopBackOff, ErrImagePull, ImagePullBackOff,
@@ -287,9 +161,10 @@ func (s *Syncer) WaitingReason(uid types.UID, containerName string) (v1.Containe
 }
 
 // RemovePod forgets everything kept about a pod: waiting reasons,
-// backoffs, and the host IDs of its user namespace.
+// backoffs, and the host IDs of its user namespace (the builder's
+// RemovePod).
 func (s *Syncer) RemovePod(uid types.UID) {
-	s.userns.release(s.opts.PodsDir, uid)
+	s.config.RemovePod(uid)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.reasons {
@@ -317,12 +192,6 @@ func (s *Syncer) event(pod *v1.Pod, eventtype, reason, format string, args ...in
 	if s.recorder != nil {
 		s.recorder.Eventf(pod, eventtype, reason, format, args...)
 	}
-}
-
-// LogDirectory returns the pod's log directory under root:
-// root/<namespace>_<name>_<uid>.
-func LogDirectory(root string, pod *v1.Pod) string {
-	return filepath.Join(root, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 }
 
 // podDesc formats a pod as upstream does in messages: name_namespace(uid).

@@ -67,7 +67,7 @@
 //     through TokenRequest, bound to the pod. VolumeSources are the same
 //     with a TTL cache of GETs instead of watches (upstream's caching
 //     managers), for servers or credentials that do not allow watches.
-//   - Services is a podsync.ServiceLister: every namespace's services,
+//   - Services is a containerconfig.ServiceLister: every namespace's services,
 //     listed and watched, for the service environment variables of
 //     containers (KUBERNETES_SERVICE_HOST ...).
 //   - CheckAccess reviews the agent's permissions at start and names every

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/localstate"
 )
 
@@ -41,7 +41,7 @@ type ServicesOptions struct {
 
 // Services keeps the cluster's services, listed and watched in every
 // namespace as upstream's kubelet does, for the service environment
-// variables of containers: it is a podsync.ServiceLister.
+// variables of containers: it is a containerconfig.ServiceLister.
 type Services struct {
 	lw    cache.ListerWatcher
 	store *listedStore
@@ -53,7 +53,7 @@ type Services struct {
 	keptLogged atomic.Bool
 }
 
-var _ podsync.ServiceLister = (*Services)(nil)
+var _ containerconfig.ServiceLister = (*Services)(nil)
 
 // NewServices returns the services of the API server client talks to.
 // client is required unless opts.ListerWatcher is set. It starts nothing:

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 )
 
@@ -54,7 +54,7 @@ func TestServices(t *testing.T) {
 	require.Eventually(t, func() bool { svcs, _ := s.ListServices(); return len(svcs) == 2 }, waitFor, time.Millisecond)
 	svcs, err := s.ListServices()
 	require.NoError(t, err)
-	env := podsync.ServiceEnv(svcs, "shop", true)
+	env := containerconfig.ServiceEnv(svcs, "shop", true)
 	assert.Equal(t, "10.96.0.1", env["KUBERNETES_SERVICE_HOST"])
 	assert.Equal(t, "80", env["WEB_SERVICE_PORT"])
 

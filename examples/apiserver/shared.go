@@ -114,7 +114,7 @@ func (s *Shared) recorder(nodeName string) record.EventRecorder {
 	return s.broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent, Host: nodeName})
 }
 
-// Services returns the shared services (a podsync.ServiceLister).
+// Services returns the shared services (a containerconfig.ServiceLister).
 func (s *Shared) Services() *Services { return s.services }
 
 // VolumeSources returns the shared configMap, secret and token sources.

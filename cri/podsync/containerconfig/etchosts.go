@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"bytes"
@@ -40,8 +40,8 @@ func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain s
 // by the aliases. Nothing without PodsDir, for a pod without IPs on its own
 // network, or for a container that mounts a volume at /etc/hosts itself.
 // The file is written anew for each container the pod starts.
-func (s *Syncer) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*runtimeapi.Mount, error) {
-	if s.opts.PodsDir == "" || (len(podIPs) == 0 && !pod.Spec.HostNetwork) {
+func (b *Builder) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*runtimeapi.Mount, error) {
+	if b.opts.PodsDir == "" || (len(podIPs) == 0 && !pod.Spec.HostNetwork) {
 		return nil, nil
 	}
 	for _, m := range c.VolumeMounts {
@@ -54,7 +54,7 @@ func (s *Syncer) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*run
 	}
 	var content []byte
 	if pod.Spec.HostNetwork {
-		node := s.opts.NodeHostsFile
+		node := b.opts.NodeHostsFile
 		if node == "" {
 			node = etcHosts
 		}
@@ -64,10 +64,10 @@ func (s *Syncer) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*run
 		}
 		content = hostNetworkHosts(b, pod.Spec.HostAliases)
 	} else {
-		hostname, domain := podHostnameAndDomain(pod, s.opts.ClusterDomain)
+		hostname, domain := podHostnameAndDomain(pod, b.opts.ClusterDomain)
 		content = managedHosts(podIPs, hostname, domain, pod.Spec.HostAliases)
 	}
-	dir := filepath.Join(s.opts.PodsDir, string(pod.UID))
+	dir := filepath.Join(b.opts.PodsDir, string(pod.UID))
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("container %s: hosts file: %w", c.Name, err)
 	}

@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // needs a read-only mount without propagation on a runtime handler that
 // supports it; IfPossible is recursive where the handler supports it and
 // plain read-only otherwise.
-func (s *Syncer) recursiveReadOnly(pod *v1.Pod, c *v1.Container, mounts []*runtimeapi.Mount) error {
+func (b *Builder) recursiveReadOnly(pod *v1.Pod, c *v1.Container, mounts []*runtimeapi.Mount) error {
 	var supported *bool
 	for _, vm := range c.VolumeMounts {
 		mode := vm.RecursiveReadOnly
@@ -26,7 +26,7 @@ func (s *Syncer) recursiveReadOnly(pod *v1.Pod, c *v1.Container, mounts []*runti
 			return fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q", vm.Name, *vm.MountPropagation)
 		}
 		if supported == nil {
-			ok := s.opts.RecursiveReadOnlyMounts != nil && s.opts.RecursiveReadOnlyMounts(s.runtimeHandler(pod))
+			ok := b.opts.RecursiveReadOnlyMounts != nil && b.opts.RecursiveReadOnlyMounts(b.runtimeHandler(pod))
 			supported = &ok
 		}
 		switch *mode {

@@ -1,4 +1,4 @@
-package podsync_test
+package containerconfig_test
 
 import (
 	"context"
@@ -11,8 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
-	"github.com/kubeletkit/kubeletkit/cri/fake"
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 func svc(ns, name, ip string, ports ...v1.ServicePort) *v1.Service {
@@ -70,20 +69,17 @@ func TestServiceEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, podsync.ServiceEnv(all, tt.ns, tt.links))
+			assert.Equal(t, tt.want, containerconfig.ServiceEnv(all, tt.ns, tt.links))
 		})
 	}
-	assert.Empty(t, podsync.ServiceEnv(nil, "shop", true))
+	assert.Empty(t, containerconfig.ServiceEnv(nil, "shop", true))
 }
 
 func TestContainerEnvHasServiceVariables(t *testing.T) {
 	services := []*v1.Service{svc("default", "kubernetes", "10.96.0.1", v1.ServicePort{Name: "https", Port: 443})}
 	var listErr error
-	rt := fake.New(fake.Options{})
-	t.Cleanup(rt.Close)
-	s, err := podsync.New(podsync.Options{Runtime: rt, LogRoot: t.TempDir(),
-		Services: podsync.ServiceListerFunc(func() ([]*v1.Service, error) { return services, listErr })})
-	require.NoError(t, err)
+	s := newBuilder(t, containerconfig.Options{
+		Services: containerconfig.ServiceListerFunc(func() ([]*v1.Service, error) { return services, listErr })})
 	c := ctr("app")
 	c.Env = []v1.EnvVar{
 		{Name: "KUBERNETES_SERVICE_PORT", Value: "6443"},

@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"encoding/json"
@@ -60,22 +60,22 @@ type userNamespaces struct {
 // (Options.UserNamespaces) gets no such pod: the error has upstream's
 // message, and the pod waits in ContainerCreating with a
 // FailedCreatePodSandBox event, as upstream's does.
-func (s *Syncer) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+func (b *Builder) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil
 	}
 	// A runtime class that cannot be found is that error, as upstream's.
-	handler, err := s.handler(pod)
+	handler, err := b.RuntimeHandler(pod)
 	if err != nil {
 		return nil, err
 	}
-	if s.opts.UserNamespaces == nil || !s.opts.UserNamespaces(handler) {
+	if b.opts.UserNamespaces == nil || !b.opts.UserNamespaces(handler) {
 		if handler != "" {
 			return nil, fmt.Errorf("can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces", handler)
 		}
 		return nil, errors.New("can't set `spec.hostUsers: false`, runtime does not support user namespaces")
 	}
-	first, err := s.userns.getOrAllocate(s.opts.PodsDir, pod.UID)
+	first, err := b.userns.getOrAllocate(b.opts.PodsDir, pod.UID)
 	if err != nil {
 		return nil, fmt.Errorf("create user namespace: %w", err)
 	}
@@ -83,13 +83,6 @@ func (s *Syncer) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
 		return []*runtimeapi.IDMapping{{HostId: first, ContainerId: 0, Length: userNamespaceLength}}
 	}
 	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: m(), Gids: m()}, nil
-}
-
-// runtimeHandler is the handler the pod's sandbox runs under (handler);
-// "" when its runtime class cannot be found, whose sandbox fails anyway.
-func (s *Syncer) runtimeHandler(pod *v1.Pod) string {
-	h, _ := s.handler(pod)
-	return h
 }
 
 // getOrAllocate returns the first host ID of the pod's range: the one

@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	v1 "k8s.io/api/core/v1"

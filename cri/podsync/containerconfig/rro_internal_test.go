@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"testing"
@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
 func TestRecursiveReadOnly(t *testing.T) {
@@ -34,15 +32,13 @@ func TestRecursiveReadOnly(t *testing.T) {
 			err: `volume "mnt" requested recursive read-only mode, but it is not compatible with propagation "HostToContainer"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rt := fake.New(fake.Options{})
-			t.Cleanup(rt.Close)
 			var asked string
-			s, err := New(Options{Runtime: rt, RuntimeHandler: "runc", RecursiveReadOnlyMounts: func(h string) bool { asked = h; return tc.supported }})
+			b, err := New(Options{RuntimeHandler: "runc", RecursiveReadOnlyMounts: func(h string) bool { asked = h; return tc.supported }})
 			require.NoError(t, err)
 			tc.vm.Name, tc.vm.MountPath = "mnt", "/mnt"
 			c := &v1.Container{Name: "c", VolumeMounts: []v1.VolumeMount{tc.vm}}
 			mounts := []*runtimeapi.Mount{{ContainerPath: "/mnt", HostPath: "/host", Readonly: tc.vm.ReadOnly}}
-			err = s.recursiveReadOnly(&v1.Pod{}, c, mounts)
+			err = b.recursiveReadOnly(&v1.Pod{}, c, mounts)
 			if tc.err != "" {
 				assert.EqualError(t, err, tc.err)
 				return

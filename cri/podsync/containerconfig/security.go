@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"errors"
@@ -96,14 +96,14 @@ func supplementalGroupsPolicy(psc *v1.PodSecurityContext) (runtimeapi.Supplement
 // the field. The deprecated seccomp.security.alpha.kubernetes.io
 // annotations are not read: they have had no effect since Kubernetes 1.27,
 // and upstream's kubelet ignores them too.
-func (s *Syncer) seccompProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile, error) {
+func (b *Builder) seccompProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile, error) {
 	if csc := c.SecurityContext; csc != nil && csc.SeccompProfile != nil {
-		return s.fieldSeccompProfile(csc.SeccompProfile, containerPath(pod, c).Child("securityContext", "seccompProfile"))
+		return b.fieldSeccompProfile(csc.SeccompProfile, containerPath(pod, c).Child("securityContext", "seccompProfile"))
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil && psc.SeccompProfile != nil {
-		return s.fieldSeccompProfile(psc.SeccompProfile, field.NewPath("spec", "securityContext", "seccompProfile"))
+		return b.fieldSeccompProfile(psc.SeccompProfile, field.NewPath("spec", "securityContext", "seccompProfile"))
 	}
-	if s.opts.SeccompDefault {
+	if b.opts.SeccompDefault {
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
 	}
 	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
@@ -111,7 +111,7 @@ func (s *Syncer) seccompProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.Secur
 
 // fieldSeccompProfile translates one seccompProfile field; p is its path,
 // for errors.
-func (s *Syncer) fieldSeccompProfile(sp *v1.SeccompProfile, p *field.Path) (*runtimeapi.SecurityProfile, error) {
+func (b *Builder) fieldSeccompProfile(sp *v1.SeccompProfile, p *field.Path) (*runtimeapi.SecurityProfile, error) {
 	switch sp.Type {
 	case v1.SeccompProfileTypeRuntimeDefault:
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
@@ -125,7 +125,7 @@ func (s *Syncer) fieldSeccompProfile(sp *v1.SeccompProfile, p *field.Path) (*run
 			return nil, err
 		}
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost,
-			LocalhostRef: filepath.Join(s.opts.SeccompProfileRoot, name)}, nil
+			LocalhostRef: filepath.Join(b.opts.SeccompProfileRoot, name)}, nil
 	case v1.SeccompProfileTypeUnconfined:
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
 	}
@@ -204,7 +204,7 @@ func appArmorProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile,
 // its containers: the network, PID and IPC namespaces (the PID namespace
 // is the container's own unless the pod shares one or uses the host's),
 // and its user namespace (userNamespace).
-func (s *Syncer) namespaceOptions(pod *v1.Pod) (*runtimeapi.NamespaceOption, error) {
+func (b *Builder) namespaceOptions(pod *v1.Pod) (*runtimeapi.NamespaceOption, error) {
 	ns := &runtimeapi.NamespaceOption{
 		Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD,
 	}
@@ -219,7 +219,7 @@ func (s *Syncer) namespaceOptions(pod *v1.Pod) (*runtimeapi.NamespaceOption, err
 	if pod.Spec.HostIPC {
 		ns.Ipc = runtimeapi.NamespaceMode_NODE
 	}
-	userns, err := s.userNamespace(pod)
+	userns, err := b.userNamespace(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +233,7 @@ func (s *Syncer) namespaceOptions(pod *v1.Pod) (*runtimeapi.NamespaceOption, err
 // options, the fsGroup and supplemental groups with their policy, the
 // namespaces, no_new_privs when allowPrivilegeEscalation is false, and the
 // masked and read-only paths of /proc (none for procMount Unmasked).
-func (s *Syncer) containerSecurityContext(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
+func (b *Builder) containerSecurityContext(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	eff := effectiveSecurityContext(pod, c)
 	sc := &runtimeapi.LinuxContainerSecurityContext{SelinuxOptions: selinuxOption(eff.SELinuxOptions)}
 	if eff.RunAsUser != nil {
@@ -261,13 +261,13 @@ func (s *Syncer) containerSecurityContext(pod *v1.Pod, c *v1.Container) (*runtim
 		}
 	}
 	var err error
-	if sc.Seccomp, err = s.seccompProfile(pod, c); err != nil {
+	if sc.Seccomp, err = b.seccompProfile(pod, c); err != nil {
 		return nil, err
 	}
 	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil {
 		return nil, err
 	}
-	if sc.NamespaceOptions, err = s.namespaceOptions(pod); err != nil {
+	if sc.NamespaceOptions, err = b.namespaceOptions(pod); err != nil {
 		return nil, err
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil {
@@ -293,13 +293,13 @@ func (s *Syncer) containerSecurityContext(pod *v1.Pod, c *v1.Container) (*runtim
 // container is; and the RuntimeDefault seccomp profile whatever the pod
 // asks, so that the pause process is confined even where the containers
 // are not.
-func (s *Syncer) sandboxSecurityContext(pod *v1.Pod) (*runtimeapi.LinuxSandboxSecurityContext, error) {
+func (b *Builder) sandboxSecurityContext(pod *v1.Pod) (*runtimeapi.LinuxSandboxSecurityContext, error) {
 	sc := &runtimeapi.LinuxSandboxSecurityContext{
 		Privileged: hasPrivilegedContainer(pod),
 		Seccomp:    &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 	}
 	var err error
-	if sc.NamespaceOptions, err = s.namespaceOptions(pod); err != nil {
+	if sc.NamespaceOptions, err = b.namespaceOptions(pod); err != nil {
 		return nil, err
 	}
 	psc := pod.Spec.SecurityContext

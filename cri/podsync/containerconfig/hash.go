@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"strconv"
@@ -11,8 +11,9 @@ import (
 // env, volume mounts, restart policy, probes' presence, lifecycle hooks'
 // presence, security context basics and stdin/tty. Resources are left out,
 // as upstream leaves them out (they may change in place). It is FNV-1a over
-// the fields, computed without allocating; the value is stored in the
-// container's ContainerHashAnnotation and compared by ComputeActions.
+// the fields, computed without allocating; ContainerConfig stores it in
+// the container's cri.ContainerHashAnnotation, and podsync.ComputeActions
+// restarts a running container whose annotation differs.
 func HashContainer(c *v1.Container) uint64 {
 	h := hasher(14695981039346656037)
 	h.str(c.Name)

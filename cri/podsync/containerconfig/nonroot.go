@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 // a container whose effective security context says runAsNonRoot and that
 // would run as root: its runAsUser (the container's, else the pod's) is 0,
 // or it sets none and its image's user is root (or a name, which cannot be
-// checked, or an impossible UID). The image's user comes from the runtime's
-// ImageStatus, asked only when the check needs it. The error's text is
-// upstream's, the container's CreateContainerConfigError message.
-func (s *Syncer) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
+// checked, or an impossible UID). The image's user comes from
+// Options.Images, asked only when the check needs it (without Images, the
+// container is refused). The error's text is upstream's, the container's
+// CreateContainerConfigError message.
+func (b *Builder) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
 	nonRoot, user := effectiveRunAsNonRoot(pod, c)
 	if !nonRoot {
 		return nil
@@ -27,7 +28,10 @@ func (s *Syncer) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Cont
 		}
 		return nil
 	}
-	resp, err := s.rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
+	if b.opts.Images == nil {
+		return fmt.Errorf("container has runAsNonRoot and its image's user cannot be verified, no image source defined (pod: %q, container: %s)", podDesc(pod), c.Name)
+	}
+	resp, err := b.opts.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
 	if err != nil {
 		return err
 	}

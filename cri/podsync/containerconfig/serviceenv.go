@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"fmt"
@@ -96,13 +96,13 @@ func addServiceEnv(env map[string]string, svc *v1.Service) {
 	}
 }
 
-// serviceEnv returns the pod's service variables from the Syncer's
+// serviceEnv returns the pod's service variables from the Builder's
 // lister (none without one).
-func (s *Syncer) serviceEnv(pod *v1.Pod) (map[string]string, error) {
-	if s.opts.Services == nil {
+func (b *Builder) serviceEnv(pod *v1.Pod) (map[string]string, error) {
+	if b.opts.Services == nil {
 		return nil, nil
 	}
-	services, err := s.opts.Services.ListServices()
+	services, err := b.opts.Services.ListServices()
 	if err != nil {
 		if podspec.IsStatic(pod) {
 			// A static pod runs without the API server: it gets what

@@ -1,4 +1,4 @@
-package podsync_test
+package containerconfig_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 func TestOOMScoreAdj(t *testing.T) {
@@ -37,7 +37,7 @@ func TestOOMScoreAdj(t *testing.T) {
 			if tc.c < 0 {
 				c = &tc.pod.Spec.InitContainers[0]
 			}
-			assert.Equal(t, tc.want, podsync.OOMScoreAdj(tc.pod, c, 8*gi))
+			assert.Equal(t, tc.want, containerconfig.OOMScoreAdj(tc.pod, c, 8*gi))
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package podsync_test
+package containerconfig_test
 
 import (
 	"context"
@@ -7,50 +7,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeletkit/kubeletkit/cri"
-	"github.com/kubeletkit/kubeletkit/cri/fake"
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
-// objects is a configMap and secret getter over maps, keyed by
-// namespace/name, counting its lookups.
-type objects struct {
-	configMaps map[string]*v1.ConfigMap
-	secrets    map[string]*v1.Secret
-	lookups    int
-}
-
-func (o *objects) GetConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
-	o.lookups++
-	if cm, ok := o.configMaps[ns+"/"+name]; ok {
-		return cm, nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmap"}, name)
-}
-
-func (o *objects) GetSecret(_ context.Context, ns, name string) (*v1.Secret, error) {
-	o.lookups++
-	if s, ok := o.secrets[ns+"/"+name]; ok {
-		return s, nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secret"}, name)
-}
-
-func testObjects() *objects {
-	return &objects{
-		configMaps: map[string]*v1.ConfigMap{"default/cfg": {
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"},
-			Data:       map[string]string{"MODE": "fast", "LEVEL": "3"},
-		}},
-		secrets: map[string]*v1.Secret{"default/creds": {
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "creds"},
-			Data:       map[string][]byte{"USER": []byte("admin"), "PASS": []byte("s3cret")},
-		}},
-	}
+// testObjects holds a configMap default/cfg and a secret default/creds.
+func testObjects() *volume.StaticSources {
+	objs := &volume.StaticSources{}
+	objs.SetConfigMap(&v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"},
+		Data:       map[string]string{"MODE": "fast", "LEVEL": "3"},
+	})
+	objs.SetSecret(&v1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "creds"},
+		Data:       map[string][]byte{"USER": []byte("admin"), "PASS": []byte("s3cret")},
+	})
+	return objs
 }
 
 func cmKey(name, key string, optional bool) *v1.EnvVarSource {
@@ -135,15 +110,12 @@ func TestEnvFromConfigMapsAndSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rt := fake.New(fake.Options{})
-			t.Cleanup(rt.Close)
-			opts := podsync.Options{Runtime: rt, LogRoot: t.TempDir()}
+			opts := containerconfig.Options{}
 			if !tt.noAPI {
 				objs := testObjects()
 				opts.ConfigMaps, opts.Secrets = objs, objs
 			}
-			s, err := podsync.New(opts)
-			require.NoError(t, err)
+			s := newBuilder(t, opts)
 			c := ctr("app")
 			c.EnvFrom, c.Env = tt.envFrom, tt.env
 			c.Command = []string{"echo", "$(LEVEL)"}
@@ -167,31 +139,4 @@ func TestEnvFromConfigMapsAndSecrets(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestEnvReferenceFailureIsCreateContainerConfigError(t *testing.T) {
-	objs := testObjects()
-	h := newHarness(t)
-	s, err := podsync.New(podsync.Options{Runtime: h.rt, LogRoot: t.TempDir(), ConfigMaps: objs, Secrets: objs,
-		Recorder: h.rec})
-	require.NoError(t, err)
-	c := ctr("app")
-	c.Env = []v1.EnvVar{
-		{Name: "A", ValueFrom: cmKey("cfg", "MODE", false)},
-		{Name: "B", ValueFrom: cmKey("cfg", "LEVEL", false)},
-		{Name: "C", ValueFrom: secretKey("creds", "NOPE", false)},
-	}
-	pod := newPod(v1.RestartPolicyAlways, nil, c)
-	res := s.SyncPod(context.Background(), pod, h.status(pod))
-	st := step(t, res, "app")
-	require.ErrorIs(t, st.Err, podsync.ErrCreateContainerConfig)
-	assert.Equal(t, podsync.ReasonCreateContainerConfigError, st.Reason)
-	assert.Equal(t, "couldn't find key NOPE in Secret default/creds", st.Message, "upstream's message, no more")
-	assert.Contains(t, h.rec.Strings(), "Warning Failed Error: couldn't find key NOPE in Secret default/creds")
-	assert.Equal(t, 2, objs.lookups, "each object is looked up once per container")
-	assert.Empty(t, h.rt.CallsOf(fake.CreateContainer))
-
-	// Once the key exists, the container starts.
-	objs.secrets["default/creds"].Data["NOPE"] = []byte("now")
-	require.NoError(t, s.SyncPod(context.Background(), pod, h.status(pod)).Err())
 }

@@ -1,4 +1,4 @@
-package podsync_test
+package containerconfig_test
 
 import (
 	"context"
@@ -9,9 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 func TestRunAsNonRoot(t *testing.T) {
@@ -44,8 +43,7 @@ func TestRunAsNonRoot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := fake.New(fake.Options{Images: []string{"busybox:1"}})
 			t.Cleanup(rt.Close)
-			s, err := podsync.New(podsync.Options{Runtime: rt, LogRoot: t.TempDir()})
-			require.NoError(t, err)
+			s := newBuilder(t, containerconfig.Options{Images: rt})
 			c := ctr("app")
 			if tt.image != "" {
 				c.Image = tt.image
@@ -58,7 +56,7 @@ func TestRunAsNonRoot(t *testing.T) {
 			if tt.pod != nil {
 				pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: tt.pod.RunAsNonRoot, RunAsUser: tt.pod.RunAsUser}
 			}
-			_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+			_, err := containerConfig(s, pod)
 			if tt.wantErr != "" {
 				assert.EqualError(t, err, tt.wantErr)
 			} else {
@@ -69,15 +67,15 @@ func TestRunAsNonRoot(t *testing.T) {
 	}
 }
 
-func TestRunAsNonRootHoldsTheContainer(t *testing.T) {
-	h := newHarness(t)
-	yes := true
+// Without Images, nothing can say an image's user is not root: a container
+// that needs it checked is refused, one that does not is built.
+func TestRunAsNonRootWithoutImages(t *testing.T) {
+	b := newBuilder(t, containerconfig.Options{})
 	c := ctr("app")
-	c.SecurityContext = &v1.SecurityContext{RunAsNonRoot: &yes}
-	pod := newPod(v1.RestartPolicyAlways, nil, c)
-	st := step(t, h.sync(pod), "app")
-	require.ErrorIs(t, st.Err, podsync.ErrCreateContainerConfig)
-	assert.Equal(t, podsync.ReasonCreateContainerConfigError, st.Reason)
-	assert.Equal(t, `container has runAsNonRoot and image will run as root (pod: "web_default(uid-1)", container: app)`, st.Message)
-	assert.Empty(t, h.rt.CallsOf(fake.CreateContainer))
+	c.SecurityContext = &v1.SecurityContext{RunAsNonRoot: ptr(true)}
+	_, err := containerConfig(b, newPod("", nil, c))
+	assert.EqualError(t, err, `container has runAsNonRoot and its image's user cannot be verified, no image source defined (pod: "web_default(uid-1)", container: app)`)
+	c.SecurityContext.RunAsUser = ptr[int64](1000)
+	_, err = containerConfig(b, newPod("", nil, c))
+	assert.NoError(t, err)
 }

@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"os"
@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
 const localhostLines = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
@@ -48,9 +46,7 @@ func TestHostsMount(t *testing.T) {
 			dir := t.TempDir()
 			nodeHosts := filepath.Join(dir, "node-hosts")
 			require.NoError(t, os.WriteFile(nodeHosts, []byte("127.0.0.1 node-hosts\n"), 0o600))
-			rt := fake.New(fake.Options{})
-			t.Cleanup(rt.Close)
-			s, err := New(Options{Runtime: rt, PodsDir: filepath.Join(dir, "pods"), NodeHostsFile: nodeHosts, ClusterDomain: "cluster.local"})
+			b, err := New(Options{PodsDir: filepath.Join(dir, "pods"), NodeHostsFile: nodeHosts, ClusterDomain: "cluster.local"})
 			require.NoError(t, err)
 			name := tc.podName
 			if name == "" {
@@ -58,7 +54,7 @@ func TestHostsMount(t *testing.T) {
 			}
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns1", UID: "uid-1"}, Spec: tc.spec}
 			c := &v1.Container{Name: "app", VolumeMounts: tc.mounts}
-			m, err := s.hostsMount(pod, c, tc.ips)
+			m, err := b.hostsMount(pod, c, tc.ips)
 			require.NoError(t, err)
 			if tc.want == "" {
 				assert.Nil(t, m)
@@ -68,9 +64,9 @@ func TestHostsMount(t *testing.T) {
 			assert.Equal(t, "/etc/hosts", m.ContainerPath)
 			assert.False(t, m.Readonly)
 			assert.Equal(t, filepath.Join(dir, "pods", "uid-1", "etc-hosts"), m.HostPath)
-			b, err := os.ReadFile(m.HostPath)
+			content, err := os.ReadFile(m.HostPath)
 			require.NoError(t, err)
-			assert.Equal(t, tc.want, string(b))
+			assert.Equal(t, tc.want, string(content))
 			st, err := os.Stat(m.HostPath)
 			require.NoError(t, err)
 			assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
@@ -79,11 +75,9 @@ func TestHostsMount(t *testing.T) {
 }
 
 func TestHostsMountWithoutPodsDir(t *testing.T) {
-	rt := fake.New(fake.Options{})
-	t.Cleanup(rt.Close)
-	s, err := New(Options{Runtime: rt})
+	b, err := New(Options{})
 	require.NoError(t, err)
-	m, err := s.hostsMount(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u"}}, &v1.Container{Name: "c"}, []string{"10.0.0.1"})
+	m, err := b.hostsMount(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u"}}, &v1.Container{Name: "c"}, []string{"10.0.0.1"})
 	require.NoError(t, err)
 	assert.Nil(t, m)
 }

@@ -1,4 +1,4 @@
-package podsync
+package containerconfig
 
 import (
 	"testing"

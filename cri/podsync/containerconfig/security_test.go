@@ -1,4 +1,4 @@
-package podsync_test
+package containerconfig_test
 
 import (
 	"context"
@@ -17,21 +17,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
-	"github.com/kubeletkit/kubeletkit/cri/fake"
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
-
-func securitySyncer(t *testing.T, opts podsync.Options) *podsync.Syncer {
-	t.Helper()
-	rt := fake.New(fake.Options{})
-	t.Cleanup(rt.Close)
-	opts.Runtime = rt
-	s, err := podsync.New(opts)
-	require.NoError(t, err)
-	return s
-}
-
-func ptr[T any](v T) *T { return &v }
 
 var (
 	runtimeDefault = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
@@ -91,7 +78,7 @@ func TestSeccompProfile(t *testing.T) {
 			annotations: map[string]string{v1.SeccompContainerAnnotationKeyPrefix + "app": v1.SeccompProfileRuntimeDefault}, want: unconfined},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := securitySyncer(t, podsync.Options{SeccompDefault: tc.defaultOn, SeccompProfileRoot: tc.root})
+			s := newBuilder(t, containerconfig.Options{SeccompDefault: tc.defaultOn, SeccompProfileRoot: tc.root})
 			c := ctr("app")
 			if tc.ctr != nil {
 				c.SecurityContext = &v1.SecurityContext{SeccompProfile: tc.ctr}
@@ -163,7 +150,7 @@ func TestAppArmorProfile(t *testing.T) {
 		{name: "an unknown type", ctr: aa("Strict"), wantErr: `unknown apparmor profile type: "Strict"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := securitySyncer(t, podsync.Options{})
+			s := newBuilder(t, containerconfig.Options{})
 			c := ctr("app")
 			if tc.ctr != nil {
 				c.SecurityContext = &v1.SecurityContext{AppArmorProfile: tc.ctr}
@@ -194,7 +181,7 @@ func TestAppArmorProfile(t *testing.T) {
 // container's fields over the pod's, SELinux, groups and their policy,
 // no_new_privs, capabilities, the /proc paths, the user namespace mode.
 func TestSecurityContextFields(t *testing.T) {
-	s := securitySyncer(t, podsync.Options{})
+	s := newBuilder(t, containerconfig.Options{})
 	strict := v1.SupplementalGroupsPolicyStrict
 	unmasked := v1.UnmaskedProcMount
 	c := ctr("app")
@@ -262,7 +249,7 @@ func TestUserNamespaces(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a-file"), nil, 0o600), "a file beside the pod directories is no pod")
 	supports := func(h string) bool { return h == "" || h == "crun" }
-	s := securitySyncer(t, podsync.Options{PodsDir: dir, UserNamespaces: supports})
+	s := newBuilder(t, containerconfig.Options{PodsDir: dir, UserNamespaces: supports})
 	pod := newPod("", nil, ctr("app"))
 	pod.Spec.HostUsers = ptr(false)
 	sb, err := s.SandboxConfig(pod, 0)
@@ -290,7 +277,7 @@ func TestUserNamespaces(t *testing.T) {
 	want := []map[string]uint32{{"hostId": m.GetHostId(), "containerId": 0, "length": 65536}}
 	assert.Equal(t, map[string][]map[string]uint32{"uidMappings": want, "gidMappings": want}, rec)
 
-	// A second pod gets another range; a new Syncer (a restart) gives the
+	// A second pod gets another range; a new Builder (a restart) gives the
 	// first pod its recorded one.
 	other := newPod("", nil, ctr("app"))
 	other.UID = "uid-2"
@@ -298,7 +285,7 @@ func TestUserNamespaces(t *testing.T) {
 	sb2, err := s.SandboxConfig(other, 0)
 	require.NoError(t, err)
 	assert.NotEqual(t, m.GetHostId(), sb2.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions().GetUids()[0].GetHostId())
-	restarted := securitySyncer(t, podsync.Options{PodsDir: dir, UserNamespaces: supports})
+	restarted := newBuilder(t, containerconfig.Options{PodsDir: dir, UserNamespaces: supports})
 	again, err := restarted.SandboxConfig(pod, 1)
 	require.NoError(t, err)
 	assert.Equal(t, m.GetHostId(), again.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions().GetUids()[0].GetHostId())
@@ -311,7 +298,7 @@ func TestUserNamespaces(t *testing.T) {
 	pod.Spec.RuntimeClassName = ptr("runc")
 	_, err = s.SandboxConfig(pod, 0)
 	require.EqualError(t, err, "can't set `spec.hostUsers: false`, RuntimeClass handler \"runc\" does not support user namespaces")
-	none := securitySyncer(t, podsync.Options{PodsDir: t.TempDir()})
+	none := newBuilder(t, containerconfig.Options{PodsDir: t.TempDir()})
 	pod.Spec.RuntimeClassName = nil
 	_, err = none.SandboxConfig(pod, 0)
 	require.EqualError(t, err, "can't set `spec.hostUsers: false`, runtime does not support user namespaces")
@@ -320,10 +307,10 @@ func TestUserNamespaces(t *testing.T) {
 
 	// A runtime class that does not exist is that error, before user
 	// namespaces are considered, as upstream's.
-	classes := podsync.RuntimeClassesFunc(func(name string) (*nodev1.RuntimeClass, error) {
+	classes := containerconfig.RuntimeClassesFunc(func(name string) (*nodev1.RuntimeClass, error) {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}, name)
 	})
-	withClasses := securitySyncer(t, podsync.Options{PodsDir: t.TempDir(), UserNamespaces: supports, RuntimeClasses: classes})
+	withClasses := newBuilder(t, containerconfig.Options{PodsDir: t.TempDir(), UserNamespaces: supports, RuntimeClasses: classes})
 	pod.Spec.RuntimeClassName = ptr("missing")
 	_, err = withClasses.SandboxConfig(pod, 0)
 	require.EqualError(t, err, `runtimeclasses.node.k8s.io "missing" not found`)
@@ -350,7 +337,7 @@ func TestUserNamespacesCorruptRecord(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, os.MkdirAll(filepath.Join(dir, "old-pod"), 0o750))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "old-pod", "userns"), []byte(content), 0o600))
-			s := securitySyncer(t, podsync.Options{PodsDir: dir, UserNamespaces: func(string) bool { return true }})
+			s := newBuilder(t, containerconfig.Options{PodsDir: dir, UserNamespaces: func(string) bool { return true }})
 			pod := newPod("", nil, ctr("app"))
 			pod.Spec.HostUsers = ptr(false)
 			_, err := s.SandboxConfig(pod, 0)
