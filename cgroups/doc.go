@@ -29,7 +29,7 @@
 //
 // A kubelet drives it as upstream's does:
 //
-//	m, _ := cgroups.New(cgroups.Options{})
+//	m, _ := cgroups.New(cgroups.Options{StateDir: "/var/lib/kubelet/cgroups"}) // what it made
 //	defer m.Close()
 //	m.Start(ctx, cgroups.NodeConfig(allocatable)) // kubepods, burstable, besteffort
 //	// syncing a pod, before its sandbox:
@@ -40,6 +40,14 @@
 //	// housekeeping: cgroups of pods that cannot be running
 //	found, _ := m.Pods() // first, then the pods that may run
 //	m.CleanupOrphans(found, possiblyRunning, volumesExist)
+//
+// A Manager removes only the pod cgroups it made: EnsurePod records each
+// one it creates (in memory, and under Options.StateDir so that a
+// restarted agent still owns them), and Destroy and CleanupOrphans leave
+// any other pod cgroup alone (logged once, "not ours"), such as those of
+// another agent on the same host under the same cgroup root. Agents that
+// share a host should each have a CgroupRoot of their own: the kubepods
+// and QoS cgroups under one root are sized by each agent for its own pods.
 //
 // Options.Root points the Manager at another cgroup mount, or at a plain
 // directory tree standing for one: the tests run on such trees (v1 and

@@ -147,6 +147,17 @@ func (d *fsDriver) present(n Name) bool {
 	return true
 }
 
+// gone says whether none of the cgroup's directories exists (an error
+// other than "not exist" counts as existing).
+func (d *fsDriver) gone(n Name) bool {
+	for _, dir := range d.dirs(n) {
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
 // exists says whether the cgroup is usable as upstream checks it: on v1,
 // present in the cpu, cpuacct, cpuset, memory, pids, systemd and hugetlb
 // hierarchies that are mounted; on v2, present with the managed

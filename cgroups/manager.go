@@ -45,6 +45,9 @@ var (
 	ErrNoCgroups = errors.New("no cgroup file system")
 	// ErrNotStarted: the Manager's Start has not succeeded yet.
 	ErrNotStarted = errors.New("cgroup manager not started")
+	// ErrNotOwned: Destroy was asked to remove a cgroup this Manager
+	// did not make (see Options.StateDir); it is left alone.
+	ErrNotOwned = errors.New("cgroup not made by this manager")
 )
 
 // The names upstream gives the hierarchy.
@@ -67,6 +70,17 @@ type Options struct {
 	// cgroupRoot), as a cgroupfs path; empty means "/". Its components
 	// must pass ValidComponent.
 	CgroupRoot string
+	// StateDir is a directory of this agent's own (the agent's is
+	// RootDir/cgroups) where the Manager records each pod cgroup it
+	// makes, one empty file per cgroup under StateDir/<driver>, at the
+	// cgroup's cgroupfs path; it is created when needed. The Manager
+	// removes only the pod cgroups it recorded (Destroy,
+	// CleanupOrphans): those of another agent on the host are left
+	// alone, and logged once. A Manager started with the StateDir of an
+	// earlier one (the agent restarted) owns what that one made. Empty
+	// keeps the record in memory: a new Manager owns nothing an earlier
+	// one made, and leaves it. Two Managers must not share a StateDir.
+	StateDir string
 	// Pod configures every pod cgroup (CFS quota and period, pids limit).
 	Pod PodOptions
 	// Logger receives the manager's logs; nil discards them.
@@ -94,9 +108,10 @@ type Options struct {
 // sandbox and removed once its containers are gone. Its methods are safe
 // for concurrent use; New does no I/O, Start does the first.
 type Manager struct {
-	opts Options
-	log  *slog.Logger
-	root Name // the node allocatable cgroup: CgroupRoot/kubepods
+	opts  Options
+	log   *slog.Logger
+	root  Name    // the node allocatable cgroup: CgroupRoot/kubepods
+	owned *owners // the pod cgroups this Manager made
 
 	mu     sync.Mutex
 	fs     *fsDriver      // nil before Start
@@ -147,7 +162,11 @@ func New(opts Options) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, log: log, root: root}, nil
+	var records string
+	if opts.StateDir != "" {
+		records = filepath.Join(opts.StateDir, string(opts.Driver))
+	}
+	return &Manager{opts: opts, log: log, root: root, owned: newOwners(records)}, nil
 }
 
 // Start finds the cgroup file system (and, with the systemd driver,
@@ -167,6 +186,9 @@ func (m *Manager) Start(ctx context.Context, node ResourceConfig) error {
 		parent := m.root[:len(m.root)-1]
 		if !fs.present(parent) {
 			return fmt.Errorf("cgroups: cgroup root %s does not exist", fs.rel(parent))
+		}
+		if err := m.owned.load(fs.gone); err != nil {
+			return fmt.Errorf("cgroups: %w", err)
 		}
 		if fs.systemd {
 			sd, err := m.connectSystemd(ctx, fs)
@@ -333,7 +355,10 @@ func (m *Manager) PodExists(pod *v1.Pod) bool {
 }
 
 // EnsurePod creates the pod's cgroup with PodConfig's limits, unless it
-// exists: as upstream, an existing pod cgroup is left as it is.
+// exists: as upstream, an existing pod cgroup is left as it is. It records
+// the cgroup as this Manager's before it makes it; one found that this
+// Manager did not make (any of its directories) is left as it is too, not
+// taken over, and logged once.
 func (m *Manager) EnsurePod(pod *v1.Pod) error {
 	fs, err := m.started()
 	if err != nil {
@@ -343,8 +368,15 @@ func (m *Manager) EnsurePod(pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
+	if !m.owned.has(n) && !fs.gone(n) {
+		m.notOurs(n)
+		return nil
+	}
 	if fs.exists(n) {
 		return nil
+	}
+	if err := m.owned.add(n); err != nil {
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	if err := m.create(n, PodConfig(pod, m.opts.Pod)); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -352,12 +384,32 @@ func (m *Manager) EnsurePod(pod *v1.Pod) error {
 	return nil
 }
 
-// Destroy kills the processes left in a pod cgroup and removes it.
+// Destroy kills the processes left in a pod cgroup this Manager made and
+// removes it. One it did not make is left alone: the error wraps
+// ErrNotOwned (logged once). A cgroup that is not there is no error.
 func (m *Manager) Destroy(n Name) error {
-	if _, err := m.started(); err != nil {
+	fs, err := m.started()
+	if err != nil {
 		return err
 	}
-	return m.destroy(n)
+	if !m.owned.has(n) {
+		if fs.gone(n) {
+			return nil
+		}
+		m.notOurs(n)
+		return fmt.Errorf("cgroups: destroy %s: %w", m.spell(n), ErrNotOwned)
+	}
+	if err := m.destroy(n); err != nil {
+		return err
+	}
+	return m.owned.remove(n)
+}
+
+// notOurs logs, once, a pod cgroup found that this Manager did not make.
+func (m *Manager) notOurs(n Name) {
+	if m.owned.firstSeen(n) {
+		m.log.Info("Leaving a pod cgroup this agent did not make (not ours)", "cgroup", m.spell(n))
+	}
 }
 
 // ReduceCPU sets a cgroup's CPU shares to MinShares, as upstream does for
@@ -370,7 +422,8 @@ func (m *Manager) ReduceCPU(n Name) error {
 	return m.set(n, ResourceConfig{CPUShares: &s})
 }
 
-// Pods lists the pod cgroups that exist, by pod UID.
+// Pods lists the pod cgroups that exist under this Manager's hierarchy, by
+// pod UID, whoever made them.
 func (m *Manager) Pods() (map[types.UID]Name, error) {
 	fs, err := m.started()
 	if err != nil {
@@ -442,12 +495,23 @@ func QOSConfigs(active []*v1.Pod) map[v1.PodQOSClass]ResourceConfig {
 // CleanupOrphans removes the pod cgroups among pods (what Pods listed,
 // before the caller read which pods exist) of the pods that cannot be
 // running (running says which can), as upstream's housekeeping: the
-// processes left in one are killed first. A pod whose volumes still exist
-// (volumesExist) keeps its cgroup, its CPU shares cut to the minimum, until
-// a later pass. Errors are logged; the next pass tries again.
+// processes left in one are killed first. Only the cgroups this Manager
+// made are removed (Options.StateDir): another's are left alone and
+// logged once. A pod whose volumes still exist (volumesExist) keeps its
+// cgroup, its CPU shares cut to the minimum, until a later pass. Errors
+// are logged; the next pass tries again.
 func (m *Manager) CleanupOrphans(pods map[types.UID]Name, running, volumesExist func(types.UID) bool) {
+	found := make(map[string]struct{}, len(pods))
+	for _, n := range pods {
+		found[n.Cgroupfs()] = struct{}{}
+	}
+	m.owned.keepForeign(found)
 	for uid, n := range pods {
 		if running(uid) {
+			continue
+		}
+		if !m.owned.has(n) {
+			m.notOurs(n)
 			continue
 		}
 		if volumesExist != nil && volumesExist(uid) {
