@@ -236,8 +236,10 @@ type Options struct {
 	// EnforceNodeAllocatable "pods"), kubepods/burstable and
 	// kubepods/besteffort, and a cgroup per pod with its CPU shares, quota
 	// and memory limit, created before its sandbox (its cgroup parent) and
-	// removed once its containers are gone. Off by default here (upstream's
-	// default is on); it needs root.
+	// removed once its containers are gone. Only the pod cgroups this agent
+	// made (recorded under RootDir/cgroups) are ever removed; another
+	// agent's on the same host are left alone. Off by default here
+	// (upstream's default is on); it needs root.
 	CgroupsPerQOS bool
 	// CgroupDriver is upstream's cgroupDriver: "" or "cgroupfs", or
 	// "systemd": the hierarchy as systemd slices (kubepods.slice,
@@ -247,7 +249,8 @@ type Options struct {
 	// driver: the sandboxes' cgroup parent is spelled as this one spells it.
 	CgroupDriver string
 	// CgroupRoot is the cgroup the hierarchy goes under (upstream's
-	// cgroupRoot); empty means "/".
+	// cgroupRoot); empty means "/". Agents that share a host should each
+	// have their own.
 	CgroupRoot string
 	// CgroupFS is where the cgroup file system is mounted; empty means
 	// /sys/fs/cgroup.

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -67,13 +69,15 @@ func checkCgroupOptions(opts *Options) error {
 	return nil
 }
 
-// newCgroups builds the cgroup manager when CgroupsPerQOS is set.
+// newCgroups builds the cgroup manager when CgroupsPerQOS is set. It
+// records the pod cgroups it makes under RootDir/cgroups, and removes no
+// other: another agent's on the same host are not its orphans.
 func (a *Agent) newCgroups() error {
 	if !a.opts.CgroupsPerQOS {
 		return nil
 	}
 	m, err := cgroups.New(cgroups.Options{Root: a.opts.CgroupFS, Driver: cgroups.Driver(a.opts.CgroupDriver),
-		CgroupRoot: a.opts.CgroupRoot, Logger: a.log.With("component", "cgroups")})
+		CgroupRoot: a.opts.CgroupRoot, StateDir: filepath.Join(a.opts.RootDir, "cgroups"), Logger: a.log.With("component", "cgroups")})
 	if err != nil {
 		return err
 	}
@@ -182,7 +186,8 @@ func (a *Agent) updateQOSCgroups() {
 	}
 }
 
-// destroyPodCgroup removes a terminated pod's cgroup, its containers gone.
+// destroyPodCgroup removes a terminated pod's cgroup, its containers gone;
+// one this agent did not make is left (the manager says so once).
 func (a *Agent) destroyPodCgroup(pod *v1.Pod) error {
 	if a.cgroups == nil {
 		return nil
@@ -191,7 +196,7 @@ func (a *Agent) destroyPodCgroup(pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := a.cgroups.Destroy(n); err != nil {
+	if err := a.cgroups.Destroy(n); err != nil && !errors.Is(err, cgroups.ErrNotOwned) {
 		return fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
 	return nil
