@@ -1,40 +1,62 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
+	"net"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
-	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
 // The cgroup flags: upstream's defaults on a real runtime (which needs
-// root), none on the embedded fake runtime, and /configz says which.
+// root), none on a fake runtime (the embedded one; over a socket unless
+// asked), and /configz says which.
 func TestCgroupFlags(t *testing.T) {
 	root := os.Geteuid() == 0
+	socket := []string{"--container-runtime-endpoint", "unix:///x.sock"}
 	for _, tc := range []struct {
 		name      string
 		args      []string
+		runtime   string // the runtime's name from its CRI Version
 		qos       bool
 		enforce   []string
 		wantErr   bool
 		reportNon bool // configz enforcement "none"
+		warned    bool // a line says why the pods get no cgroups
 	}{
 		{name: "fake runtime", args: nil, qos: false, reportNon: true},
-		{name: "real runtime", args: []string{"--container-runtime-endpoint", "unix:///x.sock"}, qos: root, enforce: []string{"pods"}, wantErr: !root},
-		{name: "off", args: []string{"--container-runtime-endpoint", "unix:///x.sock", "--cgroups-per-qos=false"}, reportNon: true},
-		{name: "off, enforcement asked", args: []string{"--container-runtime-endpoint", "unix:///x.sock", "--cgroups-per-qos=false", "--enforce-node-allocatable", "pods"},
+		{name: "real runtime", args: socket, runtime: "containerd", qos: root, enforce: []string{"pods"}, wantErr: !root},
+		{name: "off", args: append(socket, "--cgroups-per-qos=false"), runtime: "containerd", reportNon: true},
+		{name: "off, enforcement asked", args: append(socket, "--cgroups-per-qos=false", "--enforce-node-allocatable", "pods"), runtime: "containerd",
 			enforce: []string{"pods"}},
-		{name: "none", args: []string{"--container-runtime-endpoint", "unix:///x.sock", "--enforce-node-allocatable", ""}, qos: root, wantErr: !root, reportNon: true},
+		{name: "none", args: append(socket, "--enforce-node-allocatable", ""), runtime: "containerd", qos: root, wantErr: !root, reportNon: true},
+		{name: "fake runtime over a socket", args: socket, runtime: fake.DefaultRuntimeName, reportNon: true, warned: true},
+		{name: "fake runtime over a socket, asked", args: append(socket, "--cgroups-per-qos"), runtime: fake.DefaultRuntimeName,
+			qos: root, enforce: []string{"pods"}, wantErr: !root},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parseFlags(tc.args, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var opts agent.Options
+			c.runtimeName = tc.runtime
+			var logs bytes.Buffer
+			opts := agent.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 			err = cgroupOptions(c, &opts)
 			if tc.wantErr {
 				if err == nil {
@@ -48,6 +70,9 @@ func TestCgroupFlags(t *testing.T) {
 			if opts.CgroupsPerQOS != tc.qos || !slices.Equal(opts.EnforceNodeAllocatable, tc.enforce) {
 				t.Fatalf("CgroupsPerQOS %v, EnforceNodeAllocatable %q; want %v, %q", opts.CgroupsPerQOS, opts.EnforceNodeAllocatable, tc.qos, tc.enforce)
 			}
+			if warned := strings.Contains(logs.String(), "the pods get no cgroups"); warned != tc.warned {
+				t.Errorf("logged %q, want the fake runtime's line %v", logs.String(), tc.warned)
+			}
 			kc := &kubeletconfig.KubeletConfiguration{}
 			cgroupSettings(kc, &opts)
 			if *kc.CgroupsPerQOS != tc.qos || (tc.reportNon != slices.Equal(kc.EnforceNodeAllocatable, []string{"none"})) {
@@ -58,4 +83,35 @@ func TestCgroupFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// On kubeletkit's fake runtime over a socket (as examples/fakecri serves
+// it), minikubelet with the default flags runs its pods without cgroups,
+// as root or not, and says why. The cgroup root given does not exist: had
+// the pods got cgroups, the node would not have started, and nothing of the
+// host's cgroups is touched either way.
+func TestCgroupsOffOnFakeSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "cri.sock")
+	lis, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	rt := fake.New(fake.Options{})
+	srv, err := cri.NewServer(rt, rt, cri.ServerOptions{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, lis) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-served) })
+
+	var out, logs syncBuffer
+	err = run(context.Background(), []string{"--runonce", "--container-runtime-endpoint", "unix://" + sock, "--node-name", "edge1",
+		"--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", webManifests(t, dir), "--eviction-hard", "",
+		"--cgroup-root", "/kk-test-absent-cgroup-root"}, &out, &logs)
+	require.NoError(t, err, logs.String())
+	var list v1.PodList
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &list), out.String())
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, v1.PodRunning, list.Items[0].Status.Phase)
+	assert.Contains(t, logs.String(), "the pods get no cgroups")
+	assert.NoDirExists(t, filepath.Join(dir, "root", "cgroups"), "no pod cgroup was recorded")
 }

@@ -27,8 +27,8 @@ import (
 // exported defaults), in upstream's KubeletConfiguration. A field is set
 // only where minikubelet does what upstream's field says; a field it has no
 // counterpart for is left out, or set to what upstream means by "none"
-// (cgroupsPerQOS false on the embedded fake runtime, whose containers are
-// no processes; enforceNodeAllocatable none when nothing is enforced), so
+// (cgroupsPerQOS false on a fake runtime, whose containers are no
+// processes; enforceNodeAllocatable none when nothing is enforced), so
 // that a reader such as the node e2e suite learns what the node really
 // does.
 func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfiguration, error) {

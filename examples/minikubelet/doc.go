@@ -27,7 +27,8 @@
 // status and lease, the runtime endpoint, shutdownGracePeriod and
 // shutdownGracePeriodCriticalPods, the QoS cgroups:
 // cgroupsPerQOS, cgroupDriver, cgroupRoot and enforceNodeAllocatable as it
-// runs them; on the embedded fake runtime cgroupsPerQOS false and
+// runs them; on a fake runtime (the embedded one, or examples/fakecri over
+// a socket unless --cgroups-per-qos is given) cgroupsPerQOS false and
 // enforceNodeAllocatable none, as its containers are no processes).
 // Every request is authenticated, by a client certificate of
 // --client-ca-file (the API server's kubelet-client certificate), a bearer

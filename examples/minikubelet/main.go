@@ -27,6 +27,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
@@ -73,6 +74,7 @@ type config struct {
 	localStatePath                                                                           string
 	localState                                                                               *localstate.Bolt // opened by join, closed by run
 	cgroupsPerQOS                                                                            bool
+	runtimeName                                                                              string // what the runtime at endpoint said it is (CRI Version)
 	cgroupDriver, cgroupRoot, enforceNodeAllocatable                                         string
 	shutdownGracePeriod, shutdownGracePeriodCriticalPods                                     time.Duration
 	shutdownSignal                                                                           string
@@ -129,7 +131,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.imageGCHigh, "image-gc-high-threshold", imagegc.DefaultHighThresholdPercent, "percent of the image filesystem in use at which unused images are removed (100 turns it off)")
 	fs.IntVar(&c.imageGCLow, "image-gc-low-threshold", imagegc.DefaultLowThresholdPercent, "percent of the image filesystem in use that image garbage collection frees down to")
 	fs.DurationVar(&c.imageMinTTL, "minimum-image-ttl-duration", imagegc.DefaultMinAge, "minimum age of an unused image before it may be removed")
-	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in upstream's cgroup hierarchy (kubepods, kubepods/burstable, kubepods/besteffort, a cgroup per pod with its CPU and memory limits), which needs root; ignored on the embedded fake runtime")
+	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in upstream's cgroup hierarchy (kubepods, kubepods/burstable, kubepods/besteffort, a cgroup per pod with its CPU and memory limits), which needs root; only the pod cgroups this node made (recorded under ROOT-DIR/cgroups) are ever removed. "+
+		"On by default with a real runtime; ignored on the embedded fake runtime; off unless given when the runtime at --container-runtime-endpoint says it is kubeletkit's fake (examples/fakecri), whose containers are no processes")
 	fs.StringVar(&c.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs, or systemd (slices created over systemd's D-Bus API); the runtime must use the same")
 	fs.StringVar(&c.cgroupRoot, "cgroup-root", "", "cgroup the pods' hierarchy goes under (empty: /)")
 	fs.StringVar(&c.enforceNodeAllocatable, "enforce-node-allocatable", "pods", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; the default is none with --cgroups-per-qos=false")
@@ -160,6 +163,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	var client *cri.Client // nil with the embedded fake runtime
+	if c.endpoint != "" {
+		// First: which runtime it is decides the cgroup defaults.
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		client, err = cri.Dial(dctx, c.endpoint, cri.DialOptions{Logger: log})
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		c.runtimeName = client.RuntimeVersion().GetRuntimeName()
+	}
 	opts, joined, err := options(c, stdout, log)
 	if c.localState != nil {
 		defer c.localState.Close()
@@ -180,14 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if c.endpoint != "" {
-		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		client, err := cri.Dial(dctx, c.endpoint, cri.DialOptions{Logger: log})
-		cancel()
-		if err != nil {
-			return err
-		}
-		defer client.Close()
+	if client != nil {
 		opts.Runtime = client
 		if metrics != nil {
 			opts.Runtime = metrics.InstrumentRuntime(client)
@@ -562,12 +570,20 @@ func allStarted(pods []v1.Pod) bool {
 	return true
 }
 
-// cgroupOptions sets the agent's cgroup options from the flags. The
-// embedded fake runtime's containers are no processes: there the pods get
-// no cgroups. On a real runtime, --cgroups-per-qos (upstream's default)
-// needs root, and says so.
+// cgroupOptions sets the agent's cgroup options from the flags. A fake
+// runtime's containers are no processes: on the embedded one the pods get
+// no cgroups, and on a socket whose runtime says it is kubeletkit's fake
+// (CRI Version: examples/fakecri's) --cgroups-per-qos is off unless given,
+// and a line says so: an agent on a fake has no business with the host's
+// cgroups. On a real runtime, --cgroups-per-qos (upstream's default) needs
+// root, and says so.
 func cgroupOptions(c *config, opts *agent.Options) error {
 	opts.CgroupsPerQOS = c.cgroupsPerQOS && c.endpoint != ""
+	if opts.CgroupsPerQOS && c.runtimeName == fake.DefaultRuntimeName && !c.set["cgroups-per-qos"] {
+		opts.CgroupsPerQOS = false
+		opts.Logger.Warn("The runtime is kubeletkit's fake, whose containers are no processes: the pods get no cgroups (--cgroups-per-qos=true makes them)",
+			"endpoint", c.endpoint, "runtime", c.runtimeName)
+	}
 	opts.CgroupDriver, opts.CgroupRoot = c.cgroupDriver, c.cgroupRoot
 	if c.enforceNodeAllocatable != "" {
 		opts.EnforceNodeAllocatable = strings.Split(c.enforceNodeAllocatable, ",")
