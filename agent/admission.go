@@ -35,7 +35,7 @@ const (
 // validity (the agent's own: upstream validates in its sources), eviction
 // under node pressure, sysctls, the operating system, a
 // supplementalGroupsPolicy the runtime cannot apply, the devices of device
-// plugins (when DevicePluginDir is set), the predicates
+// plugins (when Node.DevicePluginDir is set), the predicates
 // (resources against the node's allocatable, node affinity and selector,
 // node name, host ports, NoExecute taints), then AppArmor, then the node's
 // shutdown (NodeShutdown while it shuts down).
@@ -118,7 +118,7 @@ func (a *Agent) reservation(capacity v1.ResourceList) v1.ResourceList {
 		}
 		hard = eviction.HardReservation(thresholds, capacity)
 	}
-	return node.Reserved(capacity, a.opts.KubeReserved, a.opts.SystemReserved, hard)
+	return node.Reserved(capacity, a.opts.Node.KubeReserved, a.opts.Node.SystemReserved, hard)
 }
 
 // currentAllocatable is the node's allocatable as its status last reported
@@ -127,22 +127,22 @@ func (a *Agent) currentAllocatable() (v1.ResourceList, error) {
 	if st, ok := a.node.Status(); ok && st.Allocatable != nil {
 		return st.Allocatable, nil
 	}
-	capacity, err := a.opts.Machine.Capacity(context.Background())
+	capacity, err := a.opts.Node.Machine.Capacity(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("node capacity: %w", err)
 	}
 	return node.Allocatable(capacity, a.reservation(capacity)), nil
 }
 
-// admissionNode is the Node pods are admitted to: the one Options.Node
-// gives (the API server's, with its labels and taints) or else the agent's
-// own (its name, the labels upstream's kubelet gives its Node, and
-// Options.NodeLabels), with the allocatable resources the node's status
-// reports.
+// admissionNode is the Node pods are admitted to: the one
+// Options.Cluster.Node gives (the API server's, with its labels and taints)
+// or else the agent's own (its name, the labels upstream's kubelet gives
+// its Node, and Options.Node.Labels), with the allocatable resources the
+// node's status reports.
 func (a *Agent) admissionNode() (*v1.Node, error) {
 	var n *v1.Node
-	if a.opts.Node != nil {
-		if got, err := a.opts.Node.Node(); err == nil && got != nil {
+	if a.opts.Cluster.Node != nil {
+		if got, err := a.opts.Cluster.Node.Node(); err == nil && got != nil {
 			n = got.DeepCopy()
 		} else if err != nil {
 			a.log.Debug("Admitting against the agent's own node: the node is not known", "err", err)
@@ -155,7 +155,7 @@ func (a *Agent) admissionNode() (*v1.Node, error) {
 			v1.LabelHostname: a.opts.NodeName, v1.LabelOSStable: goruntime.GOOS, v1.LabelArchStable: goruntime.GOARCH,
 			labelOSBeta: goruntime.GOOS, labelArchBeta: goruntime.GOARCH,
 		}
-		maps.Copy(n.Labels, a.opts.NodeLabels)
+		maps.Copy(n.Labels, a.opts.Node.Labels)
 	}
 	alloc, err := a.currentAllocatable()
 	if err != nil {

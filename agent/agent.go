@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,250 +88,6 @@ type Timings struct {
 	ImageGC time.Duration
 }
 
-// Options configure an Agent. The zero value runs the embedded fake runtime
-// on the real clock with no pod source, under the root directory
-// /tmp/minikubelet, standalone: statuses are kept in memory, the node's
-// status is built but sent nowhere, events are logged.
-//
-// Everything an API server provides comes in through the interfaces below;
-// the module's examples/apiserver implements them with client-go.
-type Options struct {
-	// Clock is the time of the agent and of every block. Nil means the real
-	// clock. With a fake clock, nothing the agent composes reads the real
-	// time (agent/agenttest steps one).
-	Clock Clock
-	// Rand returns a pseudo-random number in [0, 1) for the jitter of pod
-	// resyncs, retries and probes' first runs. Nil means math/rand/v2.
-	Rand func() float64
-	// Runtime is the container runtime. Nil means an embedded fake runtime
-	// (NewFakeRuntime) on Clock.
-	Runtime Runtime
-	// NodeName names the node; it suffixes static pods' names. Empty means
-	// the host name, lower-cased.
-	NodeName string
-	// HostIPs are the node's IPs, primary first. Empty means the first
-	// non-loopback address of the machine, or 127.0.0.1.
-	HostIPs []string
-	// ReportHostIPs puts HostIPs in pod statuses (hostIP, hostIPs). Upstream
-	// kubelet does so when it has an API server, and so a Node; standalone,
-	// pod statuses have no hostIP.
-	ReportHostIPs bool
-	// RootDir holds the pods' data directories (RootDir/pods/<uid>) and,
-	// unless PodLogsDir says otherwise, their logs (RootDir/logs). Empty
-	// means /tmp/minikubelet.
-	RootDir string
-	// PodLogsDir is the directory of the containers' log files
-	// (<namespace>_<name>_<uid>/<container>/<restart>.log), upstream's
-	// podLogsDir, which is /var/log/pods there. Empty means RootDir/logs.
-	PodLogsDir string
-	// AllowedUnsafeSysctls are the sysctls beyond the safe set a pod may
-	// set, by name or by prefix ending in "*" (upstream's
-	// allowedUnsafeSysctls); each must belong to a group the kernel
-	// namespaces (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*,
-	// net.*). A pod setting any other sysctl is refused (SysctlForbidden).
-	AllowedUnsafeSysctls []string
-	// SeccompDefault runs the containers of pods that name no seccomp
-	// profile under the runtime's default profile (RuntimeDefault) instead
-	// of Unconfined: upstream's seccompDefault, off by default as there.
-	// Localhost profiles are files under RootDir/seccomp, upstream's
-	// <root-dir>/seccomp.
-	SeccompDefault bool
-	// ContainerLogLinksDir gets a symbolic link to each container's log
-	// file, <pod>_<namespace>_<container>-<id>.log, as upstream keeps
-	// /var/log/containers for log collectors (podsync.Options). Empty: no
-	// links.
-	ContainerLogLinksDir string
-	// DevicePluginDir is the device plugin directory (package devices):
-	// the agent serves the registration socket there (kubelet.sock),
-	// reports the plugins' resources in the node's capacity and
-	// allocatable, gives containers their devices at admission and keeps
-	// the allocations in a checkpoint there. Upstream's is
-	// /var/lib/kubelet/device-plugins, where plugins look for it. Empty
-	// means no device plugins.
-	DevicePluginDir string
-	// NoMounts keeps the agent from mounting: secret and projected volumes
-	// are written on disk under RootDir instead of a tmpfs, and subPaths are
-	// handed to the runtime unpinned. It is always so when the process is
-	// not root.
-	NoMounts bool
-	// ManifestPath is a directory of static pod manifests (or one file);
-	// empty means none. It is watched with inotify where the kernel allows
-	// (a change is read within milliseconds), else polled every second,
-	// and read in full every Timings.SourcePeriod.
-	ManifestPath string
-	// PollManifests polls ManifestPath every second instead of watching it:
-	// for a fake clock, on which the kernel's notifications would arrive
-	// outside the simulated time (agenttest sets it), and for file systems
-	// whose changes inotify does not see.
-	PollManifests bool
-	// ManifestURL is an HTTP URL serving a pod or a pod list; empty means
-	// none.
-	ManifestURL string
-	// Updates are pods from an API server (the source named "api"): SET,
-	// ADD, UPDATE, DELETE, REMOVE and RECONCILE, merged with the static
-	// pods. Nil means none. Unlike static pods, these pods can be evicted,
-	// as upstream protects static pods from eviction. The agent reads it
-	// until Run returns; closing it ends the source, not the agent.
-	Updates <-chan syncloop.PodUpdate
-	// StatusSink receives pod statuses (an API server's pods/status). Nil
-	// keeps them in memory, a static pod standing for its own mirror pod.
-	StatusSink status.Sink
-	// NodeStatusSink receives the node's status, and Leases its lease (an
-	// API server's Node and Lease). Nil means none: the status is still
-	// built, for NodeStatus and the pressure conditions.
-	NodeStatusSink node.StatusSink
-	// Leases renews the node's lease every quarter of LeaseDuration. Nil
-	// means no lease.
-	Leases node.LeaseSink
-	// LeaseDuration is the node lease's duration; 0 means upstream's 40s.
-	LeaseDuration time.Duration
-	// DeclaredFeatures are the features the node declares in its status
-	// (status.declaredFeatures, upstream's NodeDeclaredFeatures), listed
-	// sorted, once each; empty leaves the field unset. The API server reads
-	// them: ExtendWebSocketsToKubelet makes it send kubectl's WebSockets on
-	// to the node, which must then serve them (API.WebSockets), so New
-	// refuses the one without the other. A name the API server would refuse
-	// fails New too.
-	DeclaredFeatures []string
-	// MirrorPods keeps the API server's mirror pods in step with the static
-	// pods at every housekeeping. Nil means none.
-	MirrorPods MirrorPods
-	// Recorder receives every event the blocks record (client-go's
-	// record.EventRecorder fits). Events are also logged. Nil means logged
-	// only.
-	Recorder EventRecorder
-	// Metrics receives the agent's measurements. Nil means none.
-	Metrics Metrics
-	// ObjectPath is a directory of ConfigMap and Secret manifests (one
-	// object per file, YAML or JSON) that pods' configMap, secret and
-	// projected volumes and their environment read, re-read every
-	// SourcePeriod; empty means none. Ignored when VolumeSources is set.
-	// With it, static pods may reference configMaps and secrets (an
-	// extension: upstream's kubelet refuses such manifests, and so does
-	// the agent without ObjectPath).
-	ObjectPath string
-	// VolumeSources give configMaps, secrets and service account tokens to
-	// the pods' volumes and environment. Empty means the objects of
-	// ObjectPath, and no tokens.
-	VolumeSources volume.Sources
-	// Services lists the services whose variables containers get
-	// (KUBERNETES_SERVICE_HOST ...). Nil means none.
-	Services containerconfig.ServiceLister
-	// Machine describes the node's hardware for its status. Nil means this
-	// machine (node.LocalMachine, its ephemeral storage the filesystem of
-	// RootDir).
-	Machine node.Machine
-	// KubeReserved and SystemReserved are resources kept for the node's
-	// own daemons and the system (upstream's kubeReserved and
-	// systemReserved: cpu, memory, ephemeral-storage, pid): they are taken
-	// off the capacity, with the hard eviction thresholds of memory.available
-	// and nodefs.available, to give the allocatable resources the node
-	// reports and admits pods against. Nothing is enforced on cgroups.
-	KubeReserved, SystemReserved v1.ResourceList
-	// CgroupsPerQOS puts the pods in upstream's cgroup hierarchy (package
-	// cgroups, upstream's cgroupsPerQOS): kubepods, limited to the node's
-	// capacity (less KubeReserved and SystemReserved with
-	// EnforceNodeAllocatable "pods"), kubepods/burstable and
-	// kubepods/besteffort, and a cgroup per pod with its CPU shares, quota
-	// and memory limit, created before its sandbox (its cgroup parent) and
-	// removed once its containers are gone. Only the pod cgroups this agent
-	// made (recorded under RootDir/cgroups) are ever removed; another
-	// agent's on the same host are left alone. Off by default here
-	// (upstream's default is on); it needs root.
-	CgroupsPerQOS bool
-	// CgroupDriver is upstream's cgroupDriver: "" or "cgroupfs", or
-	// "systemd": the hierarchy as systemd slices (kubepods.slice,
-	// kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice) created
-	// over systemd's D-Bus API, as upstream's (package cgroups); Run
-	// connects to the machine's systemd. The runtime must use the same
-	// driver: the sandboxes' cgroup parent is spelled as this one spells it.
-	CgroupDriver string
-	// CgroupRoot is the cgroup the hierarchy goes under (upstream's
-	// cgroupRoot); empty means "/". Agents that share a host should each
-	// have their own.
-	CgroupRoot string
-	// CgroupFS is where the cgroup file system is mounted; empty means
-	// /sys/fs/cgroup.
-	CgroupFS string
-	// EnforceNodeAllocatable is upstream's enforceNodeAllocatable: "pods"
-	// limits kubepods to the node's allocatable (capacity less
-	// KubeReserved and SystemReserved) instead of its capacity, and needs
-	// CgroupsPerQOS; "none" or empty enforces nothing. "system-reserved"
-	// and "kube-reserved" (and their "-compressible" forms) are refused:
-	// they need cgroups of the reserved daemons the agent does not manage.
-	EnforceNodeAllocatable []string
-	// RuntimeClasses looks up the pods' runtime classes: the handler a
-	// pod's sandbox runs under, and the overhead of a pod that has none in
-	// its spec (containerconfig.Options.RuntimeClasses). Nil: a runtime class's
-	// name is its handler, and only a pod's own overhead counts.
-	RuntimeClasses containerconfig.RuntimeClasses
-	// NodeLabels are labels of the node beside those it has of its own
-	// (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch and
-	// their beta spellings), for the nodeSelector and node affinity of the
-	// pods admitted when Node is nil.
-	NodeLabels map[string]string
-	// Node gives the Node object pods are admitted to, the API server's:
-	// its labels for nodeSelector and node affinity, its taints. Its
-	// allocatable resources are always the agent's own. Nil, or an error
-	// from it, means the agent's own Node: its name and labels
-	// (NodeLabels) and no taints. examples/apiserver's Join sets it.
-	Node admission.NodeGetter
-	// Listen is the address of the read-only HTTP server (upstream's
-	// read-only port, package server without authentication: /healthz,
-	// /pods, /node, /stats/summary, /metrics); empty means none. ":0"
-	// picks a free port; Addr tells which.
-	Listen string
-	// MetricsHandler serves /metrics on that server and on the kubelet API
-	// (examples/prometheus has one over Metrics); nil means no /metrics.
-	MetricsHandler http.Handler
-	// ResourceMetricsHandler serves /metrics/resource on both servers
-	// (examples/prometheus has one over the agent's Summary); nil means
-	// no such endpoint.
-	ResourceMetricsHandler http.Handler
-	// HealthChecks are /healthz's checks after the agent's own (ping,
-	// syncloop, pleg) on both servers; examples/apiserver's Joined adds
-	// "apisource", which says when the pods come from the local state.
-	HealthChecks []server.HealthCheck
-	// ContainerLogMaxSize is the size at which a running container's log
-	// is rotated (upstream's containerLogMaxSize); 0 means 10Mi, negative
-	// turns rotation off. ContainerLogMaxFiles is how many files a
-	// container's log may have, the live one included
-	// (containerLogMaxFiles); 0 means 5.
-	ContainerLogMaxSize  int64
-	ContainerLogMaxFiles int
-	// API serves the kubelet API: kubectl logs, exec, attach,
-	// port-forward and cp, the stats summary (kubectl top through
-	// metrics-server), over TLS with authentication and authorization.
-	// Nil means none.
-	API *APIOptions
-	// Out receives one line per change of a pod's phase or container
-	// states; nil means none.
-	Out io.Writer
-	// Logger receives the agent's logs; nil discards them.
-	Logger *slog.Logger
-	// EventedPLEG follows the runtime's container events (CRI
-	// GetContainerEvents) with a slow relist as a safety net, instead of
-	// relisting every second: upstream's EventedPLEG feature. Pods turn
-	// Running and Ready sooner; containerd 1.7+ and the fake support it.
-	EventedPLEG bool
-	// Eviction configures node-pressure eviction.
-	Eviction EvictionOptions
-	// ImageGC is the image garbage collection policy; the zero value is
-	// upstream's (imagegc.DefaultPolicy: at 85% of the image filesystem
-	// used, remove the least recently used images down to 80%; never an
-	// image first seen less than 2m ago). Collection runs every
-	// Timings.ImageGC on the image filesystem that Eviction.Stats (or the
-	// machine) measures, and under disk pressure eviction removes every
-	// unused image first.
-	ImageGC imagegc.Policy
-	// Shutdown is graceful node shutdown (upstream's shutdownGracePeriod
-	// and shutdownGracePeriodCriticalPods): what a shutdown does, and what
-	// triggers it besides Agent.Shutdown. The zero value leaves it off.
-	Shutdown ShutdownOptions
-	// Timings overrides default periods.
-	Timings Timings
-}
-
 // EventRecorder records events about objects; client-go's
 // record.EventRecorder has this method.
 type EventRecorder interface {
@@ -406,9 +160,9 @@ type Agent struct {
 	imageGC *imagegc.Manager
 	node    *node.Controller
 	vol     *volume.Manager
-	cgroups *cgroups.Manager      // nil without CgroupsPerQOS
-	devices *devices.Manager      // nil without DevicePluginDir
-	objects *volume.StaticSources // configMaps and secrets from ObjectPath
+	cgroups *cgroups.Manager      // nil without Cgroups.PerQOS
+	devices *devices.Manager      // nil without Node.DevicePluginDir
+	objects *volume.StaticSources // configMaps and secrets from Sources.ObjectPath
 	sink    *memorySink
 	msgs    status.MessageReader
 	alloc   *allocation.Manager // the pods' allocated resources and their resizes
@@ -484,14 +238,14 @@ func New(opts Options) (*Agent, error) {
 		}
 		opts.RootDir = abs
 	}
-	if len(opts.HostIPs) == 0 {
-		opts.HostIPs = []string{hostIP()}
+	if len(opts.Node.HostIPs) == 0 {
+		opts.Node.HostIPs = []string{hostIP()}
 	}
-	if opts.LeaseDuration < 0 || opts.LeaseDuration%time.Second != 0 {
-		return nil, fmt.Errorf("agent: LeaseDuration %s is not a positive number of seconds: %w", opts.LeaseDuration, ErrInvalidOptions)
+	if opts.Cluster.LeaseDuration < 0 || opts.Cluster.LeaseDuration%time.Second != 0 {
+		return nil, fmt.Errorf("agent: Cluster.LeaseDuration %s is not a positive number of seconds: %w", opts.Cluster.LeaseDuration, ErrInvalidOptions)
 	}
-	if slices.Contains(opts.DeclaredFeatures, ExtendWebSocketsToKubelet) && (opts.API == nil || opts.API.WebSockets == nil) {
-		return nil, fmt.Errorf("agent: the node declares %s, and its kubelet API has no WebSockets to serve them: %w",
+	if slices.Contains(opts.Node.DeclaredFeatures, ExtendWebSocketsToKubelet) && (opts.HTTP.API == nil || opts.HTTP.API.WebSockets == nil) {
+		return nil, fmt.Errorf("agent: the node declares %s (Node.DeclaredFeatures), and its kubelet API has no WebSockets to serve them (HTTP.API.WebSockets): %w",
 			ExtendWebSocketsToKubelet, ErrInvalidOptions)
 	}
 	if opts.Clock == nil {
@@ -500,29 +254,32 @@ func New(opts Options) (*Agent, error) {
 	if opts.Rand == nil {
 		opts.Rand = rand.Float64
 	}
-	if opts.Machine == nil {
-		opts.Machine = node.LocalMachine{StorageDir: opts.RootDir}
+	if opts.Node.Machine == nil {
+		opts.Node.Machine = node.LocalMachine{StorageDir: opts.RootDir}
 	}
-	for _, l := range []v1.ResourceList{opts.KubeReserved, opts.SystemReserved} {
-		for name, q := range l {
+	for _, r := range []struct {
+		field string
+		l     v1.ResourceList
+	}{{"Node.KubeReserved", opts.Node.KubeReserved}, {"Node.SystemReserved", opts.Node.SystemReserved}} {
+		for name, q := range r.l {
 			if q.Sign() < 0 {
-				return nil, fmt.Errorf("agent: reserved %s %s is negative: %w", name, q.String(), ErrInvalidOptions)
+				return nil, fmt.Errorf("agent: %s %s %s is negative: %w", r.field, name, q.String(), ErrInvalidOptions)
 			}
 		}
 	}
-	if err := checkCgroupOptions(&opts); err != nil {
+	if err := opts.Cgroups.check(); err != nil {
 		return nil, err
 	}
-	if !opts.NoMounts && os.Geteuid() != 0 {
-		opts.NoMounts = true
+	if !opts.Security.NoMounts && os.Geteuid() != 0 {
+		opts.Security.NoMounts = true
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sysctls, err := admission.NewSysctls(opts.AllowedUnsafeSysctls)
+	sysctls, err := admission.NewSysctls(opts.Security.AllowedUnsafeSysctls)
 	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: Security.AllowedUnsafeSysctls: %w: %w", err, ErrInvalidOptions)
 	}
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics, sysctls: sysctls,
 		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{},
@@ -530,13 +287,13 @@ func New(opts Options) (*Agent, error) {
 	if a.metrics == nil {
 		a.metrics = noMetrics{}
 	}
-	a.events = &recorder{metrics: a.metrics, next: opts.Recorder, log: log}
+	a.events = &recorder{metrics: a.metrics, next: opts.Cluster.Recorder, log: log}
 	if a.rt == nil {
 		a.fakeRT = NewFakeRuntime(opts.Clock, log.With("component", "fake-runtime"))
 		a.rt = a.fakeRT
 	}
 	a.pods = syncloop.NewPodSet()
-	a.sink = newMemorySink(opts.Out, opts.StatusSink)
+	a.sink = newMemorySink(opts.Out, opts.Cluster.StatusSink)
 	a.msgs = status.FileMessageReader{PodsDir: a.podsDir(), LogsDir: a.logsDir()}
 	a.cache = pleg.NewCache()
 	if err := a.build(); err != nil {
@@ -577,7 +334,7 @@ func (a *Agent) build() error {
 	}
 	// Read once: the downward API's default limits.
 	var memoryCapacity int64
-	if capacity, err := a.opts.Machine.Capacity(context.Background()); err != nil {
+	if capacity, err := a.opts.Node.Machine.Capacity(context.Background()); err != nil {
 		a.log.Warn("Cannot read the node's capacity: a container's unset limits read through the downward API fail", "err", err)
 	} else {
 		a.allocatable = node.Allocatable(capacity, a.reservation(capacity))
@@ -601,14 +358,14 @@ func (a *Agent) build() error {
 	a.syncer, err = podsync.New(podsync.Options{
 		Runtime: pullPausing{a.rt}, Recorder: a.events, Logger: log.With("component", "podsync"), Clock: a.clock,
 		Config: containerconfig.Options{
-			Volumes: a.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Services, NodeAllocatable: a.allocatable,
+			Volumes: a.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Cluster.Services, NodeAllocatable: a.allocatable,
 			RecursiveReadOnlyMounts: a.handlerSupportsRecursiveReadOnly,
 			Devices:                 a.containerDevices(),
 			UserNamespaces:          a.handlerSupportsUserNamespaces,
-			SeccompDefault:          opts.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
-			Cgroups: sandboxCgroups, RuntimeClasses: opts.RuntimeClasses,
+			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
+			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
 			MemorySwapController: a.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
-			LogRoot: a.logsDir(), PodsDir: a.podsDir(), NodeName: opts.NodeName, HostIPs: opts.HostIPs,
+			LogRoot: a.logsDir(), PodsDir: a.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
 		},
 		PodCgroups: podCgroups,
 		Probes: podsync.Probes{
@@ -616,7 +373,7 @@ func (a *Agent) build() error {
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),
 			StartupSucceeded: func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Success },
 		},
-		ContainerLogLinksDir: opts.ContainerLogLinksDir,
+		ContainerLogLinksDir: opts.Logs.LinksDir,
 		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
 	})
 	if err != nil {
@@ -659,8 +416,8 @@ func (a *Agent) build() error {
 	}
 	a.api = &nodeAPI{rt: a.rt, pods: a.pods, status: a.status, clock: a.clock}
 	a.newSummary()
-	if a.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: a.rt, Clock: a.clock, MaxSize: opts.ContainerLogMaxSize,
-		MaxFiles: opts.ContainerLogMaxFiles, Logger: log.With("component", "container-logs")}); err != nil {
+	if a.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: a.rt, Clock: a.clock, MaxSize: opts.Logs.MaxSize,
+		MaxFiles: opts.Logs.MaxFiles, Logger: log.With("component", "container-logs")}); err != nil {
 		return err
 	}
 	if a.node, err = a.newNodeStatus(); err != nil {
@@ -699,13 +456,13 @@ func (a *Agent) build() error {
 // sources are the names of the configured pod sources.
 func (a *Agent) sources() []string {
 	var s []string
-	if a.opts.ManifestPath != "" {
+	if a.opts.Sources.ManifestPath != "" {
 		s = append(s, syncloop.SourceFile)
 	}
-	if a.opts.ManifestURL != "" {
+	if a.opts.Sources.ManifestURL != "" {
 		s = append(s, syncloop.SourceHTTP)
 	}
-	if a.opts.Updates != nil {
+	if a.opts.Cluster.Updates != nil {
 		s = append(s, syncloop.SourceAPI)
 	}
 	return s
@@ -713,8 +470,8 @@ func (a *Agent) sources() []string {
 
 func (a *Agent) podsDir() string { return filepath.Join(a.opts.RootDir, "pods") }
 func (a *Agent) logsDir() string {
-	if a.opts.PodLogsDir != "" {
-		return a.opts.PodLogsDir
+	if a.opts.Logs.Dir != "" {
+		return a.opts.Logs.Dir
 	}
 	return filepath.Join(a.opts.RootDir, "logs")
 }
@@ -774,8 +531,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
-	if a.opts.Listen != "" {
-		l, err := net.Listen("tcp", a.opts.Listen)
+	if a.opts.HTTP.Listen != "" {
+		l, err := net.Listen("tcp", a.opts.HTTP.Listen)
 		if err != nil {
 			return fmt.Errorf("agent: listen: %w", err)
 		}
@@ -849,7 +606,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.devices != nil {
 		g.go_("devices", func() error { return a.devices.Run(ctx) })
 	}
-	if a.objects != nil && a.opts.ObjectPath != "" {
+	if a.objects != nil && a.opts.Sources.ObjectPath != "" {
 		l := a.loadObjects()
 		g.go_("objects", func() error { return l.run(ctx) })
 	}
@@ -866,8 +623,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	g.go_("syncloop", func() error { return a.loop.Run(ctx) })
 	if a.listener != nil {
-		srv := server.New(server.Options{Pods: a, Node: a, Checks: a.healthChecks(), Stats: a.api, Metrics: a.opts.MetricsHandler,
-			ResourceMetrics: a.opts.ResourceMetricsHandler, Logger: a.log.With("component", "http")})
+		srv := server.New(server.Options{Pods: a, Node: a, Checks: a.healthChecks(), Stats: a.api, Metrics: a.opts.HTTP.MetricsHandler,
+			ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler, Logger: a.log.With("component", "http")})
 		g.go_("http", func() error { return srv.Serve(ctx, a.listener) })
 	}
 	if api != nil {
@@ -885,32 +642,32 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 func (a *Agent) startSources(ctx context.Context, g *group) error {
-	if a.opts.ManifestPath != "" {
-		f, err := source.NewFile(source.FileOptions{Path: a.opts.ManifestPath, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
-			AllowAPIReferences: a.opts.ObjectPath != "", Clock: a.clock, DisableWatch: a.opts.PollManifests,
+	if a.opts.Sources.ManifestPath != "" {
+		f, err := source.NewFile(source.FileOptions{Path: a.opts.Sources.ManifestPath, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
+			AllowAPIReferences: a.opts.Sources.ObjectPath != "", Clock: a.clock, DisableWatch: a.opts.Sources.PollManifests,
 			Logger: a.log.With("component", "file-source"), Recorder: a.events, Out: a.config.Channel(ctx, syncloop.SourceFile)})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
 		g.go_("file-source", func() error { return f.Run(ctx) })
 	}
-	if a.opts.ManifestURL != "" {
-		u, err := source.NewURL(source.URLOptions{URL: a.opts.ManifestURL, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
-			AllowAPIReferences: a.opts.ObjectPath != "", Clock: a.clock,
+	if a.opts.Sources.ManifestURL != "" {
+		u, err := source.NewURL(source.URLOptions{URL: a.opts.Sources.ManifestURL, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
+			AllowAPIReferences: a.opts.Sources.ObjectPath != "", Clock: a.clock,
 			Logger: a.log.With("component", "http-source"), Out: a.config.Channel(ctx, syncloop.SourceHTTP)})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
 		g.go_("http-source", func() error { return u.Run(ctx) })
 	}
-	if a.opts.Updates != nil {
+	if a.opts.Cluster.Updates != nil {
 		out := a.config.Channel(ctx, syncloop.SourceAPI)
 		g.go_("api-source", func() error {
 			for {
 				select {
 				case <-ctx.Done():
 					return nil
-				case u, ok := <-a.opts.Updates:
+				case u, ok := <-a.opts.Cluster.Updates:
 					if !ok {
 						return nil
 					}

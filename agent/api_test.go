@@ -83,14 +83,14 @@ func TestAPISummary(t *testing.T) {
 	})
 }
 
-// A container's log grown past ContainerLogMaxSize is rotated at the next
+// A container's log grown past Logs.MaxSize is rotated at the next
 // look (every 10s): the live file starts again, the old one is kept beside
 // it, and kubectl logs reads the live one.
 func TestContainerLogRotation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		opts := agenttest.Options{Rules: []fake.Rule{{Name: "web", Behavior: fake.Behavior{
 			Stdout: []string{strings.Repeat("x", 100)}, LogEvery: time.Second, LogRepeat: 1000}}}}
-		opts.Agent.ContainerLogMaxSize = 1000
+		opts.Agent.Logs.MaxSize = 1000
 		n, _ := staticNode(t, opts, map[string]string{"web.yaml": webPod})
 		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isRunning)), "Running")
 		p := mustPod(t, n, "web-node1")
@@ -108,20 +108,20 @@ func TestContainerLogRotation(t *testing.T) {
 	})
 }
 
-// With PodLogsDir set, the containers' logs go there, in upstream's layout
+// With Logs.Dir set, the containers' logs go there, in upstream's layout
 // (<namespace>_<name>_<uid>/<container>/<restart>.log), and not under the
 // root dir.
 func TestPodLogsDir(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var opts agenttest.Options
-		opts.Agent.PodLogsDir = filepath.Join(t.TempDir(), "var-log-pods")
+		opts.Agent.Logs.Dir = filepath.Join(t.TempDir(), "var-log-pods")
 		n, _ := staticNode(t, opts, map[string]string{"web.yaml": webPod})
 		require.True(t, n.StepUntil(time.Minute, podIs(n, "web-node1", isRunning)), "Running")
 		p := mustPod(t, n, "web-node1")
 		id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "kubeletkit-fake://")
 		resp, err := n.Runtime().ContainerStatus(context.Background(), id, false)
 		require.NoError(t, err)
-		want := filepath.Join(opts.Agent.PodLogsDir, "default_web-node1_"+string(p.UID), "web", "0.log")
+		want := filepath.Join(opts.Agent.Logs.Dir, "default_web-node1_"+string(p.UID), "web", "0.log")
 		assert.Equal(t, want, resp.GetStatus().GetLogPath())
 	})
 }

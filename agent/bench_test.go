@@ -67,7 +67,8 @@ func loadOnce(b *testing.B, n int, evented bool) (all, p50, p99 time.Duration) {
 	if err := os.Mkdir(manifests, 0o750); err != nil {
 		b.Fatal(err)
 	}
-	a, err := agent.New(agent.Options{NodeName: "node1", HostIPs: []string{"192.0.2.10"}, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, EventedPLEG: evented, Logger: benchLogger()})
+	a, err := agent.New(agent.Options{NodeName: "node1", RootDir: filepath.Join(dir, "root"), EventedPLEG: evented, Logger: benchLogger(),
+		Node: agent.NodeOptions{HostIPs: []string{"192.0.2.10"}}, Sources: agent.SourceOptions{ManifestPath: manifests}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/volume"
 )
 
-// The values of EnforceNodeAllocatable, upstream's.
+// The values of CgroupOptions.EnforceNodeAllocatable, upstream's.
 const (
 	EnforcePods                           = "pods"
 	EnforceNone                           = "none"
@@ -29,55 +29,55 @@ const (
 	cgroupHousekeepingsPerQOSUpdate   int = 30 // every minute at the 2s period
 )
 
-// checkCgroupOptions validates the cgroup options as upstream's kubelet
-// configuration is validated.
-func checkCgroupOptions(opts *Options) error {
+// check validates the cgroup options as upstream's kubelet configuration
+// is validated; its errors name the fields as Options spells them.
+func (o CgroupOptions) check() error {
 	seen := map[string]bool{}
-	for _, v := range opts.EnforceNodeAllocatable {
+	for _, v := range o.EnforceNodeAllocatable {
 		if seen[v] {
-			return fmt.Errorf("agent: duplicated enforcement %q in EnforceNodeAllocatable: %w", v, ErrInvalidOptions)
+			return fmt.Errorf("agent: duplicated enforcement %q in Cgroups.EnforceNodeAllocatable: %w", v, ErrInvalidOptions)
 		}
 		seen[v] = true
 		switch v {
 		case EnforcePods:
 		case EnforceNone:
-			if len(opts.EnforceNodeAllocatable) > 1 {
-				return fmt.Errorf("agent: EnforceNodeAllocatable may not contain other enforcements with %q: %w", EnforceNone, ErrInvalidOptions)
+			if len(o.EnforceNodeAllocatable) > 1 {
+				return fmt.Errorf("agent: Cgroups.EnforceNodeAllocatable may not contain other enforcements with %q: %w", EnforceNone, ErrInvalidOptions)
 			}
 			continue
 		case EnforceSystemReserved, EnforceKubeReserved, EnforceSystemReservedCompressible, EnforceKubeReservedCompressible:
-			return fmt.Errorf("agent: EnforceNodeAllocatable %q needs the cgroup of the reserved daemons (upstream's systemReservedCgroup, kubeReservedCgroup), which the agent does not manage; only %q and %q are supported: %w",
+			return fmt.Errorf("agent: Cgroups.EnforceNodeAllocatable %q needs the cgroup of the reserved daemons (upstream's systemReservedCgroup, kubeReservedCgroup), which the agent does not manage; only %q and %q are supported: %w",
 				v, EnforcePods, EnforceNone, ErrInvalidOptions)
 		default:
-			return fmt.Errorf("agent: unknown EnforceNodeAllocatable %q (%q or %q): %w", v, EnforcePods, EnforceNone, ErrInvalidOptions)
+			return fmt.Errorf("agent: unknown Cgroups.EnforceNodeAllocatable %q (%q or %q): %w", v, EnforcePods, EnforceNone, ErrInvalidOptions)
 		}
-		if !opts.CgroupsPerQOS {
-			return fmt.Errorf("agent: CgroupsPerQOS must be set when EnforceNodeAllocatable contains %q: %w", v, ErrInvalidOptions)
+		if !o.PerQOS {
+			return fmt.Errorf("agent: Cgroups.PerQOS must be set when Cgroups.EnforceNodeAllocatable contains %q: %w", v, ErrInvalidOptions)
 		}
 	}
-	if !opts.CgroupsPerQOS {
+	if !o.PerQOS {
 		return nil
 	}
-	switch cgroups.Driver(opts.CgroupDriver) {
+	switch cgroups.Driver(o.Driver) {
 	case "", cgroups.DriverCgroupfs, cgroups.DriverSystemd:
 	default:
-		return fmt.Errorf("agent: unknown CgroupDriver %q (%q or %q): %w", opts.CgroupDriver, cgroups.DriverCgroupfs, cgroups.DriverSystemd, ErrInvalidOptions)
+		return fmt.Errorf("agent: unknown Cgroups.Driver %q (%q or %q): %w", o.Driver, cgroups.DriverCgroupfs, cgroups.DriverSystemd, ErrInvalidOptions)
 	}
-	if opts.CgroupFS == "" && os.Geteuid() != 0 {
-		return fmt.Errorf("agent: CgroupsPerQOS creates the pods' cgroups, which needs root: run as root, or turn CgroupsPerQOS off: %w", ErrInvalidOptions)
+	if o.FS == "" && os.Geteuid() != 0 {
+		return fmt.Errorf("agent: Cgroups.PerQOS creates the pods' cgroups, which needs root: run as root, or turn Cgroups.PerQOS off: %w", ErrInvalidOptions)
 	}
 	return nil
 }
 
-// newCgroups builds the cgroup manager when CgroupsPerQOS is set. It
+// newCgroups builds the cgroup manager when Cgroups.PerQOS is set. It
 // records the pod cgroups it makes under RootDir/cgroups, and removes no
 // other: another agent's on the same host are not its orphans.
 func (a *Agent) newCgroups() error {
-	if !a.opts.CgroupsPerQOS {
+	if !a.opts.Cgroups.PerQOS {
 		return nil
 	}
-	m, err := cgroups.New(cgroups.Options{Root: a.opts.CgroupFS, Driver: cgroups.Driver(a.opts.CgroupDriver),
-		CgroupRoot: a.opts.CgroupRoot, StateDir: filepath.Join(a.opts.RootDir, "cgroups"), Logger: a.log.With("component", "cgroups")})
+	m, err := cgroups.New(cgroups.Options{Root: a.opts.Cgroups.FS, Driver: cgroups.Driver(a.opts.Cgroups.Driver),
+		CgroupRoot: a.opts.Cgroups.Root, StateDir: filepath.Join(a.opts.RootDir, "cgroups"), Logger: a.log.With("component", "cgroups")})
 	if err != nil {
 		return err
 	}
@@ -87,14 +87,14 @@ func (a *Agent) newCgroups() error {
 
 // startCgroups creates the hierarchy, kubepods limited as upstream's:
 // the node's capacity (with its task limit as "pid") less kube-reserved
-// and system-reserved when EnforceNodeAllocatable has "pods", else the
+// and system-reserved when Cgroups.EnforceNodeAllocatable has "pods", else the
 // capacity itself. Hard eviction thresholds are not taken off: pods may
 // use that memory until they are evicted.
 func (a *Agent) startCgroups(ctx context.Context) error {
 	if a.cgroups == nil {
 		return nil
 	}
-	capacity, err := a.opts.Machine.Capacity(ctx)
+	capacity, err := a.opts.Node.Machine.Capacity(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: cgroups: node capacity: %w", err)
 	}
@@ -103,11 +103,11 @@ func (a *Agent) startCgroups(ctx context.Context) error {
 		capacity[cgroups.ResourcePID] = *resource.NewQuantity(int64(pids), resource.DecimalSI)
 	}
 	limit := capacity
-	if slices.Contains(a.opts.EnforceNodeAllocatable, EnforcePods) {
+	if slices.Contains(a.opts.Cgroups.EnforceNodeAllocatable, EnforcePods) {
 		limit = v1.ResourceList{}
 		for name, q := range capacity {
 			v := q.DeepCopy()
-			for _, r := range []v1.ResourceList{a.opts.SystemReserved, a.opts.KubeReserved} {
+			for _, r := range []v1.ResourceList{a.opts.Node.SystemReserved, a.opts.Node.KubeReserved} {
 				if rq, ok := r[name]; ok {
 					v.Sub(rq)
 				}
@@ -127,13 +127,13 @@ func (a *Agent) startCgroups(ctx context.Context) error {
 // ensurePodCgroup creates the pod's cgroup before its sandbox, as
 // upstream's SyncPod: not for a pod whose termination was requested; a pod
 // with running containers and no cgroup (the agent restarted with
-// CgroupsPerQOS newly on) is killed first so that it restarts inside the
+// Cgroups.PerQOS newly on) is killed first so that it restarts inside the
 // hierarchy, and a run-once pod killed so is not given one.
 func (a *Agent) ensurePodCgroup(ctx context.Context, pod *v1.Pod, st *v1.PodStatus) error {
 	if a.cgroups == nil || a.workers.IsPodTerminationRequested(pod.UID) {
 		return nil
 	}
-	cpod := podsync.WithOverhead(pod, a.opts.RuntimeClasses)
+	cpod := podsync.WithOverhead(pod, a.opts.Cluster.RuntimeClasses)
 	if a.cgroups.PodExists(cpod) {
 		return nil
 	}
@@ -171,7 +171,7 @@ func (a *Agent) ensurePodCgroup(ctx context.Context, pod *v1.Pod, st *v1.PodStat
 func (a *Agent) qosPods() []*v1.Pod {
 	pods := a.activePods()
 	for i, p := range pods {
-		pods[i] = podsync.WithOverhead(p, a.opts.RuntimeClasses)
+		pods[i] = podsync.WithOverhead(p, a.opts.Cluster.RuntimeClasses)
 	}
 	return pods
 }
@@ -192,7 +192,7 @@ func (a *Agent) destroyPodCgroup(pod *v1.Pod) error {
 	if a.cgroups == nil {
 		return nil
 	}
-	n, err := a.cgroups.PodName(podsync.WithOverhead(pod, a.opts.RuntimeClasses))
+	n, err := a.cgroups.PodName(podsync.WithOverhead(pod, a.opts.Cluster.RuntimeClasses))
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (a *Agent) destroyPodCgroup(pod *v1.Pod) error {
 
 // podCgroups lists the pod cgroups, at the start of housekeeping (before
 // the pods are read, so that a pod added meanwhile is never taken for an
-// orphan); nil without CgroupsPerQOS.
+// orphan); nil without Cgroups.PerQOS.
 func (a *Agent) podCgroups() map[types.UID]cgroups.Name {
 	if a.cgroups == nil {
 		return nil

@@ -13,15 +13,15 @@ func TestCgroupOptionsValidated(t *testing.T) {
 		opts agent.Options
 		want error
 	}{
-		{"pods without cgroupsPerQOS", agent.Options{EnforceNodeAllocatable: []string{"pods"}}, agent.ErrInvalidOptions},
-		{"none alone", agent.Options{EnforceNodeAllocatable: []string{"none"}}, nil},
-		{"none with another", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"none", "pods"}}, agent.ErrInvalidOptions},
-		{"duplicate", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"pods", "pods"}}, agent.ErrInvalidOptions},
-		{"system-reserved", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"system-reserved"}}, agent.ErrInvalidOptions},
-		{"unknown", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"all"}}, agent.ErrInvalidOptions},
-		{"systemd", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", CgroupDriver: "systemd"}, nil},
-		{"unknown driver", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", CgroupDriver: "lxcfs"}, agent.ErrInvalidOptions},
-		{"pods", agent.Options{CgroupsPerQOS: true, CgroupFS: "/nonexistent", EnforceNodeAllocatable: []string{"pods"}}, nil},
+		{"pods without cgroupsPerQOS", agent.Options{Cgroups: agent.CgroupOptions{EnforceNodeAllocatable: []string{"pods"}}}, agent.ErrInvalidOptions},
+		{"none alone", agent.Options{Cgroups: agent.CgroupOptions{EnforceNodeAllocatable: []string{"none"}}}, nil},
+		{"none with another", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", EnforceNodeAllocatable: []string{"none", "pods"}}}, agent.ErrInvalidOptions},
+		{"duplicate", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", EnforceNodeAllocatable: []string{"pods", "pods"}}}, agent.ErrInvalidOptions},
+		{"system-reserved", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", EnforceNodeAllocatable: []string{"system-reserved"}}}, agent.ErrInvalidOptions},
+		{"unknown", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", EnforceNodeAllocatable: []string{"all"}}}, agent.ErrInvalidOptions},
+		{"systemd", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", Driver: "systemd"}}, nil},
+		{"unknown driver", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", Driver: "lxcfs"}}, agent.ErrInvalidOptions},
+		{"pods", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", EnforceNodeAllocatable: []string{"pods"}}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.RootDir = t.TempDir()

@@ -28,9 +28,13 @@ func TestEveryTimestampComesFromTheClock(t *testing.T) {
 	clk := clocktesting.NewFakeClock(start)
 	updates := make(chan syncloop.PodUpdate, 1)
 	a, err := agent.New(agent.Options{
-		Clock: clk, NodeName: "node1", HostIPs: []string{"192.0.2.10"}, RootDir: t.TempDir(), NoMounts: true,
-		Machine: nodetest.Machine{Cap: v1.ResourceList{v1.ResourcePods: resource.MustParse("110")}}, Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}},
-		Updates: updates,
+		Clock:    clk,
+		NodeName: "node1",
+		Node:     agent.NodeOptions{HostIPs: []string{"192.0.2.10"}, Machine: nodetest.Machine{Cap: v1.ResourceList{v1.ResourcePods: resource.MustParse("110")}}},
+		RootDir:  t.TempDir(),
+		Security: agent.SecurityOptions{NoMounts: true},
+		Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}},
+		Cluster:  agent.ClusterOptions{Updates: updates},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -7,12 +7,12 @@ import (
 
 var _ containerconfig.ContainerDevices = (*devices.Manager)(nil)
 
-// newDevices builds the device manager when Options.DevicePluginDir is set.
+// newDevices builds the device manager when Options.Node.DevicePluginDir is set.
 func (a *Agent) newDevices() error {
-	if a.opts.DevicePluginDir == "" {
+	if a.opts.Node.DevicePluginDir == "" {
 		return nil
 	}
-	m, err := devices.New(devices.Options{Dir: a.opts.DevicePluginDir, Clock: a.clock, Logger: a.log.With("component", "devices")})
+	m, err := devices.New(devices.Options{Dir: a.opts.Node.DevicePluginDir, Clock: a.clock, Logger: a.log.With("component", "devices")})
 	if err != nil {
 		return err
 	}

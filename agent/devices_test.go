@@ -69,7 +69,7 @@ func TestDevicePlugins(t *testing.T) {
 	require.NoError(t, os.Mkdir(manifests, 0o750))
 	rt := agent.NewFakeRuntime(nil, nil)
 	t.Cleanup(rt.Close)
-	opts := agent.Options{Runtime: rt, RootDir: root, ManifestPath: manifests, DevicePluginDir: plugins}
+	opts := agent.Options{Runtime: rt, RootDir: root, Sources: agent.SourceOptions{ManifestPath: manifests}, Node: agent.NodeOptions{DevicePluginDir: plugins}}
 
 	first := startNodeWith(t, opts)
 	plugin := devicestest.New("example.com/gpu", devicestest.Healthy("gpu0")...)

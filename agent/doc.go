@@ -6,8 +6,9 @@
 //
 // # The flow of a pod
 //
-//	sources: Options.ManifestPath (syncloop/source.File), Options.ManifestURL
-//	(source.URL), Options.Updates (an API server's pods, "api")
+//	sources: Options.Sources.ManifestPath (syncloop/source.File),
+//	Options.Sources.ManifestURL (source.URL), Options.Cluster.Updates (an
+//	API server's pods, "api")
 //	    │ merged by source.Config: ADD, UPDATE, DELETE, REMOVE, RECONCILE
 //	    ▼
 //	syncloop.Loop ── also wakes on probe results, the 1s sync tick (pods
@@ -39,8 +40,8 @@
 //	                        (preStop hooks, grace period); the final status
 //	    SyncTerminatedPod   volumes torn down; status.Manager.TerminatePod
 //	    ▼
-//	status.Manager ─► Options.StatusSink (an API server's pods/status, or
-//	                  memory)
+//	status.Manager ─► Options.Cluster.StatusSink (an API server's
+//	                  pods/status, or memory)
 //
 // Beside it: pleg (Generic, or Evented with Options.EventedPLEG) relists the
 // runtime and fills the cache; a pod's events of one relist become one
@@ -51,16 +52,21 @@
 // and the status (Ready); eviction.Manager measures the node
 // (Eviction.Stats), evicts one pod per pass through the workers and refuses
 // pods under pressure; cri/imagegc collects unused images; status/node
-// builds the node's status and renews its lease (Options.NodeStatusSink,
-// Options.Leases); volume.Manager mounts the pods' volumes from
-// Options.VolumeSources; nodeshutdown.Manager (Options.Shutdown) shuts the
+// builds the node's status and renews its lease
+// (Options.Cluster.NodeStatusSink, Options.Cluster.Leases); volume.Manager
+// mounts the pods' volumes from Options.Cluster.VolumeSources;
+// nodeshutdown.Manager (Options.Shutdown) shuts the
 // node down gracefully when its trigger or Agent.Shutdown says the machine
 // is going down: NotReady, no new pods, the pods terminated in priority
 // order within upstream's shutdownGracePeriod.
 //
 // # Driving it
 //
-//	a, err := agent.New(agent.Options{ManifestPath: "manifests", Listen: "127.0.0.1:10255", Out: os.Stdout})
+//	a, err := agent.New(agent.Options{
+//		Sources: agent.SourceOptions{ManifestPath: "manifests"},
+//		HTTP:    agent.HTTPOptions{Listen: "127.0.0.1:10255"},
+//		Out:     os.Stdout,
+//	})
 //	if err != nil { ... }
 //	err = a.Run(ctx) // until ctx ends; containers are left running
 //
@@ -68,21 +74,26 @@
 // once they have all stopped, and leaves containers running, as a kubelet
 // restart does: the next agent adopts them. Ready is closed once Run has
 // started everything. PodStatuses, NodeStatus and Healthy read the agent
-// while it runs (package server serves them over HTTP with Options.Listen).
-// With Options.API the agent serves the kubelet API too (package server's
-// secure server, over TLS, authenticated and authorized): container logs,
-// exec, attach, port-forward, run and the stats summary, the agent being
-// every node interface the server asks for. With APIOptions.WebSockets it
-// serves kubectl's WebSocket protocols next to the runtime, and the node
-// may declare ExtendWebSocketsToKubelet (Options.DeclaredFeatures) so that
-// the API server sends them on instead of translating them itself.
+// while it runs (package server serves them over HTTP with
+// Options.HTTP.Listen). With Options.HTTP.API the agent serves the kubelet
+// API too (package server's secure server, over TLS, authenticated and
+// authorized): container logs, exec, attach, port-forward, run and the
+// stats summary, the agent being every node interface the server asks for.
+// With APIOptions.WebSockets it serves kubectl's WebSocket protocols next to
+// the runtime, and the node may declare ExtendWebSocketsToKubelet
+// (Options.Node.DeclaredFeatures) so that the API server sends them on
+// instead of translating them itself.
 //
-// Everything an API server provides comes in through Options: pods
-// (Updates), the status sink, the node's status and lease sinks, mirror
-// pods, an event recorder (client-go's record.EventRecorder fits),
-// configMaps, secrets and tokens (VolumeSources), services. The module's
-// examples/apiserver implements each with client-go, and examples/prometheus
-// implements Metrics; the core depends on neither.
+// Options keeps at its top what every agent sets (Clock, Runtime,
+// NodeName, RootDir, Logger ...) and groups the rest by concern: Cluster,
+// Sources, Node, Cgroups, Security, HTTP, Logs, Eviction, ImageGC,
+// Shutdown, Timings. Everything an API server provides comes in through
+// Options.Cluster: pods (Updates), the status sink, the node's status and
+// lease sinks, the Node admission matches pods against, mirror pods, an
+// event recorder (client-go's record.EventRecorder fits), configMaps,
+// secrets and tokens (VolumeSources), services, runtime classes. The
+// module's examples/apiserver fills it with client-go (Joined.Apply), and
+// examples/prometheus implements Metrics; the core depends on neither.
 //
 // Time comes from Options.Clock, which every block is given: with a fake
 // clock nothing the agent composes reads the real time, and

@@ -54,7 +54,7 @@ func staticNode(t *testing.T, opts agenttest.Options, manifests map[string]strin
 	for name, m := range manifests {
 		writeFile(t, dir, name, m)
 	}
-	opts.Agent.ManifestPath = dir
+	opts.Agent.Sources.ManifestPath = dir
 	if opts.Rules == nil {
 		opts.Rules = busybox
 	}
@@ -246,7 +246,7 @@ func TestPodRunsAndTurnsReady(t *testing.T) {
 		assert.Equal(t, v1.ConditionTrue, condition(p, v1.PodInitialized))
 		assert.Equal(t, v1.ConditionTrue, condition(p, v1.PodReadyToStartContainers))
 		assert.NotEmpty(t, p.Status.PodIP)
-		assert.Empty(t, p.Status.HostIP, "no hostIP without Options.ReportHostIPs, as upstream's standalone kubelet (no Node)")
+		assert.Empty(t, p.Status.HostIP, "no hostIP without Options.Cluster.ReportHostIPs, as upstream's standalone kubelet (no Node)")
 		assert.Equal(t, v1.PodQOSBestEffort, p.Status.QOSClass)
 		assert.True(t, listed(n, "web-node1"), "on /pods")
 		assert.Equal(t, []string{

@@ -28,8 +28,12 @@ spec:
   - {name: hello, image: busybox, command: [sleep, "3600"]}
 `), 0o600)
 
-	a, err := agent.New(agent.Options{NodeName: "node1", RootDir: filepath.Join(dir, "root"), ManifestPath: manifests,
-		Timings: agent.Timings{RelistPeriod: 100 * time.Millisecond}})
+	a, err := agent.New(agent.Options{
+		NodeName: "node1",
+		RootDir:  filepath.Join(dir, "root"),
+		Sources:  agent.SourceOptions{ManifestPath: manifests},
+		Timings:  agent.Timings{RelistPeriod: 100 * time.Millisecond},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return

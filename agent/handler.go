@@ -275,7 +275,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) error {
 	})
 	a.cleanupOrphanedPodDirs(want)
 	a.cleanupPodCgroups(cgroupPods, known)
-	if a.opts.MirrorPods != nil {
+	if a.opts.Cluster.MirrorPods != nil {
 		a.syncMirrorPods(ctx)
 	}
 
@@ -356,7 +356,7 @@ func (a *Agent) syncMirrorPods(ctx context.Context) {
 			mirrors = append(mirrors, m)
 		}
 	}
-	if err := a.opts.MirrorPods.SyncMirrorPods(ctx, static, mirrors); err != nil {
+	if err := a.opts.Cluster.MirrorPods.SyncMirrorPods(ctx, static, mirrors); err != nil {
 		a.log.Warn("Mirror pods not in sync", "err", err)
 	}
 }

@@ -49,15 +49,15 @@ type APIOptions struct {
 	// v5.channel.k8s.io, port forwards tunnelled in a WebSocket) next to
 	// the runtime, as upstream kubelet does: examples/websockets has
 	// upstream's translator. The API server sends them to the node only
-	// when it declares ExtendWebSocketsToKubelet (Options.DeclaredFeatures);
-	// otherwise it translates them itself, one hop further from the
-	// runtime. Nil: the kubelet API proxies them to the runtime as any
-	// other stream.
+	// when it declares ExtendWebSocketsToKubelet
+	// (Options.Node.DeclaredFeatures); otherwise it translates them
+	// itself, one hop further from the runtime. Nil: the kubelet API
+	// proxies them to the runtime as any other stream.
 	WebSockets server.WebSocketTranslator
 }
 
-// ExtendWebSocketsToKubelet is the node feature (in Options.DeclaredFeatures)
-// that tells the API server to send kubectl's WebSockets on to the node's
+// ExtendWebSocketsToKubelet is the node feature (in
+// Options.Node.DeclaredFeatures) that tells the API server to send kubectl's WebSockets on to the node's
 // kubelet API instead of translating them to SPDY itself: upstream kubelet
 // 1.36 declares it, and serves them as APIOptions.WebSockets does.
 const ExtendWebSocketsToKubelet = "ExtendWebSocketsToKubelet"
@@ -65,10 +65,10 @@ const ExtendWebSocketsToKubelet = "ExtendWebSocketsToKubelet"
 // listenAPI opens the kubelet API's listener and reports its port in the
 // node's status.
 func (a *Agent) listenAPI() error {
-	if a.opts.API == nil || a.opts.API.Listen == "" {
+	if a.opts.HTTP.API == nil || a.opts.HTTP.API.Listen == "" {
 		return nil
 	}
-	l, err := net.Listen("tcp", a.opts.API.Listen)
+	l, err := net.Listen("tcp", a.opts.HTTP.API.Listen)
 	if err != nil {
 		return fmt.Errorf("agent: kubelet API: %w", err)
 	}
@@ -91,7 +91,7 @@ func (a *Agent) APIAddr() net.Addr {
 
 // healthChecks are /healthz's checks beyond ping: the sync loop and the
 // PLEG, as upstream's syncloop check and its PLEG health, then
-// Options.HealthChecks.
+// Options.HTTP.HealthChecks.
 func (a *Agent) healthChecks() []server.HealthCheck {
 	return append([]server.HealthCheck{
 		{Name: "syncloop", Check: func(*http.Request) error { return a.loop.Healthy() }},
@@ -101,12 +101,12 @@ func (a *Agent) healthChecks() []server.HealthCheck {
 			}
 			return nil
 		}},
-	}, a.opts.HealthChecks...)
+	}, a.opts.HTTP.HealthChecks...)
 }
 
 // newAPIServer builds the kubelet API's server over the agent.
 func (a *Agent) newAPIServer() (*server.Server, error) {
-	o := a.opts.API
+	o := a.opts.HTTP.API
 	tlsOpts := o.TLS
 	if tlsOpts.CertFile == "" && tlsOpts.CertDir == "" {
 		tlsOpts.CertDir = filepath.Join(a.opts.RootDir, "pki")
@@ -115,7 +115,7 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 		tlsOpts.Host = a.opts.NodeName
 	}
 	if len(tlsOpts.IPs) == 0 {
-		for _, s := range a.opts.HostIPs {
+		for _, s := range a.opts.Node.HostIPs {
 			if ip := net.ParseIP(s); ip != nil {
 				tlsOpts.IPs = append(tlsOpts.IPs, ip)
 			}
@@ -140,7 +140,7 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 		authz = server.AlwaysAllow{}
 	}
 	return server.New(server.Options{
-		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.MetricsHandler, ResourceMetrics: a.opts.ResourceMetricsHandler,
+		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.HTTP.MetricsHandler, ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler,
 		Stats: a.api, PodGetter: a.api, Logs: a.api, Streaming: a.api, Runner: a.api, RunningPods: a.api, Configz: o.Configz, WebSockets: o.WebSockets,
 		Auth: &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},
 		TLS:  tlsConfig, Logger: a.log.With("component", "kubelet-api"),

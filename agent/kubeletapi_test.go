@@ -55,8 +55,11 @@ func TestKubeletAPI(t *testing.T) {
 	configz := server.ConfigProviderFunc(func() (any, error) {
 		return map[string]string{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1"}, nil
 	})
-	n := newNodeWith(t, agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin,
-		Configz: configz, WebSockets: v5Translator{}}, DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}})
+	n := newNodeWith(t, agent.Options{
+		HTTP: agent.HTTPOptions{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin,
+			Configz: configz, WebSockets: v5Translator{}}},
+		Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
+	})
 	n.a.FakeRuntime().SetRules([]fake.Rule{{Name: "web", Behavior: fake.Behavior{Stdout: []string{"hello from web"}}}})
 	n.write("web.yaml", `
 apiVersion: v1
@@ -170,18 +173,20 @@ func TestNewChecksDeclaredFeatures(t *testing.T) {
 		opts     agent.Options
 		sentinel error // nil: New succeeds
 	}{
-		{"WebSockets declared and served", agent.Options{API: api, DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}, nil},
-		{"WebSockets served, not declared", agent.Options{API: api}, nil},
-		{"WebSockets declared without a kubelet API", agent.Options{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
+		{"WebSockets declared and served", agent.Options{HTTP: agent.HTTPOptions{API: api}, Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}}, nil},
+		{"WebSockets served, not declared", agent.Options{HTTP: agent.HTTPOptions{API: api}}, nil},
+		{"WebSockets declared without a kubelet API", agent.Options{Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}},
 			agent.ErrInvalidOptions},
-		{"WebSockets declared, not served", agent.Options{API: &agent.APIOptions{Listen: "127.0.0.1:0"},
-			DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}, agent.ErrInvalidOptions},
-		{"a name the API server refuses", agent.Options{DeclaredFeatures: []string{"not-a-feature"}}, nodestatus.ErrInvalidOptions},
-		{"a negative reservation", agent.Options{KubeReserved: v1.ResourceList{v1.ResourceMemory: resource.MustParse("-1Mi")}}, agent.ErrInvalidOptions},
+		{"WebSockets declared, not served", agent.Options{
+			HTTP: agent.HTTPOptions{API: &agent.APIOptions{Listen: "127.0.0.1:0"}},
+			Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
+		}, agent.ErrInvalidOptions},
+		{"a name the API server refuses", agent.Options{Node: agent.NodeOptions{DeclaredFeatures: []string{"not-a-feature"}}}, nodestatus.ErrInvalidOptions},
+		{"a negative reservation", agent.Options{Node: agent.NodeOptions{KubeReserved: v1.ResourceList{v1.ResourceMemory: resource.MustParse("-1Mi")}}}, agent.ErrInvalidOptions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
-			opts.NodeName, opts.RootDir, opts.Machine = "node1", t.TempDir(), nodetest.Machine{}
+			opts.NodeName, opts.RootDir, opts.Node.Machine = "node1", t.TempDir(), nodetest.Machine{}
 			_, err := agent.New(opts)
 			if tc.sentinel == nil {
 				assert.NoError(t, err)

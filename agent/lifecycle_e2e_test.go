@@ -185,7 +185,7 @@ func TestEnvironmentFromConfigMapsAndSecrets(t *testing.T) {
 		objects := t.TempDir()
 		writeFile(t, objects, "config.yaml", strings.Replace(configMap, "GREETING", "hello", 1))
 		writeFile(t, objects, "secret.yaml", secret)
-		n, dir := staticNode(t, agenttest.Options{Agent: agent.Options{ObjectPath: objects}}, nil)
+		n, dir := staticNode(t, agenttest.Options{Agent: agent.Options{Sources: agent.SourceOptions{ObjectPath: objects}}}, nil)
 		// The objects were read as the agent started; the manifest comes
 		// after, at the next poll of the directory.
 		writeFile(t, dir, "envs.yaml", envPod)

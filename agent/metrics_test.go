@@ -58,8 +58,8 @@ func (m *recordingMetrics) Event(eventtype, reason string) {
 }
 
 // The agent reports its measurements to Options.Metrics, on the node's
-// clock. (TestHTTPEndpoints checks that Options.MetricsHandler is served on
-// /metrics.)
+// clock. (TestHTTPEndpoints checks that Options.HTTP.MetricsHandler is
+// served on /metrics.)
 func TestMetricsHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newRecordingMetrics()

@@ -10,27 +10,28 @@ import (
 
 // newNodeStatus builds the node status controller: the node's conditions
 // (Ready from the runtime and the PLEG, pressure from eviction), capacity,
-// addresses and declared features, served on /node and sent to Options.NodeStatusSink;
-// Controller.Status reads the last one built.
+// addresses and declared features, served on /node and sent to
+// Options.Cluster.NodeStatusSink; Controller.Status reads the last one
+// built.
 func (a *Agent) newNodeStatus() (*node.Controller, error) {
-	addrs := make(node.StaticAddresses, 0, len(a.opts.HostIPs)+1)
-	for _, ip := range a.opts.HostIPs {
+	addrs := make(node.StaticAddresses, 0, len(a.opts.Node.HostIPs)+1)
+	for _, ip := range a.opts.Node.HostIPs {
 		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
 	}
 	addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: a.opts.NodeName})
 	opts := node.Options{
 		NodeName:           a.opts.NodeName,
-		Sink:               a.opts.NodeStatusSink,
-		Leases:             a.opts.Leases,
-		LeaseDuration:      a.opts.LeaseDuration,
+		Sink:               a.opts.Cluster.NodeStatusSink,
+		Leases:             a.opts.Cluster.Leases,
+		LeaseDuration:      a.opts.Cluster.LeaseDuration,
 		Clock:              a.clock,
 		Runtime:            a.rt,
 		Images:             a.rt,
 		PLEG:               a.pleg,
-		Machine:            a.opts.Machine,
+		Machine:            a.opts.Node.Machine,
 		Addresses:          addrs,
 		StatusUpdatePeriod: a.opts.Timings.NodeStatus,
-		DeclaredFeatures:   a.opts.DeclaredFeatures,
+		DeclaredFeatures:   a.opts.Node.DeclaredFeatures,
 		Reservation:        a.reservation,
 		Logger:             a.log.With("component", "node-status"),
 	}

@@ -62,7 +62,7 @@ func volumeNode(t *testing.T, rt agent.Runtime, image, name string) (n *node, ob
 	for _, d := range []string{manifests, objects} {
 		require.NoError(t, os.Mkdir(d, 0o750))
 	}
-	n = startNodeWith(t, agent.Options{Runtime: rt, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, ObjectPath: objects})
+	n = startNodeWith(t, agent.Options{Runtime: rt, RootDir: filepath.Join(dir, "root"), Sources: agent.SourceOptions{ManifestPath: manifests, ObjectPath: objects}})
 	require.NoError(t, os.WriteFile(filepath.Join(objects, "config.yaml"), []byte(strings.Replace(configMap, "GREETING", "hello", 1)), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(objects, "secret.yaml"), []byte(secret), 0o600))
 	m := strings.ReplaceAll(strings.Replace(volumePod, "HOSTDIR", hostDir, 1), "busybox:1.36", image)

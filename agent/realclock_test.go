@@ -56,7 +56,7 @@ type node struct {
 // manifest directory, and stops it when the test ends.
 func startNode(t *testing.T, rt agent.Runtime, manifests, root string) *node {
 	t.Helper()
-	return startNodeWith(t, agent.Options{Runtime: rt, RootDir: root, ManifestPath: manifests})
+	return startNodeWith(t, agent.Options{Runtime: rt, RootDir: root, Sources: agent.SourceOptions{ManifestPath: manifests}})
 }
 
 // startNodeWith runs an agent with opts, filled in with the tests' node
@@ -68,7 +68,7 @@ func startNodeWith(t *testing.T, opts agent.Options) *node {
 	if opts.NodeName == "" {
 		opts.NodeName = "node1"
 	}
-	opts.HostIPs, opts.Listen = []string{"192.0.2.10"}, "127.0.0.1:0"
+	opts.Node.HostIPs, opts.HTTP.Listen = []string{"192.0.2.10"}, "127.0.0.1:0"
 	if opts.Timings == (agent.Timings{}) {
 		opts.Timings = fast
 	}
@@ -83,7 +83,7 @@ func startNodeWith(t *testing.T, opts agent.Options) *node {
 	// Registered before the agent's stop, so it runs after it.
 	t.Cleanup(func() { unmountUnder(t, opts.RootDir) })
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{t: t, a: a, manifests: opts.ManifestPath, root: opts.RootDir, cancel: cancel, done: make(chan error, 1)}
+	n := &node{t: t, a: a, manifests: opts.Sources.ManifestPath, root: opts.RootDir, cancel: cancel, done: make(chan error, 1)}
 	go func() { n.done <- a.Run(ctx) }()
 	select {
 	case <-a.Ready():
@@ -184,8 +184,8 @@ func (n *node) waitNodeCondition(typ v1.NodeConditionType, want v1.ConditionStat
 // new manifest directory.
 func newNodeWith(t *testing.T, opts agent.Options) *node {
 	dir := t.TempDir()
-	opts.ManifestPath, opts.RootDir = filepath.Join(dir, "manifests"), filepath.Join(dir, "root")
-	require.NoError(t, os.Mkdir(opts.ManifestPath, 0o750))
+	opts.Sources.ManifestPath, opts.RootDir = filepath.Join(dir, "manifests"), filepath.Join(dir, "root")
+	require.NoError(t, os.Mkdir(opts.Sources.ManifestPath, 0o750))
 	return startNodeWith(t, opts)
 }
 
@@ -219,10 +219,10 @@ func TestRestartedAgentAdoptsRunningContainers(t *testing.T) {
 }
 
 // The read-only server serves /healthz, /pods (the live statuses), /node
-// and Options.MetricsHandler on /metrics.
+// and Options.HTTP.MetricsHandler on /metrics.
 func TestHTTPEndpoints(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metrics of the adapter\n") })
-	n := newNodeWith(t, agent.Options{MetricsHandler: metrics})
+	n := newNodeWith(t, agent.Options{HTTP: agent.HTTPOptions{MetricsHandler: metrics}})
 	n.write("web.yaml", webPod)
 	n.waitPod("web-node1", "Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 

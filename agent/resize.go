@@ -69,5 +69,5 @@ type podCgroupResizer struct{ a *Agent }
 
 // ResizePod implements podsync.PodCgroupResizer.
 func (r podCgroupResizer) ResizePod(pod *v1.Pod, grow bool) error {
-	return r.a.cgroups.ResizePod(podsync.WithOverhead(pod, r.a.opts.RuntimeClasses), grow)
+	return r.a.cgroups.ResizePod(podsync.WithOverhead(pod, r.a.opts.Cluster.RuntimeClasses), grow)
 }

@@ -38,8 +38,12 @@ func TestContainerdGracefulShutdownInPriorityOrder(t *testing.T) {
 	dir := t.TempDir()
 	manifests := filepath.Join(dir, "manifests")
 	require.NoError(t, os.Mkdir(manifests, 0o750))
-	n := startNodeWith(t, agent.Options{Runtime: c, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests,
-		Shutdown: agent.ShutdownOptions{GracePeriod: 6 * time.Second, GracePeriodCriticalPods: 3 * time.Second}})
+	n := startNodeWith(t, agent.Options{
+		Runtime:  c,
+		RootDir:  filepath.Join(dir, "root"),
+		Sources:  agent.SourceOptions{ManifestPath: manifests},
+		Shutdown: agent.ShutdownOptions{GracePeriod: 6 * time.Second, GracePeriodCriticalPods: 3 * time.Second},
+	})
 	write := func(name, priority string) {
 		m := strings.NewReplacer("NAME", name, "IMAGE", image, "PRIORITY", priority).Replace(shutdownPod)
 		n.write(name+".yaml", m)

@@ -158,10 +158,10 @@ func orDash(s string) string {
 }
 
 // recorder is every block's EventRecorder (client-go's method shape): an
-// event is counted (Metrics.Event), passed to Options.Recorder and logged.
+// event is counted (Metrics.Event), passed to Options.Cluster.Recorder and logged.
 type recorder struct {
 	metrics Metrics
-	next    EventRecorder // Options.Recorder; nil means none
+	next    EventRecorder // Options.Cluster.Recorder; nil means none
 	log     *slog.Logger
 }
 

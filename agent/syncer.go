@@ -30,8 +30,8 @@ var _ podworkers.Syncer = (*Agent)(nil)
 func (a *Agent) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit podworkers.PodStatusFunc) (v1.PodStatus, error) {
 	in := status.Input{Pod: pod, Runtime: rs, PodIsTerminal: terminal, RuntimeName: a.runtimeName(),
 		Probes: a.prober, Waiting: a.syncer, Messages: a.msgs, Now: a.clock.Now()}
-	if a.opts.ReportHostIPs {
-		in.HostIPs = a.opts.HostIPs
+	if a.opts.Cluster.ReportHostIPs {
+		in.HostIPs = a.opts.Node.HostIPs
 	}
 	old, ok := a.status.GetPodStatus(pod.UID)
 	if ok {

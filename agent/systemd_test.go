@@ -33,7 +33,7 @@ spec:
       limits: {cpu: 500m, memory: 64Mi}
 `
 
-// TestSystemdDriverAgent runs an agent with CgroupDriver systemd against a
+// TestSystemdDriverAgent runs an agent with Cgroups.Driver systemd against a
 // real systemd (go test -tags systemd, as root, inside the namespaces of
 // hack/systemd-start.sh's systemd: hack/systemd-test.sh), on its embedded
 // fake runtime: the pod's slice is created over D-Bus before its sandbox,
@@ -65,8 +65,10 @@ func TestSystemdDriverAgent(t *testing.T) {
 
 	rt := agent.NewFakeRuntime(nil, nil)
 	t.Cleanup(rt.Close)
-	n := newNodeWith(t, agent.Options{Runtime: rt, CgroupsPerQOS: true, CgroupDriver: "systemd",
-		EnforceNodeAllocatable: []string{agent.EnforcePods}})
+	n := newNodeWith(t, agent.Options{
+		Runtime: rt,
+		Cgroups: agent.CgroupOptions{PerQOS: true, Driver: "systemd", EnforceNodeAllocatable: []string{agent.EnforcePods}},
+	})
 	require.Equal(t, "/kubepods.slice", state("kubepods.slice", "ControlGroup"))
 
 	n.write("sd.yaml", systemdPod)

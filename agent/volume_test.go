@@ -122,7 +122,7 @@ func TestContainerReadsMountedFiles(t *testing.T) {
 		objects, hostDir, root := t.TempDir(), filepath.Join(t.TempDir(), "host"), t.TempDir()
 		writeFile(t, objects, "config.yaml", strings.Replace(configMap, "GREETING", "hello", 1))
 		writeFile(t, objects, "secret.yaml", secret)
-		n, dir := staticNode(t, agenttest.Options{Agent: agent.Options{ObjectPath: objects, RootDir: root}}, nil)
+		n, dir := staticNode(t, agenttest.Options{Agent: agent.Options{Sources: agent.SourceOptions{ObjectPath: objects}, RootDir: root}}, nil)
 		start := n.Now()
 		// The objects were read as the agent started; the manifest comes
 		// after, at the next poll of the directory (1s), and the readiness
@@ -170,7 +170,7 @@ func TestMissingConfigMapHoldsOnlyItsPod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// An object directory without the configMap: static pods may
 		// reference objects, and this one is missing.
-		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{ObjectPath: t.TempDir()}}, map[string]string{
+		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{Sources: agent.SourceOptions{ObjectPath: t.TempDir()}}}, map[string]string{
 			"broken.yaml": `
 apiVersion: v1
 kind: Pod

@@ -21,14 +21,14 @@ import (
 // envSources are where containers' environment references to configMaps
 // and secrets (envFrom, configMapKeyRef, secretKeyRef) are resolved: the
 // volume sources (an API server's, or the caller's), else the object
-// manifests of ObjectPath. Without either there are none, and such a
+// manifests of Sources.ObjectPath. Without either there are none, and such a
 // reference fails as it does under upstream kubelet without an API server.
 // Call it after newVolumes.
 func (a *Agent) envSources() (containerconfig.ConfigMapGetter, containerconfig.SecretGetter) {
-	if s := a.opts.VolumeSources; s.ConfigMaps != nil || s.Secrets != nil || s.Tokens != nil {
+	if s := a.opts.Cluster.VolumeSources; s.ConfigMaps != nil || s.Secrets != nil || s.Tokens != nil {
 		return s.ConfigMaps, s.Secrets
 	}
-	if a.objects != nil && a.opts.ObjectPath != "" {
+	if a.objects != nil && a.opts.Sources.ObjectPath != "" {
 		return a.objects, a.objects
 	}
 	return nil, nil
@@ -36,9 +36,9 @@ func (a *Agent) envSources() (containerconfig.ConfigMapGetter, containerconfig.S
 
 // newVolumes builds the volume manager: every pod's volumes under
 // RootDir/pods/<uid>/volumes, with configMaps and secrets from
-// Options.VolumeSources or, failing that, from the object manifests.
+// Options.Cluster.VolumeSources or, failing that, from the object manifests.
 func (a *Agent) newVolumes() (*volume.Manager, error) {
-	sources := a.opts.VolumeSources
+	sources := a.opts.Cluster.VolumeSources
 	if sources.ConfigMaps == nil && sources.Secrets == nil && sources.Tokens == nil {
 		a.objects = &volume.StaticSources{}
 		sources = volume.Sources{ConfigMaps: a.objects, Secrets: a.objects}
@@ -46,7 +46,7 @@ func (a *Agent) newVolumes() (*volume.Manager, error) {
 	// Secrets live on a tmpfs and subPaths are pinned by bind mounts, as
 	// upstream; an agent that cannot mount keeps secrets in the root dir
 	// and hands subPaths over unpinned instead, and says so.
-	cannotMount := a.opts.NoMounts
+	cannotMount := a.opts.Security.NoMounts
 	if cannotMount {
 		a.log.Warn("Not running as root: secret and projected volumes are kept on disk under the root dir instead of a tmpfs, and subPaths are not pinned by bind mounts", "rootDir", a.opts.RootDir)
 	}
@@ -111,9 +111,9 @@ func (l *objectLoader) run(ctx context.Context) error {
 
 // load reads the directory and applies what changed.
 func (l *objectLoader) load() {
-	entries, err := os.ReadDir(l.a.opts.ObjectPath)
+	entries, err := os.ReadDir(l.a.opts.Sources.ObjectPath)
 	if err != nil {
-		l.a.log.Warn("Cannot read the object manifest directory", "path", l.a.opts.ObjectPath, "err", err)
+		l.a.log.Warn("Cannot read the object manifest directory", "path", l.a.opts.Sources.ObjectPath, "err", err)
 		return
 	}
 	cms, secs := map[string]*v1.ConfigMap{}, map[string]*v1.Secret{}
@@ -121,7 +121,7 @@ func (l *objectLoader) load() {
 		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		file := filepath.Join(l.a.opts.ObjectPath, e.Name())
+		file := filepath.Join(l.a.opts.Sources.ObjectPath, e.Name())
 		if err := readObject(file, cms, secs); err != nil {
 			// Never the content: a secret's bytes must not reach the log.
 			l.a.log.Warn("Ignoring an object manifest", "file", file, "err", err)

@@ -20,7 +20,7 @@ import (
 // rejected: " and the message, and nothing else, a minute later too.
 func TestAdmissionThroughTheAPIServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{KubeReserved: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}})
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{Node: agent.NodeOptions{KubeReserved: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}}})
 		app := func(name string, created time.Time) *v1.Pod {
 			return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)},
 				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}}}

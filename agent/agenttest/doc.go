@@ -41,7 +41,7 @@
 // complete list after every change; the statuses the node writes are what
 // Pod and Pods return; a graceful DeletePod sets the deletion timestamp,
 // and the pod is gone once the node has written its final status. Static
-// pods come from Options.Agent.ManifestPath as in any agent; their
+// pods come from Options.Agent.Sources.ManifestPath as in any agent; their
 // statuses are kept as their mirror pods would hold them.
 //
 // Runtime returns the fake runtime, to script what containers do (exit
@@ -56,15 +56,15 @@
 // kill and a readiness probe at once) plays out either way. Offset their
 // periods or initial delays.
 //
-// A static manifest (Options.Agent.ManifestPath) written or removed during a
-// test is seen at the manifest directory's next poll, a second of fake time
+// A static manifest (Options.Agent.Sources.ManifestPath) written or
+// removed during a test is seen at the manifest directory's next poll, a second of fake time
 // later, not within milliseconds as a real node watching it with inotify
 // would: notifications from the kernel would arrive outside the fake time.
 //
 // Status writes do not come back to the agent as pod updates (upstream
 // kubelet ignores them too, but for a terminal phase). There are no mirror
 // pods, services, configMaps or secrets unless the test gives them
-// (Options.Agent.VolumeSources, Options.Agent.Services). HTTP probes and
-// hooks would dial the fake runtime's pod IPs, which nothing serves; script
-// exec probes instead.
+// (Options.Agent.Cluster.VolumeSources, Options.Agent.Cluster.Services).
+// HTTP probes and hooks would dial the fake runtime's pod IPs, which
+// nothing serves; script exec probes instead.
 package agenttest

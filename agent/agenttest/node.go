@@ -23,14 +23,15 @@ import (
 // Options configure a Node. The zero value is a node named "node1" whose
 // containers run until they are stopped.
 type Options struct {
-	// Agent are the agent's options. NewNode sets Clock, Runtime, Updates,
-	// StatusSink and Recorder; it fills in, where they are zero, NodeName
-	// ("node1"), HostIPs (192.0.2.10), RootDir (a t.TempDir), Machine (4
-	// CPUs, 8Gi of memory, 110 pods, 100Gi of ephemeral storage), Eviction.Stats (a node whose
-	// filesystems are empty and whose memory is not measured, so that the
-	// test machine's own never evicts a test's pods or collects its images;
-	// give an *evictiontest.Stats to script pressure) and Rand (no jitter).
-	// NoMounts and PollManifests are always set.
+	// Agent are the agent's options. NewNode sets Clock, Runtime,
+	// Cluster.Updates, Cluster.StatusSink and Cluster.Recorder; it fills
+	// in, where they are zero, NodeName ("node1"), Node.HostIPs
+	// (192.0.2.10), RootDir (a t.TempDir), Node.Machine (4 CPUs, 8Gi of
+	// memory, 110 pods, 100Gi of ephemeral storage), Eviction.Stats (a node
+	// whose filesystems are empty and whose memory is not measured, so that
+	// the test machine's own never evicts a test's pods or collects its
+	// images; give an *evictiontest.Stats to script pressure) and Rand (no
+	// jitter). Security.NoMounts and Sources.PollManifests are always set.
 	Agent agent.Options
 	// Rules script the fake runtime's containers (see fake.Rule); the
 	// first match decides, and a container no rule matches runs until it
@@ -66,14 +67,14 @@ func NewNode(t testing.TB, opts Options) *Node {
 	if o.NodeName == "" {
 		o.NodeName = "node1"
 	}
-	if len(o.HostIPs) == 0 {
-		o.HostIPs = []string{"192.0.2.10"}
+	if len(o.Node.HostIPs) == 0 {
+		o.Node.HostIPs = []string{"192.0.2.10"}
 	}
 	if o.RootDir == "" {
 		o.RootDir = t.TempDir()
 	}
-	if o.Machine == nil {
-		o.Machine = nodetest.Machine{Cap: v1.ResourceList{
+	if o.Node.Machine == nil {
+		o.Node.Machine = nodetest.Machine{Cap: v1.ResourceList{
 			v1.ResourceCPU:    resource.MustParse("4"),
 			v1.ResourceMemory: resource.MustParse("8Gi"),
 			v1.ResourcePods:   resource.MustParse("110"),
@@ -88,13 +89,13 @@ func NewNode(t testing.TB, opts Options) *Node {
 	if o.Rand == nil {
 		o.Rand = func() float64 { return 0 }
 	}
-	o.NoMounts = true
+	o.Security.NoMounts = true
 	// The kernel's notifications of manifest changes would arrive outside
 	// the fake time; the poll runs on it.
-	o.PollManifests = true
+	o.Sources.PollManifests = true
 	rt := fake.New(fake.Options{Clock: clk, Rules: opts.Rules, Images: opts.Images, Logger: o.Logger})
 	api := newAPIServer(clk, o.NodeName)
-	o.Runtime, o.Updates, o.StatusSink, o.Recorder = rt, api.updates, api, api
+	o.Runtime, o.Cluster.Updates, o.Cluster.StatusSink, o.Cluster.Recorder = rt, api.updates, api, api
 	a, err := agent.New(o)
 	if err != nil {
 		rt.Close()

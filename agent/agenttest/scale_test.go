@@ -33,7 +33,7 @@ func TestScaleCrashLoop(t *testing.T) {
 	start := time.Now()
 	synctest.Test(t, func(t *testing.T) {
 		n := agenttest.NewNode(t, agenttest.Options{
-			Agent: agent.Options{Machine: nodetest.Machine{Cap: v1.ResourceList{v1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)}}},
+			Agent: agent.Options{Node: agent.NodeOptions{Machine: nodetest.Machine{Cap: v1.ResourceList{v1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)}}}},
 			Rules: []fake.Rule{{Command: []string{"false"}, Behavior: fake.Behavior{Outcome: fake.Exit, ExitCode: 1}}},
 		})
 		for i := range pods {

@@ -49,7 +49,7 @@ func TestStaticPodPutBackWhileTerminatingStartsAgain(t *testing.T) {
 		manifest := filepath.Join(dir, "web.yaml")
 		require.NoError(t, os.WriteFile(manifest, []byte(stubborn), 0o600))
 		n := agenttest.NewNode(t, agenttest.Options{
-			Agent: agent.Options{ManifestPath: dir},
+			Agent: agent.Options{Sources: agent.SourceOptions{ManifestPath: dir}},
 			// sleep as PID 1 ignores SIGTERM: stopping it takes the whole
 			// grace period.
 			Rules: []fake.Rule{{Command: []string{"sleep", "3600"}, Behavior: fake.Behavior{OnSIGTERM: fake.IgnoreSIGTERM}}},
@@ -105,7 +105,7 @@ func TestUpdatedStaticPodMirrorWaitsForTheOldPod(t *testing.T) {
 		require.NoError(t, os.WriteFile(manifest, []byte(stubborn), 0o600))
 		mirrors := &mirrorCalls{}
 		n := agenttest.NewNode(t, agenttest.Options{
-			Agent: agent.Options{ManifestPath: dir, MirrorPods: mirrors},
+			Agent: agent.Options{Sources: agent.SourceOptions{ManifestPath: dir}, Cluster: agent.ClusterOptions{MirrorPods: mirrors}},
 			Rules: []fake.Rule{{Command: []string{"sleep", "3600"}, Behavior: fake.Behavior{OnSIGTERM: fake.IgnoreSIGTERM}}},
 		})
 		n.Step(5 * time.Second)

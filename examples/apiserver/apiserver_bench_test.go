@@ -65,7 +65,7 @@ func BenchmarkAPIPodStartup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := agent.Options{NodeName: nodeName, HostIPs: []string{"192.0.2.10"}, RootDir: filepath.Join(b.TempDir(), "root"), Logger: benchLogger()}
+	opts := agent.Options{NodeName: nodeName, Node: agent.NodeOptions{HostIPs: []string{"192.0.2.10"}}, RootDir: filepath.Join(b.TempDir(), "root"), Logger: benchLogger()}
 	if err := j.Apply(&opts); err != nil {
 		b.Fatal(err)
 	}

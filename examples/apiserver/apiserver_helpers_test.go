@@ -54,7 +54,7 @@ type joinedNode struct {
 // never evicts a test's pods.
 func startJoined(t *testing.T, client kubernetes.Interface, opts agent.Options, join apiserver.JoinOptions) *joinedNode {
 	t.Helper()
-	opts.HostIPs = []string{"192.0.2.10"}
+	opts.Node.HostIPs = []string{"192.0.2.10"}
 	if opts.Timings == (agent.Timings{}) {
 		opts.Timings = fast
 	}

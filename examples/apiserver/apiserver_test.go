@@ -106,7 +106,7 @@ spec:
   containers:
   - {name: app, image: `+image+`, command: [sleep, "3600"]}
 `), 0o600))
-	startJoined(t, nodeClient, agent.Options{Runtime: rt, NodeName: nodeName, RootDir: filepath.Join(dir, "root"), ManifestPath: manifests},
+	startJoined(t, nodeClient, agent.Options{Runtime: rt, NodeName: nodeName, RootDir: filepath.Join(dir, "root"), Sources: agent.SourceOptions{ManifestPath: manifests}},
 		apiserver.JoinOptions{NodeLabels: map[string]string{"kubeletkit.io/test": suffix}})
 
 	// The node registers with its labels and turns Ready; its lease is

@@ -22,9 +22,10 @@
 //
 // Run checks the node's permissions before the agent starts, records events
 // only while it runs, ends every part when one returns, and returns once
-// all have ended. Apply sets the agent's Updates, StatusSink,
-// NodeStatusSink, Leases, LeaseDuration, MirrorPods, Recorder, Services and
-// ReportHostIPs, and its VolumeSources unless the caller gave some.
+// all have ended. Apply fills the agent's Cluster options, its one seam for
+// an API server: Updates, StatusSink, NodeStatusSink, Leases,
+// LeaseDuration, Node, ReportHostIPs, MirrorPods, Recorder, Services, and
+// VolumeSources unless the caller gave some.
 //
 // # Many nodes in one process
 //

@@ -75,8 +75,8 @@ func ExampleJoin() {
 		panic(err)
 	}
 	fmt.Println("node:", opts.NodeName)
-	fmt.Println("pods from the API server:", opts.Updates != nil)
-	fmt.Println("lease:", opts.LeaseDuration, "hostIP reported:", opts.ReportHostIPs)
+	fmt.Println("pods from the API server:", opts.Cluster.Updates != nil)
+	fmt.Println("lease:", opts.Cluster.LeaseDuration, "hostIP reported:", opts.Cluster.ReportHostIPs)
 
 	_, err = apiserver.Join(client, "node-1", apiserver.JoinOptions{SkipNodeRegistration: true, NodeLabels: map[string]string{"zone": "a"}})
 	fmt.Println(errors.Is(err, apiserver.ErrInvalidArgument))

@@ -150,8 +150,8 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 // NodeName returns the joined node's name.
 func (j *Joined) NodeName() string { return j.nodeName }
 
-// Apply puts the adapters into an agent's options, replacing what these
-// fields held:
+// Apply puts the adapters into an agent's options: it fills opts.Cluster,
+// the agent's one seam for an API server, replacing what these fields held:
 //
 //	Updates         the pods bound to the node: PodSource's SETs once Run runs
 //	                it, on an unbuffered channel (each waits for the agent)
@@ -159,43 +159,54 @@ func (j *Joined) NodeName() string { return j.nodeName }
 //	NodeStatusSink  the Node and its status (NodeSink)
 //	Leases          the node's Lease (NodeSink), and LeaseDuration
 //	Node            the Node admission matches pods against (NodeSink.Node)
+//	ReportHostIPs   true: pods report hostIP, as upstream's with an API server
 //	MirrorPods      the static pods' mirror pods (MirrorPods)
 //	Recorder        events, written while Run runs and dropped otherwise
 //	Services        the services for containers' environment (Services)
-//	ReportHostIPs   true: pods report hostIP, as upstream's with an API server
 //
 // VolumeSources become configMaps, secrets and tokens from the API server
 // (WatchingSources, through KeptSources with a LocalState) only when opts
-// has none. With a LocalState, HealthChecks gain "apisource" (see
-// Joined.HealthCheck). NodeName is set to the joined
-// node's when empty; another name is an error wrapping ErrInvalidArgument.
+// has none; RuntimeClasses stay the caller's, as no RuntimeClass is watched
+// here. With a LocalState, HTTP.HealthChecks gain "apisource" (see
+// Joined.HealthCheck). NodeName is set to the joined node's when empty;
+// another name is an error wrapping ErrInvalidArgument. On an error opts is
+// left as it was.
 func (j *Joined) Apply(opts *agent.Options) error {
-	if opts.NodeName == "" {
-		opts.NodeName = j.nodeName
-	} else if n := strings.ToLower(strings.TrimSpace(opts.NodeName)); n != j.nodeName {
-		return fmt.Errorf("apply node %s: the options name node %q: %w", j.nodeName, opts.NodeName, ErrInvalidArgument)
+	if opts.NodeName != "" {
+		if n := strings.ToLower(strings.TrimSpace(opts.NodeName)); n != j.nodeName {
+			return fmt.Errorf("apply node %s: the options name node %q: %w", j.nodeName, opts.NodeName, ErrInvalidArgument)
+		}
 	}
-	opts.Updates = j.updates
-	opts.StatusSink = j.status
-	opts.NodeStatusSink, opts.Leases = j.nodes, j.nodes
-	opts.Node = j.nodes
-	opts.LeaseDuration = j.leaseDuration
-	opts.MirrorPods = j.mirrors
-	opts.Recorder = j.recorder
-	opts.Services = j.services
-	opts.ReportHostIPs = true
-	if v := opts.VolumeSources; v.ConfigMaps == nil && v.Secrets == nil && v.Tokens == nil {
-		opts.VolumeSources = j.volumes.Sources()
+	volumes := opts.Cluster.VolumeSources
+	if volumes.ConfigMaps == nil && volumes.Secrets == nil && volumes.Tokens == nil {
+		volumes = j.volumes.Sources()
 		if j.state != nil {
-			kept, err := NewKeptSources(opts.VolumeSources, j.state, KeptSourcesOptions{Logger: j.log.With("component", "api-volumes")})
+			kept, err := NewKeptSources(volumes, j.state, KeptSourcesOptions{Logger: j.log.With("component", "api-volumes")})
 			if err != nil {
 				return fmt.Errorf("apply node %s: %w", j.nodeName, err)
 			}
-			opts.VolumeSources = kept.Sources()
+			volumes = kept.Sources()
 		}
 	}
+	if opts.NodeName == "" {
+		opts.NodeName = j.nodeName
+	}
+	opts.Cluster = agent.ClusterOptions{
+		Updates:        j.updates,
+		StatusSink:     j.status,
+		NodeStatusSink: j.nodes,
+		Leases:         j.nodes,
+		LeaseDuration:  j.leaseDuration,
+		Node:           j.nodes,
+		ReportHostIPs:  true,
+		MirrorPods:     j.mirrors,
+		Recorder:       j.recorder,
+		VolumeSources:  volumes,
+		Services:       j.services,
+		RuntimeClasses: opts.Cluster.RuntimeClasses,
+	}
 	if j.state != nil {
-		opts.HealthChecks = append(opts.HealthChecks, j.HealthCheck())
+		opts.HTTP.HealthChecks = append(opts.HTTP.HealthChecks, j.HealthCheck())
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func TestApply(t *testing.T) {
 	}{
 		{name: "empty options", wantNode: "n1", wantVolumes: true},
 		{name: "the same node name", opts: agent.Options{NodeName: "N1"}, wantNode: "N1", wantVolumes: true},
-		{name: "volume sources of the caller's", opts: agent.Options{VolumeSources: own}, wantNode: "n1", ownVolumes: true},
+		{name: "volume sources of the caller's", opts: agent.Options{Cluster: agent.ClusterOptions{VolumeSources: own}}, wantNode: "n1", ownVolumes: true},
 		{name: "another node name", opts: agent.Options{NodeName: "n2"}, wantErr: true},
 	}
 	for _, tt := range tests {
@@ -87,22 +87,22 @@ func TestApply(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantNode, opts.NodeName)
-			assert.NotNil(t, opts.Updates)
-			assert.IsType(t, &apiserver.StatusSink{}, opts.StatusSink)
-			assert.IsType(t, &apiserver.NodeSink{}, opts.NodeStatusSink)
-			assert.IsType(t, &apiserver.NodeSink{}, opts.Leases)
-			assert.Equal(t, 20*time.Second, opts.LeaseDuration)
-			assert.IsType(t, &apiserver.MirrorPods{}, opts.MirrorPods)
-			assert.NotNil(t, opts.Recorder)
-			assert.IsType(t, &apiserver.Services{}, opts.Services)
-			assert.True(t, opts.ReportHostIPs)
+			assert.NotNil(t, opts.Cluster.Updates)
+			assert.IsType(t, &apiserver.StatusSink{}, opts.Cluster.StatusSink)
+			assert.IsType(t, &apiserver.NodeSink{}, opts.Cluster.NodeStatusSink)
+			assert.IsType(t, &apiserver.NodeSink{}, opts.Cluster.Leases)
+			assert.Equal(t, 20*time.Second, opts.Cluster.LeaseDuration)
+			assert.IsType(t, &apiserver.MirrorPods{}, opts.Cluster.MirrorPods)
+			assert.NotNil(t, opts.Cluster.Recorder)
+			assert.IsType(t, &apiserver.Services{}, opts.Cluster.Services)
+			assert.True(t, opts.Cluster.ReportHostIPs)
 			if tt.ownVolumes {
-				assert.Equal(t, own, opts.VolumeSources)
+				assert.Equal(t, own, opts.Cluster.VolumeSources)
 			}
 			if tt.wantVolumes {
-				assert.IsType(t, &apiserver.WatchingSources{}, opts.VolumeSources.ConfigMaps)
-				assert.IsType(t, &apiserver.WatchingSources{}, opts.VolumeSources.Secrets)
-				assert.IsType(t, &apiserver.WatchingSources{}, opts.VolumeSources.Tokens)
+				assert.IsType(t, &apiserver.WatchingSources{}, opts.Cluster.VolumeSources.ConfigMaps)
+				assert.IsType(t, &apiserver.WatchingSources{}, opts.Cluster.VolumeSources.Secrets)
+				assert.IsType(t, &apiserver.WatchingSources{}, opts.Cluster.VolumeSources.Tokens)
 			}
 		})
 	}
@@ -171,7 +171,7 @@ func TestRunEndsEverythingOnTheAgentsError(t *testing.T) {
 		j := joined(t, client, &opts)
 		boom := errors.New("boom")
 		err := j.Run(context.Background(), &fakeAgent{name: "n1", run: func(ctx context.Context) error {
-			<-opts.Updates // the pod source's first SET
+			<-opts.Cluster.Updates // the pod source's first SET
 			return boom
 		}})
 		require.ErrorIs(t, err, boom)
@@ -189,20 +189,20 @@ func TestRunRecordsEventsAndSendsPods(t *testing.T) {
 		allowAll(client, "")
 		var opts agent.Options
 		j := joined(t, client, &opts)
-		opts.Recorder.Eventf(pod, v1.EventTypeNormal, "Early", "before Run")
+		opts.Cluster.Recorder.Eventf(pod, v1.EventTypeNormal, "Early", "before Run")
 
 		ctx, cancel := context.WithCancel(context.Background())
 		var got syncloop.PodUpdate
 		err := j.Run(ctx, &fakeAgent{name: "n1", run: func(ctx context.Context) error {
-			got = <-opts.Updates
-			opts.Recorder.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", "web")
+			got = <-opts.Cluster.Updates
+			opts.Cluster.Recorder.Eventf(pod, v1.EventTypeNormal, "Started", "Started container %s", "web")
 			synctest.Wait() // the broadcaster writes the event
 			cancel()
 			<-ctx.Done()
 			return nil
 		}})
 		require.NoError(t, err)
-		opts.Recorder.Eventf(pod, v1.EventTypeNormal, "Late", "after Run")
+		opts.Cluster.Recorder.Eventf(pod, v1.EventTypeNormal, "Late", "after Run")
 		synctest.Wait()
 
 		assert.Equal(t, syncloop.OpSet, got.Op)
@@ -252,10 +252,15 @@ spec:
 `), 0o600))
 		// PollManifests: inotify's reader would block in a read the
 		// bubble cannot see past.
-		opts := agent.Options{RootDir: t.TempDir(), ManifestPath: manifests, PollManifests: true, HostIPs: []string{"192.0.2.10"}, NoMounts: true,
-			Machine: nodetest.Machine{Cap: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"),
-				v1.ResourcePods: resource.MustParse("110")}},
-			Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}}, Rand: func() float64 { return 0 }}
+		opts := agent.Options{
+			RootDir: t.TempDir(),
+			Sources: agent.SourceOptions{ManifestPath: manifests, PollManifests: true},
+			Node: agent.NodeOptions{HostIPs: []string{"192.0.2.10"}, Machine: nodetest.Machine{Cap: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110")}}},
+			Security: agent.SecurityOptions{NoMounts: true},
+			Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}},
+			Rand:     func() float64 { return 0 },
+		}
 		j := joined(t, client, &opts)
 		a, err := agent.New(opts)
 		require.NoError(t, err)

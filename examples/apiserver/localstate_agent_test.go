@@ -33,10 +33,15 @@ func runJoined(t *testing.T, client *fake.Clientset, st *localstate.State, rt *c
 	t.Helper()
 	j, err := apiserver.Join(client, "n1", apiserver.JoinOptions{LocalState: st})
 	require.NoError(t, err)
-	opts := agent.Options{RootDir: root, HostIPs: []string{"192.0.2.10"}, NoMounts: true, Runtime: rt,
-		Machine: nodetest.Machine{Cap: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"),
-			v1.ResourcePods: resource.MustParse("110")}},
-		Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}}, Rand: func() float64 { return 0 }}
+	opts := agent.Options{
+		RootDir: root,
+		Node: agent.NodeOptions{HostIPs: []string{"192.0.2.10"}, Machine: nodetest.Machine{Cap: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110")}}},
+		Security: agent.SecurityOptions{NoMounts: true},
+		Runtime:  rt,
+		Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}},
+		Rand:     func() float64 { return 0 },
+	}
 	require.NoError(t, j.Apply(&opts))
 	a, err := agent.New(opts)
 	require.NoError(t, err)

@@ -42,17 +42,17 @@ func TestSharedAdaptersServeEveryNode(t *testing.T) {
 			require.NoError(t, err)
 			var opts agent.Options
 			require.NoError(t, j.Apply(&opts))
-			assert.Same(t, shared.Services(), opts.Services)
-			assert.Equal(t, shared.VolumeSources().Sources(), opts.VolumeSources)
+			assert.Same(t, shared.Services(), opts.Cluster.Services)
+			assert.Equal(t, shared.VolumeSources().Sources(), opts.Cluster.VolumeSources)
 			nodes.Go(func() {
 				err := j.Run(ctx, &fakeAgent{name: name, run: func(ctx context.Context) error {
 					var got syncloop.PodUpdate
 					select {
-					case got = <-opts.Updates:
+					case got = <-opts.Cluster.Updates:
 					case <-ctx.Done():
 						return nil
 					}
-					opts.Recorder.Eventf(got.Pods[0], v1.EventTypeNormal, "Started", "Started container %s", "c")
+					opts.Cluster.Recorder.Eventf(got.Pods[0], v1.EventTypeNormal, "Started", "Started container %s", "c")
 					<-ctx.Done()
 					return nil
 				}})

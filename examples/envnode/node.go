@@ -59,14 +59,14 @@ type Options struct {
 	// (default-scheduler), its retry period and logger (Logger when nil).
 	Binder BinderOptions
 	// Agent are the kubelet's options. Start sets NodeName and what
-	// apiserver.Joined.Apply sets (the pod source, the status sinks, the
-	// lease, events, volume sources, services), and always NoMounts; it
-	// fills in, where they are zero:
+	// apiserver.Joined.Apply sets (Cluster: the pod source, the status
+	// sinks, the lease, events, volume sources, services), and always
+	// Security.NoMounts; it fills in, where they are zero:
 	//
 	//	Runtime        an embedded fake runtime, agent.NewFakeRuntime
 	//	               (Node.Runtime returns it; Stop closes it)
 	//	RootDir        a temporary directory, removed by Stop
-	//	Machine        4 CPUs, 8Gi of memory, 110 pods, this host's
+	//	Node.Machine   4 CPUs, 8Gi of memory, 110 pods, this host's
 	//	               system information
 	//	Eviction.Stats a node that measures nothing, so that the test
 	//	               machine's disk or memory never evicts a pod
@@ -177,7 +177,7 @@ func (n *Node) build(client kubernetes.Interface, opts Options) (func(context.Co
 	log := orDiscard(opts.Logger)
 	o := opts.Agent
 	o.NodeName = n.name
-	o.NoMounts = true
+	o.Security.NoMounts = true
 	if o.Logger == nil {
 		o.Logger = opts.Logger
 	}
@@ -188,8 +188,8 @@ func (n *Node) build(client kubernetes.Interface, opts Options) (func(context.Co
 		}
 		o.RootDir, n.tempDir = dir, dir
 	}
-	if o.Machine == nil {
-		o.Machine = machine{}
+	if o.Node.Machine == nil {
+		o.Node.Machine = machine{}
 	}
 	if o.Eviction.Stats == nil {
 		o.Eviction.Stats = &evictiontest.Stats{}

@@ -133,12 +133,12 @@ func TestWebSocketsOptions(t *testing.T) {
 			opts, _, err := options(c, io.Discard, slog.New(slog.DiscardHandler))
 			require.NoError(t, err)
 			if tc.api {
-				require.NotNil(t, opts.API)
-				assert.Equal(t, websockets.Translator{}, opts.API.WebSockets)
-			} else if opts.API != nil {
-				assert.Nil(t, opts.API.WebSockets)
+				require.NotNil(t, opts.HTTP.API)
+				assert.Equal(t, websockets.Translator{}, opts.HTTP.API.WebSockets)
+			} else if opts.HTTP.API != nil {
+				assert.Nil(t, opts.HTTP.API.WebSockets)
 			}
-			assert.Equal(t, tc.declared, opts.DeclaredFeatures)
+			assert.Equal(t, tc.declared, opts.Node.DeclaredFeatures)
 		})
 	}
 }

@@ -67,8 +67,8 @@ func TestCgroupFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if opts.CgroupsPerQOS != tc.qos || !slices.Equal(opts.EnforceNodeAllocatable, tc.enforce) {
-				t.Fatalf("CgroupsPerQOS %v, EnforceNodeAllocatable %q; want %v, %q", opts.CgroupsPerQOS, opts.EnforceNodeAllocatable, tc.qos, tc.enforce)
+			if opts.Cgroups.PerQOS != tc.qos || !slices.Equal(opts.Cgroups.EnforceNodeAllocatable, tc.enforce) {
+				t.Fatalf("Cgroups.PerQOS %v, Cgroups.EnforceNodeAllocatable %q; want %v, %q", opts.Cgroups.PerQOS, opts.Cgroups.EnforceNodeAllocatable, tc.qos, tc.enforce)
 			}
 			if warned := strings.Contains(logs.String(), "the pods get no cgroups"); warned != tc.warned {
 				t.Errorf("logged %q, want the fake runtime's line %v", logs.String(), tc.warned)

@@ -39,21 +39,21 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		return nil, fmt.Errorf("configz: root dir %q: %w", opts.RootDir, err)
 	}
 	logDir := filepath.Join(root, "logs")
-	if opts.PodLogsDir != "" {
-		if logDir, err = filepath.Abs(opts.PodLogsDir); err != nil {
-			return nil, fmt.Errorf("configz: pod logs dir %q: %w", opts.PodLogsDir, err)
+	if opts.Logs.Dir != "" {
+		if logDir, err = filepath.Abs(opts.Logs.Dir); err != nil {
+			return nil, fmt.Errorf("configz: pod logs dir %q: %w", opts.Logs.Dir, err)
 		}
 	}
 	joined := c.kubeconfig != ""
 	kc := &kubeletconfig.KubeletConfiguration{
 		TypeMeta:      metav1.TypeMeta{Kind: "KubeletConfiguration", APIVersion: kubeletconfig.SchemeGroupVersion.String()},
-		EnableServer:  ptr.To(opts.API != nil),
+		EnableServer:  ptr.To(opts.HTTP.API != nil),
 		PodLogsDir:    logDir,
 		SyncFrequency: metav1.Duration{Duration: podworkers.DefaultResyncInterval},
 		// The manifest directory is watched as well, as upstream's.
 		FileCheckFrequency: metav1.Duration{Duration: source.DefaultPeriod},
 		HTTPCheckFrequency: metav1.Duration{Duration: source.DefaultPeriod},
-		StaticPodURL:       opts.ManifestURL,
+		StaticPodURL:       opts.Sources.ManifestURL,
 		Address:            c.address,
 		TLSMinVersion:      "VersionTLS12",
 		// The secure server serves logs, exec, attach, port-forward, run
@@ -96,8 +96,8 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 
 		ContainerLogMaxSize:         c.containerLogMaxSize,
 		ContainerLogMaxFiles:        ptr.To(int32(c.containerLogMaxFiles)),
-		AllowedUnsafeSysctls:        opts.AllowedUnsafeSysctls,
-		SeccompDefault:              ptr.To(opts.SeccompDefault),
+		AllowedUnsafeSysctls:        opts.Security.AllowedUnsafeSysctls,
+		SeccompDefault:              ptr.To(opts.Security.SeccompDefault),
 		ContainerLogMonitorInterval: &metav1.Duration{Duration: logs.DefaultInterval},
 
 		// Graceful node shutdown, triggered by --shutdown-signal (upstream's
@@ -107,12 +107,12 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 
 		ContainerRuntimeEndpoint: c.endpoint, // empty: the embedded fake runtime
 		FeatureGates: map[string]bool{"EventedPLEG": c.evented,
-			agent.ExtendWebSocketsToKubelet: opts.API != nil && opts.API.WebSockets != nil},
+			agent.ExtendWebSocketsToKubelet: opts.HTTP.API != nil && opts.HTTP.API.WebSockets != nil},
 	}
 	cgroupSettings(kc, opts)
-	if opts.ManifestPath != "" {
-		if kc.StaticPodPath, err = filepath.Abs(opts.ManifestPath); err != nil {
-			return nil, fmt.Errorf("configz: manifest path %q: %w", opts.ManifestPath, err)
+	if opts.Sources.ManifestPath != "" {
+		if kc.StaticPodPath, err = filepath.Abs(opts.Sources.ManifestPath); err != nil {
+			return nil, fmt.Errorf("configz: manifest path %q: %w", opts.Sources.ManifestPath, err)
 		}
 	}
 	if kc.NodeStatusUpdateFrequency.Duration == 0 {
@@ -121,10 +121,10 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 	if c.endpoint != "" {
 		kc.RuntimeRequestTimeout = metav1.Duration{Duration: cri.DefaultTimeout}
 	}
-	if opts.Listen != "" {
-		_, port, err := net.SplitHostPort(opts.Listen)
+	if opts.HTTP.Listen != "" {
+		_, port, err := net.SplitHostPort(opts.HTTP.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("configz: read-only address %q: %w", opts.Listen, err)
+			return nil, fmt.Errorf("configz: read-only address %q: %w", opts.HTTP.Listen, err)
 		}
 		p, err := strconv.ParseInt(port, 10, 32)
 		if err != nil {
@@ -132,7 +132,7 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		}
 		kc.ReadOnlyPort = int32(p)
 	}
-	if api := opts.API; api != nil {
+	if api := opts.HTTP.API; api != nil {
 		kc.Port = int32(c.port)
 		kc.TLSCertFile, kc.TLSPrivateKeyFile = api.TLS.CertFile, api.TLS.KeyFile
 		if kc.TLSCertFile == "" {
@@ -216,21 +216,21 @@ func evictionMaps(kc *kubeletconfig.KubeletConfiguration, ts []eviction.Threshol
 	}
 }
 
-// cgroupSettings reports the cgroups the agent keeps: with CgroupsPerQOS,
+// cgroupSettings reports the cgroups the agent keeps: with Cgroups.PerQOS,
 // the driver, the cgroup root ("/" for none, as upstream reports it) and
 // the enforcement; without, cgroupsPerQOS false and no driver (the runtime
 // picks the cgroups), and enforcement "none".
 func cgroupSettings(kc *kubeletconfig.KubeletConfiguration, opts *agent.Options) {
-	kc.CgroupsPerQOS = ptr.To(opts.CgroupsPerQOS)
+	kc.CgroupsPerQOS = ptr.To(opts.Cgroups.PerQOS)
 	kc.EnforceNodeAllocatable = []string{"none"}
-	if len(opts.EnforceNodeAllocatable) > 0 {
-		kc.EnforceNodeAllocatable = opts.EnforceNodeAllocatable
+	if len(opts.Cgroups.EnforceNodeAllocatable) > 0 {
+		kc.EnforceNodeAllocatable = opts.Cgroups.EnforceNodeAllocatable
 	}
-	if !opts.CgroupsPerQOS {
+	if !opts.Cgroups.PerQOS {
 		return
 	}
-	kc.CgroupDriver = opts.CgroupDriver
-	kc.CgroupRoot = opts.CgroupRoot
+	kc.CgroupDriver = opts.Cgroups.Driver
+	kc.CgroupRoot = opts.Cgroups.Root
 	if kc.CgroupRoot == "" {
 		kc.CgroupRoot = "/"
 	}

@@ -29,10 +29,10 @@ func configz(t *testing.T, dir string, args ...string) *kubeletconfig.KubeletCon
 	require.NoError(t, err)
 	opts, _, err := options(c, io.Discard, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	if opts.API == nil || opts.API.Configz == nil {
+	if opts.HTTP.API == nil || opts.HTTP.API.Configz == nil {
 		return nil
 	}
-	v, err := opts.API.Configz.KubeletConfig()
+	v, err := opts.HTTP.API.Configz.KubeletConfig()
 	require.NoError(t, err)
 	body, err := json.Marshal(map[string]any{"kubeletconfig": v})
 	require.NoError(t, err)

@@ -186,12 +186,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	var metrics *prometheus.Metrics
 	late := &lateStats{}
-	if opts.Listen != "" || opts.API != nil {
+	if opts.HTTP.Listen != "" || opts.HTTP.API != nil {
 		if metrics, err = prometheus.New(prometheus.Options{Logger: log.With("component", "metrics")}); err != nil {
 			return err
 		}
-		opts.Metrics, opts.MetricsHandler = metrics, metrics.Handler()
-		if opts.ResourceMetricsHandler, err = prometheus.NewResourceHandler(late, prometheus.ResourceOptions{Logger: log.With("component", "resource-metrics")}); err != nil {
+		opts.Metrics, opts.HTTP.MetricsHandler = metrics, metrics.Handler()
+		if opts.HTTP.ResourceMetricsHandler, err = prometheus.NewResourceHandler(late, prometheus.ResourceOptions{Logger: log.With("component", "resource-metrics")}); err != nil {
 			return err
 		}
 	}
@@ -226,12 +226,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if c.endpoint != "" {
 			runtime = c.endpoint
 		}
-		fmt.Fprintf(stdout, "minikubelet: node %q, runtime %s, manifests %s", a.NodeName(), runtime, opts.ManifestPath)
-		if opts.Listen != "" {
-			fmt.Fprintf(stdout, ", http://%s/pods", opts.Listen)
+		fmt.Fprintf(stdout, "minikubelet: node %q, runtime %s, manifests %s", a.NodeName(), runtime, opts.Sources.ManifestPath)
+		if opts.HTTP.Listen != "" {
+			fmt.Fprintf(stdout, ", http://%s/pods", opts.HTTP.Listen)
 		}
-		if opts.API != nil {
-			fmt.Fprintf(stdout, ", kubelet API https://%s", opts.API.Listen)
+		if opts.HTTP.API != nil {
+			fmt.Fprintf(stdout, ", kubelet API https://%s", opts.HTTP.API.Listen)
 		}
 		fmt.Fprintln(stdout)
 		return runAgent(ctx)
@@ -243,12 +243,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // server of --kubeconfig when there is one (nil otherwise), with the
 // configuration the kubelet API's /configz shows.
 func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *apiserver.Joined, error) {
-	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, PodLogsDir: c.podLogsDir, ContainerLogLinksDir: c.logLinksDir, ManifestURL: c.manifestURL, ObjectPath: c.objectPath, Logger: log, EventedPLEG: c.evented}
+	opts := agent.Options{NodeName: c.nodeName, RootDir: c.rootDir, Logger: log, EventedPLEG: c.evented,
+		Sources: agent.SourceOptions{ManifestURL: c.manifestURL, ObjectPath: c.objectPath},
+		Logs:    agent.LogOptions{Dir: c.podLogsDir, LinksDir: c.logLinksDir}}
 	if !c.runOnce {
 		opts.Out = stdout
 	}
 	if c.nodeIP != "" {
-		opts.HostIPs = []string{c.nodeIP}
+		opts.Node.HostIPs = []string{c.nodeIP}
 	}
 	if err := apiOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
@@ -260,9 +262,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	if c.containerLogMaxFiles < 2 {
 		return agent.Options{}, nil, fmt.Errorf("--container-log-max-files=%d: must be at least 2", c.containerLogMaxFiles)
 	}
-	opts.ContainerLogMaxSize, opts.ContainerLogMaxFiles = size.Value(), c.containerLogMaxFiles
-	if opts.ContainerLogMaxSize == 0 {
-		opts.ContainerLogMaxSize = -1 // the flag's 0 is "never", the option's is the default
+	opts.Logs.MaxSize, opts.Logs.MaxFiles = size.Value(), c.containerLogMaxFiles
+	if opts.Logs.MaxSize == 0 {
+		opts.Logs.MaxSize = -1 // the flag's 0 is "never", the option's is the default
 	}
 	opts.Timings.NodeStatus = c.nodeStatusFrequency
 	opts.ImageGC = imagegc.Policy{HighThresholdPercent: c.imageGCHigh, LowThresholdPercent: c.imageGCLow, MinAge: c.imageMinTTL}
@@ -271,24 +273,24 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		return agent.Options{}, nil, err
 	}
 	if c.allowedUnsafeSysctls != "" {
-		opts.AllowedUnsafeSysctls = strings.Split(c.allowedUnsafeSysctls, ",")
+		opts.Security.AllowedUnsafeSysctls = strings.Split(c.allowedUnsafeSysctls, ",")
 	}
-	if opts.KubeReserved, err = parseReserved("kube-reserved", c.kubeReserved); err != nil {
+	if opts.Node.KubeReserved, err = parseReserved("kube-reserved", c.kubeReserved); err != nil {
 		return agent.Options{}, nil, err
 	}
-	if opts.SystemReserved, err = parseReserved("system-reserved", c.systemReserved); err != nil {
+	if opts.Node.SystemReserved, err = parseReserved("system-reserved", c.systemReserved); err != nil {
 		return agent.Options{}, nil, err
 	}
-	opts.SeccompDefault = c.seccompDefault
+	opts.Security.SeccompDefault = c.seccompDefault
 	if err := cgroupOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
 	}
 	if err := shutdownOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
 	}
-	opts.DevicePluginDir = c.devicePluginDir
+	opts.Node.DevicePluginDir = c.devicePluginDir
 	if !c.set["device-plugin-dir"] {
-		opts.DevicePluginDir = filepath.Join(c.rootDir, "device-plugins")
+		opts.Node.DevicePluginDir = filepath.Join(c.rootDir, "device-plugins")
 	}
 	opts.Eviction.Thresholds, err = eviction.ParseThresholds(c.evictionHard, c.evictionSoft, c.evictionSoftGrace, c.evictionReclaim)
 	if err != nil {
@@ -298,16 +300,16 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		// Nil would mean the defaults; the user asked for none.
 		opts.Eviction.Thresholds = []eviction.Threshold{}
 	}
-	opts.ManifestPath, err = manifestPath(c)
+	opts.Sources.ManifestPath, err = manifestPath(c)
 	if err != nil {
 		return agent.Options{}, nil, err
 	}
-	if opts.API != nil {
+	if opts.HTTP.API != nil {
 		kc, err := kubeletConfig(c, &opts)
 		if err != nil {
 			return agent.Options{}, nil, err
 		}
-		opts.API.Configz = server.ConfigProviderFunc(func() (any, error) { return kc, nil })
+		opts.HTTP.API.Configz = server.ConfigProviderFunc(func() (any, error) { return kc, nil })
 	}
 	return opts, joined, nil
 }
@@ -334,7 +336,7 @@ func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, 
 	if !c.registerNode && len(labels) > 0 {
 		return nil, errors.New("--node-labels are set when the Node is registered, and --register-node=false skips that")
 	}
-	opts.NodeLabels = labels // for the nodeSelectors admission matches
+	opts.Node.Labels = labels // for the nodeSelectors admission matches
 	if c.kubeAPIQPS <= 0 || c.kubeAPIBurst <= 0 {
 		return nil, fmt.Errorf("--kube-api-qps=%g and --kube-api-burst=%d: both must be positive", c.kubeAPIQPS, c.kubeAPIBurst)
 	}
@@ -370,14 +372,14 @@ func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, 
 	if err := j.Apply(opts); err != nil {
 		return nil, err
 	}
-	if opts.API != nil {
+	if opts.HTTP.API != nil {
 		if c.tokenWebhook {
-			if opts.API.Authenticator, err = apiserver.NewTokenReviewAuthenticator(client.AuthenticationV1(), apiserver.TokenReviewOptions{}); err != nil {
+			if opts.HTTP.API.Authenticator, err = apiserver.NewTokenReviewAuthenticator(client.AuthenticationV1(), apiserver.TokenReviewOptions{}); err != nil {
 				return nil, err
 			}
 		}
 		if c.authorizationMode == "" || c.authorizationMode == "Webhook" {
-			if opts.API.Authorizer, err = apiserver.NewSubjectAccessReviewAuthorizer(client.AuthorizationV1(), apiserver.SubjectAccessReviewOptions{}); err != nil {
+			if opts.HTTP.API.Authorizer, err = apiserver.NewSubjectAccessReviewAuthorizer(client.AuthorizationV1(), apiserver.SubjectAccessReviewOptions{}); err != nil {
 				return nil, err
 			}
 		}
@@ -411,16 +413,16 @@ func apiOptions(c *config, opts *agent.Options) error {
 		readOnly = 0 // off by default on a node of a cluster
 	}
 	if readOnly != 0 {
-		opts.Listen = net.JoinHostPort(c.address, strconv.Itoa(readOnly))
+		opts.HTTP.Listen = net.JoinHostPort(c.address, strconv.Itoa(readOnly))
 	}
 	if c.port != 0 {
-		opts.API = &agent.APIOptions{Listen: net.JoinHostPort(c.address, strconv.Itoa(c.port)), Anonymous: c.anonymousAuth,
+		opts.HTTP.API = &agent.APIOptions{Listen: net.JoinHostPort(c.address, strconv.Itoa(c.port)), Anonymous: c.anonymousAuth,
 			TLS: server.TLSOptions{CertFile: c.tlsCertFile, KeyFile: c.tlsKeyFile, CertDir: c.certDir, ClientCAFile: c.clientCAFile}}
 		if c.websockets {
 			// As upstream kubelet 1.36: kubectl's WebSockets are translated
 			// next to the runtime, and the API server told to send them on.
-			opts.API.WebSockets = websockets.Translator{}
-			opts.DeclaredFeatures = append(opts.DeclaredFeatures, agent.ExtendWebSocketsToKubelet)
+			opts.HTTP.API.WebSockets = websockets.Translator{}
+			opts.Node.DeclaredFeatures = append(opts.Node.DeclaredFeatures, agent.ExtendWebSocketsToKubelet)
 		}
 	}
 	return nil
@@ -578,20 +580,20 @@ func allStarted(pods []v1.Pod) bool {
 // cgroups. On a real runtime, --cgroups-per-qos (upstream's default) needs
 // root, and says so.
 func cgroupOptions(c *config, opts *agent.Options) error {
-	opts.CgroupsPerQOS = c.cgroupsPerQOS && c.endpoint != ""
-	if opts.CgroupsPerQOS && c.runtimeName == fake.DefaultRuntimeName && !c.set["cgroups-per-qos"] {
-		opts.CgroupsPerQOS = false
+	opts.Cgroups.PerQOS = c.cgroupsPerQOS && c.endpoint != ""
+	if opts.Cgroups.PerQOS && c.runtimeName == fake.DefaultRuntimeName && !c.set["cgroups-per-qos"] {
+		opts.Cgroups.PerQOS = false
 		opts.Logger.Warn("The runtime is kubeletkit's fake, whose containers are no processes: the pods get no cgroups (--cgroups-per-qos=true makes them)",
 			"endpoint", c.endpoint, "runtime", c.runtimeName)
 	}
-	opts.CgroupDriver, opts.CgroupRoot = c.cgroupDriver, c.cgroupRoot
+	opts.Cgroups.Driver, opts.Cgroups.Root = c.cgroupDriver, c.cgroupRoot
 	if c.enforceNodeAllocatable != "" {
-		opts.EnforceNodeAllocatable = strings.Split(c.enforceNodeAllocatable, ",")
+		opts.Cgroups.EnforceNodeAllocatable = strings.Split(c.enforceNodeAllocatable, ",")
 	}
-	if !opts.CgroupsPerQOS && (c.endpoint == "" || !c.set["enforce-node-allocatable"]) {
-		opts.EnforceNodeAllocatable = nil
+	if !opts.Cgroups.PerQOS && (c.endpoint == "" || !c.set["enforce-node-allocatable"]) {
+		opts.Cgroups.EnforceNodeAllocatable = nil
 	}
-	if opts.CgroupsPerQOS && os.Geteuid() != 0 {
+	if opts.Cgroups.PerQOS && os.Geteuid() != 0 {
 		return errors.New("--cgroups-per-qos creates the pods' cgroups, which needs root: run as root, or pass --cgroups-per-qos=false")
 	}
 	return nil

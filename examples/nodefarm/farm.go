@@ -155,10 +155,10 @@ func (f *Farm) newNode(client kubernetes.Interface, i int, opts Options) (*Node,
 	}
 	rt := newRuntime(i, clock.RealClock{}, s)
 	ao := agent.Options{NodeName: j.NodeName(), Runtime: rt, RootDir: filepath.Join(opts.RootDir, j.NodeName()),
-		Machine: opts.Machine, Logger: log,
+		Node: agent.NodeOptions{Machine: opts.Machine}, Logger: log,
 		// Volumes are files under the node's directory: a farm mounts no
 		// tmpfs per pod even as root.
-		NoMounts: true}
+		Security: agent.SecurityOptions{NoMounts: true}}
 	if err := j.Apply(&ao); err != nil {
 		rt.Close()
 		return nil, err

@@ -51,7 +51,7 @@ func TestFarmNodesJoin(t *testing.T) {
 		allowAll(client)
 		f, err := nodefarm.New(client, nodefarm.Options{Nodes: 3, NamePrefix: "n-", RootDir: t.TempDir(),
 			Agent: func(i int, o *agent.Options) {
-				o.HostIPs = []string{"192.0.2.10"}
+				o.Node.HostIPs = []string{"192.0.2.10"}
 				o.Eviction.Stats = &evictiontest.Stats{}
 				o.Rand = func() float64 { return 0 }
 			}})

@@ -54,7 +54,7 @@
 //
 //	m, err := prometheus.New(prometheus.Options{})
 //	if err != nil { ... }
-//	a, err := agent.New(agent.Options{Metrics: m, MetricsHandler: m.Handler(), Listen: ":10255"})
+//	a, err := agent.New(agent.Options{Metrics: m, HTTP: agent.HTTPOptions{MetricsHandler: m.Handler(), Listen: ":10255"}})
 //	if err != nil { ... }
 //	if err := m.RegisterNode(a); err != nil { ... }
 //	err = a.Run(ctx) // /metrics on :10255

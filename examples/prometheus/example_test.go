@@ -26,7 +26,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	a, err := agent.New(agent.Options{NodeName: "node1", RootDir: "/tmp/prometheus-example", Metrics: m, MetricsHandler: m.Handler()})
+	a, err := agent.New(agent.Options{NodeName: "node1", RootDir: "/tmp/prometheus-example", Metrics: m, HTTP: agent.HTTPOptions{MetricsHandler: m.Handler()}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -126,7 +126,7 @@ func New(opts Options) (*Metrics, error) {
 func (m *Metrics) Registry() *prom.Registry { return m.reg }
 
 // Handler serves the registry in the Prometheus exposition formats
-// (promhttp), for agent.Options.MetricsHandler. A scrape in which some
+// (promhttp), for agent.Options.HTTP.MetricsHandler. A scrape in which some
 // metric failed (the runtime did not answer) serves the others and logs
 // the error.
 func (m *Metrics) Handler() http.Handler {

@@ -65,7 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.port, "port", 0, "port of virtual-kubelet's kubelet API over TLS, a self-signed certificate under ROOT-DIR/pki (0: none)")
 	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle that signs the client certificates the kubelet API accepts (the API server's kubelet-client certificate: kubectl logs, exec, port-forward)")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "the node's IP address, in its status and in the serving certificate (default: the machine's first non-loopback address)")
-	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", false, "put pods in upstream's cgroup hierarchy with node allocatable enforced on kubepods (agent.Options.CgroupsPerQOS, cgroupfs), as minikubelet's flag; needs root and a container runtime endpoint")
+	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", false, "put pods in upstream's cgroup hierarchy with node allocatable enforced on kubepods (agent.Options.Cgroups.PerQOS, cgroupfs), as minikubelet's flag; needs root and a container runtime endpoint")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -169,12 +169,12 @@ func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog
 		enforce = []string{agent.EnforcePods}
 	}
 	opts := vkprovider.Options{
-		Agent:  agent.Options{Runtime: rt, RootDir: c.rootDir, PodLogsDir: c.podLogsDir, CgroupsPerQOS: qos, EnforceNodeAllocatable: enforce},
+		Agent:  agent.Options{Runtime: rt, RootDir: c.rootDir, Logs: agent.LogOptions{Dir: c.podLogsDir}, Cgroups: agent.CgroupOptions{PerQOS: qos, EnforceNodeAllocatable: enforce}},
 		Client: client,
 		Logger: log,
 	}
 	if c.nodeIP != "" {
-		opts.Agent.HostIPs = []string{c.nodeIP}
+		opts.Agent.Node.HostIPs = []string{c.nodeIP}
 	}
 	nodeOpts := []nodeutil.NodeOpt{nodeutil.WithClient(client), func(cfg *nodeutil.NodeConfig) error {
 		cfg.NodeSpec = nodeSpec(c)

@@ -17,7 +17,7 @@ import (
 // calls and the status sink touch, without the agent.
 func benchProvider(b *testing.B, n int) (*Provider, []*v1.Pod) {
 	b.Helper()
-	p, err := New(Options{Agent: agent.Options{NodeName: "vk-node", RootDir: b.TempDir(), NoMounts: true}})
+	p, err := New(Options{Agent: agent.Options{NodeName: "vk-node", RootDir: b.TempDir(), Security: agent.SecurityOptions{NoMounts: true}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -132,7 +132,7 @@
 //     after a preStop hook that used up the grace period included.
 //   - VK's pod controller ignores pods whose phase in the API server is
 //     Succeeded or Failed: no status is written to them any more.
-//   - Static pods (Agent.ManifestPath) run, but their statuses reach no
+//   - Static pods (Agent.Sources.ManifestPath) run, but their statuses reach no
 //     mirror pod: VK knows no static pods.
 //
 // # Without a CRI-shaped backend

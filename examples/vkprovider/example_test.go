@@ -33,7 +33,10 @@ func Example() {
 	defer os.RemoveAll(dir)
 	// The agent's embedded fake runtime stands for containerd (cri.Dial).
 	p, err := vkprovider.New(vkprovider.Options{Agent: agent.Options{
-		NodeName: "vk-node", RootDir: dir, HostIPs: []string{"192.0.2.10"}, NoMounts: true,
+		NodeName: "vk-node",
+		RootDir:  dir,
+		Node:     agent.NodeOptions{HostIPs: []string{"192.0.2.10"}},
+		Security: agent.SecurityOptions{NoMounts: true},
 		Eviction: agent.EvictionOptions{Disabled: true},
 	}})
 	if err != nil {

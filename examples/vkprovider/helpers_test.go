@@ -63,8 +63,13 @@ type env struct {
 // runtime under a temporary root, nothing mounted, eviction seeing an idle
 // machine.
 func testOptions(t *testing.T) vkprovider.Options {
-	o := vkprovider.Options{Agent: agent.Options{NodeName: nodeName, RootDir: t.TempDir(), HostIPs: []string{hostIP},
-		NoMounts: true, Timings: fast}}
+	o := vkprovider.Options{Agent: agent.Options{
+		NodeName: nodeName,
+		RootDir:  t.TempDir(),
+		Node:     agent.NodeOptions{HostIPs: []string{hostIP}},
+		Security: agent.SecurityOptions{NoMounts: true},
+		Timings:  fast,
+	}}
 	o.Agent.Eviction.Stats = &evictiontest.Stats{}
 	if os.Getenv("KK_DEBUG") != "" {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

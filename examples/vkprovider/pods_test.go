@@ -339,12 +339,12 @@ func nodeConditionReason(n *v1.Node, t v1.NodeConditionType) string {
 func TestNewRefusesTheProvidersOptions(t *testing.T) {
 	t.Parallel()
 	for name, edit := range map[string]func(*vkprovider.Options){
-		"updates":     func(o *vkprovider.Options) { o.Agent.Updates = make(chan syncloop.PodUpdate) },
-		"status sink": func(o *vkprovider.Options) { o.Agent.StatusSink = &statustest.Sink{} },
+		"updates":     func(o *vkprovider.Options) { o.Agent.Cluster.Updates = make(chan syncloop.PodUpdate) },
+		"status sink": func(o *vkprovider.Options) { o.Agent.Cluster.StatusSink = &statustest.Sink{} },
 		"node sink": func(o *vkprovider.Options) {
-			o.Agent.NodeStatusSink = node.StatusSinkFunc(func(context.Context, string, v1.NodeStatus) error { return nil })
+			o.Agent.Cluster.NodeStatusSink = node.StatusSinkFunc(func(context.Context, string, v1.NodeStatus) error { return nil })
 		},
-		"leases":    func(o *vkprovider.Options) { o.Agent.Leases = &nodetest.Sink{} },
+		"leases":    func(o *vkprovider.Options) { o.Agent.Cluster.Leases = &nodetest.Sink{} },
 		"node name": func(o *vkprovider.Options) { o.Node = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}} },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -30,20 +30,22 @@ type Options struct {
 	// Agent configures the kubelet that runs the pods: its Runtime is the
 	// CRI-shaped backend (cri.Dial's client for containerd or CRI-O, a
 	// *fake.Runtime, or a shim of one's own; nil means the agent's
-	// embedded fake runtime). The provider owns Updates, StatusSink and
-	// NodeStatusSink, which must be nil, and sets ReportHostIPs (pods
-	// report their host IPs, as under an API server). Leases must be nil:
-	// VK keeps the Node's Lease. NodeName must be the Node's name; empty
-	// means Node's.
+	// embedded fake runtime). The provider fills the agent's
+	// Cluster: it owns Cluster.Updates, Cluster.StatusSink and
+	// Cluster.NodeStatusSink, which must be nil, and sets
+	// Cluster.ReportHostIPs (pods report their host IPs, as under an API
+	// server). Cluster.Leases must be nil: VK keeps the Node's Lease.
+	// NodeName must be the Node's name; empty means Node's.
 	Agent agent.Options
 	// Client is the API server VK talks to, with the node's credentials.
 	// Optional. With it, unless Agent sets its own, pods' configMap,
 	// secret and projected service account token volumes and environment
 	// come from the API server (examples/apiserver's WatchingSources),
-	// containers get the service environment variables (Services), events
-	// are recorded as upstream kubelet's (NewRecorder), and a finished
-	// deleted pod is deleted from the API server at once, as upstream's
-	// status manager does (VK would wait for the end of its grace period).
+	// containers get the service environment variables (Cluster.Services),
+	// events are recorded as upstream kubelet's (NewRecorder), and a
+	// finished deleted pod is deleted from the API server at once, as
+	// upstream's status manager does (VK would wait for the end of its
+	// grace period).
 	Client kubernetes.Interface
 	// Pods lists the API server's pods bound to the node, as VK's informer
 	// holds them (nodeutil.ProviderConfig.Pods). Optional. With it, the
@@ -112,14 +114,14 @@ var (
 func New(opts Options) (*Provider, error) {
 	a := opts.Agent
 	switch {
-	case a.Updates != nil:
-		return nil, fmt.Errorf("new provider: Agent.Updates is the provider's (VK's pods): %w", ErrInvalidOptions)
-	case a.StatusSink != nil:
-		return nil, fmt.Errorf("new provider: Agent.StatusSink is the provider's (NotifyPods): %w", ErrInvalidOptions)
-	case a.NodeStatusSink != nil:
-		return nil, fmt.Errorf("new provider: Agent.NodeStatusSink is the provider's (NotifyNodeStatus): %w", ErrInvalidOptions)
-	case a.Leases != nil:
-		return nil, fmt.Errorf("new provider: Agent.Leases must be nil: VK keeps the node's Lease: %w", ErrInvalidOptions)
+	case a.Cluster.Updates != nil:
+		return nil, fmt.Errorf("new provider: Agent.Cluster.Updates is the provider's (VK's pods): %w", ErrInvalidOptions)
+	case a.Cluster.StatusSink != nil:
+		return nil, fmt.Errorf("new provider: Agent.Cluster.StatusSink is the provider's (NotifyPods): %w", ErrInvalidOptions)
+	case a.Cluster.NodeStatusSink != nil:
+		return nil, fmt.Errorf("new provider: Agent.Cluster.NodeStatusSink is the provider's (NotifyNodeStatus): %w", ErrInvalidOptions)
+	case a.Cluster.Leases != nil:
+		return nil, fmt.Errorf("new provider: Agent.Cluster.Leases must be nil: VK keeps the node's Lease: %w", ErrInvalidOptions)
 	}
 	if opts.Node != nil {
 		switch {
@@ -142,13 +144,13 @@ func New(opts Options) (*Provider, error) {
 	lifetime, end := context.WithCancel(context.Background())
 	p := &Provider{opts: opts, log: log, clock: a.Clock, updates: make(chan syncloop.PodUpdate), notify: newNotifier(),
 		lifetime: lifetime, end: end, stopped: make(chan struct{}), pods: map[string]*entry{}, wake: make(chan struct{}, 1)}
-	a.Updates, a.StatusSink, a.ReportHostIPs = p.updates, statusSink{p}, true
+	a.Cluster.Updates, a.Cluster.StatusSink, a.Cluster.ReportHostIPs = p.updates, statusSink{p}, true
 	if err := p.useClient(&a); err != nil {
 		end()
 		return nil, err
 	}
 	p.node = &nodeNotifier{wake: make(chan struct{}, 1)}
-	a.NodeStatusSink = nodeSink{p.node}
+	a.Cluster.NodeStatusSink = nodeSink{p.node}
 	ag, err := agent.New(a)
 	if err != nil {
 		end()
@@ -174,21 +176,21 @@ func (p *Provider) useClient(a *agent.Options) error {
 	if p.deleter, err = apiserver.NewStatusSink(c, apiserver.StatusSinkOptions{Logger: p.log.With("component", "api-delete")}); err != nil {
 		return fmt.Errorf("new provider: %w", err)
 	}
-	if v := a.VolumeSources; v.ConfigMaps == nil && v.Secrets == nil && v.Tokens == nil {
+	if v := a.Cluster.VolumeSources; v.ConfigMaps == nil && v.Secrets == nil && v.Tokens == nil {
 		if p.volumes, err = apiserver.NewWatchingSources(c, apiserver.WatchingSourcesOptions{Logger: p.log.With("component", "api-volumes")}); err != nil {
 			return fmt.Errorf("new provider: %w", err)
 		}
-		a.VolumeSources = p.volumes.Sources()
+		a.Cluster.VolumeSources = p.volumes.Sources()
 	}
-	if a.Services == nil {
+	if a.Cluster.Services == nil {
 		if p.services, err = apiserver.NewServices(c, apiserver.ServicesOptions{Logger: p.log.With("component", "api-services")}); err != nil {
 			return fmt.Errorf("new provider: %w", err)
 		}
-		a.Services = p.services
+		a.Cluster.Services = p.services
 	}
-	if a.Recorder == nil {
+	if a.Cluster.Recorder == nil {
 		p.recorder = &apiserver.GatedRecorder{}
-		a.Recorder = p.recorder
+		a.Cluster.Recorder = p.recorder
 	}
 	return nil
 }
@@ -201,7 +203,7 @@ func (p *Provider) Agent() *agent.Agent { return p.agent }
 // Run runs the agent and what feeds it until ctx ends: the desired pods to
 // the agent, the agent's pod and node statuses to VK's callbacks, and, with
 // Options.Client, the API server's volume sources, services and events;
-// with the agent's embedded fake runtime (and no Agent.API, which serves
+// with the agent's embedded fake runtime (and no Agent.HTTP.API, which serves
 // it), the fake runtime's streaming server for exec, attach and
 // port-forward. When one part fails, Run ends the others. It returns once
 // every goroutine it started, and every stream of a kubelet API request,
@@ -224,7 +226,7 @@ func (p *Provider) Run(ctx context.Context) error {
 	// Attached before the agent starts, so that its Exec works once it
 	// is ready.
 	var streaming *fake.StreamingServer
-	if rt := p.agent.FakeRuntime(); rt != nil && p.opts.Agent.API == nil {
+	if rt := p.agent.FakeRuntime(); rt != nil && p.opts.Agent.HTTP.API == nil {
 		var err error
 		if streaming, err = streamingServer(rt); err != nil {
 			return fmt.Errorf("run: %w", err)

@@ -18,11 +18,11 @@
 // output (kubernetes/kubernetes#124571: an exec's tty line, tar's last
 // stderr line under kubectl cp). With Translator in
 // agent.APIOptions.WebSockets and agent.ExtendWebSocketsToKubelet in
-// agent.Options.DeclaredFeatures, a node gets the path upstream kubelet
-// gets, translated next to the runtime by the same code:
+// agent.Options.Node.DeclaredFeatures, a node gets the path upstream
+// kubelet gets, translated next to the runtime by the same code:
 //
-//	opts.API.WebSockets = websockets.Translator{}
-//	opts.DeclaredFeatures = append(opts.DeclaredFeatures, agent.ExtendWebSocketsToKubelet)
+//	opts.HTTP.API.WebSockets = websockets.Translator{}
+//	opts.Node.DeclaredFeatures = append(opts.Node.DeclaredFeatures, agent.ExtendWebSocketsToKubelet)
 //
 // examples/minikubelet does so unless --extend-websockets-to-kubelet=false.
 //

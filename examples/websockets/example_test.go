@@ -11,14 +11,14 @@ import (
 // the feature that tells the API server to use it.
 func Example() {
 	opts := agent.Options{
-		API:              &agent.APIOptions{Listen: ":10250", WebSockets: websockets.Translator{}},
-		DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet},
+		HTTP: agent.HTTPOptions{API: &agent.APIOptions{Listen: ":10250", WebSockets: websockets.Translator{}}},
+		Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
 	}
 	a, err := agent.New(opts)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(a.NodeName() != "", opts.DeclaredFeatures)
+	fmt.Println(a.NodeName() != "", opts.Node.DeclaredFeatures)
 	// Output: true [ExtendWebSocketsToKubelet]
 }

@@ -81,10 +81,13 @@ spec:
 `), 0o600))
 	out := &changes{wake: make(chan struct{}, 1)}
 	a, err := agent.New(agent.Options{
-		NodeName: "node1", RootDir: filepath.Join(dir, "root"), ManifestPath: manifests, Out: out,
-		API:              &agent.APIOptions{Listen: "127.0.0.1:0", Anonymous: true, WebSockets: websockets.Translator{}},
-		DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet},
-		Eviction:         agent.EvictionOptions{Thresholds: []eviction.Threshold{}},
+		NodeName: "node1",
+		RootDir:  filepath.Join(dir, "root"),
+		Sources:  agent.SourceOptions{ManifestPath: manifests},
+		Out:      out,
+		HTTP:     agent.HTTPOptions{API: &agent.APIOptions{Listen: "127.0.0.1:0", Anonymous: true, WebSockets: websockets.Translator{}}},
+		Node:     agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
+		Eviction: agent.EvictionOptions{Thresholds: []eviction.Threshold{}},
 	})
 	require.NoError(t, err)
 	a.FakeRuntime().SetPortRules([]fake.PortRule{{Port: echoPort, Handler: fake.EchoPort}})

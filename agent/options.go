@@ -1,0 +1,334 @@
+package agent
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/cri/imagegc"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/server"
+	"github.com/kubeletkit/kubeletkit/status"
+	"github.com/kubeletkit/kubeletkit/status/node"
+	"github.com/kubeletkit/kubeletkit/syncloop"
+	"github.com/kubeletkit/kubeletkit/volume"
+)
+
+// Options configure an Agent. The zero value runs the embedded fake runtime
+// on the real clock with no pod source, under the root directory
+// /tmp/minikubelet, standalone: statuses are kept in memory, the node's
+// status is built but sent nowhere, events are logged.
+//
+// The fields every agent sets sit at the top; the rest are grouped by
+// concern, each group's zero value being its documented default.
+// Everything an API server provides comes in through Cluster; the module's
+// examples/apiserver fills it with client-go (Joined.Apply).
+type Options struct {
+	// Clock is the time of the agent and of every block. Nil means the real
+	// clock. With a fake clock, nothing the agent composes reads the real
+	// time (agent/agenttest steps one).
+	Clock Clock
+	// Rand returns a pseudo-random number in [0, 1) for the jitter of pod
+	// resyncs, retries and probes' first runs. Nil means math/rand/v2.
+	Rand func() float64
+	// Runtime is the container runtime. Nil means an embedded fake runtime
+	// (NewFakeRuntime) on Clock.
+	Runtime Runtime
+	// EventedPLEG follows the runtime's container events (CRI
+	// GetContainerEvents) with a slow relist as a safety net, instead of
+	// relisting every second: upstream's EventedPLEG feature. Pods turn
+	// Running and Ready sooner; containerd 1.7+ and the fake support it.
+	EventedPLEG bool
+	// NodeName names the node; it suffixes static pods' names. Empty means
+	// the host name, lower-cased.
+	NodeName string
+	// RootDir holds the pods' data directories (RootDir/pods/<uid>) and,
+	// unless Logs.Dir says otherwise, their logs (RootDir/logs). Empty
+	// means /tmp/minikubelet.
+	RootDir string
+	// Logger receives the agent's logs; nil discards them.
+	Logger *slog.Logger
+	// Out receives one line per change of a pod's phase or container
+	// states; nil means none.
+	Out io.Writer
+	// Metrics receives the agent's measurements. Nil means none.
+	Metrics Metrics
+
+	// Cluster is what an API server provides: pods, the sinks of their
+	// statuses and of the node's, mirror pods, events, volume sources,
+	// services. The zero value is a standalone node.
+	Cluster ClusterOptions
+	// Sources are the static pod sources (a manifest directory, a URL) and
+	// the object manifests static pods may read.
+	Sources SourceOptions
+	// Node describes the node: its addresses, labels, declared features,
+	// hardware, reservations and device plugins.
+	Node NodeOptions
+	// Cgroups puts the pods in upstream's cgroup hierarchy; the zero value
+	// leaves cgroups to the runtime.
+	Cgroups CgroupOptions
+	// Security is what the node allows pods and how it guards them:
+	// unsafe sysctls, the default seccomp profile, mounts.
+	Security SecurityOptions
+	// HTTP configures the node's HTTP servers: the read-only one and the
+	// kubelet API, and what both serve beside the agent's own.
+	HTTP HTTPOptions
+	// Logs configures the containers' log files: where they go, links for
+	// log collectors, rotation.
+	Logs LogOptions
+	// Eviction configures node-pressure eviction.
+	Eviction EvictionOptions
+	// ImageGC is the image garbage collection policy; the zero value is
+	// upstream's (imagegc.DefaultPolicy: at 85% of the image filesystem
+	// used, remove the least recently used images down to 80%; never an
+	// image first seen less than 2m ago). Collection runs every
+	// Timings.ImageGC on the image filesystem that Eviction.Stats (or the
+	// machine) measures, and under disk pressure eviction removes every
+	// unused image first.
+	ImageGC imagegc.Policy
+	// Shutdown is graceful node shutdown (upstream's shutdownGracePeriod
+	// and shutdownGracePeriodCriticalPods): what a shutdown does, and what
+	// triggers it besides Agent.Shutdown. The zero value leaves it off.
+	Shutdown ShutdownOptions
+	// Timings overrides default periods.
+	Timings Timings
+}
+
+// ClusterOptions are the one seam an API server fills: each field is an
+// interface (or a value) a client of the API server provides, and the zero
+// value is a standalone node, as upstream's kubelet without an API server.
+// examples/apiserver's Joined.Apply fills it with client-go; a test or an
+// edge agent may fill any part of it.
+type ClusterOptions struct {
+	// Updates are pods from an API server (the source named "api"): SET,
+	// ADD, UPDATE, DELETE, REMOVE and RECONCILE, merged with the static
+	// pods. Nil means none. Unlike static pods, these pods can be evicted,
+	// as upstream protects static pods from eviction. The agent reads it
+	// until Run returns; closing it ends the source, not the agent.
+	Updates <-chan syncloop.PodUpdate
+	// StatusSink receives pod statuses (an API server's pods/status). Nil
+	// keeps them in memory, a static pod standing for its own mirror pod.
+	StatusSink status.Sink
+	// NodeStatusSink receives the node's status, and Leases its lease (an
+	// API server's Node and Lease). Nil means none: the status is still
+	// built, for NodeStatus and the pressure conditions.
+	NodeStatusSink node.StatusSink
+	// Leases renews the node's lease every quarter of LeaseDuration. Nil
+	// means no lease.
+	Leases node.LeaseSink
+	// LeaseDuration is the node lease's duration, a whole number of
+	// seconds; 0 means upstream's 40s.
+	LeaseDuration time.Duration
+	// Node gives the Node object pods are admitted to, the API server's:
+	// its labels for nodeSelector and node affinity, its taints. Its
+	// allocatable resources are always the agent's own. Nil, or an error
+	// from it, means the agent's own Node: its name and labels
+	// (Options.Node.Labels) and no taints. examples/apiserver's Join sets
+	// it.
+	Node admission.NodeGetter
+	// ReportHostIPs puts the node's IPs (Options.Node.HostIPs) in pod
+	// statuses (hostIP, hostIPs). Upstream kubelet does so when it has an
+	// API server, and so a Node; standalone, pod statuses have no hostIP.
+	ReportHostIPs bool
+	// MirrorPods keeps the API server's mirror pods in step with the static
+	// pods at every housekeeping. Nil means none.
+	MirrorPods MirrorPods
+	// Recorder receives every event the blocks record (client-go's
+	// record.EventRecorder fits). Events are also logged. Nil means logged
+	// only.
+	Recorder EventRecorder
+	// VolumeSources give configMaps, secrets and service account tokens to
+	// the pods' volumes and environment. Empty means the objects of
+	// Sources.ObjectPath, and no tokens.
+	VolumeSources volume.Sources
+	// Services lists the services whose variables containers get
+	// (KUBERNETES_SERVICE_HOST ...). Nil means none.
+	Services containerconfig.ServiceLister
+	// RuntimeClasses looks up the pods' runtime classes (an API server's
+	// RuntimeClass objects): the handler a pod's sandbox runs under, and
+	// the overhead of a pod that has none in its spec
+	// (containerconfig.Options.RuntimeClasses). Nil: a runtime class's
+	// name is its handler, and only a pod's own overhead counts.
+	RuntimeClasses containerconfig.RuntimeClasses
+}
+
+// SourceOptions are the node's own pod sources, upstream's static pods, and
+// the objects those pods may read. Each is off when empty.
+type SourceOptions struct {
+	// ManifestPath is a directory of static pod manifests (or one file);
+	// empty means none. It is watched with inotify where the kernel allows
+	// (a change is read within milliseconds), else polled every second,
+	// and read in full every Timings.SourcePeriod.
+	ManifestPath string
+	// PollManifests polls ManifestPath every second instead of watching it:
+	// for a fake clock, on which the kernel's notifications would arrive
+	// outside the simulated time (agenttest sets it), and for file systems
+	// whose changes inotify does not see.
+	PollManifests bool
+	// ManifestURL is an HTTP URL serving a pod or a pod list; empty means
+	// none.
+	ManifestURL string
+	// ObjectPath is a directory of ConfigMap and Secret manifests (one
+	// object per file, YAML or JSON) that pods' configMap, secret and
+	// projected volumes and their environment read, re-read every
+	// Timings.SourcePeriod; empty means none. Ignored when
+	// Cluster.VolumeSources is set. With it, static pods may reference
+	// configMaps and secrets (an extension: upstream's kubelet refuses such
+	// manifests, and so does the agent without ObjectPath).
+	ObjectPath string
+}
+
+// NodeOptions describe the node the agent is: what it reports in its
+// status and what it admits pods against.
+type NodeOptions struct {
+	// HostIPs are the node's IPs, primary first. Empty means the first
+	// non-loopback address of the machine, or 127.0.0.1.
+	HostIPs []string
+	// Labels are labels of the node beside those it has of its own
+	// (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch and
+	// their beta spellings), for the nodeSelector and node affinity of the
+	// pods admitted when Cluster.Node is nil.
+	Labels map[string]string
+	// DeclaredFeatures are the features the node declares in its status
+	// (status.declaredFeatures, upstream's NodeDeclaredFeatures), listed
+	// sorted, once each; empty leaves the field unset. The API server reads
+	// them: ExtendWebSocketsToKubelet makes it send kubectl's WebSockets on
+	// to the node, which must then serve them (HTTP.API.WebSockets), so New
+	// refuses the one without the other. A name the API server would refuse
+	// fails New too.
+	DeclaredFeatures []string
+	// Machine describes the node's hardware for its status. Nil means this
+	// machine (node.LocalMachine, its ephemeral storage the filesystem of
+	// RootDir).
+	Machine node.Machine
+	// KubeReserved and SystemReserved are resources kept for the node's
+	// own daemons and the system (upstream's kubeReserved and
+	// systemReserved: cpu, memory, ephemeral-storage, pid): they are taken
+	// off the capacity, with the hard eviction thresholds of
+	// memory.available and nodefs.available, to give the allocatable
+	// resources the node reports and admits pods against. They are
+	// enforced on cgroups only with Cgroups.EnforceNodeAllocatable "pods".
+	// A negative quantity fails New.
+	KubeReserved, SystemReserved v1.ResourceList
+	// DevicePluginDir is the device plugin directory (package devices):
+	// the agent serves the registration socket there (kubelet.sock),
+	// reports the plugins' resources in the node's capacity and
+	// allocatable, gives containers their devices at admission and keeps
+	// the allocations in a checkpoint there. Upstream's is
+	// /var/lib/kubelet/device-plugins, where plugins look for it. Empty
+	// means no device plugins.
+	DevicePluginDir string
+}
+
+// CgroupOptions put the pods in upstream's cgroup hierarchy (package
+// cgroups). The zero value leaves it off: the runtime places the pods.
+type CgroupOptions struct {
+	// PerQOS puts the pods in upstream's cgroup hierarchy (upstream's
+	// cgroupsPerQOS): kubepods, limited to the node's capacity (less
+	// Node.KubeReserved and Node.SystemReserved with
+	// EnforceNodeAllocatable "pods"), kubepods/burstable and
+	// kubepods/besteffort, and a cgroup per pod with its CPU shares, quota
+	// and memory limit, created before its sandbox (its cgroup parent) and
+	// removed once its containers are gone. Only the pod cgroups this agent
+	// made (recorded under RootDir/cgroups) are ever removed; another
+	// agent's on the same host are left alone. Off by default here
+	// (upstream's default is on); it needs root.
+	PerQOS bool
+	// Driver is upstream's cgroupDriver: "" or "cgroupfs", or "systemd":
+	// the hierarchy as systemd slices (kubepods.slice,
+	// kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice) created
+	// over systemd's D-Bus API, as upstream's (package cgroups); Run
+	// connects to the machine's systemd. The runtime must use the same
+	// driver: the sandboxes' cgroup parent is spelled as this one spells
+	// it.
+	Driver string
+	// Root is the cgroup the hierarchy goes under (upstream's cgroupRoot);
+	// empty means "/". Agents that share a host should each have their
+	// own.
+	Root string
+	// FS is where the cgroup file system is mounted; empty means
+	// /sys/fs/cgroup.
+	FS string
+	// EnforceNodeAllocatable is upstream's enforceNodeAllocatable: "pods"
+	// limits kubepods to the node's allocatable (capacity less
+	// Node.KubeReserved and Node.SystemReserved) instead of its capacity,
+	// and needs PerQOS; "none" or empty enforces nothing.
+	// "system-reserved" and "kube-reserved" (and their "-compressible"
+	// forms) are refused: they need cgroups of the reserved daemons the
+	// agent does not manage.
+	EnforceNodeAllocatable []string
+}
+
+// SecurityOptions say what the node allows pods beyond upstream's defaults
+// and how it guards their data. The zero value is upstream's default.
+type SecurityOptions struct {
+	// AllowedUnsafeSysctls are the sysctls beyond the safe set a pod may
+	// set, by name or by prefix ending in "*" (upstream's
+	// allowedUnsafeSysctls); each must belong to a group the kernel
+	// namespaces (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*,
+	// net.*). A pod setting any other sysctl is refused (SysctlForbidden).
+	AllowedUnsafeSysctls []string
+	// SeccompDefault runs the containers of pods that name no seccomp
+	// profile under the runtime's default profile (RuntimeDefault) instead
+	// of Unconfined: upstream's seccompDefault, off by default as there.
+	// Localhost profiles are files under RootDir/seccomp, upstream's
+	// <root-dir>/seccomp.
+	SeccompDefault bool
+	// NoMounts keeps the agent from mounting: secret and projected volumes
+	// are written on disk under RootDir instead of a tmpfs, and subPaths are
+	// handed to the runtime unpinned. It is always so when the process is
+	// not root.
+	NoMounts bool
+}
+
+// HTTPOptions configure the node's HTTP servers (package server): the
+// read-only server and the kubelet API, and the handlers and health checks
+// both serve beside the agent's own. The zero value serves nothing.
+type HTTPOptions struct {
+	// Listen is the address of the read-only HTTP server (upstream's
+	// read-only port, package server without authentication: /healthz,
+	// /pods, /node, /stats/summary, /metrics); empty means none. ":0"
+	// picks a free port; Addr tells which.
+	Listen string
+	// API serves the kubelet API: kubectl logs, exec, attach,
+	// port-forward and cp, the stats summary (kubectl top through
+	// metrics-server), over TLS with authentication and authorization.
+	// Nil means none.
+	API *APIOptions
+	// MetricsHandler serves /metrics on both servers (examples/prometheus
+	// has one over Options.Metrics); nil means no /metrics.
+	MetricsHandler http.Handler
+	// ResourceMetricsHandler serves /metrics/resource on both servers
+	// (examples/prometheus has one over the agent's Summary); nil means
+	// no such endpoint.
+	ResourceMetricsHandler http.Handler
+	// HealthChecks are /healthz's checks after the agent's own (ping,
+	// syncloop, pleg) on both servers; examples/apiserver's Joined adds
+	// "apisource", which says when the pods come from the local state.
+	HealthChecks []server.HealthCheck
+}
+
+// LogOptions configure the containers' log files (package cri/logs). The
+// zero value is upstream's default under RootDir.
+type LogOptions struct {
+	// Dir is the directory of the containers' log files
+	// (<namespace>_<name>_<uid>/<container>/<restart>.log), upstream's
+	// podLogsDir, which is /var/log/pods there. Empty means RootDir/logs.
+	Dir string
+	// LinksDir gets a symbolic link to each container's log file,
+	// <pod>_<namespace>_<container>-<id>.log, as upstream keeps
+	// /var/log/containers for log collectors (podsync.Options). Empty: no
+	// links.
+	LinksDir string
+	// MaxSize is the size at which a running container's log is rotated
+	// (upstream's containerLogMaxSize); 0 means 10Mi, negative turns
+	// rotation off.
+	MaxSize int64
+	// MaxFiles is how many files a container's log may have, the live one
+	// included (upstream's containerLogMaxFiles); 0 means 5.
+	MaxFiles int
+}
