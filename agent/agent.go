@@ -35,7 +35,6 @@ import (
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
-	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -181,6 +180,7 @@ type Agent struct {
 	listener    net.Listener
 	apiListener net.Listener  // the kubelet API's; nil when none
 	ready       chan struct{} // closed once Run has started everything
+	runnables   []runnable    // what Run starts, in order (newRunnables)
 
 	mu       sync.Mutex
 	cleanups int
@@ -299,6 +299,7 @@ func New(opts Options) (*Agent, error) {
 	if err := a.build(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	a.runnables = a.newRunnables()
 	return a, nil
 }
 
@@ -522,167 +523,6 @@ func (a *Agent) Healthy() error {
 // addresses, node info), and false before the first.
 func (a *Agent) NodeStatus() (v1.NodeStatus, bool) { return a.node.Status() }
 
-// Run runs the agent until ctx ends, and returns once every goroutine it
-// started has ended. Containers are left running, as a kubelet restart
-// leaves them: the next agent adopts them. Run may be called once.
-func (a *Agent) Run(ctx context.Context) error {
-	for _, d := range []string{a.podsDir(), a.logsDir()} {
-		if err := os.MkdirAll(d, 0o750); err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-	}
-	if a.opts.HTTP.Listen != "" {
-		l, err := net.Listen("tcp", a.opts.HTTP.Listen)
-		if err != nil {
-			return fmt.Errorf("agent: listen: %w", err)
-		}
-		a.listener = l
-	}
-	closeListeners := func() {
-		for _, l := range []net.Listener{a.listener, a.apiListener} {
-			if l != nil {
-				l.Close()
-			}
-		}
-	}
-	if err := a.listenAPI(); err != nil {
-		closeListeners()
-		return err
-	}
-	var api *server.Server
-	if a.apiListener != nil {
-		var err error
-		if api, err = a.newAPIServer(); err != nil {
-			closeListeners()
-			return err
-		}
-	}
-	v, err := a.rt.Version(ctx, "v1")
-	if err != nil {
-		closeListeners()
-		return fmt.Errorf("agent: runtime version: %w", err)
-	}
-	a.runtime = v.GetRuntimeName()
-	// The device checkpoint is read before any pod is admitted, so that
-	// running pods keep their devices.
-	if a.devices != nil {
-		if err := a.devices.Listen(); err != nil {
-			closeListeners()
-			return fmt.Errorf("agent: %w", err)
-		}
-	}
-	if a.cgroups != nil {
-		defer a.cgroups.Close() // the systemd driver's D-Bus connection
-	}
-	if err := a.startCgroups(ctx); err != nil {
-		closeListeners()
-		return err
-	}
-	// One relist before anything starts: the sync loop, which pauses while
-	// the PLEG has not relisted, then starts on a known runtime state
-	// rather than racing the PLEG's first relist.
-	if err := a.pleg.Relist(ctx); err != nil {
-		a.log.Warn("First relist failed", "err", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g := &group{cancel: cancel}
-	if a.fakeRT != nil {
-		defer a.fakeRT.Close()
-	}
-	g.go_("pleg", func() error { return a.pleg.Run(ctx) })
-	g.go_("podworkers", func() error { return a.workers.Run(ctx) })
-	g.go_("status", func() error { return a.status.Run(ctx) })
-	g.go_("prober", func() error { return a.prober.Run(ctx) })
-	if a.stats != nil {
-		g.go_("image-gc", func() error { return a.imageGC.Run(ctx) })
-	}
-	if a.evict != nil {
-		g.go_("eviction", func() error { return a.evict.Run(ctx) })
-	}
-	g.go_("node-status", func() error { return a.node.Run(ctx) })
-	g.go_("container-logs", func() error { return a.rotator.Run(ctx) })
-	g.go_("volumes", func() error { return a.vol.Run(ctx) })
-	if a.devices != nil {
-		g.go_("devices", func() error { return a.devices.Run(ctx) })
-	}
-	if a.objects != nil && a.opts.Sources.ObjectPath != "" {
-		l := a.loadObjects()
-		g.go_("objects", func() error { return l.run(ctx) })
-	}
-	err = a.startSources(ctx, g)
-	if err == nil && api != nil && a.fakeRT != nil {
-		err = a.serveFakeStreaming(ctx, g)
-	}
-	if err != nil {
-		cancel()
-		g.wait()
-		a.config.Wait()
-		closeListeners()
-		return err
-	}
-	g.go_("syncloop", func() error { return a.loop.Run(ctx) })
-	if a.listener != nil {
-		srv := server.New(server.Options{Pods: a, Node: a, Checks: a.healthChecks(), Stats: a.api, Metrics: a.opts.HTTP.MetricsHandler,
-			ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler, Logger: a.log.With("component", "http")})
-		g.go_("http", func() error { return srv.Serve(ctx, a.listener) })
-	}
-	if api != nil {
-		g.go_("kubelet-api", func() error { return api.Serve(ctx, a.apiListener) })
-	}
-	if t := a.opts.Shutdown.Trigger; t != nil {
-		g.go_("shutdown-trigger", func() error { return t.Run(ctx, a.shutdown) })
-	}
-	close(a.ready)
-	a.log.Info("Agent started", "node", a.opts.NodeName, "rootDir", a.opts.RootDir, "sources", a.sources())
-	err = g.wait()
-	cancel()
-	a.config.Wait()
-	return err
-}
-
-func (a *Agent) startSources(ctx context.Context, g *group) error {
-	if a.opts.Sources.ManifestPath != "" {
-		f, err := source.NewFile(source.FileOptions{Path: a.opts.Sources.ManifestPath, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
-			AllowAPIReferences: a.opts.Sources.ObjectPath != "", Clock: a.clock, DisableWatch: a.opts.Sources.PollManifests,
-			Logger: a.log.With("component", "file-source"), Recorder: a.events, Out: a.config.Channel(ctx, syncloop.SourceFile)})
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		g.go_("file-source", func() error { return f.Run(ctx) })
-	}
-	if a.opts.Sources.ManifestURL != "" {
-		u, err := source.NewURL(source.URLOptions{URL: a.opts.Sources.ManifestURL, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
-			AllowAPIReferences: a.opts.Sources.ObjectPath != "", Clock: a.clock,
-			Logger: a.log.With("component", "http-source"), Out: a.config.Channel(ctx, syncloop.SourceHTTP)})
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		g.go_("http-source", func() error { return u.Run(ctx) })
-	}
-	if a.opts.Cluster.Updates != nil {
-		out := a.config.Channel(ctx, syncloop.SourceAPI)
-		g.go_("api-source", func() error {
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case u, ok := <-a.opts.Cluster.Updates:
-					if !ok {
-						return nil
-					}
-					select {
-					case out <- u:
-					case <-ctx.Done():
-						return nil
-					}
-				}
-			}
-		})
-	}
-	return nil
-}
-
 // PodStatuses returns the desired pods with their current statuses, as
 // /pods serves them, sorted by namespace and name.
 func (a *Agent) PodStatuses() []v1.Pod {
@@ -705,32 +545,4 @@ func (a *Agent) PodStatuses() []v1.Pod {
 	}
 	sortPods(out)
 	return out
-}
-
-// group runs named goroutines; the first error cancels the others.
-type group struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	err    error
-}
-
-func (g *group) go_(name string, f func() error) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
-			g.mu.Lock()
-			if g.err == nil {
-				g.err = fmt.Errorf("%s: %w", name, err)
-			}
-			g.mu.Unlock()
-			g.cancel()
-		}
-	}()
-}
-
-func (g *group) wait() error {
-	g.wg.Wait()
-	return g.err
 }

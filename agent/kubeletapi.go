@@ -150,18 +150,21 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 // nobody finds no user in any request.
 var nobody = server.AuthenticatorFunc(func(*http.Request) (*server.User, bool, error) { return nil, false, nil })
 
-// serveFakeStreaming serves the embedded fake runtime's exec, attach and
+// fakeStreaming serves the embedded fake runtime's exec, attach and
 // port-forward sessions on a loopback port, for the kubelet API to proxy.
-func (a *Agent) serveFakeStreaming(ctx context.Context, g *group) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("agent: fake runtime streaming: %w", err)
-	}
-	srv, err := fake.NewStreamingServer(a.fakeRT, fake.StreamingOptions{Listener: l})
-	if err != nil {
-		l.Close()
-		return fmt.Errorf("agent: fake runtime streaming: %w", err)
-	}
-	g.go_("fake-streaming", func() error { return srv.Run(ctx) })
-	return nil
+func (a *Agent) fakeStreaming() runnable {
+	var srv *fake.StreamingServer
+	return runnable{name: "fake-streaming",
+		start: func(context.Context) error {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return fmt.Errorf("agent: fake runtime streaming: %w", err)
+			}
+			if srv, err = fake.NewStreamingServer(a.fakeRT, fake.StreamingOptions{Listener: l}); err != nil {
+				l.Close()
+				return fmt.Errorf("agent: fake runtime streaming: %w", err)
+			}
+			return nil
+		},
+		run: func(ctx context.Context) error { return srv.Run(ctx) }}
 }

@@ -1,0 +1,51 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
+	"github.com/kubeletkit/kubeletkit/nodeshutdown"
+	"github.com/kubeletkit/kubeletkit/syncloop"
+)
+
+// Run starts the parts in the order they rely on (newRunnables); a part
+// the options leave out is not listed.
+func TestRunnablesInStartOrder(t *testing.T) {
+	names := func(a *Agent) []string {
+		var n []string
+		for _, r := range a.runnables {
+			n = append(n, r.name)
+		}
+		return n
+	}
+	stats := &evictiontest.Stats{} // the same parts on every OS
+	a, err := New(Options{RootDir: t.TempDir(), Eviction: EvictionOptions{Stats: stats}})
+	require.NoError(t, err)
+	t.Cleanup(a.fakeRT.Close)
+	assert.Equal(t, []string{"directories", "runtime-version", "first-relist", "fake-runtime",
+		"pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes",
+		"syncloop"}, names(a))
+
+	trigger := nodeshutdown.TriggerFunc(func(context.Context, nodeshutdown.Handler) error { return nil })
+	a, err = New(Options{RootDir: t.TempDir(),
+		HTTP:     HTTPOptions{Listen: "127.0.0.1:0", API: &APIOptions{Listen: "127.0.0.1:0"}},
+		Sources:  SourceOptions{ManifestPath: t.TempDir(), ManifestURL: "http://127.0.0.1:1/pods", ObjectPath: t.TempDir()},
+		Cluster:  ClusterOptions{Updates: make(chan syncloop.PodUpdate)},
+		Node:     NodeOptions{DevicePluginDir: t.TempDir()},
+		Cgroups:  CgroupOptions{PerQOS: true, FS: t.TempDir()},
+		Shutdown: ShutdownOptions{GracePeriod: 30 * time.Second, Trigger: trigger},
+		Eviction: EvictionOptions{Stats: stats},
+	})
+	require.NoError(t, err)
+	t.Cleanup(a.fakeRT.Close)
+	assert.Equal(t, []string{"directories", "http-listener", "kubelet-api-listener", "runtime-version", "device-checkpoint",
+		"cgroups", "first-relist", "fake-runtime",
+		"pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes",
+		"devices", "objects", "file-source", "http-source", "api-source", "fake-streaming",
+		"syncloop", "http", "kubelet-api", "shutdown-trigger"}, names(a))
+}
