@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -162,7 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c.verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: cutLongValues}))
 	var client *cri.Client // nil with the embedded fake runtime
 	if c.endpoint != "" {
 		// First: which runtime it is decides the cgroup defaults.
@@ -703,4 +704,35 @@ func openLocalState(c *config) (*localstate.State, error) {
 	}
 	c.localState = store
 	return localstate.New(store)
+}
+
+// maxLogValue is the longest string value minikubelet logs whole; longer
+// ones (a 64 KiB image name that fails to pull on every retry) are cut.
+const maxLogValue = 1024
+
+// cutLongValues is the log handler's ReplaceAttr: a string value longer
+// than maxLogValue keeps its first maxLogValue bytes (cut on a rune
+// boundary) and says how many it dropped, and so does an error's message.
+func cutLongValues(_ []string, a slog.Attr) slog.Attr {
+	var s string
+	switch v := a.Value; v.Kind() {
+	case slog.KindString:
+		s = v.String()
+	case slog.KindAny:
+		err, ok := v.Any().(error)
+		if !ok || err == nil {
+			return a
+		}
+		s = err.Error()
+	default:
+		return a
+	}
+	if len(s) <= maxLogValue {
+		return a
+	}
+	cut := maxLogValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return slog.String(a.Key, fmt.Sprintf("%s...(%d more bytes)", s[:cut], len(s)-cut))
 }
