@@ -139,12 +139,30 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 	if authz == nil {
 		authz = server.AlwaysAllow{}
 	}
+	if anonymousMayExec(o) {
+		a.log.Warn("The kubelet API lets anyone without credentials exec, attach and port-forward into every container " +
+			"(anonymous requests with an authorizer that allows everything): give it an authorizer (--authorization-mode=Webhook) or turn anonymous requests off")
+	}
 	return server.New(server.Options{
 		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.HTTP.MetricsHandler, ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler,
 		Stats: a.api, PodGetter: a.api, Logs: a.api, Streaming: a.api, Runner: a.api, RunningPods: a.api, Configz: o.Configz, WebSockets: o.WebSockets,
 		Auth: &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},
 		TLS:  tlsConfig, Logger: a.log.With("component", "kubelet-api"),
 	}), nil
+}
+
+// anonymousMayExec reports whether requests without credentials may exec,
+// attach and port-forward: anonymous requests are let in, and the
+// authorizer allows every request.
+func anonymousMayExec(o *APIOptions) bool {
+	if !o.Anonymous {
+		return false
+	}
+	switch o.Authorizer.(type) {
+	case nil, server.AlwaysAllow, *server.AlwaysAllow:
+		return true
+	}
+	return false
 }
 
 // nobody finds no user in any request.
