@@ -65,7 +65,7 @@ func TestConfigzDefaults(t *testing.T) {
 		HTTPCheckFrequency:      duration(20 * time.Second),
 		Address:                 "0.0.0.0",
 		Port:                    10250,
-		ReadOnlyPort:            10255,
+		ReadOnlyPort:            0,
 		TLSCertFile:             filepath.Join(root, "pki", "kubelet.crt"),
 		TLSPrivateKeyFile:       filepath.Join(root, "pki", "kubelet.key"),
 		TLSMinVersion:           "VersionTLS12",

@@ -6,8 +6,10 @@
 //	go run ./examples/minikubelet
 //
 // With no flags it runs the embedded fake runtime (no containerd, no root),
-// the pods in examples/minikubelet/manifests, the read-only server on port
-// 10255 and the kubelet API on port 10250:
+// the pods in examples/minikubelet/manifests and the kubelet API on port
+// 10250. The read-only server, which answers without authentication (and
+// shows the pods' environment), is off unless asked for, as upstream's
+// KubeletConfiguration has it; with --read-only-port 10255:
 //
 //	curl localhost:10255/healthz   # ok while the PLEG relists in time
 //	curl localhost:10255/pods      # a v1.PodList with live statuses
@@ -37,8 +39,7 @@
 // (--authorization-mode: Webhook, SubjectAccessReview, the default with
 // --kubeconfig; AlwaysAllow otherwise). Joined to an API server, the node
 // reports the API's port in status.daemonEndpoints, so kubectl logs, exec,
-// attach, port-forward and cp reach it, and the read-only server is off
-// unless --read-only-port is given. As upstream kubelet 1.36, it serves
+// attach, port-forward and cp reach it. As upstream kubelet 1.36, it serves
 // kubectl's WebSockets itself (exec, attach and cp over v5.channel.k8s.io,
 // port-forward's SPDY tunnel) with upstream's translator
 // (examples/websockets) and declares ExtendWebSocketsToKubelet in the

@@ -103,7 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.podLogsDir, "pod-logs-dir", "", "directory of the containers' log files (upstream's podLogsDir, /var/log/pods there); empty means ROOT-DIR/logs")
 	fs.StringVar(&c.address, "address", "0.0.0.0", "address the kubelet API and the read-only server listen on")
 	fs.IntVar(&c.port, "port", 10250, "port of the kubelet API over TLS: logs, exec, attach, port-forward, stats (0: none)")
-	fs.IntVar(&c.readOnlyPort, "read-only-port", 10255, "port of the read-only HTTP server, without authentication: /pods, /healthz, /stats/summary, /metrics (0: none; the default is 0 with --kubeconfig)")
+	fs.IntVar(&c.readOnlyPort, "read-only-port", 0, "port of the read-only HTTP server, without authentication: /pods (with the pods' environment), /healthz, /stats/summary, /metrics; 0, the default as in upstream's KubeletConfiguration, serves none (upstream's own port is 10255)")
 	fs.StringVar(&c.tlsCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (PEM, with its chain); empty: a self-signed one under --cert-dir")
 	fs.StringVar(&c.tlsKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	fs.StringVar(&c.certDir, "cert-dir", "", "where the self-signed serving certificate is kept (default ROOT-DIR/pki)")
@@ -409,12 +409,8 @@ func apiOptions(c *config, opts *agent.Options) error {
 	if c.runOnce {
 		return nil
 	}
-	readOnly := c.readOnlyPort
-	if c.kubeconfig != "" && !c.set["read-only-port"] {
-		readOnly = 0 // off by default on a node of a cluster
-	}
-	if readOnly != 0 {
-		opts.HTTP.Listen = net.JoinHostPort(c.address, strconv.Itoa(readOnly))
+	if c.readOnlyPort != 0 {
+		opts.HTTP.Listen = net.JoinHostPort(c.address, strconv.Itoa(c.readOnlyPort))
 	}
 	if c.port != 0 {
 		opts.HTTP.API = &agent.APIOptions{Listen: net.JoinHostPort(c.address, strconv.Itoa(c.port)), Anonymous: c.anonymousAuth,
