@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -97,6 +98,56 @@ func BenchmarkStartFromCheckpoint(b *testing.B) {
 					b.Fatal(len(pods), err)
 				}
 				_ = s.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkOpenBolt is what OpenBolt's checks cost on a store filled to
+// DefaultMaxBytes (a third each of pods, configMaps and secrets), against
+// bbolt's open alone: the layout walk, the read of every value, bbolt's
+// consistency check.
+func BenchmarkOpenBolt(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20} {
+		path := filepath.Join(b.TempDir(), "s.db")
+		s, err := localstate.OpenBolt(path, localstate.BoltOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		value := make([]byte, size-16)
+		n := int(localstate.DefaultMaxBytes*99/100) / size
+		for i := 0; i < n; {
+			var batch localstate.Batch
+			for ; i < n && len(batch.Puts) < 1000; i++ {
+				kind := []localstate.Kind{localstate.Pods, localstate.ConfigMaps, localstate.Secrets}[i%3]
+				batch.Puts = append(batch.Puts, localstate.Entry{Key: localstate.Key{Kind: kind, Key: fmt.Sprintf("ns/%010d", i)}, Value: value})
+			}
+			if err := s.Write(batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_ = s.Close()
+		b.Run(fmt.Sprintf("values=%d/OpenBolt", size), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := localstate.OpenBolt(path, localstate.BoltOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rec, ok := s.Recovered(); ok {
+					b.Fatal(rec)
+				}
+				_ = s.Close()
+			}
+		})
+		b.Run(fmt.Sprintf("values=%d/bbolt.Open", size), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				db, err := bolt.Open(path, 0o600, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = db.Close()
 			}
 		})
 	}

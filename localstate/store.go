@@ -51,8 +51,12 @@ var (
 	// ErrClosed is a call on a closed store.
 	ErrClosed = errors.New("local state closed")
 	// ErrInvalidArgument is a bad argument (an empty path or key, a
-	// negative bound).
+	// negative bound), or a path OpenBolt refuses: a file that is neither
+	// regular nor a directory.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrDamaged is a store file that bbolt cannot open, that fails the
+	// checks OpenBolt runs, or that bbolt panicked on; see Recovery.
+	ErrDamaged = errors.New("local state damaged")
 )
 
 // Batch is one atomic write: every Put and Delete is applied, or none.

@@ -126,15 +126,18 @@ func TestBoltReopenKeepsSizeAndBound(t *testing.T) {
 	}
 }
 
+// A newer schema version is refused and the file left as it is (a newer
+// build's valid store); one that is not a number is damage, moved aside.
 func TestBoltSchema(t *testing.T) {
 	for _, tc := range []struct {
 		name, version string
-		wantErr       bool
+		refused       bool
+		movedAside    bool
 	}{
-		{"current", "1", false},
-		{"older", "0", false},
-		{"newer", "2", true},
-		{"garbage", "two", true},
+		{"current", "1", false, false},
+		{"older", "0", false, false},
+		{"newer", "2", true, false},
+		{"garbage", "two", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.db")
@@ -153,19 +156,26 @@ func TestBoltSchema(t *testing.T) {
 			}
 			_ = db.Close()
 			s, err := localstate.OpenBolt(path, localstate.BoltOptions{})
-			if tc.wantErr {
-				if !errors.Is(err, localstate.ErrSchema) {
+			if tc.refused {
+				if !errors.Is(err, localstate.ErrSchema) || errors.Is(err, localstate.ErrDamaged) {
 					t.Fatalf("OpenBolt = %v, want ErrSchema", err)
 				}
-				if tc.name == "newer" && !strings.Contains(err.Error(), "schema version 2 was written by a newer build") {
+				if !strings.Contains(err.Error(), "schema version 2 was written by a newer build") {
 					t.Fatalf("OpenBolt = %v, want it to name the version", err)
+				}
+				if _, err := os.Stat(path); err != nil {
+					t.Fatalf("the newer store was moved: %v", err)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			_ = s.Close()
+			defer s.Close()
+			rec, ok := s.Recovered()
+			if ok != tc.movedAside || (ok && (rec.Aside == "" || !errors.Is(rec.Cause, localstate.ErrSchema))) {
+				t.Fatalf("Recovered = %v %v, want moved aside %v", rec, ok, tc.movedAside)
+			}
 		})
 	}
 }
