@@ -78,10 +78,12 @@ type Bolt struct {
 // OpenBolt opens the store at path, creating it (and its directory, 0700)
 // when absent, such that no damage to the file can crash the process.
 //
-// Anything at the path that is neither a regular file nor a directory is
-// refused with an error wrapping ErrInvalidArgument (an Lstat first; the
-// file bbolt opens must be regular before it reads or writes a byte, and
-// still the one at the path afterwards).
+// The path is opened without following a symbolic link: a link is refused
+// with an error wrapping ErrInvalidArgument that names the path, as is
+// anything that is neither a regular file nor a directory (an Lstat
+// first; bbolt then opens the file with O_NOFOLLOW, and the file it opened
+// must still be the one at the path afterwards). Directories above the
+// file are followed: keep them the agent's own.
 //
 // An existing file is first opened read-only and checked, in a goroutine
 // where a memory fault is a recoverable panic: the bounds of every page
@@ -163,6 +165,8 @@ func (b *Bolt) openExisting(timeout time.Duration) error {
 		return b.openWrite(nil, false, timeout)
 	case err != nil:
 		return err
+	case info.Mode()&fs.ModeSymlink != 0:
+		return symlinkError(b.path)
 	case info.IsDir():
 		return damaged(errors.New("a directory is at the path"))
 	case !info.Mode().IsRegular():

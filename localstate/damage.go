@@ -61,10 +61,9 @@ func guarded(fn func() error) error {
 	return <-done
 }
 
-// opener opens the file at path for bbolt (bolt.Options.OpenFile),
-// refusing anything but a regular file before bbolt reads or writes it,
-// and, when want is set, a file other than want. It keeps the file it
-// opened.
+// opener opens the file at path for bbolt (bolt.Options.OpenFile) without
+// following a symbolic link, refusing anything but a regular file, and,
+// when want is set, a file other than want. It keeps the file it opened.
 type opener struct {
 	path string
 	want os.FileInfo
@@ -74,7 +73,10 @@ type opener struct {
 }
 
 func (o *opener) openFile(name string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(name, flag, perm)
+	f, err := os.OpenFile(name, flag|oNoFollow, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, symlinkError(name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +119,10 @@ func (o *opener) stillThere() error {
 		return fmt.Errorf("%s was replaced while it was opened: %w", o.path, ErrInvalidArgument)
 	}
 	return nil
+}
+
+func symlinkError(path string) error {
+	return fmt.Errorf("%s is a symbolic link: the local state is opened without following links, so that it never writes the file a link points to; give the real path: %w", path, ErrInvalidArgument)
 }
 
 // lockError is the clean refusal of a file another process holds.

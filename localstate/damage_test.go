@@ -481,6 +481,38 @@ func TestBoltDamagedWhileOpen(t *testing.T) {
 	}
 }
 
+// A symbolic link at the path is refused, and the file it points to is
+// left as it was; so is a link created at the path of a file moved aside.
+func TestOpenBoltRefusesSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "precious")
+	write(t, target, []byte("not yours"))
+	for _, tc := range []struct {
+		name string
+		link string
+	}{
+		{"to a file", target},
+		{"dangling", filepath.Join(dir, "absent")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "localstate.db")
+			if err := os.Symlink(tc.link, path); err != nil {
+				t.Fatal(err)
+			}
+			_, err := localstate.OpenBolt(path, localstate.BoltOptions{})
+			if !errors.Is(err, localstate.ErrInvalidArgument) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "symbolic link") {
+				t.Fatalf("OpenBolt = %v, want ErrInvalidArgument naming %s as a symbolic link", err, path)
+			}
+			if got, _ := os.ReadFile(target); string(got) != "not yours" {
+				t.Fatalf("the link's target was written: %q", got)
+			}
+			if _, err := os.Lstat(tc.link); tc.link != target && !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the dangling link's target was created")
+			}
+		})
+	}
+}
+
 // A file that is neither regular nor a directory is refused, not moved
 // aside nor written.
 func TestOpenBoltRefusesSpecialFiles(t *testing.T) {
