@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -46,9 +47,22 @@ type BoltOptions struct {
 	// LockTimeout is how long Open waits for another process holding the
 	// file's lock; 0 means DefaultLockTimeout.
 	LockTimeout time.Duration
+	// SecretKey, SecretKeySize bytes, seals the values of Secrets and
+	// Tokens at rest with AES-256-GCM (a random nonce per value, bound to
+	// its kind and key). Without one the store keeps no secrets and no
+	// tokens: their puts are dropped, and those an earlier build kept
+	// are deleted at open. Kubernetes promises that a node keeps secrets
+	// in memory (tmpfs), never on its disk, and an operator relies on
+	// it; the price is that a pod mounting a secret or a projected
+	// service account token cannot have that volume set up again by an
+	// agent restarted while the API server does not answer. Keep the key
+	// away from the disk the file is on (a systemd credential, a tmpfs
+	// filled at boot): the key beside the file protects nothing.
+	SecretKey SecretKey
 	// Logger receives what OpenBolt finds: a damaged file moved aside
-	// (error), a meta page that does not validate, an empty file
-	// (warnings). It never gets a value. nil discards.
+	// (error), a meta page that does not validate, an empty file, secrets
+	// dropped, no SecretKey (warnings). It never gets a value or the key.
+	// nil discards.
 	Logger *slog.Logger
 	// Clock dates the name of a file moved aside; nil is the real clock.
 	Clock clock.PassiveClock
@@ -57,16 +71,20 @@ type BoltOptions struct {
 // Bolt is a Store in a bbolt file: each Write is one bbolt transaction,
 // fsynced before it returns, so a crash at any point leaves the file with
 // the transaction either wholly applied or not at all. The file is
-// readable by its owner only (0600): it holds secrets and tokens. One process
+// readable by its owner only (0600), and the values of Secrets and Tokens
+// in it are sealed with BoltOptions.SecretKey, or not kept. One process
 // opens it at a time (bbolt takes a file lock). Safe for concurrent use;
 // writes are serialized.
 type Bolt struct {
 	path     string
 	max      int64
+	seal     *sealer
 	log      *slog.Logger
 	recovery *Recovery
+	dropped  dropped
 
-	broken atomic.Pointer[error] // a panic of bbolt after the open
+	unsealWarned atomic.Bool
+	broken       atomic.Pointer[error] // a panic of bbolt after the open
 
 	mu     sync.Mutex // guards size, closed, wedged and the write transactions
 	db     *bolt.DB
@@ -74,6 +92,9 @@ type Bolt struct {
 	closed bool
 	wedged bool // bbolt panicked in a write: its locks may be held
 }
+
+// dropped counts the values of Secrets and Tokens the open deleted.
+type dropped struct{ noKey, clear, otherKey int }
 
 // OpenBolt opens the store at path, creating it (and its directory, 0700)
 // when absent, such that no damage to the file can crash the process.
@@ -105,7 +126,7 @@ type Bolt struct {
 // (after LockTimeout), one this process may not read or write, one whose
 // schema version is newer than SchemaVersion (ErrSchema: a newer build's
 // valid file, which moving aside would take from that build when it runs
-// again; the operator decides). A store
+// again; the operator decides), a SecretKey of the wrong size. A store
 // holding more than the bound is opened (it can shrink), and its writes
 // that would not shrink it are refused.
 func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
@@ -130,12 +151,20 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	if opts.SecretKey != nil {
+		s, err := newSealer(opts.SecretKey)
+		if err != nil {
+			return nil, fmt.Errorf("open local state %s: %w", path, err)
+		}
+		b.seal = s
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open local state %s: %w", path, err)
 	}
 	if err := b.open(timeout, clk); err != nil {
 		return nil, fmt.Errorf("open local state %s: %w", path, err)
 	}
+	b.logOpen()
 	return b, nil
 }
 
@@ -237,6 +266,22 @@ func (b *Bolt) openWrite(want os.FileInfo, check bool, timeout time.Duration) er
 	return nil
 }
 
+// logOpen logs what the open did to the secrets and tokens kept.
+func (b *Bolt) logOpen() {
+	if b.seal == nil {
+		b.log.Warn("no SecretKey: the local state keeps no secrets and no service account tokens; a pod that mounts one cannot have that volume set up again after a restart while the API server does not answer",
+			"path", b.path, "dropped", b.dropped.noKey)
+	}
+	if b.dropped.clear > 0 && b.seal != nil {
+		b.log.Warn("deleted the secrets and tokens an earlier build kept unsealed; bbolt does not zero the pages it frees: remove the file once to be sure their bytes are gone",
+			"path", b.path, "dropped", b.dropped.clear)
+	}
+	if b.dropped.otherKey > 0 {
+		b.log.Warn("deleted the secrets and tokens that do not open with the SecretKey given (another key sealed them); the API server serves them again",
+			"path", b.path, "dropped", b.dropped.otherKey)
+	}
+}
+
 // Recovered returns what OpenBolt did about a damaged file, and whether
 // the file was damaged.
 func (b *Bolt) Recovered() (Recovery, bool) {
@@ -247,7 +292,8 @@ func (b *Bolt) Recovered() (Recovery, bool) {
 }
 
 // init writes the schema version (a file that has one was checked by
-// verify), creates the buckets and counts what the store holds.
+// verify), creates the buckets, deletes the secrets and tokens that cannot
+// stay, and counts what the store holds.
 func (b *Bolt) init(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucketIfNotExists(metaBucket)
 	if err != nil {
@@ -258,16 +304,51 @@ func (b *Bolt) init(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	b.size = 0
+	b.size, b.dropped = 0, dropped{}
 	for _, k := range kinds {
 		bk, err := tx.CreateBucketIfNotExists([]byte(k))
 		if err != nil {
 			return err
 		}
+		if sealedKind(k) {
+			if err := b.purge(k, bk); err != nil {
+				return err
+			}
+		}
 		if err := bk.ForEach(func(key, value []byte) error {
 			b.size += int64(len(key) + len(value))
 			return nil
 		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// purge deletes the values of bk (a sealed kind) that cannot stay: all of
+// them without a key, else those not sealed (an earlier build's) and those
+// that do not open with the key.
+func (b *Bolt) purge(kind Kind, bk *bolt.Bucket) error {
+	var drop [][]byte
+	c := bk.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		switch {
+		case v == nil: // a nested bucket: none of ours
+			continue
+		case b.seal == nil:
+			b.dropped.noKey++
+		case !isSealed(v):
+			b.dropped.clear++
+		default:
+			if _, err := b.seal.open(Key{kind, string(k)}, v); err == nil {
+				continue
+			}
+			b.dropped.otherKey++
+		}
+		drop = append(drop, clone(k))
+	}
+	for _, k := range drop {
+		if err := bk.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -285,7 +366,8 @@ func (b *Bolt) Size() int64 {
 	return b.size
 }
 
-// Get returns a copy of the value of key.
+// Get returns a copy of the value of key. A value of Secrets or Tokens
+// that does not open with the key is absent (logged once).
 func (b *Bolt) Get(kind Kind, key string) ([]byte, bool, error) {
 	if err := checkKind(kind); err != nil {
 		return nil, false, err
@@ -301,10 +383,14 @@ func (b *Bolt) Get(kind Kind, key string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("get %s %s: %w", kind, key, err)
 	}
+	if ok && sealedKind(kind) {
+		out, ok = b.unseal(Key{kind, key}, out)
+	}
 	return out, ok, nil
 }
 
-// List returns copies of every value of kind.
+// List returns copies of every value of kind; a value of Secrets or
+// Tokens that does not open with the key is left out (logged once).
 func (b *Bolt) List(kind Kind) (map[string][]byte, error) {
 	if err := checkKind(kind); err != nil {
 		return nil, err
@@ -319,7 +405,33 @@ func (b *Bolt) List(kind Kind) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", kind, err)
 	}
+	if sealedKind(kind) {
+		for k, v := range out {
+			if v, ok := b.unseal(Key{kind, k}, v); ok {
+				out[k] = v
+			} else {
+				delete(out, k)
+			}
+		}
+	}
 	return out, nil
+}
+
+// unseal opens a value of a sealed kind. The open deleted those that do
+// not open, so a failure here is a value damaged since: it is absent, and
+// the first is logged.
+func (b *Bolt) unseal(k Key, v []byte) ([]byte, bool) {
+	if b.seal == nil {
+		return nil, false
+	}
+	out, err := b.seal.open(k, v)
+	if err != nil {
+		if b.unsealWarned.CompareAndSwap(false, true) {
+			b.log.Warn("a secret or token kept does not open with the SecretKey: it is treated as absent (logged once)", "path", b.path, "kind", k.Kind, "key", k.Key)
+		}
+		return nil, false
+	}
+	return out, true
 }
 
 func (b *Bolt) view(fn func(*bolt.Tx) error) error {
@@ -358,10 +470,15 @@ func (b *Bolt) guard(fn func() error) (err error) {
 
 // Write applies b in one fsynced transaction. A write that would take the
 // store past its bound is refused with an error wrapping ErrTooLarge that
-// names the bound, and the store is left as it was.
+// names the bound, and the store is left as it was. Values of Secrets and
+// Tokens are sealed with the key, or dropped without one.
 func (b *Bolt) Write(batch Batch) error {
 	if err := checkBatch(batch); err != nil {
 		return fmt.Errorf("write local state: %w", err)
+	}
+	batch = b.sealBatch(batch)
+	if len(batch.Puts) == 0 && len(batch.Deletes) == 0 {
+		return nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -399,6 +516,28 @@ func (b *Bolt) Write(batch Batch) error {
 	}
 	b.size += delta
 	return nil
+}
+
+// sealBatch returns batch with the values of sealed kinds sealed, or,
+// without a key, left out.
+func (b *Bolt) sealBatch(batch Batch) Batch {
+	i := slices.IndexFunc(batch.Puts, func(e Entry) bool { return sealedKind(e.Kind) })
+	if i < 0 {
+		return batch
+	}
+	puts := slices.Clone(batch.Puts[:i])
+	for _, e := range batch.Puts[i:] {
+		switch {
+		case !sealedKind(e.Kind):
+		case b.seal == nil:
+			continue
+		default:
+			e.Value = b.seal.seal(e.Key, e.Value)
+		}
+		puts = append(puts, e)
+	}
+	batch.Puts = puts
+	return batch
 }
 
 // Close closes the file. It waits for the transactions under way. After

@@ -25,6 +25,9 @@ import (
 	"github.com/kubeletkit/kubeletkit/localstate"
 )
 
+// testKey seals the fixtures' secrets and tokens.
+var testKey = localstate.SecretKey("0123456789abcdef0123456789abcdef")
+
 // snapshot is everything a store holds, by kind and key, as read back.
 type snapshot map[localstate.Kind]map[string][]byte
 
@@ -77,7 +80,7 @@ type fixture struct {
 // transaction.
 func buildStore(t testing.TB, path string, pods int) fixture {
 	t.Helper()
-	b, err := localstate.OpenBolt(path, localstate.BoltOptions{})
+	b, err := localstate.OpenBolt(path, localstate.BoltOptions{SecretKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +140,7 @@ type fileLayout struct {
 	dataEnd          int // the high-water mark, in bytes
 	freelist, branch int
 	leaves           []int
+	secretAt         int // the offset of a sealed secret's value on its leaf page
 }
 
 // Offsets in a meta page: the header is 16 bytes; then magic, version,
@@ -193,7 +197,18 @@ func layoutOf(t testing.TB, path string) fileLayout {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.freelist == 0 || l.branch == 0 || len(l.leaves) == 0 {
+	var secret []byte
+	_ = db.View(func(tx *bolt.Tx) error {
+		_, v := tx.Bucket([]byte(localstate.Secrets)).Cursor().First()
+		secret = bytes.Clone(v)
+		return nil
+	})
+	for _, id := range l.leaves { // live pages only: freed ones may hold old copies
+		if i := bytes.Index(data[id*l.pageSize:(id+1)*l.pageSize], secret); i >= 0 && secret != nil {
+			l.secretAt = id*l.pageSize + i + len(secret)/2
+		}
+	}
+	if l.freelist == 0 || l.branch == 0 || len(l.leaves) == 0 || l.secretAt == 0 {
 		t.Fatalf("the fixture lacks a page to damage: %+v", l)
 	}
 	return l
@@ -213,6 +228,7 @@ const (
 	previous  outcome = "previous write"     // every value as before the last write
 	fresh     outcome = "empty, in place"    // an empty store written into the file
 	movedAway outcome = "moved aside, empty" // the damaged file moved aside, the store empty
+	dropped   outcome = "intact but one secret dropped"
 )
 
 func always(o outcome) func(fileLayout) outcome { return func(fileLayout) outcome { return o } }
@@ -339,6 +355,9 @@ func damages() []damage {
 		{"a leaf element's key size zeroed", overwritten(func(d []byte, l fileLayout) {
 			binary.NativeEndian.PutUint32(d[l.leaves[0]*l.pageSize+16+8:], 0)
 		}), always(movedAway)},
+		{"a byte flipped inside a sealed secret", overwritten(func(d []byte, l fileLayout) {
+			d[l.secretAt] ^= 0x01
+		}), always(dropped)},
 	}
 }
 
@@ -362,7 +381,7 @@ func TestOpenBoltDamaged(t *testing.T) {
 			path := filepath.Join(dir, "localstate.db")
 			d.do(t, path, data, l)
 			damaged, _ := os.ReadFile(path) // nil for the directory
-			b, err := localstate.OpenBolt(path, localstate.BoltOptions{Clock: clocktesting.NewFakePassiveClock(at)})
+			b, err := localstate.OpenBolt(path, localstate.BoltOptions{SecretKey: testKey, Clock: clocktesting.NewFakePassiveClock(at)})
 			if err != nil {
 				t.Fatalf("OpenBolt = %v, want a usable store", err)
 			}
@@ -387,6 +406,8 @@ func TestOpenBoltDamaged(t *testing.T) {
 				o = previous
 			case got.empty():
 				o = fresh
+			case len(got[localstate.Secrets]) == len(f.after[localstate.Secrets])-1:
+				o = dropped
 			default:
 				t.Fatalf("the store holds neither the data nor nothing")
 			}
@@ -422,7 +443,7 @@ func usable(t testing.TB, b *localstate.Bolt, path string) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := localstate.OpenBolt(path, localstate.BoltOptions{})
+	b, err := localstate.OpenBolt(path, localstate.BoltOptions{SecretKey: testKey})
 	if err != nil {
 		t.Fatalf("second OpenBolt = %v", err)
 	}
@@ -450,7 +471,7 @@ func shorten(s string) string {
 // store refuses every call after it; the next OpenBolt moves it aside.
 func TestBoltDamagedWhileOpen(t *testing.T) {
 	f := buildStore(t, filepath.Join(t.TempDir(), "s.db"), 150)
-	b, err := localstate.OpenBolt(f.path, localstate.BoltOptions{})
+	b, err := localstate.OpenBolt(f.path, localstate.BoltOptions{SecretKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +492,7 @@ func TestBoltDamagedWhileOpen(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err = localstate.OpenBolt(f.path, localstate.BoltOptions{})
+	b, err = localstate.OpenBolt(f.path, localstate.BoltOptions{SecretKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func FuzzOpenBolt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "localstate.db")
 		write(t, path, data)
-		b, err := localstate.OpenBolt(path, localstate.BoltOptions{})
+		b, err := localstate.OpenBolt(path, localstate.BoltOptions{SecretKey: testKey})
 		if err != nil {
 			// The one refusal bytes can earn: a newer schema version.
 			if !errors.Is(err, localstate.ErrSchema) || errors.Is(err, localstate.ErrDamaged) {

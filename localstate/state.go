@@ -271,9 +271,9 @@ func (s *State) ConfigMap(namespace, name string) (*v1.ConfigMap, bool, error) {
 	return cm, true, nil
 }
 
-// PutSecret keeps sec (unless it is kept at the same resourceVersion). Its
-// data is in the store's file, which only its owner reads; nothing of it
-// is logged.
+// PutSecret keeps sec (unless it is kept at the same resourceVersion). A
+// Bolt seals it with its SecretKey, or keeps nothing without one; nothing
+// of it is logged.
 func (s *State) PutSecret(sec *v1.Secret) error {
 	if sec == nil {
 		return fmt.Errorf("keep secret: nil: %w", ErrInvalidArgument)
@@ -321,7 +321,8 @@ func TokenKey(namespace, serviceAccount string, req *authenticationv1.TokenReque
 	return fmt.Sprintf("%s/%s/%s/%d/%s", namespace, serviceAccount, pod, exp, strings.Join(aud, ","))
 }
 
-// PutToken keeps the token the API server issued under key (TokenKey).
+// PutToken keeps the token the API server issued under key (TokenKey); a
+// Bolt seals it as PutSecret's secret.
 func (s *State) PutToken(key string, tr *authenticationv1.TokenRequest) error {
 	if tr == nil || key == "" {
 		return fmt.Errorf("keep token: no token or key: %w", ErrInvalidArgument)

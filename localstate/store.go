@@ -51,8 +51,9 @@ var (
 	// ErrClosed is a call on a closed store.
 	ErrClosed = errors.New("local state closed")
 	// ErrInvalidArgument is a bad argument (an empty path or key, a
-	// negative bound), or a path OpenBolt refuses: a symbolic link, a
-	// file that is neither regular nor a directory.
+	// negative bound, a key of the wrong size), or a path OpenBolt
+	// refuses: a symbolic link, a file that is neither regular nor a
+	// directory.
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrDamaged is a store file that bbolt cannot open, that fails the
 	// checks OpenBolt runs, or that bbolt panicked on; see Recovery.

@@ -19,7 +19,7 @@ func put(kind localstate.Kind, key, value string) localstate.Entry {
 // stores are the implementations the contract tests run on.
 func stores(t *testing.T, max int64) map[string]localstate.Store {
 	t.Helper()
-	b, err := localstate.OpenBolt(filepath.Join(t.TempDir(), "s.db"), localstate.BoltOptions{MaxBytes: max})
+	b, err := localstate.OpenBolt(filepath.Join(t.TempDir(), "s.db"), localstate.BoltOptions{MaxBytes: max, SecretKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func TestStoreBound(t *testing.T) {
 	for name, s := range stores(t, 100) {
 		t.Run(name, func(t *testing.T) {
 			big := strings.Repeat("x", 60)
-			if err := s.Write(localstate.Batch{Puts: []localstate.Entry{put(localstate.Secrets, "ns/a", big)}}); err != nil {
+			if err := s.Write(localstate.Batch{Puts: []localstate.Entry{put(localstate.ConfigMaps, "ns/a", big)}}); err != nil {
 				t.Fatal(err)
 			}
 			// 64 + 64 > 100: refused whole, naming the bound, nothing changed.
-			err := s.Write(localstate.Batch{Puts: []localstate.Entry{put(localstate.Pods, "p", "1"), put(localstate.Secrets, "ns/b", big)}})
+			err := s.Write(localstate.Batch{Puts: []localstate.Entry{put(localstate.Pods, "p", "1"), put(localstate.ConfigMaps, "ns/b", big)}})
 			if !errors.Is(err, localstate.ErrTooLarge) || !strings.Contains(err.Error(), "100 bytes") {
 				t.Fatalf("Write past the bound = %v, want ErrTooLarge naming 100 bytes", err)
 			}
@@ -93,10 +93,10 @@ func TestStoreBound(t *testing.T) {
 			}
 			// Replacing the big value with another as big fits; a delete
 			// then makes room.
-			if err := s.Write(localstate.Batch{Puts: []localstate.Entry{put(localstate.Secrets, "ns/a", big)}}); err != nil {
+			if err := s.Write(localstate.Batch{Puts: []localstate.Entry{put(localstate.ConfigMaps, "ns/a", big)}}); err != nil {
 				t.Fatalf("replace = %v", err)
 			}
-			if err := s.Write(localstate.Batch{Deletes: []localstate.Key{{Kind: localstate.Secrets, Key: "ns/a"}}, Puts: []localstate.Entry{put(localstate.Secrets, "ns/b", big)}}); err != nil {
+			if err := s.Write(localstate.Batch{Deletes: []localstate.Key{{Kind: localstate.ConfigMaps, Key: "ns/a"}}, Puts: []localstate.Entry{put(localstate.ConfigMaps, "ns/b", big)}}); err != nil {
 				t.Fatalf("delete and put = %v", err)
 			}
 		})
