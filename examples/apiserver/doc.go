@@ -81,6 +81,8 @@
 //     kept pods (PodSource.FromLocalState, /healthz's "apisource"), and
 //     converges when the server answers (its list replaces the kept pods;
 //     StatusSink.Flush sends the kept statuses with the UID precondition).
+//     A local state whose file was damaged is a Warning event on the node,
+//     EventLocalStateDamaged, when Joined.Run starts.
 //     docs/localstate.md is the guide.
 //
 // # Webhook authentication and authorization

@@ -239,11 +239,12 @@ func (j *Joined) StatusSink() *StatusSink { return j.status }
 // Run runs the agent a, built from options that Apply filled, joined to
 // the API server until ctx ends. First it checks the node's permissions
 // (CheckAccess): a refusal is returned before the agent starts. Then it
-// starts the event recorder and runs the agent, the pod source, the
-// watches of the volume sources and the services' watch side by side. When
-// any of them returns, Run ends the others; it returns once every one has
-// ended and the recorder has stopped, with the first error (nil when ctx
-// ended). Run may be called once.
+// starts the event recorder (and records EventLocalStateDamaged on the
+// node when the local state's file was found damaged) and runs the agent,
+// the pod source, the watches of the volume sources and the services'
+// watch side by side. When any of them returns, Run ends the others; it
+// returns once every one has ended and the recorder has stopped, with the
+// first error (nil when ctx ended). Run may be called once.
 //
 // A node joined with JoinOptions.Shared first waits for the shared
 // adapters' Run to start (or ctx to end), records its events through their
@@ -267,6 +268,7 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	} else {
 		defer j.recorder.Start(j.client, j.nodeName)()
 	}
+	j.recordLocalStateDamage()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
