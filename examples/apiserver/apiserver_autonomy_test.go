@@ -433,11 +433,16 @@ func TestAPIServerAutonomyOnContainerd(t *testing.T) {
 	// The two nodes' command lines differ only in what is each one's own.
 	// The baseline reaches the API server directly, with the admin's
 	// credentials: the control plane has a node identity for KK_NODE_NAME
-	// only (hack/fidelity.sh's virtual-kubelet runs do the same).
+	// only (hack/fidelity.sh's virtual-kubelet runs do the same). Both
+	// seal the tokens their local state keeps with a key: without one it
+	// keeps none, and a restarted node could not mount its pods' service
+	// account tokens while cut off.
+	keyFile := filepath.Join(dir, "localstate.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(strings.Repeat("6b", 32)), 0o600))
 	kubeletArgs := func(kubeconfig, node, endpoint, root string, roPort int) []string {
 		return []string{"--kubeconfig", kubeconfig, "--node-name", node, "--container-runtime-endpoint", endpoint,
 			"--root-dir", root, "--read-only-port", strconv.Itoa(roPort), "--port", strconv.Itoa(freePort(t)),
-			"--cgroups-per-qos=false", "--node-ip", "127.0.0.1",
+			"--local-state-key-file", keyFile, "--cgroups-per-qos=false", "--node-ip", "127.0.0.1",
 			// The test machine's own disk must not evict or refuse the pods.
 			"--eviction-hard="}
 	}

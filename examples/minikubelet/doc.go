@@ -86,7 +86,10 @@
 // package localstate, so that a minikubelet restarted while the API server
 // does not answer runs the pods it kept, says so in the logs and in
 // /healthz?verbose's "apisource" line, and converges when the server
-// answers; empty keeps nothing; docs/localstate.md), -v (debug logs).
+// answers; empty keeps nothing; a damaged file is moved aside, and the
+// node starts without it; docs/localstate.md), --local-state-key-file (the
+// key that seals the secrets and tokens it keeps; without it it keeps
+// none), -v (debug logs).
 //
 // The program only turns flags into options: the node itself is package
 // agent (github.com/kubeletkit/kubeletkit/agent), joined to the API server by

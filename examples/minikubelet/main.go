@@ -72,7 +72,7 @@ type config struct {
 	allowedUnsafeSysctls                                                                     string
 	kubeReserved, systemReserved                                                             string
 	devicePluginDir                                                                          string
-	localStatePath                                                                           string
+	localStatePath, localStateKeyFile                                                        string
 	localState                                                                               *localstate.Bolt // opened by join, closed by run
 	cgroupsPerQOS                                                                            bool
 	runtimeName                                                                              string // what the runtime at endpoint said it is (CRI Version)
@@ -124,6 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.evictionSoftGrace, "eviction-soft-grace-period", "", "grace periods of the soft thresholds (memory.available=1m30s,...)")
 	fs.StringVar(&c.allowedUnsafeSysctls, "allowed-unsafe-sysctls", "", "unsafe sysctls pods may set beyond the safe set, comma-separated names or prefixes ending in * (kernel.msg*,net.core.somaxconn); only groups the kernel namespaces")
 	fs.StringVar(&c.localStatePath, "local-state", "", "with --kubeconfig, the file (bbolt, 0600) where the node keeps the pods bound to it, the configMaps, secrets and tokens they read and the statuses the API server has not acknowledged, so that a restart while the API server does not answer runs the kept pods (docs/localstate.md); default ROOT-DIR/localstate.db; set to \"\" to keep nothing, as upstream kubelet")
+	fs.StringVar(&c.localStateKeyFile, "local-state-key-file", "", "with --kubeconfig, a file (owner-only: 0600 or 0400) of the key that seals the secrets and service account tokens the local state keeps: 32 raw bytes or 64 hexadecimal digits (AES-256-GCM; head -c 32 /dev/urandom makes one); "+
+		"keep it off the disk of the local state. Without it the local state keeps no secrets or tokens, and a pod that mounts one cannot have that volume set up again after a restart while the API server does not answer")
 	fs.StringVar(&c.devicePluginDir, "device-plugin-dir", "", "device plugin directory: device plugins register on its kubelet.sock, and their resources join the node's capacity (upstream's is /var/lib/kubelet/device-plugins); default ROOT-DIR/device-plugins; set to \"\" for no device plugins")
 	fs.BoolVar(&c.seccompDefault, "seccomp-default", false, "run containers that name no seccomp profile under the runtime's default profile (RuntimeDefault) instead of Unconfined, as upstream's --seccomp-default; Localhost profiles live under ROOT-DIR/seccomp")
 	fs.StringVar(&c.kubeReserved, "kube-reserved", "", "resources kept for the node's daemons, off the allocatable the node reports and admits pods against (cpu=100m,memory=100Mi,ephemeral-storage=1Gi,pid=1000)")
@@ -320,7 +322,7 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 // one and returns nil.
 func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, error) {
 	if c.kubeconfig == "" {
-		for _, f := range []string{"node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst", "local-state"} {
+		for _, f := range []string{"node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst", "local-state", "local-state-key-file"} {
 			if c.set[f] {
 				return nil, fmt.Errorf("--%s needs --kubeconfig", f)
 			}
@@ -363,7 +365,7 @@ func join(c *config, opts *agent.Options, log *slog.Logger) (*apiserver.Joined, 
 	}
 	jopts := apiserver.JoinOptions{NodeLabels: labels, SkipNodeRegistration: !c.registerNode,
 		NodeLeaseDuration: time.Duration(c.nodeLeaseSeconds) * time.Second, Logger: log}
-	if jopts.LocalState, err = openLocalState(c); err != nil {
+	if jopts.LocalState, err = openLocalState(c, log.With("component", "localstate")); err != nil {
 		return nil, err
 	}
 	j, err := apiserver.Join(client, nodeName, jopts)
@@ -685,16 +687,29 @@ func exitAfterShutdown(a *agent.Agent, run func(context.Context) error, stdout i
 }
 
 // openLocalState opens the node's local state of --local-state (default
-// ROOT-DIR/localstate.db), or none when the flag is set to "".
-func openLocalState(c *config) (*localstate.State, error) {
+// ROOT-DIR/localstate.db), or none when the flag is set to "". Its
+// secrets and tokens are sealed with the key of --local-state-key-file,
+// or not kept. A damaged file is moved aside and logged by the store, and
+// an event recorded by Joined.Run.
+func openLocalState(c *config, log *slog.Logger) (*localstate.State, error) {
 	path := c.localStatePath
 	if !c.set["local-state"] {
 		path = filepath.Join(c.rootDir, "localstate.db")
 	}
 	if path == "" {
+		if c.localStateKeyFile != "" {
+			return nil, errors.New(`--local-state-key-file with --local-state "": there is no local state to seal`)
+		}
 		return nil, nil
 	}
-	store, err := localstate.OpenBolt(path, localstate.BoltOptions{})
+	var key localstate.SecretKey
+	if c.localStateKeyFile != "" {
+		var err error
+		if key, err = localstate.ReadSecretKeyFile(c.localStateKeyFile); err != nil {
+			return nil, fmt.Errorf("--local-state-key-file: %w", err)
+		}
+	}
+	store, err := localstate.OpenBolt(path, localstate.BoltOptions{SecretKey: key, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("--local-state: %w", err)
 	}

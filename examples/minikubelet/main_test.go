@@ -43,6 +43,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--register-node=false"}, "--register-node needs --kubeconfig"},
 		{[]string{"--kube-api-qps", "10"}, "--kube-api-qps needs --kubeconfig"},
 		{[]string{"--local-state", "/var/lib/minikubelet/localstate.db"}, "--local-state needs --kubeconfig"},
+		{[]string{"--local-state-key-file", "/etc/minikubelet/localstate.key"}, "--local-state-key-file needs --kubeconfig"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "--kube-api-burst", "0"}, "--kube-api-burst=0: both must be positive"},
 		{[]string{"--image-gc-high-threshold", "70"}, "image GC low threshold 80% is above the high threshold 70%"},
 		{[]string{"--minimum-image-ttl-duration", "-1s"}, "image GC minimum age -1s is negative"},
