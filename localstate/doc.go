@@ -26,9 +26,8 @@
 // (SchemaVersion) into the file and refuses a newer one (ErrSchema),
 // bounds the bytes of keys and values it holds (BoltOptions.MaxBytes,
 // DefaultMaxBytes; a write past the bound is refused with ErrTooLarge and
-// changes nothing), creates the file 0600 in a 0700 directory because it
-// holds secrets and tokens, and never logs a value. Memory is the same
-// contract in memory, for tests.
+// changes nothing), creates the file 0600 in a 0700 directory, and never
+// logs a value. Memory is the same contract in memory, for tests.
 //
 // State puts Kubernetes' types over a Store, encoded as protobuf: SetPods
 // replaces the kept pods in one write of what changed, PutConfigMap,
@@ -37,10 +36,31 @@
 // object already kept at the same resourceVersion is skipped without
 // touching the disk, so the adapters can write through on every read.
 //
+// # Damage, links and secrets
+//
+// The file is a cache the API server refills, so no damage to it may stop
+// a node: OpenBolt checks an existing file before bbolt writes to it (the
+// bounds of every page, a read of every value, bbolt's consistency check,
+// in a goroutine where a fault is a recoverable panic), moves a file that
+// fails aside (path.corrupt-<UTC time>, never deleted), logs it as an
+// error and starts empty; Bolt.Recovered tells the caller, who records an
+// event (examples/apiserver's Joined.Run does). A lock held by another
+// process, a file it may not read and a newer schema are refused, not
+// moved. The path is opened without following a symbolic link (refused,
+// ErrInvalidArgument), so a link never makes the agent write the file it
+// points to. The values of Secrets and Tokens are sealed with
+// BoltOptions.SecretKey (AES-256-GCM; ReadSecretKeyFile reads one), or,
+// without a key, not kept at all: a node keeps secrets off its disk, as
+// Kubernetes promises, unless the operator gives a key. A value that
+// does not open with the key is absent, and logged once.
+// docs/localstate.md has the cases, their outcomes and the costs.
+//
 // # Driving it
 //
-//	store, err := localstate.OpenBolt("/var/lib/minikubelet/localstate.db", localstate.BoltOptions{})
-//	if err != nil { ... }          // held by another process, a newer schema ...
+//	key, err := localstate.ReadSecretKeyFile("/run/credentials/minikubelet/localstate.key")
+//	store, err := localstate.OpenBolt("/var/lib/minikubelet/localstate.db", localstate.BoltOptions{SecretKey: key, Logger: log})
+//	if err != nil { ... }          // held by another process, a newer schema, a symbolic link ...
+//	if rec, ok := store.Recovered(); ok { ... } // damaged: moved aside, or read from its other meta page
 //	defer store.Close()
 //	st, err := localstate.New(store)
 //	_, err = st.SetPods(pods)      // after every list or watch event
@@ -54,5 +74,6 @@
 //
 // Bolt, Memory and State are safe for concurrent use; Bolt serializes its
 // writes (bbolt has one writer at a time) and a Write returns once its
-// transaction is on disk. Nothing here starts a goroutine.
+// transaction is on disk. OpenBolt runs its checks in goroutines that end
+// before it returns; nothing else starts one.
 package localstate
