@@ -28,43 +28,69 @@ const MaxManifestBytes = 10 << 20
 // defaults nor validates; see ReadManifest. An error wraps
 // ErrInvalidManifest.
 func DecodeManifest(data []byte) ([]*v1.Pod, error) {
-	js := data
+	pods, _, err := decodeManifest(data, false)
+	return pods, err
+}
+
+// decodeManifest is DecodeManifest; with warn it decodes strictly, in the
+// same pass, and returns ManifestWarnings' findings beside the pods.
+func decodeManifest(data []byte, warn bool) ([]*v1.Pod, []string, error) {
+	js, yamlInput := data, false
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		// YAML (JSON is YAML too, but converting it costs 3/4 of a decode).
 		var err error
 		if js, err = yaml.YAMLToJSON(data); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
+			return nil, nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
 		}
+		yamlInput = true
 	}
 	var tm metav1.TypeMeta
 	if err := utiljson.Unmarshal(js, &tm); err != nil {
-		return nil, fmt.Errorf("%w: not an object: %v", ErrInvalidManifest, err)
+		return nil, nil, fmt.Errorf("%w: not an object: %v", ErrInvalidManifest, err)
 	}
 	if tm.Kind == "" {
-		return nil, fmt.Errorf("%w: kind is missing", ErrInvalidManifest)
+		return nil, nil, fmt.Errorf("%w: kind is missing", ErrInvalidManifest)
 	}
 	if tm.APIVersion != "v1" {
-		return nil, fmt.Errorf("%w: apiVersion %q, want \"v1\"", ErrInvalidManifest, tm.APIVersion)
+		return nil, nil, fmt.Errorf("%w: apiVersion %q, want \"v1\"", ErrInvalidManifest, tm.APIVersion)
 	}
+	var warnings []string
+	unmarshal := func(into any) error {
+		if !warn {
+			return utiljson.Unmarshal(js, into)
+		}
+		strict, err := kjson.UnmarshalStrict(js, into)
+		for _, e := range strict {
+			warnings = append(warnings, e.Error())
+		}
+		return err
+	}
+	var pods []*v1.Pod
 	switch tm.Kind {
 	case "Pod":
 		pod := &v1.Pod{}
-		if err := utiljson.Unmarshal(js, pod); err != nil {
-			return nil, fmt.Errorf("%w: pod: %v", ErrInvalidManifest, err)
+		if err := unmarshal(pod); err != nil {
+			return nil, nil, fmt.Errorf("%w: pod: %v", ErrInvalidManifest, err)
 		}
-		return []*v1.Pod{pod}, nil
+		pods = []*v1.Pod{pod}
 	case "PodList":
 		var list v1.PodList
-		if err := utiljson.Unmarshal(js, &list); err != nil {
-			return nil, fmt.Errorf("%w: pod list: %v", ErrInvalidManifest, err)
+		if err := unmarshal(&list); err != nil {
+			return nil, nil, fmt.Errorf("%w: pod list: %v", ErrInvalidManifest, err)
 		}
-		pods := make([]*v1.Pod, len(list.Items))
+		pods = make([]*v1.Pod, len(list.Items))
 		for i := range list.Items {
 			pods[i] = &list.Items[i]
 		}
-		return pods, nil
+	default:
+		return nil, nil, fmt.Errorf("%w: kind %q, want Pod or PodList", ErrInvalidManifest, tm.Kind)
 	}
-	return nil, fmt.Errorf("%w: kind %q, want Pod or PodList", ErrInvalidManifest, tm.Kind)
+	if warn && yamlInput && bytes.Contains(data, []byte("---")) {
+		if n := yamlDocuments(data); n > 1 {
+			warnings = append(warnings, fmt.Sprintf("%d YAML documents: only the first is read", n))
+		}
+	}
+	return pods, warnings, nil
 }
 
 // ReadManifest turns a manifest of a static source into the pods a kubelet
@@ -81,13 +107,16 @@ func DecodeManifest(data []byte) ([]*v1.Pod, error) {
 // sources can allow them (FileOptions.AllowAPIReferences) for an agent
 // that serves such objects itself.
 func ReadManifest(data []byte, source, location, nodeName string) ([]*v1.Pod, error) {
-	return readManifest(data, source, location, nodeName, false)
+	pods, _, err := readManifest(data, source, location, nodeName, false)
+	return pods, err
 }
 
-func readManifest(data []byte, source, location, nodeName string, allowAPIReferences bool) ([]*v1.Pod, error) {
-	pods, err := DecodeManifest(data)
+// readManifest is ReadManifest, with ManifestWarnings' findings of the same
+// decode.
+func readManifest(data []byte, source, location, nodeName string, allowAPIReferences bool) ([]*v1.Pod, []string, error) {
+	pods, warnings, err := decodeManifest(data, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, pod := range pods {
 		err := validateName(pod)
@@ -101,12 +130,12 @@ func readManifest(data []byte, source, location, nodeName string, allowAPIRefere
 		}
 		if err != nil {
 			if len(pods) > 1 {
-				return nil, fmt.Errorf("item %d: %w", i, err)
+				return nil, nil, fmt.Errorf("item %d: %w", i, err)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return pods, nil
+	return pods, warnings, nil
 }
 
 // validateName refuses a manifest without a name before the node name
@@ -127,39 +156,11 @@ func validateName(pod *v1.Pod) error {
 // document by its number. The sources log them with the manifest's name; a
 // manifest DecodeManifest refuses has none.
 func ManifestWarnings(data []byte) []string {
-	js, docs := data, 1
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		var err error
-		if js, err = yaml.YAMLToJSON(data); err != nil {
-			return nil
-		}
-		docs = yamlDocuments(data)
-	}
-	var tm metav1.TypeMeta
-	if err := utiljson.Unmarshal(js, &tm); err != nil {
-		return nil
-	}
-	var into any
-	switch tm.Kind {
-	case "Pod":
-		into = &v1.Pod{}
-	case "PodList":
-		into = &v1.PodList{}
-	default:
-		return nil
-	}
-	var out []string
-	strict, err := kjson.UnmarshalStrict(js, into)
+	_, warnings, err := decodeManifest(data, true)
 	if err != nil {
 		return nil
 	}
-	for _, e := range strict {
-		out = append(out, e.Error())
-	}
-	if docs > 1 {
-		out = append(out, fmt.Sprintf("%d YAML documents: only the first is read", docs))
-	}
-	return out
+	return warnings
 }
 
 // yamlDocuments counts the documents of a YAML stream that hold more than

@@ -543,16 +543,15 @@ func (f *File) pods() []*v1.Pod {
 // Errors), once per distinct error.
 func (f *File) refresh(p string, st fs.FileInfo, force bool) bool {
 	c, ok := f.cache[p]
-	unchanged := ok && c.size == st.Size() && c.mtime.Equal(st.ModTime()) && c.mode == st.Mode()
-	if !force && unchanged {
+	if !force && ok && c.size == st.Size() && c.mtime.Equal(st.ModTime()) && c.mode == st.Mode() {
 		return false
 	}
-	var data []byte
-	data, c.pods, c.err = readManifestFile(p, f.node, f.refs)
-	if c.err == nil && !unchanged {
-		// Only for new content: a periodic read of the same file costs no
-		// second decode, and its warnings were logged.
-		if w := strings.Join(ManifestWarnings(data), "; "); w != c.warnings {
+	var warnings []string
+	warnings, c.pods, c.err = readManifestFile(p, f.node, f.refs)
+	if c.err == nil {
+		// Logged when they change: a periodic read of the same file logs
+		// nothing new.
+		if w := strings.Join(warnings, "; "); w != c.warnings {
 			c.warnings = w
 			if w != "" {
 				f.log.Warn("static pod manifest has fields or documents that are not read", "file", p, "warnings", w)
@@ -579,8 +578,8 @@ func (f *File) refresh(p string, st fs.FileInfo, force bool) bool {
 }
 
 // readManifestFile reads and decodes the manifest at p; it returns the
-// bytes it read beside the pods.
-func readManifestFile(p, node string, allowAPIReferences bool) ([]byte, []*v1.Pod, error) {
+// manifest's warnings (ManifestWarnings) beside the pods.
+func readManifestFile(p, node string, allowAPIReferences bool) ([]string, []*v1.Pod, error) {
 	fh, err := os.Open(p)
 	if err != nil {
 		return nil, nil, err
@@ -593,8 +592,8 @@ func readManifestFile(p, node string, allowAPIReferences bool) ([]byte, []*v1.Po
 	if len(data) > MaxManifestBytes {
 		return nil, nil, fmt.Errorf("larger than %d bytes", MaxManifestBytes)
 	}
-	pods, err := readManifest(data, syncloop.SourceFile, p, node, allowAPIReferences)
-	return data, pods, err
+	pods, warnings, err := readManifest(data, syncloop.SourceFile, p, node, allowAPIReferences)
+	return warnings, pods, err
 }
 
 // report records a manifest's error, and logs it and makes an event when it

@@ -195,8 +195,9 @@ func (u *URL) Fetch(ctx context.Context) error {
 	}
 	if !bytes.Equal(data, u.data) {
 		u.data = data
-		u.pods, u.dataErr = readManifest(data, syncloop.SourceHTTP, u.url, u.node, u.refs)
-		if w := ManifestWarnings(data); u.dataErr == nil && len(w) > 0 {
+		var w []string
+		u.pods, w, u.dataErr = readManifest(data, syncloop.SourceHTTP, u.url, u.node, u.refs)
+		if u.dataErr == nil && len(w) > 0 {
 			u.log.Warn("static pod manifest has fields or documents that are not read", "url", u.redacted, "warnings", strings.Join(w, "; "))
 		}
 		if u.dataErr != nil {
