@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/admission"
-	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 func list(kv ...string) v1.ResourceList {
@@ -43,46 +42,6 @@ func podOf(name string, containers ...v1.Container) *v1.Pod {
 func static(p *v1.Pod) *v1.Pod {
 	p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
 	return p
-}
-
-func TestPodRequests(t *testing.T) {
-	withInit := func(p *v1.Pod, inits ...v1.Container) *v1.Pod { p.Spec.InitContainers = inits; return p }
-	for _, tc := range []struct {
-		name string
-		pod  *v1.Pod
-		want v1.ResourceList
-	}{
-		{"nothing", podOf("p", ctr("a")), list()},
-		{"containers add up", podOf("p", ctr("a", "cpu", "100m", "memory", "1Gi"), ctr("b", "cpu", "200m")), list("cpu", "300m", "memory", "1Gi")},
-		{"a larger init container wins", withInit(podOf("p", ctr("a", "cpu", "100m")), ctr("i", "cpu", "1", "memory", "10Mi")),
-			list("cpu", "1", "memory", "10Mi")},
-		{"a smaller init container does not", withInit(podOf("p", ctr("a", "cpu", "2")), ctr("i", "cpu", "1")), list("cpu", "2")},
-		{"sidecars add to the containers", withInit(podOf("p", ctr("a", "memory", "100Mi")), sidecar("s", "memory", "50Mi")),
-			list("memory", "150Mi")},
-		{"an init container after a sidecar needs both", withInit(podOf("p", ctr("a", "memory", "100Mi")),
-			sidecar("s", "memory", "50Mi"), ctr("i", "memory", "200Mi")), list("memory", "250Mi")},
-		{"an init container before a sidecar needs itself", withInit(podOf("p", ctr("a", "memory", "100Mi")),
-			ctr("i", "memory", "120Mi"), sidecar("s", "memory", "50Mi")), list("memory", "150Mi")},
-		{"pod-level requests replace the containers'", func() *v1.Pod {
-			p := podOf("p", ctr("a", "cpu", "100m", "memory", "1Gi", "ephemeral-storage", "1Gi"))
-			p.Spec.Resources = &v1.ResourceRequirements{Requests: list("cpu", "2")}
-			return p
-		}(), list("cpu", "2", "memory", "1Gi", "ephemeral-storage", "1Gi")},
-		{"overhead adds", func() *v1.Pod {
-			p := podOf("p", ctr("a", "cpu", "100m"))
-			p.Spec.Overhead = list("cpu", "50m", "memory", "20Mi")
-			return p
-		}(), list("cpu", "150m", "memory", "20Mi")},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := podspec.Requests(tc.pod)
-			require.Len(t, got, len(tc.want), "%v", got)
-			for name, q := range tc.want {
-				g := got[name]
-				assert.Zero(t, q.Cmp(g), "%s: want %s, got %s", name, q.String(), g.String())
-			}
-		})
-	}
 }
 
 func TestFit(t *testing.T) {
