@@ -546,8 +546,10 @@ var pullCycle = map[string]bool{"waiting:ErrImagePull": true, "waiting:ImagePull
 // crashCycle are the states a crash-looping container spends its time in:
 // running, then held in its back-off, each kubelet on its own jittered
 // retries (a container a probe or a failed hook kills keeps its restart
-// count while it backs off, so both sides can show the same count).
-var crashCycle = map[string]bool{"running": true, "waiting:CrashLoopBackOff": true}
+// count while it backs off, so both sides can show the same count); a
+// container whose postStart hook fails shows PostStartHookError between
+// the two.
+var crashCycle = map[string]bool{"running": true, "waiting:CrashLoopBackOff": true, "waiting:PostStartHookError": true}
 
 // backoffDelay is the delay in a CrashLoopBackOff message ("back-off 20s
 // restarting failed container=...").
@@ -562,6 +564,13 @@ func exitedThenBackOff(x, y ContainerView) bool {
 	return strings.HasPrefix(x.State, "terminated:") && y.State == "waiting:CrashLoopBackOff" && y.Last == x.State
 }
 
+// exitedWhileRunning reports whether x shows an instance that has just
+// exited the way the previous one did, and y the same instance still
+// running: y's kubelet has not seen the exit yet.
+func exitedWhileRunning(x, y ContainerView) bool {
+	return strings.HasPrefix(x.State, "terminated:") && y.State == "running" && y.Last == x.State
+}
+
 // alignRetryCycles returns ours with each container that is at another
 // point of its retry cycle than upstream's set to upstream's state (and
 // what follows from it), and a timing note for each:
@@ -571,8 +580,9 @@ func exitedThenBackOff(x, y ContainerView) bool {
 //     termination is the same. Ready and started follow the state, and
 //     so do the pod's conditions, which are then taken from upstream too;
 //   - a crash loop just after an exit: terminated on one side (its kubelet
-//     has not synced since) and CrashLoopBackOff on the other, with the
-//     same restart count and that termination as the other's last one.
+//     has not synced since) and CrashLoopBackOff on the other, or still
+//     running there (its kubelet has not seen the exit yet), with the same
+//     restart count and that termination as the other's last one.
 func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 	cp := *ours
 	var notes []difference
@@ -603,7 +613,8 @@ func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 				b[i].State, b[i].Message, b[i].Ready, b[i].Started = a[i].State, a[i].Message, a[i].Ready, a[i].Started
 				crashAligned = true
 			case a[i].RestartCount > 0 && a[i].RestartCount == b[i].RestartCount &&
-				(exitedThenBackOff(a[i], b[i]) || exitedThenBackOff(b[i], a[i])):
+				(exitedThenBackOff(a[i], b[i]) || exitedThenBackOff(b[i], a[i]) ||
+					exitedWhileRunning(a[i], b[i]) || exitedWhileRunning(b[i], a[i])):
 				notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (crash-loop restarts: exited, not synced yet)", kind, i, a[i].State, b[i].State), true})
 				b[i].State, b[i].Message, b[i].Last, b[i].Ready, b[i].Started = a[i].State, a[i].Message, a[i].Last, a[i].Ready, a[i].Started
 				crashAligned = true

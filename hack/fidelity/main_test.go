@@ -123,6 +123,14 @@ func TestCompare(t *testing.T) {
 		assert.Contains(t, out.String(), `(timing) containers[0].state: upstream "running", ours "waiting:CrashLoopBackOff" (crash-loop restarts)`)
 		assert.Contains(t, out.String(), "(timing) conditions follow the crash loop's point")
 
+		// A failed postStart hook's state is a point of the same cycle.
+		hook := crashing("d", 4, v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "PostStartHookError", Message: "hook failed"}})
+		hook.Status.ContainerStatuses[0].LastTerminationState = killed
+		same, err = compare([]string{up, writeRecording(t, dir, "loop-hook.json", hook)}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		assert.Contains(t, out.String(), `ours "waiting:PostStartHookError" (crash-loop restarts)`)
+
 		// Another last termination is a difference, and so is a container
 		// that never restarted.
 		oursPod.Status.ContainerStatuses[0].LastTerminationState = terminated
@@ -154,6 +162,14 @@ func TestCompare(t *testing.T) {
 		same, err = compare([]string{writeRecording(t, dir, "ex-ours.json", oursPod), writeRecording(t, dir, "ex-up.json", upPod)}, &out)
 		require.NoError(t, err)
 		assert.True(t, same, out.String())
+		// Exited on one side, still running on the other (a sidecar that
+		// crashes every few seconds), is timing too.
+		running := crashing("c", 2, v1.ContainerState{Running: &v1.ContainerStateRunning{}})
+		running.Status.ContainerStatuses[0].LastTerminationState = oom
+		same, err = compare([]string{writeRecording(t, dir, "ex-run.json", running), writeRecording(t, dir, "ex-up.json", upPod)}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		assert.Contains(t, out.String(), `(crash-loop restarts: exited, not synced yet)`)
 		oursPod.Status.ContainerStatuses[0].RestartCount = 3
 		same, err = compare([]string{writeRecording(t, dir, "ex-up.json", upPod), writeRecording(t, dir, "ex-rc.json", oursPod)}, &out)
 		require.NoError(t, err)
