@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Operation is what a PodUpdate asks of the sync loop. The names and the
@@ -55,8 +57,9 @@ const (
 	SourceFile = "file"
 	// SourceHTTP is the manifest URL.
 	SourceHTTP = "http"
-	// SourceAPI is the API server.
-	SourceAPI = "api"
+	// SourceAPI is the API server: podspec.SourceAPI, the source annotation
+	// by which podspec.IsStatic tells an API server's pod from a static one.
+	SourceAPI = podspec.SourceAPI
 	// SourceAll names every source at once, as in "all sources ready".
 	SourceAll = "*"
 )
