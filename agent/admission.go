@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	goruntime "runtime"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/status/node"
@@ -38,13 +40,13 @@ const (
 // plugins (when Node.DevicePluginDir is set), the predicates
 // (resources against the node's allocatable, node affinity and selector,
 // node name, host ports, NoExecute taints), then AppArmor, then the node's
-// shutdown (NodeShutdown while it shuts down).
-func (a *Agent) newAdmission() (admission.Chain, error) {
+// shutdown (NodeShutdown while it shuts down). Nil parts are left out.
+func newAdmission(b *blocks, preempt admission.PreemptorFunc) (admission.Chain, error) {
 	pred, err := admission.NewPredicates(admission.PredicateOptions{
-		Node:      admission.NodeGetterFunc(a.admissionNode),
+		Node:      admission.NodeGetterFunc(b.nodeView.admissionNode),
 		GOOS:      goruntime.GOOS,
-		Preemptor: admission.PreemptorFunc(a.preempt),
-		Logger:    a.log.With("component", "admission"),
+		Preemptor: preempt,
+		Logger:    b.log.With("component", "admission"),
 	})
 	if err != nil {
 		return nil, err
@@ -55,83 +57,63 @@ func (a *Agent) newAdmission() (admission.Chain, error) {
 		}
 		return true, "", ""
 	})}
-	if a.evict != nil {
-		chain = append(chain, admission.PodHandlerFunc(a.evict.Admit))
+	if b.evict != nil {
+		chain = append(chain, admission.PodHandlerFunc(b.evict.Admit))
 	}
-	chain = append(chain, a.sysctls,
+	chain = append(chain, b.sysctls,
 		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) { return admission.AdmitOS(pod, goruntime.GOOS) }),
-		admission.SupplementalGroupsPolicy(a.runtimeSupportsSupplementalGroupsPolicy))
-	if a.devices != nil {
+		admission.SupplementalGroupsPolicy(b.features.supplementalGroupsPolicy))
+	if b.devices != nil {
 		// Devices are allocated before the predicates weigh resources, as
 		// upstream's resource allocation handler comes before them.
-		chain = append(chain, a.devices)
+		chain = append(chain, b.devices)
 	}
-	chain = append(chain, pred, admission.AppArmor{HostEnabled: a.appArmor})
-	if a.shutdown.Enabled() {
+	chain = append(chain, pred, admission.AppArmor{HostEnabled: b.appArmor})
+	if b.shutdown.Enabled() {
 		// Last, as upstream's shutdown manager.
-		chain = append(chain, admission.PodHandlerFunc(a.shutdown.Admit))
+		chain = append(chain, admission.PodHandlerFunc(b.shutdown.Admit))
 	}
 	return chain, nil
 }
 
-// otherAdmittedPods are the pods admission weighs a new pod against, as
-// upstream's active pods: every desired pod but pod itself, those refused,
-// those whose worker has finished, and those in a terminal phase (in the
-// configuration or as the agent reported it) unless they are still being
-// stopped.
-func (a *Agent) otherAdmittedPods(pod *v1.Pod) []*v1.Pod {
-	pods := a.pods.GetPods()
-	out := pods[:0]
-	for _, p := range pods {
-		if p.UID == pod.UID || a.isRejected(p.UID) || a.workers.IsPodKnownTerminated(p.UID) {
-			continue
-		}
-		if a.isTerminal(p) && !a.workers.IsPodTerminationRequested(p.UID) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
+// nodeView is the node as admission and allocation weigh pods against it:
+// its Node object and its allocatable resources.
+type nodeView struct {
+	opts Options
+	// status is the node status controller, set once it is built.
+	status  *node.Controller
+	devices *devices.Manager // nil without Node.DevicePluginDir
+	log     *slog.Logger
 }
-
-// isTerminal: the configuration or the agent's last status says the pod
-// succeeded or failed.
-func (a *Agent) isTerminal(p *v1.Pod) bool {
-	if terminalPhase(p.Status.Phase) {
-		return true
-	}
-	st, ok := a.status.GetPodStatus(p.UID)
-	return ok && terminalPhase(st.Phase)
-}
-
-func terminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 
 // reservation is what the node keeps out of its allocatable resources:
 // kube-reserved, system-reserved and the hard eviction thresholds
 // (memory.available, nodefs.available), as upstream's node allocatable.
-func (a *Agent) reservation(capacity v1.ResourceList) v1.ResourceList {
+func (n *nodeView) reservation(capacity v1.ResourceList) v1.ResourceList {
 	var hard v1.ResourceList
-	if !a.opts.Eviction.Disabled {
-		thresholds := a.opts.Eviction.Thresholds
+	if !n.opts.Eviction.Disabled {
+		thresholds := n.opts.Eviction.Thresholds
 		if thresholds == nil {
 			thresholds = eviction.DefaultHardThresholds()
 		}
 		hard = eviction.HardReservation(thresholds, capacity)
 	}
-	return node.Reserved(capacity, a.opts.Node.KubeReserved, a.opts.Node.SystemReserved, hard)
+	return node.Reserved(capacity, n.opts.Node.KubeReserved, n.opts.Node.SystemReserved, hard)
 }
 
 // currentAllocatable is the node's allocatable as its status last reported
 // it, or, before the first status, as the machine's capacity gives it now.
-func (a *Agent) currentAllocatable() (v1.ResourceList, error) {
-	if st, ok := a.node.Status(); ok && st.Allocatable != nil {
-		return st.Allocatable, nil
+func (n *nodeView) currentAllocatable() (v1.ResourceList, error) {
+	if n.status != nil {
+		if st, ok := n.status.Status(); ok && st.Allocatable != nil {
+			return st.Allocatable, nil
+		}
 	}
-	capacity, err := a.opts.Node.Machine.Capacity(context.Background())
+	capacity, err := n.opts.Node.Machine.Capacity(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("node capacity: %w", err)
 	}
-	return node.Allocatable(capacity, a.reservation(capacity)), nil
+	return node.Allocatable(capacity, n.reservation(capacity)), nil
 }
 
 // admissionNode is the Node pods are admitted to: the one
@@ -139,43 +121,43 @@ func (a *Agent) currentAllocatable() (v1.ResourceList, error) {
 // or else the agent's own (its name, the labels upstream's kubelet gives
 // its Node, and Options.Node.Labels), with the allocatable resources the
 // node's status reports.
-func (a *Agent) admissionNode() (*v1.Node, error) {
-	var n *v1.Node
-	if a.opts.Cluster.Node != nil {
-		if got, err := a.opts.Cluster.Node.Node(); err == nil && got != nil {
-			n = got.DeepCopy()
+func (n *nodeView) admissionNode() (*v1.Node, error) {
+	var out *v1.Node
+	if n.opts.Cluster.Node != nil {
+		if got, err := n.opts.Cluster.Node.Node(); err == nil && got != nil {
+			out = got.DeepCopy()
 		} else if err != nil {
-			a.log.Debug("Admitting against the agent's own node: the node is not known", "err", err)
+			n.log.Debug("Admitting against the agent's own node: the node is not known", "err", err)
 		}
 	}
-	if n == nil {
-		n = &v1.Node{}
-		n.Name = a.opts.NodeName
-		n.Labels = map[string]string{
-			v1.LabelHostname: a.opts.NodeName, v1.LabelOSStable: goruntime.GOOS, v1.LabelArchStable: goruntime.GOARCH,
+	if out == nil {
+		out = &v1.Node{}
+		out.Name = n.opts.NodeName
+		out.Labels = map[string]string{
+			v1.LabelHostname: n.opts.NodeName, v1.LabelOSStable: goruntime.GOOS, v1.LabelArchStable: goruntime.GOARCH,
 			labelOSBeta: goruntime.GOOS, labelArchBeta: goruntime.GOARCH,
 		}
-		maps.Copy(n.Labels, a.opts.Node.Labels)
+		maps.Copy(out.Labels, n.opts.Node.Labels)
 	}
-	alloc, err := a.currentAllocatable()
+	alloc, err := n.currentAllocatable()
 	if err != nil {
 		return nil, err
 	}
-	if a.devices != nil {
+	if n.devices != nil {
 		// The devices pods hold count as allocatable even when the node's
 		// status shows fewer (held devices turned unhealthy, or a restart
 		// before the plugins registered again), as upstream's
 		// UpdatePluginResources counts them: the pods holding them are
 		// admitted again.
 		alloc = alloc.DeepCopy()
-		for name, held := range a.devices.Allocated() {
+		for name, held := range n.devices.Allocated() {
 			if have, ok := alloc[name]; !ok || have.Cmp(held) < 0 {
 				alloc[name] = held
 			}
 		}
 	}
-	n.Status.Allocatable = alloc
-	return n, nil
+	out.Status.Allocatable = alloc
+	return out, nil
 }
 
 // preempt stops victim for the critical pod preemptor, as upstream's
@@ -183,8 +165,8 @@ func (a *Agent) admissionNode() (*v1.Node, error) {
 // the pod's own grace period, its status Failed with reason Preempting and
 // a DisruptionTarget condition. It waits for the kill up to one and a half
 // grace periods, at least 10s.
-func (a *Agent) preempt(victim, preemptor *v1.Pod) error {
-	a.events.Eventf(victim, v1.EventTypeWarning, ReasonPreempting, "%s", messagePreempted)
+func (h *handler) preempt(victim, preemptor *v1.Pod) error {
+	h.events.Eventf(victim, v1.EventTypeWarning, ReasonPreempting, "%s", messagePreempted)
 	grace := int64(v1.DefaultTerminationGracePeriodSeconds)
 	if g := victim.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
@@ -192,10 +174,10 @@ func (a *Agent) preempt(victim, preemptor *v1.Pod) error {
 	timeout := max(time.Duration(grace)*time.Second*3/2, 10*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	t := a.clock.AfterFunc(timeout, cancel)
+	t := h.clock.AfterFunc(timeout, cancel)
 	defer t.Stop()
-	now := a.clock.Now()
-	err := a.workers.KillPod(ctx, victim, podworkers.KillPodOptions{
+	now := h.clock.Now()
+	err := h.workers.KillPod(ctx, victim, podworkers.KillPodOptions{
 		Evict: true,
 		PodStatusFunc: func(s *v1.PodStatus) {
 			s.Phase, s.Reason, s.Message = v1.PodFailed, ReasonPreempting, messagePreempted
@@ -207,11 +189,4 @@ func (a *Agent) preempt(victim, preemptor *v1.Pod) error {
 		return fmt.Errorf("preempt pod %s for %s: %w", podDesc(victim), podDesc(preemptor), err)
 	}
 	return nil
-}
-
-// runtimeSupportsSupplementalGroupsPolicy tells whether the runtime's status
-// reports the SupplementalGroupsPolicy feature (upstream's node status
-// features.supplementalGroupsPolicy); no answer means no.
-func (a *Agent) runtimeSupportsSupplementalGroupsPolicy() bool {
-	return a.runtimeStatus("supplementalGroupsPolicy Strict").GetFeatures().GetSupplementalGroupsPolicy()
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,17 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/kubeletkit/kubeletkit/admission"
-	"github.com/kubeletkit/kubeletkit/allocation"
-	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
-	"github.com/kubeletkit/kubeletkit/cri/imagegc"
-	"github.com/kubeletkit/kubeletkit/cri/logs"
-	"github.com/kubeletkit/kubeletkit/cri/podsync"
-	"github.com/kubeletkit/kubeletkit/devices"
-	"github.com/kubeletkit/kubeletkit/eviction"
-	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
@@ -34,7 +24,6 @@ import (
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
-	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // The status Manager lends the prober its statuses rather than copying one
@@ -120,55 +109,24 @@ type lifecycle interface {
 
 // Agent is a node agent composed of the kubeletkit blocks. Build one with
 // New and start it with Run.
+//
+// It keeps its lifecycle and what its readers read; the decisions are the
+// blocks', reached through the roles New gives them: the sync loop's
+// handler (handler.go), the pod workers' syncer (syncer.go), the node API
+// (api.go) and the event recorder (sink.go).
 type Agent struct {
-	opts Options
-	// appArmor: the host enforces AppArmor (admission.AppArmor).
-	appArmor bool
-	// sysctls admits the sysctls pods set.
-	sysctls *admission.Sysctls
-	// admission is the chain of admission handlers (newAdmission).
-	admission admission.Chain
-	// allocatable: the node's allocatable at the start, the downward API's
-	// default limits.
-	allocatable v1.ResourceList
-	// unsettled: pods rejected before the first housekeeping (mu).
-	unsettled []types.UID
-	log       *slog.Logger
-	clock     Clock
-	rt        Runtime
-	fakeRT    *fake.Runtime
-	runtime   string // runtime name for container IDs
-	metrics   Metrics
-	events    *recorder // every block's EventRecorder
-
-	cache   *pleg.Cache
-	pleg    lifecycle
-	syncer  *podsync.Syncer
-	workers *podworkers.Workers
-	status  *status.Manager
-	prober  *prober.Manager
-	pods    *syncloop.PodSet
-	config  *source.Config
-	loop    *syncloop.Loop
-	evict   *eviction.Manager // nil when disabled
-	imageGC *imagegc.Manager
-	node    *node.Controller
-	vol     *volume.Manager
-	cgroups *cgroups.Manager      // nil without Cgroups.PerQOS
-	devices *devices.Manager      // nil without Node.DevicePluginDir
-	objects *volume.StaticSources // configMaps and secrets from Sources.ObjectPath
-	sink    *memorySink
-	msgs    status.MessageReader
-	alloc   *allocation.Manager // the pods' allocated resources and their resizes
-
-	// shutdown is graceful node shutdown; not Enabled without a grace
-	// period.
+	opts   Options
+	log    *slog.Logger
+	clock  Clock
+	rt     Runtime
+	fakeRT *fake.Runtime
+	// view reads the desired pods, their workers, statuses and records.
+	view     *podView
+	pleg     lifecycle
+	loop     *syncloop.Loop
+	config   *source.Config // the pod sources' merger
+	node     *node.Controller
 	shutdown *nodeshutdown.Manager
-
-	// stats measures the node (Eviction.Stats or the machine's); nil, with
-	// statsErr saying why, where there is no measurement.
-	stats    stats.Provider
-	statsErr error
 	// api is the node behind the kubelet API and the read-only server.
 	api *nodeAPI
 
@@ -176,38 +134,6 @@ type Agent struct {
 	apiListener net.Listener  // the kubelet API's; nil when none
 	ready       chan struct{} // closed once Run has started everything
 	runnables   []runnable    // what Run starts, in order (newRunnables)
-
-	mu       sync.Mutex
-	cleanups int
-	rejected map[types.UID]struct{} // pods refused at admission
-	seen     map[types.UID]struct{} // pods added and not yet forgotten
-	latency  map[types.UID]*startup
-	admitted uint64 // pods added so far, numbering startup.seq
-
-	rotator *logs.Rotator // the containers' logs
-
-	// forgetters forget a finished pod that is no longer desired, at
-	// housekeeping.
-	forgetters []podForgetter
-}
-
-// podForgetter is a part of the node that keeps something per pod and
-// forgets it once the pod is finished and no longer desired.
-type podForgetter interface{ RemovePod(uid types.UID) }
-
-// forgetFunc adapts a function to podForgetter.
-type forgetFunc func(uid types.UID)
-
-// RemovePod calls f.
-func (f forgetFunc) RemovePod(uid types.UID) { f(uid) }
-
-// startup is when the agent first saw a pod, and how long it took to run
-// and to turn Ready.
-type startup struct {
-	added                time.Time
-	seq                  uint64        // admission order, for the start gate
-	ready                time.Duration // how long after added it turned Ready
-	wasRunning, wasReady bool
 }
 
 // NodeName returns the node's name.
@@ -258,24 +184,8 @@ func (a *Agent) NodeStatus() (v1.NodeStatus, bool) { return a.node.Status() }
 
 // PodStatuses returns the desired pods with their current statuses, as
 // /pods serves them, sorted by namespace and name.
-func (a *Agent) PodStatuses() []v1.Pod {
-	pods := a.pods.GetPods()
-	out := make([]v1.Pod, 0, len(pods))
-	for _, p := range pods {
-		cp := p.DeepCopy()
-		if st, ok := a.status.GetPodStatus(p.UID); ok {
-			cp.Status = st
-		}
-		a.mu.Lock()
-		_, rejected := a.rejected[p.UID]
-		a.mu.Unlock()
-		if rejected && cp.Status.Phase != v1.PodFailed {
-			// The status manager refused the rejection's status: show it
-			// all the same.
-			cp.Status.Phase = v1.PodFailed
-		}
-		out = append(out, *cp)
-	}
-	sortPods(out)
-	return out
-}
+func (a *Agent) PodStatuses() []v1.Pod { return a.view.statuses() }
+
+// ReadyLatencies returns, for each pod that turned Ready, how long after
+// the agent first saw the pod (its ADD) that happened.
+func (a *Agent) ReadyLatencies() map[types.UID]time.Duration { return a.view.records.readyLatencies() }

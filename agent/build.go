@@ -16,9 +16,16 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/allocation"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/logs"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/devices"
+	"github.com/kubeletkit/kubeletkit/eviction"
+	"github.com/kubeletkit/kubeletkit/eviction/stats"
+	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
@@ -26,6 +33,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // ErrInvalidOptions is wrapped by New's errors for options it cannot use.
@@ -90,202 +98,284 @@ func New(opts Options) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sysctls, err := admission.NewSysctls(opts.Security.AllowedUnsafeSysctls)
+	b, err := build(opts, log)
 	if err != nil {
-		return nil, fmt.Errorf("agent: Security.AllowedUnsafeSysctls: %w: %w", err, ErrInvalidOptions)
-	}
-	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics, sysctls: sysctls,
-		ready: make(chan struct{}), rejected: map[types.UID]struct{}{}, seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{},
-		appArmor: admission.HostAppArmorEnabled()}
-	if a.metrics == nil {
-		a.metrics = noMetrics{}
-	}
-	a.events = &recorder{metrics: a.metrics, next: opts.Cluster.Recorder, log: log}
-	if a.rt == nil {
-		a.fakeRT = NewFakeRuntime(opts.Clock, log.With("component", "fake-runtime"))
-		a.rt = a.fakeRT
-	}
-	a.pods = syncloop.NewPodSet()
-	a.sink = newMemorySink(opts.Out, opts.Cluster.StatusSink)
-	a.msgs = status.FileMessageReader{PodsDir: a.podsDir(), LogsDir: a.logsDir()}
-	a.cache = pleg.NewCache()
-	if err := a.build(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	a.runnables = a.newRunnables()
+	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: b.rt, fakeRT: b.fakeRT, view: b.view,
+		node: b.node, shutdown: b.shutdown, api: b.api, pleg: b.pleg, loop: b.loop, config: b.config, ready: make(chan struct{})}
+	a.runnables = a.newRunnables(b)
 	return a, nil
 }
 
-// build makes the blocks, each on the agent's clock and logger.
-func (a *Agent) build() error {
-	opts, log := a.opts, a.log
-	var err error
-	if err = a.newAllocation(); err != nil {
-		return err
+// blocks are the parts New builds, each on the agent's clock and logger,
+// before it gives each role (the handler, the syncer, the node API) the
+// ones that role uses and lists what Run starts (newRunnables). Nothing
+// keeps it once New returns but those runnables.
+type blocks struct {
+	opts     Options
+	log      *slog.Logger
+	clock    Clock
+	rt       Runtime
+	fakeRT   *fake.Runtime // nil when Options.Runtime is set
+	metrics  Metrics
+	events   *recorder
+	view     *podView
+	nodeView *nodeView
+	features runtimeFeatures
+	sysctls  *admission.Sysctls
+	appArmor bool // the host enforces AppArmor (admission.AppArmor)
+	// allocatable: the node's allocatable at the start, the downward
+	// API's default limits.
+	allocatable v1.ResourceList
+
+	config       *source.Config
+	sourcesReady func() bool // every configured source has sent its pods
+	sink         *memorySink
+	cache        *pleg.Cache
+	pleg         lifecycle
+	alloc        *allocation.Manager
+	prober       *prober.Manager
+	vol          *volume.Manager
+	objects      *volume.StaticSources // configMaps and secrets from Sources.ObjectPath
+	devices      *devices.Manager      // nil without Node.DevicePluginDir
+	cgroups      *podCgroups           // its manager is nil without Cgroups.PerQOS
+	podsync      *podsync.Syncer
+	stats        stats.Provider // nil, with statsErr saying why, without a measurement
+	statsErr     error
+	imageGC      *imagegc.Manager
+	evict        *eviction.Manager // nil when disabled
+	shutdown     *nodeshutdown.Manager
+	api          *nodeAPI
+	rotator      *logs.Rotator
+	node         *node.Controller
+	handler      *handler
+	syncer       *podSyncer
+	loop         *syncloop.Loop
+}
+
+// build makes the blocks and the roles over them.
+func build(opts Options, log *slog.Logger) (*blocks, error) {
+	sysctls, err := admission.NewSysctls(opts.Security.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("Security.AllowedUnsafeSysctls: %w: %w", err, ErrInvalidOptions)
 	}
+	b := &blocks{opts: opts, log: log, clock: opts.Clock, rt: opts.Runtime, metrics: opts.Metrics, sysctls: sysctls,
+		appArmor: admission.HostAppArmorEnabled()}
+	if b.metrics == nil {
+		b.metrics = noMetrics{}
+	}
+	b.events = &recorder{metrics: b.metrics, next: opts.Cluster.Recorder, log: log}
+	if b.rt == nil {
+		b.fakeRT = NewFakeRuntime(opts.Clock, log.With("component", "fake-runtime"))
+		b.rt = b.fakeRT
+	}
+	b.features = runtimeFeatures{rt: b.rt, log: log}
+	b.view = &podView{pods: syncloop.NewPodSet(), records: newPodRecords(opts.Clock, b.metrics)}
+	view := b.view
+	b.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: b.events, NodeName: opts.NodeName, Clock: b.clock})
+	config, sources := b.config, opts.sources()
+	b.sourcesReady = func() bool { return config.SeenAllSources(sources...) }
+	b.sink = newMemorySink(opts.Out, opts.Cluster.StatusSink)
+	b.cache = pleg.NewCache()
+	if b.devices, err = newDevices(opts, log); err != nil {
+		return nil, err
+	}
+	b.nodeView = &nodeView{opts: opts, devices: b.devices, log: log}
+	if b.alloc, err = newAllocation(opts, b.nodeView, view, b.events, log); err != nil {
+		return nil, err
+	}
+	// The handler first, empty: the PLEG hands it its events.
+	h := &handler{podView: view, alloc: b.alloc, devices: b.devices, rt: b.rt, mirrors: opts.Cluster.MirrorPods,
+		rootDir: opts.RootDir, events: b.events, clock: b.clock, log: log}
+	b.handler = h
 	if opts.EventedPLEG {
-		a.pleg, err = pleg.NewEvented(pleg.EventedOptions{Runtime: a.rt, Cache: a.cache, Clock: a.clock,
-			Logger: log.With("component", "pleg"), Metrics: a.metrics, OnEvents: a.handlePLEGEvents})
+		b.pleg, err = pleg.NewEvented(pleg.EventedOptions{Runtime: b.rt, Cache: b.cache, Clock: b.clock,
+			Logger: log.With("component", "pleg"), Metrics: b.metrics, OnEvents: h.handlePLEGEvents})
 	} else {
-		a.pleg, err = pleg.NewGeneric(pleg.GenericOptions{Runtime: a.rt, Cache: a.cache, Clock: a.clock,
-			Logger: log.With("component", "pleg"), Metrics: a.metrics, RelistPeriod: opts.Timings.RelistPeriod,
-			OnEvents: a.handlePLEGEvents})
+		b.pleg, err = pleg.NewGeneric(pleg.GenericOptions{Runtime: b.rt, Cache: b.cache, Clock: b.clock,
+			Logger: log.With("component", "pleg"), Metrics: b.metrics, RelistPeriod: opts.Timings.RelistPeriod,
+			OnEvents: h.handlePLEGEvents})
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a.status, err = status.New(status.Options{Sink: a.sink, Clock: a.clock,
-		DeletionSafety: status.PodDeletionSafetyFunc(func(uid types.UID) bool { return a.workers.CouldHaveRunningContainers(uid) }),
-		Pods:           a.pods, Logger: log.With("component", "status")})
-	if err != nil {
-		return err
+	if view.status, err = status.New(status.Options{Sink: b.sink, Clock: b.clock,
+		DeletionSafety: status.PodDeletionSafetyFunc(func(uid types.UID) bool { return view.workers.CouldHaveRunningContainers(uid) }),
+		Pods:           view.pods, Logger: log.With("component", "status")}); err != nil {
+		return nil, err
 	}
-	a.prober, err = prober.New(prober.Options{Runner: a.countingProber(prober.NewRunner(prober.RunnerOptions{Execer: a.rt})), Status: a.status,
-		Clock: a.clock, Jitter: func(p time.Duration) time.Duration { return time.Duration(a.opts.Rand() * float64(p)) },
-		Recorder: a.events, Logger: log.With("component", "prober")})
-	if err != nil {
-		return err
+	rnd := opts.Rand
+	if b.prober, err = prober.New(prober.Options{Runner: countingProber(b.metrics, prober.NewRunner(prober.RunnerOptions{Execer: b.rt})), Status: view.status,
+		Clock: b.clock, Jitter: func(p time.Duration) time.Duration { return time.Duration(rnd() * float64(p)) },
+		Recorder: b.events, Logger: log.With("component", "prober")}); err != nil {
+		return nil, err
 	}
 	// Read once: the downward API's default limits.
 	var memoryCapacity int64
-	if capacity, err := a.opts.Node.Machine.Capacity(context.Background()); err != nil {
-		a.log.Warn("Cannot read the node's capacity: a container's unset limits read through the downward API fail", "err", err)
+	if capacity, err := opts.Node.Machine.Capacity(context.Background()); err != nil {
+		log.Warn("Cannot read the node's capacity: a container's unset limits read through the downward API fail", "err", err)
 	} else {
-		a.allocatable = node.Allocatable(capacity, a.reservation(capacity))
+		b.allocatable = node.Allocatable(capacity, b.nodeView.reservation(capacity))
 		memoryCapacity = capacity.Memory().Value()
 	}
-	if a.vol, err = a.newVolumes(); err != nil {
-		return err
+	if b.vol, err = b.newVolumes(); err != nil {
+		return nil, err
 	}
-	if err := a.newDevices(); err != nil {
-		return err
-	}
-	if err := a.newCgroups(); err != nil {
-		return err
-	}
-	var sandboxCgroups containerconfig.SandboxCgroups
-	var podCgroups podsync.PodCgroupResizer
-	if a.cgroups != nil {
-		sandboxCgroups, podCgroups = a.cgroups, podCgroupResizer{a}
-	}
-	cms, secrets := a.envSources()
-	a.syncer, err = podsync.New(podsync.Options{
-		Runtime: pullPausing{a.rt}, Recorder: a.events, Logger: log.With("component", "podsync"), Clock: a.clock,
-		Config: containerconfig.Options{
-			Volumes: a.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Cluster.Services, NodeAllocatable: a.allocatable,
-			RecursiveReadOnlyMounts: a.handlerSupportsRecursiveReadOnly,
-			Devices:                 a.containerDevices(),
-			UserNamespaces:          a.handlerSupportsUserNamespaces,
-			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
-			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
-			MemorySwapController: a.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
-			LogRoot: a.logsDir(), PodsDir: a.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
-		},
-		PodCgroups: podCgroups,
-		Probes: podsync.Probes{
-			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Liveness().Get(id); return ok && r == prober.Failure }),
-			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Failure }),
-			StartupSucceeded: func(id string) bool { r, ok := a.prober.Startup().Get(id); return ok && r == prober.Success },
-		},
-		ContainerLogLinksDir: opts.Logs.LinksDir,
-		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
-	})
+	mgr, err := newCgroups(opts, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a.workers, err = podworkers.New(podworkers.Options{
-		Syncer:       a,
-		Clock:        a.clock,
-		StatusWaiter: podworkers.StatusWaiterFunc(a.waitFresh),
+	b.cgroups = &podCgroups{mgr: mgr, opts: opts.Cgroups, node: opts.Node, classes: opts.Cluster.RuntimeClasses, rootDir: opts.RootDir,
+		view: view, cache: b.cache, events: b.events, log: log}
+	if b.podsync, err = b.newPodSync(memoryCapacity); err != nil {
+		return nil, err
+	}
+	b.cgroups.killer = b.podsync
+	b.syncer = &podSyncer{podView: view, rt: b.rt, cache: b.cache, pleg: b.pleg, podsync: b.podsync, alloc: b.alloc, prober: b.prober,
+		vol: b.vol, cgroups: b.cgroups, devices: b.devices, msgs: status.FileMessageReader{PodsDir: opts.podsDir(), LogsDir: opts.logsDir()},
+		metrics: b.metrics, events: b.events, clock: b.clock, log: log, rootDir: opts.RootDir}
+	if opts.Cluster.ReportHostIPs {
+		b.syncer.hostIPs = opts.Node.HostIPs
+	}
+	if view.workers, err = podworkers.New(podworkers.Options{
+		Syncer:       b.syncer,
+		Clock:        b.clock,
+		StatusWaiter: podworkers.StatusWaiterFunc(b.syncer.waitFresh),
 		Logger:       log.With("component", "podworkers"),
-		Metrics:      a.metrics,
+		Metrics:      b.metrics,
 		// The final status a terminating pod's sync wrote had its terminal
 		// phase held back while the workers still counted its containers;
 		// it is written as soon as they stop counting them.
-		Terminated: a.status.PushAgain,
+		Terminated: view.status.PushAgain,
 		// Starting pods sync 16 at a time, oldest first.
 		StartGate: podworkers.NewStartGate(podworkers.DefaultStartSlots),
-		Starting:  a.starting,
+		Starting:  view.records.starting,
 		Machine:   podworkers.MachineOptions{ResyncInterval: opts.Timings.Resync, BackOffPeriod: opts.Timings.WorkerBackOff, Rand: opts.Rand},
-	})
-	if err != nil {
-		return err
+	}); err != nil {
+		return nil, err
 	}
-	if a.stats = opts.Eviction.Stats; a.stats == nil {
-		a.stats, a.statsErr = a.machineStats()
+	if b.stats = opts.Eviction.Stats; b.stats == nil {
+		b.stats, b.statsErr = b.machineStats()
 	}
-	if a.imageGC, err = a.newImageGC(); err != nil {
-		return err
+	if b.imageGC, err = b.newImageGC(); err != nil {
+		return nil, err
 	}
 	if !opts.Eviction.Disabled {
-		if a.evict, err = a.newEviction(); err != nil {
-			return err
+		if b.evict, err = b.newEviction(); err != nil {
+			return nil, err
 		}
 	}
-	if a.shutdown, err = a.newShutdown(); err != nil {
-		return err
+	if b.shutdown, err = b.newShutdown(); err != nil {
+		return nil, err
 	}
-	if a.admission, err = a.newAdmission(); err != nil {
-		return err
+	if h.admission, err = newAdmission(b, h.preempt); err != nil {
+		return nil, err
 	}
-	a.api = &nodeAPI{rt: a.rt, pods: a.pods, status: a.status, clock: a.clock}
-	a.newSummary()
-	if a.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: a.rt, Clock: a.clock, MaxSize: opts.Logs.MaxSize,
+	b.api = &nodeAPI{rt: b.rt, pods: view.pods, status: view.status, clock: b.clock}
+	b.newSummary()
+	if b.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: b.rt, Clock: b.clock, MaxSize: opts.Logs.MaxSize,
 		MaxFiles: opts.Logs.MaxFiles, Logger: log.With("component", "container-logs")}); err != nil {
-		return err
+		return nil, err
 	}
-	if a.node, err = a.newNodeStatus(); err != nil {
-		return err
+	if b.node, err = b.newNodeStatus(); err != nil {
+		return nil, err
 	}
+	b.nodeView.status = b.node
+	h.prober, h.cgroups, h.gc = b.prober, b.cgroups, b.podsync
 	// What each part keeps of a pod, forgotten at housekeeping once the pod
 	// is finished and no longer desired.
-	a.forgetters = []podForgetter{a.alloc, forgetFunc(a.status.Remove), a.syncer,
-		forgetFunc(a.sink.forget), a.vol, forgetFunc(a.forgetProbeMetrics)}
-	a.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: a.events, NodeName: opts.NodeName, Clock: a.clock})
-	a.loop, err = syncloop.New(syncloop.Options{
-		Handler:   a,
-		Clock:     a.clock,
-		Updates:   a.config.Updates(),
-		Liveness:  a.prober.Liveness().Updates(),
-		Readiness: a.prober.Readiness().Updates(),
-		Startup:   a.prober.Startup().Updates(),
+	h.forgetters = []podForgetter{b.alloc, forgetFunc(view.status.Remove), b.podsync,
+		forgetFunc(b.sink.forget), b.vol, forgetProbeMetrics(b.metrics)}
+	pl := b.pleg
+	b.loop, err = syncloop.New(syncloop.Options{
+		Handler:   h,
+		Clock:     b.clock,
+		Updates:   b.config.Updates(),
+		Liveness:  b.prober.Liveness().Updates(),
+		Readiness: b.prober.Readiness().Updates(),
+		Startup:   b.prober.Startup().Updates(),
 		// Readiness reaches the status of a pod whose worker is busy
 		// terminating it.
-		ProbeStatus: a.status,
-		Pods:        a.pods,
-		PodsToSync:  a.podsToSync,
+		ProbeStatus: view.status,
+		Pods:        view.pods,
+		PodsToSync:  h.podsToSync,
 		RuntimeHealthy: func() error {
-			if ok, err := a.pleg.Healthy(); !ok {
+			if ok, err := pl.Healthy(); !ok {
 				return err
 			}
 			return nil
 		},
-		SourcesReady:       func() bool { return a.config.SeenAllSources(a.sources()...) },
+		SourcesReady:       b.sourcesReady,
 		HousekeepingPeriod: opts.Timings.Housekeeping,
 		Logger:             log.With("component", "syncloop"),
 	})
-	return err
+	return b, err
+}
+
+// newPodSync builds cri/podsync's syncer over the runtime (a pull gives a
+// starting pod's slot in the start gate back) and the container config
+// builder over the volumes, the environment's sources, the devices, the
+// cgroups and the runtime's features.
+func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
+	opts, log := b.opts, b.log
+	var sandboxCgroups containerconfig.SandboxCgroups
+	var podCgroups podsync.PodCgroupResizer
+	if b.cgroups.mgr != nil {
+		sandboxCgroups, podCgroups = b.cgroups.mgr, b.cgroups
+	}
+	var devs containerconfig.ContainerDevices
+	if b.devices != nil {
+		devs = b.devices
+	}
+	cms, secrets := b.envSources()
+	pr := b.prober
+	return podsync.New(podsync.Options{
+		Runtime: pullPausing{b.rt}, Recorder: b.events, Logger: log.With("component", "podsync"), Clock: b.clock,
+		Config: containerconfig.Options{
+			Volumes: b.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Cluster.Services, NodeAllocatable: b.allocatable,
+			RecursiveReadOnlyMounts: b.features.handlerSupportsRecursiveReadOnly,
+			Devices:                 devs,
+			UserNamespaces:          b.features.handlerSupportsUserNamespaces,
+			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
+			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
+			MemorySwapController: b.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
+			LogRoot: opts.logsDir(), PodsDir: opts.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
+		},
+		PodCgroups: podCgroups,
+		Probes: podsync.Probes{
+			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := pr.Liveness().Get(id); return ok && r == prober.Failure }),
+			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := pr.Startup().Get(id); return ok && r == prober.Failure }),
+			StartupSucceeded: func(id string) bool { r, ok := pr.Startup().Get(id); return ok && r == prober.Success },
+		},
+		ContainerLogLinksDir: opts.Logs.LinksDir,
+		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
+	})
 }
 
 // sources are the names of the configured pod sources.
-func (a *Agent) sources() []string {
+func (o Options) sources() []string {
 	var s []string
-	if a.opts.Sources.ManifestPath != "" {
+	if o.Sources.ManifestPath != "" {
 		s = append(s, syncloop.SourceFile)
 	}
-	if a.opts.Sources.ManifestURL != "" {
+	if o.Sources.ManifestURL != "" {
 		s = append(s, syncloop.SourceHTTP)
 	}
-	if a.opts.Cluster.Updates != nil {
+	if o.Cluster.Updates != nil {
 		s = append(s, syncloop.SourceAPI)
 	}
 	return s
 }
 
-func (a *Agent) podsDir() string { return filepath.Join(a.opts.RootDir, "pods") }
-func (a *Agent) logsDir() string {
-	if a.opts.Logs.Dir != "" {
-		return a.opts.Logs.Dir
+// podsDir is RootDir/pods, the pods' data directories.
+func (o Options) podsDir() string { return filepath.Join(o.RootDir, "pods") }
+
+// logsDir is where the containers' logs are kept: Logs.Dir, else
+// RootDir/logs.
+func (o Options) logsDir() string {
+	if o.Logs.Dir != "" {
+		return o.Logs.Dir
 	}
-	return filepath.Join(a.opts.RootDir, "logs")
+	return filepath.Join(o.RootDir, "logs")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/volume"
 )
@@ -69,32 +72,47 @@ func (o CgroupOptions) check() error {
 	return nil
 }
 
+// podCgroups is the pods' part of the cgroup hierarchy as the handler and
+// the syncer use it: the QoS cgroups sized for the active pods, a pod's
+// cgroup made before its sandbox and removed once it is terminated, and
+// orphans collected at housekeeping. With a nil manager (Cgroups.PerQOS
+// off) every method does nothing.
+type podCgroups struct {
+	mgr     *cgroups.Manager
+	opts    CgroupOptions
+	node    NodeOptions
+	classes containerconfig.RuntimeClasses
+	rootDir string
+	view    *podView
+	cache   *pleg.Cache
+	// killer stops a pod that runs outside the hierarchy (ensure); set
+	// once cri/podsync is built.
+	killer *podsync.Syncer
+	events EventRecorder
+	log    *slog.Logger
+}
+
 // newCgroups builds the cgroup manager when Cgroups.PerQOS is set. It
 // records the pod cgroups it makes under RootDir/cgroups, and removes no
 // other: another agent's on the same host are not its orphans.
-func (a *Agent) newCgroups() error {
-	if !a.opts.Cgroups.PerQOS {
-		return nil
+func newCgroups(opts Options, log *slog.Logger) (*cgroups.Manager, error) {
+	if !opts.Cgroups.PerQOS {
+		return nil, nil
 	}
-	m, err := cgroups.New(cgroups.Options{Root: a.opts.Cgroups.FS, Driver: cgroups.Driver(a.opts.Cgroups.Driver),
-		CgroupRoot: a.opts.Cgroups.Root, StateDir: filepath.Join(a.opts.RootDir, "cgroups"), Logger: a.log.With("component", "cgroups")})
-	if err != nil {
-		return err
-	}
-	a.cgroups = m
-	return nil
+	return cgroups.New(cgroups.Options{Root: opts.Cgroups.FS, Driver: cgroups.Driver(opts.Cgroups.Driver),
+		CgroupRoot: opts.Cgroups.Root, StateDir: filepath.Join(opts.RootDir, "cgroups"), Logger: log.With("component", "cgroups")})
 }
 
-// startCgroups creates the hierarchy, kubepods limited as upstream's:
-// the node's capacity (with its task limit as "pid") less kube-reserved
-// and system-reserved when Cgroups.EnforceNodeAllocatable has "pods", else the
-// capacity itself. Hard eviction thresholds are not taken off: pods may
-// use that memory until they are evicted.
-func (a *Agent) startCgroups(ctx context.Context) error {
-	if a.cgroups == nil {
+// start creates the hierarchy, kubepods limited as upstream's: the node's
+// capacity (with its task limit as "pid") less kube-reserved and
+// system-reserved when Cgroups.EnforceNodeAllocatable has "pods", else the
+// capacity itself. Hard eviction thresholds are not taken off: pods may use
+// that memory until they are evicted.
+func (c *podCgroups) start(ctx context.Context) error {
+	if c.mgr == nil {
 		return nil
 	}
-	capacity, err := a.opts.Node.Machine.Capacity(ctx)
+	capacity, err := c.node.Machine.Capacity(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: cgroups: node capacity: %w", err)
 	}
@@ -103,11 +121,11 @@ func (a *Agent) startCgroups(ctx context.Context) error {
 		capacity[cgroups.ResourcePID] = *resource.NewQuantity(int64(pids), resource.DecimalSI)
 	}
 	limit := capacity
-	if slices.Contains(a.opts.Cgroups.EnforceNodeAllocatable, EnforcePods) {
+	if slices.Contains(c.opts.EnforceNodeAllocatable, EnforcePods) {
 		limit = v1.ResourceList{}
 		for name, q := range capacity {
 			v := q.DeepCopy()
-			for _, r := range []v1.ResourceList{a.opts.Node.SystemReserved, a.opts.Node.KubeReserved} {
+			for _, r := range []v1.ResourceList{c.node.SystemReserved, c.node.KubeReserved} {
 				if rq, ok := r[name]; ok {
 					v.Sub(rq)
 				}
@@ -118,23 +136,23 @@ func (a *Agent) startCgroups(ctx context.Context) error {
 			limit[name] = v
 		}
 	}
-	if err := a.cgroups.Start(ctx, cgroups.NodeConfig(limit)); err != nil {
+	if err := c.mgr.Start(ctx, cgroups.NodeConfig(limit)); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	return nil
 }
 
-// ensurePodCgroup creates the pod's cgroup before its sandbox, as
-// upstream's SyncPod: not for a pod whose termination was requested; a pod
-// with running containers and no cgroup (the agent restarted with
+// ensure creates the pod's cgroup before its sandbox, as upstream's
+// SyncPod: not for a pod whose termination was requested; a pod with
+// running containers and no cgroup (the agent restarted with
 // Cgroups.PerQOS newly on) is killed first so that it restarts inside the
 // hierarchy, and a run-once pod killed so is not given one.
-func (a *Agent) ensurePodCgroup(ctx context.Context, pod *v1.Pod, st *v1.PodStatus) error {
-	if a.cgroups == nil || a.workers.IsPodTerminationRequested(pod.UID) {
+func (c *podCgroups) ensure(ctx context.Context, pod *v1.Pod, st *v1.PodStatus) error {
+	if c.mgr == nil || c.view.workers.IsPodTerminationRequested(pod.UID) {
 		return nil
 	}
-	cpod := podsync.WithOverhead(pod, a.opts.Cluster.RuntimeClasses)
-	if a.cgroups.PodExists(cpod) {
+	cpod := podsync.WithOverhead(pod, c.classes)
+	if c.mgr.PodExists(cpod) {
 		return nil
 	}
 	killed := false
@@ -142,12 +160,12 @@ func (a *Agent) ensurePodCgroup(ctx context.Context, pod *v1.Pod, st *v1.PodStat
 		if cs.State.Running == nil {
 			continue
 		}
-		rs, err := a.cache.Get(pod.UID)
+		rs, err := c.cache.Get(pod.UID)
 		if err != nil {
 			return err
 		}
-		if err := a.syncer.KillPod(ctx, pod, rs, nil).Err(); err != nil {
-			a.log.Error("Killing a pod without a cgroup failed", "pod", podDesc(pod), "err", err)
+		if err := c.killer.KillPod(ctx, pod, rs, nil).Err(); err != nil {
+			c.log.Error("Killing a pod without a cgroup failed", "pod", podDesc(pod), "err", err)
 		} else {
 			killed = true
 		}
@@ -156,11 +174,11 @@ func (a *Agent) ensurePodCgroup(ctx context.Context, pod *v1.Pod, st *v1.PodStat
 	if killed && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
 		return nil
 	}
-	if err := a.cgroups.UpdateQOS(a.qosPods()); err != nil {
-		a.log.Debug("Failed to update the QoS cgroups", "pod", podDesc(pod), "err", err)
+	if err := c.mgr.UpdateQOS(c.qosPods()); err != nil {
+		c.log.Debug("Failed to update the QoS cgroups", "pod", podDesc(pod), "err", err)
 	}
-	if err := a.cgroups.EnsurePod(cpod); err != nil {
-		a.events.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
+	if err := c.mgr.EnsurePod(cpod); err != nil {
+		c.events.Eventf(pod, v1.EventTypeWarning, "FailedToCreatePodContainer", "unable to ensure pod container exists: %v", err)
 		return fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
 	}
 	return nil
@@ -168,68 +186,75 @@ func (a *Agent) ensurePodCgroup(ctx context.Context, pod *v1.Pod, st *v1.PodStat
 
 // qosPods are the pods the QoS cgroups are sized for: the active pods,
 // with their overhead.
-func (a *Agent) qosPods() []*v1.Pod {
-	pods := a.activePods()
+func (c *podCgroups) qosPods() []*v1.Pod {
+	pods := c.view.active()
 	for i, p := range pods {
-		pods[i] = podsync.WithOverhead(p, a.opts.Cluster.RuntimeClasses)
+		pods[i] = podsync.WithOverhead(p, c.classes)
 	}
 	return pods
 }
 
-// updateQOSCgroups sizes the QoS cgroups for the active pods.
-func (a *Agent) updateQOSCgroups() {
-	if a.cgroups == nil {
+// updateQOS sizes the QoS cgroups for the active pods.
+func (c *podCgroups) updateQOS() {
+	if c.mgr == nil {
 		return
 	}
-	if err := a.cgroups.UpdateQOS(a.qosPods()); err != nil {
-		a.log.Debug("Failed to update the QoS cgroups", "err", err)
+	if err := c.mgr.UpdateQOS(c.qosPods()); err != nil {
+		c.log.Debug("Failed to update the QoS cgroups", "err", err)
 	}
 }
 
-// destroyPodCgroup removes a terminated pod's cgroup, its containers gone;
-// one this agent did not make is left (the manager says so once).
-func (a *Agent) destroyPodCgroup(pod *v1.Pod) error {
-	if a.cgroups == nil {
+// destroy removes a terminated pod's cgroup, its containers gone; one this
+// agent did not make is left (the manager says so once).
+func (c *podCgroups) destroy(pod *v1.Pod) error {
+	if c.mgr == nil {
 		return nil
 	}
-	n, err := a.cgroups.PodName(podsync.WithOverhead(pod, a.opts.Cluster.RuntimeClasses))
+	n, err := c.mgr.PodName(podsync.WithOverhead(pod, c.classes))
 	if err != nil {
 		return err
 	}
-	if err := a.cgroups.Destroy(n); err != nil && !errors.Is(err, cgroups.ErrNotOwned) {
+	if err := c.mgr.Destroy(n); err != nil && !errors.Is(err, cgroups.ErrNotOwned) {
 		return fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
 	return nil
 }
 
-// podCgroups lists the pod cgroups, at the start of housekeeping (before
-// the pods are read, so that a pod added meanwhile is never taken for an
-// orphan); nil without Cgroups.PerQOS.
-func (a *Agent) podCgroups() map[types.UID]cgroups.Name {
-	if a.cgroups == nil {
+// list lists the pod cgroups, at the start of housekeeping (before the pods
+// are read, so that a pod added meanwhile is never taken for an orphan);
+// nil without Cgroups.PerQOS.
+func (c *podCgroups) list() map[types.UID]cgroups.Name {
+	if c.mgr == nil {
 		return nil
 	}
-	pods, err := a.cgroups.Pods()
+	pods, err := c.mgr.Pods()
 	if err != nil {
-		a.log.Warn("Cannot list the pod cgroups", "err", err)
+		c.log.Warn("Cannot list the pod cgroups", "err", err)
 		return nil
 	}
 	return pods
 }
 
-// cleanupPodCgroups removes the cgroups (of those listed before) of pods
-// that cannot be running: neither syncing nor terminating.
-func (a *Agent) cleanupPodCgroups(found map[types.UID]cgroups.Name, known map[types.UID]podworkers.WorkerSync) {
-	if a.cgroups == nil || len(found) == 0 {
+// cleanup removes the cgroups (of those listed before) of pods that cannot
+// be running: neither syncing nor terminating.
+func (c *podCgroups) cleanup(found map[types.UID]cgroups.Name, known map[types.UID]podworkers.WorkerSync) {
+	if c.mgr == nil || len(found) == 0 {
 		return
 	}
-	a.cgroups.CleanupOrphans(found,
+	c.mgr.CleanupOrphans(found,
 		func(uid types.UID) bool {
 			s, ok := known[uid]
 			return ok && (s.State == podworkers.StateSyncing || s.State == podworkers.StateTerminating)
 		},
 		func(uid types.UID) bool {
-			vols, err := os.ReadDir(volume.PodVolumesDir(a.opts.RootDir, uid))
+			vols, err := os.ReadDir(volume.PodVolumesDir(c.rootDir, uid))
 			return err == nil && len(vols) > 0
 		})
+}
+
+// ResizePod implements podsync.PodCgroupResizer: the pod's cgroup resized
+// with its runtime class's overhead counted, as the cgroup was made
+// (ensure).
+func (c *podCgroups) ResizePod(pod *v1.Pod, grow bool) error {
+	return c.mgr.ResizePod(podsync.WithOverhead(pod, c.classes), grow)
 }

@@ -14,7 +14,7 @@
 //	syncloop.Loop ── also wakes on probe results, the 1s sync tick (pods
 //	    │            past their active deadline) and the 2s housekeeping tick
 //	    ▼
-//	Agent, the loop's SyncHandler:
+//	the agent's handler (unexported), the loop's SyncHandler:
 //	    HandlePodAdditions  check (cri/podsync.CheckRunnable), admit
 //	                        (eviction), then the prober and the workers
 //	    HandlePodUpdates, HandlePodRemoves, HandlePodReconcile,
@@ -30,7 +30,7 @@
 //	    │                 runtime status newer than its last sync (the PLEG
 //	    │                 cache, or the pod inspected at once: InspectPod)
 //	    ▼
-//	Agent, the workers' Syncer:
+//	the agent's syncer (unexported), the workers' Syncer:
 //	    SyncPod             pleg cache ─► status.Generate ─► status.Manager;
 //	                        pod directories; volume.Manager.WaitForMount;
 //	                        cri/podsync.Syncer.SyncPod (images, sandbox, init

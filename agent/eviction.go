@@ -6,7 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/eviction"
@@ -35,61 +34,48 @@ type EvictionOptions struct {
 	PressureTransitionPeriod time.Duration
 }
 
-// newEviction builds the eviction manager over the agent's blocks: active
+// newEviction builds the eviction manager over the node's blocks: active
 // pods from the desired set and the workers, kills through the workers'
 // synchronous kill, container collection through podsync.
-func (a *Agent) newEviction() (*eviction.Manager, error) {
-	o := a.opts.Eviction
-	if a.stats == nil {
-		return nil, fmt.Errorf("eviction stats: %w", a.statsErr)
+func (b *blocks) newEviction() (*eviction.Manager, error) {
+	o := b.opts.Eviction
+	if b.stats == nil {
+		return nil, fmt.Errorf("eviction stats: %w", b.statsErr)
 	}
 	thresholds := o.Thresholds
 	if thresholds == nil {
 		thresholds = eviction.DefaultHardThresholds()
 	}
+	view, gc, metrics := b.view, b.podsync, b.metrics
 	return eviction.New(eviction.Options{
-		Clock:                    a.clock,
-		Thresholds:               thresholds,
-		Stats:                    a.stats,
-		Pods:                     a.activePods,
-		Killer:                   eviction.PodKillerFunc(a.killForEviction),
-		ContainerGC:              eviction.ContainerGarbageCollectorFunc(a.collectDeadContainers),
-		ImageGC:                  a.imageGC,
-		PodCleanedUp:             func(pod *v1.Pod) bool { return !a.workers.CouldHaveRunningContainers(pod.UID) },
+		Clock:      b.clock,
+		Thresholds: thresholds,
+		Stats:      b.stats,
+		Pods:       view.active,
+		Killer:     eviction.PodKillerFunc(view.killForEviction),
+		// Every dead container goes, for disk pressure.
+		ContainerGC: eviction.ContainerGarbageCollectorFunc(func(ctx context.Context) error {
+			return gc.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 0, MaxContainers: 0}, view.exists)
+		}),
+		ImageGC:                  b.imageGC,
+		PodCleanedUp:             func(pod *v1.Pod) bool { return !view.workers.CouldHaveRunningContainers(pod.UID) },
 		MonitoringInterval:       o.MonitoringInterval,
 		PressureTransitionPeriod: o.PressureTransitionPeriod,
-		NodeRef:                  &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName},
-		Recorder:                 a.events,
-		Logger:                   a.log.With("component", "eviction"),
+		NodeRef:                  &v1.ObjectReference{Kind: "Node", Name: b.opts.NodeName},
+		Recorder:                 b.events,
+		Logger:                   b.log.With("component", "eviction"),
 		OnEvict: func(_ *v1.Pod, sig eviction.Signal) {
-			if em, ok := a.metrics.(EvictionMetrics); ok {
+			if em, ok := metrics.(EvictionMetrics); ok {
 				em.Evicted(string(sig))
 			}
 		},
 	})
 }
 
-// activePods are the admitted pods whose termination has not begun, as
-// upstream's GetActivePods.
-func (a *Agent) activePods() []*v1.Pod {
-	pods := a.pods.GetPods()
-	out := pods[:0]
-	for _, p := range pods {
-		if a.isRejected(p.UID) || a.workers.IsPodTerminationRequested(p.UID) {
-			continue
-		}
-		if st, ok := a.status.GetPodStatus(p.UID); ok && (st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // killForEviction kills the pod through its worker and waits for the
 // containers to stop; the pod's final status is the one eviction chose.
-func (a *Agent) killForEviction(ctx context.Context, pod *v1.Pod, st v1.PodStatus, grace *int64) error {
-	return a.workers.KillPod(ctx, pod, podworkers.KillPodOptions{
+func (v *podView) killForEviction(ctx context.Context, pod *v1.Pod, st v1.PodStatus, grace *int64) error {
+	return v.workers.KillPod(ctx, pod, podworkers.KillPodOptions{
 		Evict:                                    true,
 		PodTerminationGracePeriodSecondsOverride: grace,
 		PodStatusFunc: func(s *v1.PodStatus) {
@@ -110,16 +96,4 @@ func setCondition(s *v1.PodStatus, c v1.PodCondition) {
 		}
 	}
 	s.Conditions = append(s.Conditions, c)
-}
-
-// collectDeadContainers removes every dead container, for disk pressure.
-func (a *Agent) collectDeadContainers(ctx context.Context) error {
-	return a.syncer.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 0, MaxContainers: 0}, a.podExists)
-}
-
-// podExists reports whether the agent still cares for a pod: it is desired
-// or its worker has not finished.
-func (a *Agent) podExists(uid types.UID) bool {
-	_, ok := a.pods.GetPodByUID(uid)
-	return ok || a.workers.IsPodKnownToWorker(uid)
 }

@@ -30,36 +30,36 @@ import (
 // syncs on that relist's status, not on the older one the timestamp
 // vouches for: the PLEG writes a pod's status to the cache before it hands
 // over the pod's events.
-func (a *Agent) waitFresh(ctx context.Context, uid types.UID, t time.Time) error {
-	if a.cacheNewerThan(uid, t) {
+func (s *podSyncer) waitFresh(ctx context.Context, uid types.UID, t time.Time) error {
+	if s.cacheNewerThan(uid, t) {
 		return nil
 	}
-	name, namespace := a.podRef(uid)
-	if _, err := a.pleg.InspectPod(ctx, uid, name, namespace); err == nil {
+	name, namespace := s.podRef(uid)
+	if _, err := s.pleg.InspectPod(ctx, uid, name, namespace); err == nil {
 		return nil
 	}
-	_, err := a.cache.GetNewerThan(ctx, uid, t)
+	_, err := s.cache.GetNewerThan(ctx, uid, t)
 	return err
 }
 
 // cacheNewerThan reports whether the cache holds a status of the pod taken
 // after t, without waiting.
-func (a *Agent) cacheNewerThan(uid types.UID, t time.Time) bool {
-	if a.cache.Time().After(t) {
+func (s *podSyncer) cacheNewerThan(uid types.UID, t time.Time) bool {
+	if s.cache.Time().After(t) {
 		return true
 	}
-	st, err := a.cache.Get(uid)
+	st, err := s.cache.Get(uid)
 	return err == nil && st != nil && st.Timestamp.After(t)
 }
 
 // podRef returns the name and namespace of a pod, from the desired pods or
 // else from its last status; the runtime finds the pod by its UID alone, so
 // these only name it in the status.
-func (a *Agent) podRef(uid types.UID) (name, namespace string) {
-	if pod, ok := a.pods.GetPodByUID(uid); ok {
+func (s *podSyncer) podRef(uid types.UID) (name, namespace string) {
+	if pod, ok := s.pods.GetPodByUID(uid); ok {
 		return pod.Name, pod.Namespace
 	}
-	if st, err := a.cache.Get(uid); err == nil && st != nil {
+	if st, err := s.cache.Get(uid); err == nil && st != nil {
 		return st.Name, st.Namespace
 	}
 	return "", ""
@@ -72,15 +72,15 @@ func (a *Agent) podRef(uid types.UID) (name, namespace string) {
 // shows the failure at its next sync, as upstream's does (it relists a pod on
 // demand only after a sync without errors). A failure to read is logged and
 // left to the PLEG.
-func (a *Agent) refreshAfter(ctx context.Context, pod *v1.Pod, res podsync.Result) {
+func (s *podSyncer) refreshAfter(ctx context.Context, pod *v1.Pod, res podsync.Result) {
 	if len(res.Steps) == 0 || res.Err() != nil || ctx.Err() != nil {
 		return
 	}
-	rs, err := a.pleg.InspectPod(ctx, pod.UID, pod.Name, pod.Namespace)
+	rs, err := s.pleg.InspectPod(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err == nil {
-		_, err = a.generate(pod, rs, false, nil)
+		_, err = s.generate(pod, rs, false, nil)
 	}
 	if err != nil {
-		a.log.Warn("Failed to read the pod's status after its sync", "pod", podDesc(pod), "err", err)
+		s.log.Warn("Failed to read the pod's status after its sync", "pod", podDesc(pod), "err", err)
 	}
 }

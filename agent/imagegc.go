@@ -8,25 +8,26 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
+	"github.com/kubeletkit/kubeletkit/eviction/stats"
 )
 
 // newImageGC builds the image garbage collector over the runtime; its
 // periodic collection measures the image filesystem through the agent's
 // stats provider, and there is none without one.
-func (a *Agent) newImageGC() (*imagegc.Manager, error) {
+func (b *blocks) newImageGC() (*imagegc.Manager, error) {
 	var fs imagegc.FsStats
-	if a.stats != nil {
-		fs = a.imageFs
+	if p := b.stats; p != nil {
+		fs = func(ctx context.Context) (uint64, uint64, error) { return imageFs(ctx, p) }
 	}
 	m, err := imagegc.New(imagegc.Options{
-		Runtime:  a.rt,
-		Clock:    a.clock,
+		Runtime:  b.rt,
+		Clock:    b.clock,
 		Fs:       fs,
-		Policy:   a.opts.ImageGC,
-		Period:   a.opts.Timings.ImageGC,
-		Recorder: a.events,
-		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName},
-		Logger:   a.log.With("component", "image-gc"),
+		Policy:   b.opts.ImageGC,
+		Period:   b.opts.Timings.ImageGC,
+		Recorder: b.events,
+		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: b.opts.NodeName},
+		Logger:   b.log.With("component", "image-gc"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("image GC: %w", err)
@@ -35,8 +36,8 @@ func (a *Agent) newImageGC() (*imagegc.Manager, error) {
 }
 
 // imageFs is the image filesystem's capacity and available bytes.
-func (a *Agent) imageFs(ctx context.Context) (uint64, uint64, error) {
-	s, err := a.stats.Get(ctx)
+func imageFs(ctx context.Context, p stats.Provider) (uint64, uint64, error) {
+	s, err := p.Get(ctx)
 	if err != nil {
 		return 0, 0, err
 	}

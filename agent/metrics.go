@@ -71,8 +71,8 @@ type EvictionMetrics interface {
 
 // countingProber wraps the probe runner so that every probe run that gave
 // a result is counted by ProbeMetrics, when the agent's Metrics have them.
-func (a *Agent) countingProber(r prober.ProbeRunner) prober.ProbeRunner {
-	pm, ok := a.metrics.(ProbeMetrics)
+func countingProber(metrics Metrics, r prober.ProbeRunner) prober.ProbeRunner {
+	pm, ok := metrics.(ProbeMetrics)
 	if !ok {
 		return r
 	}
@@ -88,16 +88,18 @@ func (a *Agent) countingProber(r prober.ProbeRunner) prober.ProbeRunner {
 }
 
 // forgetProbeMetrics tells ProbeMetrics that a finished pod is forgotten.
-func (a *Agent) forgetProbeMetrics(uid types.UID) {
-	if pm, ok := a.metrics.(ProbeMetrics); ok {
-		pm.ForgetProbes(uid)
-	}
+func forgetProbeMetrics(metrics Metrics) podForgetter {
+	return forgetFunc(func(uid types.UID) {
+		if pm, ok := metrics.(ProbeMetrics); ok {
+			pm.ForgetProbes(uid)
+		}
+	})
 }
 
 // countStarts reports the sandbox and container starts a sync attempted to
 // StartMetrics, when the agent's Metrics have them.
-func (a *Agent) countStarts(res podsync.Result) {
-	sm, ok := a.metrics.(StartMetrics)
+func (s *podSyncer) countStarts(res podsync.Result) {
+	sm, ok := s.metrics.(StartMetrics)
 	if !ok {
 		return
 	}

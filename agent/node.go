@@ -13,36 +13,36 @@ import (
 // addresses and declared features, served on /node and sent to
 // Options.Cluster.NodeStatusSink; Controller.Status reads the last one
 // built.
-func (a *Agent) newNodeStatus() (*node.Controller, error) {
-	addrs := make(node.StaticAddresses, 0, len(a.opts.Node.HostIPs)+1)
-	for _, ip := range a.opts.Node.HostIPs {
+func (b *blocks) newNodeStatus() (*node.Controller, error) {
+	addrs := make(node.StaticAddresses, 0, len(b.opts.Node.HostIPs)+1)
+	for _, ip := range b.opts.Node.HostIPs {
 		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
 	}
-	addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: a.opts.NodeName})
+	addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: b.opts.NodeName})
 	opts := node.Options{
-		NodeName:           a.opts.NodeName,
-		Sink:               a.opts.Cluster.NodeStatusSink,
-		Leases:             a.opts.Cluster.Leases,
-		LeaseDuration:      a.opts.Cluster.LeaseDuration,
-		Clock:              a.clock,
-		Runtime:            a.rt,
-		Images:             a.rt,
-		PLEG:               a.pleg,
-		Machine:            a.opts.Node.Machine,
+		NodeName:           b.opts.NodeName,
+		Sink:               b.opts.Cluster.NodeStatusSink,
+		Leases:             b.opts.Cluster.Leases,
+		LeaseDuration:      b.opts.Cluster.LeaseDuration,
+		Clock:              b.clock,
+		Runtime:            b.rt,
+		Images:             b.rt,
+		PLEG:               b.pleg,
+		Machine:            b.opts.Node.Machine,
 		Addresses:          addrs,
-		StatusUpdatePeriod: a.opts.Timings.NodeStatus,
-		DeclaredFeatures:   a.opts.Node.DeclaredFeatures,
-		Reservation:        a.reservation,
-		Logger:             a.log.With("component", "node-status"),
+		StatusUpdatePeriod: b.opts.Timings.NodeStatus,
+		DeclaredFeatures:   b.opts.Node.DeclaredFeatures,
+		Reservation:        b.nodeView.reservation,
+		Logger:             b.log.With("component", "node-status"),
 	}
-	if a.evict != nil {
-		opts.Pressure = a.evict
+	if b.evict != nil {
+		opts.Pressure = b.evict
 	}
-	if a.devices != nil {
-		opts.Extended = a.devices
+	if b.devices != nil {
+		opts.Extended = b.devices
 	}
-	if a.shutdown.Enabled() {
-		opts.Shutdown = a.shutdown
+	if b.shutdown.Enabled() {
+		opts.Shutdown = b.shutdown
 	}
 	if opts.Sink == nil {
 		opts.Sink = node.StatusSinkFunc(func(context.Context, string, v1.NodeStatus) error { return nil })

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"log/slog"
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,37 +18,28 @@ import (
 // the node retries them at once).
 const resizeRetryEvery = 90
 
-// newAllocation builds the allocation block over the agent's pods and node,
-// and reads its checkpoint under RootDir.
-func (a *Agent) newAllocation() error {
+// newAllocation builds the allocation block over the node's pods and its
+// allocatable, and reads its checkpoint under RootDir.
+func newAllocation(opts Options, nv *nodeView, view *podView, events EventRecorder, log *slog.Logger) (*allocation.Manager, error) {
 	m, err := allocation.New(allocation.Options{
-		CheckpointPath: filepath.Join(a.opts.RootDir, allocation.CheckpointFile),
+		CheckpointPath: filepath.Join(opts.RootDir, allocation.CheckpointFile),
 		Node: allocation.NodeAllocatableFunc(func() (v1.ResourceList, error) {
-			n, err := a.admissionNode()
+			n, err := nv.admissionNode()
 			if err != nil {
 				return nil, err
 			}
 			return n.Status.Allocatable, nil
 		}),
-		Pods: allocation.PodsFuncs{Others: a.otherAdmittedPods, ByUID: func(uid types.UID) (*v1.Pod, bool) {
-			p, ok := a.pods.GetPodByUID(uid)
-			return p, ok && !a.workers.IsPodTerminationRequested(uid)
+		Pods: allocation.PodsFuncs{Others: view.others, ByUID: func(uid types.UID) (*v1.Pod, bool) {
+			p, ok := view.pods.GetPodByUID(uid)
+			return p, ok && !view.workers.IsPodTerminationRequested(uid)
 		}},
-		Clock: a.clock, Logger: a.log.With("component", "allocation"), Recorder: a.events,
+		Clock: opts.Clock, Logger: log.With("component", "allocation"), Recorder: events,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a.alloc = m
-	return m.Load()
-}
-
-// retryPendingResizes takes up the deferred resizes again; a pod whose
-// resize conditions change is synced so that its status says so.
-func (a *Agent) retryPendingResizes() {
-	for _, p := range a.alloc.RetryPendingResizes() {
-		a.HandlePodSyncs([]*v1.Pod{p})
-	}
+	return m, m.Load()
 }
 
 // actuation is the runtime's side of a resize from the pod's runtime
@@ -61,13 +53,4 @@ func actuation(rs *cri.PodStatus) allocation.Actuation {
 		st := rs.ContainerByName(c.Name)
 		return st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || podsync.ResizeDone(c, st)
 	})
-}
-
-// podCgroupResizer resizes a pod's cgroup with its runtime class's
-// overhead counted, as the cgroup was made (ensurePodCgroup).
-type podCgroupResizer struct{ a *Agent }
-
-// ResizePod implements podsync.PodCgroupResizer.
-func (r podCgroupResizer) ResizePod(pod *v1.Pod, grow bool) error {
-	return r.a.cgroups.ResizePod(podsync.WithOverhead(pod, r.a.opts.Cluster.RuntimeClasses), grow)
 }

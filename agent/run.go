@@ -43,9 +43,9 @@ type runnable struct {
 // cgroup; one relist fills the PLEG's cache before the sync loop starts;
 // the sources have registered with source.Config before the sync loop
 // waits for them; the servers and the shutdown trigger start last.
-func (a *Agent) newRunnables() []runnable {
+func (a *Agent) newRunnables(b *blocks) []runnable {
 	rs := []runnable{{name: "directories", start: func(context.Context) error {
-		for _, d := range []string{a.podsDir(), a.logsDir()} {
+		for _, d := range []string{a.opts.podsDir(), a.opts.logsDir()} {
 			if err := os.MkdirAll(d, 0o750); err != nil {
 				return fmt.Errorf("agent: %w", err)
 			}
@@ -81,21 +81,21 @@ func (a *Agent) newRunnables() []runnable {
 		if err != nil {
 			return fmt.Errorf("agent: runtime version: %w", err)
 		}
-		a.runtime = v.GetRuntimeName()
+		b.syncer.runtimeName = v.GetRuntimeName()
 		return nil
 	}})
-	if a.devices != nil {
+	if b.devices != nil {
 		rs = append(rs, runnable{name: "device-checkpoint", start: func(context.Context) error {
-			if err := a.devices.Listen(); err != nil {
+			if err := b.devices.Listen(); err != nil {
 				return fmt.Errorf("agent: %w", err)
 			}
 			return nil
 		}})
 	}
-	if a.cgroups != nil {
+	if cg := b.cgroups; cg.mgr != nil {
 		// Closed even when the hierarchy cannot be made: the systemd
 		// driver's D-Bus connection.
-		rs = append(rs, runnable{name: "cgroups", start: a.startCgroups, stop: func() { a.cgroups.Close() }})
+		rs = append(rs, runnable{name: "cgroups", start: cg.start, stop: func() { cg.mgr.Close() }})
 	}
 	// One relist before anything starts: the sync loop, which pauses while
 	// the PLEG has not relisted, then starts on a known runtime state
@@ -111,31 +111,31 @@ func (a *Agent) newRunnables() []runnable {
 	}
 	rs = append(rs,
 		runnable{name: "pleg", run: a.pleg.Run},
-		runnable{name: "podworkers", run: a.workers.Run},
-		runnable{name: "status", run: a.status.Run},
-		runnable{name: "prober", run: a.prober.Run})
-	if a.stats != nil {
-		rs = append(rs, runnable{name: "image-gc", run: a.imageGC.Run})
+		runnable{name: "podworkers", run: b.view.workers.Run},
+		runnable{name: "status", run: b.view.status.Run},
+		runnable{name: "prober", run: b.prober.Run})
+	if b.stats != nil {
+		rs = append(rs, runnable{name: "image-gc", run: b.imageGC.Run})
 	}
-	if a.evict != nil {
-		rs = append(rs, runnable{name: "eviction", run: a.evict.Run})
+	if b.evict != nil {
+		rs = append(rs, runnable{name: "eviction", run: b.evict.Run})
 	}
 	rs = append(rs,
 		runnable{name: "node-status", run: a.node.Run},
-		runnable{name: "container-logs", run: a.rotator.Run},
-		runnable{name: "volumes", run: a.vol.Run})
-	if a.devices != nil {
-		rs = append(rs, runnable{name: "devices", run: a.devices.Run})
+		runnable{name: "container-logs", run: b.rotator.Run},
+		runnable{name: "volumes", run: b.vol.Run})
+	if b.devices != nil {
+		rs = append(rs, runnable{name: "devices", run: b.devices.Run})
 	}
-	if a.objects != nil && a.opts.Sources.ObjectPath != "" {
+	if b.objects != nil && a.opts.Sources.ObjectPath != "" {
 		// Read once before the pod sources start: a static pod's first
 		// sync then finds the objects its volumes and environment name.
 		var l *objectLoader
 		rs = append(rs, runnable{name: "objects",
-			start: func(context.Context) error { l = a.loadObjects(); return nil },
+			start: func(context.Context) error { l = b.loadObjects(); return nil },
 			run:   func(ctx context.Context) error { return l.run(ctx) }})
 	}
-	rs = append(rs, a.sourceRunnables()...)
+	rs = append(rs, a.sourceRunnables(b)...)
 	if apiListens && a.fakeRT != nil {
 		rs = append(rs, a.fakeStreaming())
 	}
@@ -161,7 +161,7 @@ func (a *Agent) newRunnables() []runnable {
 
 // sourceRunnables are the pod sources: each registers its channel with
 // source.Config as it starts, before the sync loop waits for every source.
-func (a *Agent) sourceRunnables() []runnable {
+func (a *Agent) sourceRunnables(b *blocks) []runnable {
 	var rs []runnable
 	if a.opts.Sources.ManifestPath != "" {
 		var f *source.File
@@ -169,7 +169,7 @@ func (a *Agent) sourceRunnables() []runnable {
 			start: func(ctx context.Context) (err error) {
 				f, err = source.NewFile(source.FileOptions{Path: a.opts.Sources.ManifestPath, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
 					AllowAPIReferences: a.opts.Sources.ObjectPath != "", Clock: a.clock, DisableWatch: a.opts.Sources.PollManifests,
-					Logger: a.log.With("component", "file-source"), Recorder: a.events, Out: a.config.Channel(ctx, syncloop.SourceFile)})
+					Logger: a.log.With("component", "file-source"), Recorder: b.events, Out: b.config.Channel(ctx, syncloop.SourceFile)})
 				if err != nil {
 					return fmt.Errorf("agent: %w", err)
 				}
@@ -183,7 +183,7 @@ func (a *Agent) sourceRunnables() []runnable {
 			start: func(ctx context.Context) (err error) {
 				u, err = source.NewURL(source.URLOptions{URL: a.opts.Sources.ManifestURL, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
 					AllowAPIReferences: a.opts.Sources.ObjectPath != "", Clock: a.clock,
-					Logger: a.log.With("component", "http-source"), Out: a.config.Channel(ctx, syncloop.SourceHTTP)})
+					Logger: a.log.With("component", "http-source"), Out: b.config.Channel(ctx, syncloop.SourceHTTP)})
 				if err != nil {
 					return fmt.Errorf("agent: %w", err)
 				}
@@ -194,7 +194,7 @@ func (a *Agent) sourceRunnables() []runnable {
 	if updates := a.opts.Cluster.Updates; updates != nil {
 		var out chan<- syncloop.PodUpdate
 		rs = append(rs, runnable{name: "api-source",
-			start: func(ctx context.Context) error { out = a.config.Channel(ctx, syncloop.SourceAPI); return nil },
+			start: func(ctx context.Context) error { out = b.config.Channel(ctx, syncloop.SourceAPI); return nil },
 			run: func(ctx context.Context) error {
 				for {
 					select {
@@ -251,7 +251,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	close(a.ready)
-	a.log.Info("Agent started", "node", a.opts.NodeName, "rootDir", a.opts.RootDir, "sources", a.sources())
+	a.log.Info("Agent started", "node", a.opts.NodeName, "rootDir", a.opts.RootDir, "sources", a.opts.sources())
 	err := g.wait()
 	cancel()
 	a.config.Wait()

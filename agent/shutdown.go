@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/podworkers"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // ShutdownOptions configure graceful node shutdown (package nodeshutdown).
@@ -35,8 +36,9 @@ type ShutdownOptions struct {
 // newShutdown builds the node's shutdown manager: the active pods, killed
 // through the workers with upstream's status, their volumes waited for, a
 // node status pushed at once.
-func (a *Agent) newShutdown() (*nodeshutdown.Manager, error) {
-	o := a.opts.Shutdown
+func (b *blocks) newShutdown() (*nodeshutdown.Manager, error) {
+	o := b.opts.Shutdown
+	view, vol, nv, log := b.view, b.vol, b.nodeView, b.log
 	if o.Trigger != nil && o.GracePeriod == 0 && len(o.ByPodPriority) == 0 {
 		return nil, fmt.Errorf("shutdown: a trigger without a grace period: %w", ErrInvalidOptions)
 	}
@@ -44,18 +46,18 @@ func (a *Agent) newShutdown() (*nodeshutdown.Manager, error) {
 		GracePeriod:             o.GracePeriod,
 		GracePeriodCriticalPods: o.GracePeriodCriticalPods,
 		ByPodPriority:           o.ByPodPriority,
-		Pods:                    a.activePods,
-		Killer:                  nodeshutdown.KillerFunc(a.killForShutdown),
-		Unmounter:               unmounterFunc(a.waitForUnmount),
+		Pods:                    view.active,
+		Killer:                  nodeshutdown.KillerFunc(view.killForShutdown),
+		Unmounter:               unmounterFunc(func(ctx context.Context, pods []*v1.Pod) error { return waitForUnmount(ctx, vol, pods) }),
 		OnShutdown: func(ctx context.Context) {
-			if err := a.node.SyncStatus(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("Node status at shutdown", "err", err)
+			if err := nv.status.SyncStatus(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("Node status at shutdown", "err", err)
 			}
 		},
-		Recorder: a.events,
-		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: a.opts.NodeName},
-		Clock:    a.clock,
-		Logger:   a.log.With("component", "nodeshutdown"),
+		Recorder: b.events,
+		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: b.opts.NodeName},
+		Clock:    b.clock,
+		Logger:   log.With("component", "nodeshutdown"),
 	})
 	if err != nil {
 		// The message says "invalid options" already; errors.Is finds
@@ -67,18 +69,18 @@ func (a *Agent) newShutdown() (*nodeshutdown.Manager, error) {
 
 // killForShutdown terminates the pod through its worker with the shutdown's
 // grace period and status, and waits for its containers to stop.
-func (a *Agent) killForShutdown(ctx context.Context, pod *v1.Pod, grace int64, status func(*v1.PodStatus)) error {
-	return a.workers.KillPod(ctx, pod, podworkers.KillPodOptions{
+func (v *podView) killForShutdown(ctx context.Context, pod *v1.Pod, grace int64, status func(*v1.PodStatus)) error {
+	return v.workers.KillPod(ctx, pod, podworkers.KillPodOptions{
 		PodTerminationGracePeriodSecondsOverride: &grace,
 		PodStatusFunc:                            status,
 	})
 }
 
 // waitForUnmount waits until the pods' volumes are torn down.
-func (a *Agent) waitForUnmount(ctx context.Context, pods []*v1.Pod) error {
+func waitForUnmount(ctx context.Context, vol *volume.Manager, pods []*v1.Pod) error {
 	var errs []error
 	for _, p := range pods {
-		if err := a.vol.WaitForUnmount(ctx, p); err != nil {
+		if err := vol.WaitForUnmount(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s: %w", podDesc(p), err))
 		}
 	}

@@ -3,6 +3,6 @@ package agent
 import "github.com/kubeletkit/kubeletkit/eviction/stats"
 
 // machineStats measures this Linux machine and the runtime's pods.
-func (a *Agent) machineStats() (stats.Provider, error) {
-	return stats.NewLinux(stats.LinuxOptions{Runtime: a.rt, Clock: a.clock, RootDir: a.opts.RootDir, PodLogsDir: a.logsDir()})
+func (b *blocks) machineStats() (stats.Provider, error) {
+	return stats.NewLinux(stats.LinuxOptions{Runtime: b.rt, Clock: b.clock, RootDir: b.opts.RootDir, PodLogsDir: b.opts.logsDir()})
 }

@@ -10,6 +10,6 @@ import (
 )
 
 // machineStats has no measurement of a machine that is not Linux.
-func (a *Agent) machineStats() (stats.Provider, error) {
+func (b *blocks) machineStats() (stats.Provider, error) {
 	return nil, errors.New("no stats provider for " + runtime.GOOS + ": set EvictionOptions.Stats, or Disabled")
 }

@@ -12,9 +12,9 @@ import (
 // newSummary builds the provider of the Summary API (/stats/summary): the
 // runtime's pods and this machine, on the agent's clock. Where the machine
 // cannot be measured (not Linux), Summary says so.
-func (a *Agent) newSummary() {
-	a.api.summary, a.api.summaryErr = nodestats.New(nodestats.Options{NodeName: a.opts.NodeName, Runtime: a.rt,
-		RootDir: a.opts.RootDir, PodLogsDir: a.logsDir(), Clock: a.clock, Logger: a.log.With("component", "stats")})
+func (b *blocks) newSummary() {
+	b.api.summary, b.api.summaryErr = nodestats.New(nodestats.Options{NodeName: b.opts.NodeName, Runtime: b.rt,
+		RootDir: b.opts.RootDir, PodLogsDir: b.opts.logsDir(), Clock: b.clock, Logger: b.log.With("component", "stats")})
 }
 
 // Summary implements server.StatsProvider: the node's and its pods' usage

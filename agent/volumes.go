@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/volume"
 )
 
@@ -24,12 +26,12 @@ import (
 // manifests of Sources.ObjectPath. Without either there are none, and such a
 // reference fails as it does under upstream kubelet without an API server.
 // Call it after newVolumes.
-func (a *Agent) envSources() (containerconfig.ConfigMapGetter, containerconfig.SecretGetter) {
-	if s := a.opts.Cluster.VolumeSources; s.ConfigMaps != nil || s.Secrets != nil || s.Tokens != nil {
+func (b *blocks) envSources() (containerconfig.ConfigMapGetter, containerconfig.SecretGetter) {
+	if s := b.opts.Cluster.VolumeSources; s.ConfigMaps != nil || s.Secrets != nil || s.Tokens != nil {
 		return s.ConfigMaps, s.Secrets
 	}
-	if a.objects != nil && a.opts.Sources.ObjectPath != "" {
-		return a.objects, a.objects
+	if b.objects != nil && b.opts.Sources.ObjectPath != "" {
+		return b.objects, b.objects
 	}
 	return nil, nil
 }
@@ -37,38 +39,39 @@ func (a *Agent) envSources() (containerconfig.ConfigMapGetter, containerconfig.S
 // newVolumes builds the volume manager: every pod's volumes under
 // RootDir/pods/<uid>/volumes, with configMaps and secrets from
 // Options.Cluster.VolumeSources or, failing that, from the object manifests.
-func (a *Agent) newVolumes() (*volume.Manager, error) {
-	sources := a.opts.Cluster.VolumeSources
+func (b *blocks) newVolumes() (*volume.Manager, error) {
+	sources := b.opts.Cluster.VolumeSources
 	if sources.ConfigMaps == nil && sources.Secrets == nil && sources.Tokens == nil {
-		a.objects = &volume.StaticSources{}
-		sources = volume.Sources{ConfigMaps: a.objects, Secrets: a.objects}
+		b.objects = &volume.StaticSources{}
+		sources = volume.Sources{ConfigMaps: b.objects, Secrets: b.objects}
 	}
 	// Secrets live on a tmpfs and subPaths are pinned by bind mounts, as
 	// upstream; an agent that cannot mount keeps secrets in the root dir
 	// and hands subPaths over unpinned instead, and says so.
-	cannotMount := a.opts.Security.NoMounts
+	cannotMount := b.opts.Security.NoMounts
 	if cannotMount {
-		a.log.Warn("Not running as root: secret and projected volumes are kept on disk under the root dir instead of a tmpfs, and subPaths are not pinned by bind mounts", "rootDir", a.opts.RootDir)
+		b.log.Warn("Not running as root: secret and projected volumes are kept on disk under the root dir instead of a tmpfs, and subPaths are not pinned by bind mounts", "rootDir", b.opts.RootDir)
 	}
+	view := b.view
 	return volume.New(volume.Options{
-		RootDir:          a.opts.RootDir,
+		RootDir:          b.opts.RootDir,
 		Sources:          sources,
-		NodeName:         a.opts.NodeName,
-		NodeAllocatable:  a.allocatable,
+		NodeName:         b.opts.NodeName,
+		NodeAllocatable:  b.allocatable,
 		SecretsOnDisk:    cannotMount,
 		UnpinnedSubPaths: cannotMount,
-		SourcesReady:     func() bool { return a.config.SeenAllSources(a.sources()...) },
+		SourcesReady:     b.sourcesReady,
 		// A restarted agent's pods keep what their volumes hold until
 		// their workers ask for them: the emptyDirs' files, the tmpfs
 		// mounts their running containers see.
 		ActivePod: func(uid types.UID) bool {
-			_, ok := a.pods.GetPodByUID(uid)
-			return ok && !a.workers.IsPodKnownTerminated(uid)
+			_, ok := view.pods.GetPodByUID(uid)
+			return ok && !view.workers.IsPodKnownTerminated(uid)
 		},
-		Clock:         a.clock,
-		RefreshPeriod: a.opts.Timings.VolumeRefresh,
-		Recorder:      a.events,
-		Logger:        a.log.With("component", "volumes"),
+		Clock:         b.clock,
+		RefreshPeriod: b.opts.Timings.VolumeRefresh,
+		Recorder:      b.events,
+		Logger:        b.log.With("component", "volumes"),
 	})
 }
 
@@ -76,16 +79,24 @@ func (a *Agent) newVolumes() (*volume.Manager, error) {
 // object manifest directory: each file holds one ConfigMap or Secret (YAML
 // or JSON); a file that cannot be read is reported by name and skipped.
 type objectLoader struct {
-	a    *Agent
-	cms  map[string]*v1.ConfigMap // as last read, by namespace/name
-	secs map[string]*v1.Secret
+	dir    string        // Sources.ObjectPath
+	period time.Duration // Timings.SourcePeriod; 20s when zero
+	into   *volume.StaticSources
+	pods   *syncloop.PodSet
+	vol    *volume.Manager
+	clock  Clock
+	log    *slog.Logger
+	cms    map[string]*v1.ConfigMap // as last read, by namespace/name
+	secs   map[string]*v1.Secret
 }
 
 // loadObjects reads the object manifests once, for Run to do before the
 // pod sources start: a static pod's first sync then finds the objects its
 // volumes and environment name.
-func (a *Agent) loadObjects() *objectLoader {
-	l := &objectLoader{a: a, cms: map[string]*v1.ConfigMap{}, secs: map[string]*v1.Secret{}}
+func (b *blocks) loadObjects() *objectLoader {
+	l := &objectLoader{dir: b.opts.Sources.ObjectPath, period: b.opts.Timings.SourcePeriod, into: b.objects,
+		pods: b.view.pods, vol: b.vol, clock: b.clock, log: b.log,
+		cms: map[string]*v1.ConfigMap{}, secs: map[string]*v1.Secret{}}
 	l.load()
 	return l
 }
@@ -93,11 +104,11 @@ func (a *Agent) loadObjects() *objectLoader {
 // run reads the object manifests again every SourcePeriod until ctx
 // ends.
 func (l *objectLoader) run(ctx context.Context) error {
-	period := l.a.opts.Timings.SourcePeriod
+	period := l.period
 	if period == 0 {
 		period = 20 * time.Second
 	}
-	t := l.a.clock.NewTicker(period)
+	t := l.clock.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
@@ -111,9 +122,9 @@ func (l *objectLoader) run(ctx context.Context) error {
 
 // load reads the directory and applies what changed.
 func (l *objectLoader) load() {
-	entries, err := os.ReadDir(l.a.opts.Sources.ObjectPath)
+	entries, err := os.ReadDir(l.dir)
 	if err != nil {
-		l.a.log.Warn("Cannot read the object manifest directory", "path", l.a.opts.Sources.ObjectPath, "err", err)
+		l.log.Warn("Cannot read the object manifest directory", "path", l.dir, "err", err)
 		return
 	}
 	cms, secs := map[string]*v1.ConfigMap{}, map[string]*v1.Secret{}
@@ -121,20 +132,20 @@ func (l *objectLoader) load() {
 		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		file := filepath.Join(l.a.opts.Sources.ObjectPath, e.Name())
+		file := filepath.Join(l.dir, e.Name())
 		if err := readObject(file, cms, secs); err != nil {
 			// Never the content: a secret's bytes must not reach the log.
-			l.a.log.Warn("Ignoring an object manifest", "file", file, "err", err)
+			l.log.Warn("Ignoring an object manifest", "file", file, "err", err)
 		}
 	}
-	changed := apply(l.cms, cms, l.a.objects.SetConfigMap, func(cm *v1.ConfigMap) { l.a.objects.DeleteConfigMap(cm.Namespace, cm.Name) })
-	changed = apply(l.secs, secs, l.a.objects.SetSecret, func(s *v1.Secret) { l.a.objects.DeleteSecret(s.Namespace, s.Name) }) || changed
+	changed := apply(l.cms, cms, l.into.SetConfigMap, func(cm *v1.ConfigMap) { l.into.DeleteConfigMap(cm.Namespace, cm.Name) })
+	changed = apply(l.secs, secs, l.into.SetSecret, func(s *v1.Secret) { l.into.DeleteSecret(s.Namespace, s.Name) }) || changed
 	l.cms, l.secs = cms, secs
 	if changed {
 		// Content volumes are written again at once rather than at the
 		// next refresh period.
-		for _, p := range l.a.pods.GetPods() {
-			l.a.vol.Refresh(p)
+		for _, p := range l.pods.GetPods() {
+			l.vol.Refresh(p)
 		}
 	}
 }

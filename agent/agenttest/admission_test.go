@@ -43,11 +43,7 @@ func TestAdmissionThroughTheAPIServer(t *testing.T) {
 
 		// The API server's informer sends a refused pod back with its
 		// Failed status, a RECONCILE: that starts no worker.
-		var refused []*v1.Pod
-		for _, name := range []string{"big", "selector", "port-b"} {
-			refused = append(refused, n.Pod("default", name))
-		}
-		n.Agent().HandlePodReconcile(refused)
+		n.Resend()
 		n.Step(time.Minute)
 
 		alloc := int64(8<<30 - 1<<30 - 100<<20)

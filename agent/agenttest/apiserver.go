@@ -23,7 +23,8 @@ import (
 // node, their statuses, the static pods' statuses (as their mirror pods
 // would hold them) and events. The pods reach the agent as a complete list
 // (OpSet) after every change of spec or metadata, as examples/apiserver's
-// pod source sends them; status writes do not come back to the agent.
+// pod source sends them; status writes come back to the agent only when
+// Node.Resend sends the pods again.
 type apiServer struct {
 	clock    *Clock
 	nodeName string

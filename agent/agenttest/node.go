@@ -280,6 +280,15 @@ func (n *Node) DeletePodWithGrace(namespace, name string, seconds int64) {
 	n.Settle()
 }
 
+// Resend sends the node its pods again as the API server holds them, with
+// the statuses the node wrote: what an informer's watch brings back after
+// the node's own status writes, which the node is otherwise not sent. A
+// pod whose status alone changed reaches the node as a reconcile.
+func (n *Node) Resend() {
+	n.api.notify()
+	n.Settle()
+}
+
 // Pod returns the pod as the API server holds it, with the status the node
 // last wrote, or nil when there is none of that name.
 func (n *Node) Pod(namespace, name string) *v1.Pod { return n.api.get(namespace, name) }
