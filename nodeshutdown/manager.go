@@ -36,13 +36,10 @@ const (
 	EventCancelled = "Shutdown manager detected shutdown cancellation"
 )
 
-// Upstream's priorities of the two groups GracePeriod and
-// GracePeriodCriticalPods make (scheduling.DefaultPriorityWhenNoDefaultClassExists
-// and scheduling.SystemCriticalPriority).
-const (
-	DefaultPriority        int32 = 0
-	SystemCriticalPriority int32 = 2_000_000_000
-)
+// DefaultPriority is the priority of the group GracePeriod makes,
+// upstream's scheduling.DefaultPriorityWhenNoDefaultClassExists; the group
+// of GracePeriodCriticalPods starts at podspec.SystemCriticalPriority.
+const DefaultPriority int32 = 0
 
 // ErrShuttingDown is ShutdownStatus's error while the node shuts down; its
 // text is upstream's, which the node's Ready condition shows.
