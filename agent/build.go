@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/allocation"
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/logs"
@@ -75,9 +76,13 @@ func New(opts Options) (*Agent, error) {
 	if opts.Rand == nil {
 		opts.Rand = rand.Float64
 	}
+	if opts.Node.MaxPods < 0 {
+		return nil, fmt.Errorf("agent: Node.MaxPods %d must not be a negative number: %w", opts.Node.MaxPods, ErrInvalidOptions)
+	}
 	if opts.Node.Machine == nil {
 		opts.Node.Machine = node.LocalMachine{StorageDir: opts.RootDir}
 	}
+	opts.Node.Machine = node.WithMaxPods(opts.Node.Machine, opts.Node.MaxPods)
 	for _, r := range []struct {
 		field string
 		l     v1.ResourceList
@@ -331,7 +336,7 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 	cms, secrets := b.envSources()
 	pr := b.prober
 	return podsync.New(podsync.Options{
-		Runtime: pullPausing{b.rt}, Recorder: b.events, Logger: log.With("component", "podsync"), Clock: b.clock,
+		Runtime: pullPausing{Runtime: b.rt, slots: cri.NewPullSlots(pullSlots(opts.Node.MaxParallelImagePulls))}, Recorder: b.events, Logger: log.With("component", "podsync"), Clock: b.clock,
 		Config: containerconfig.Options{
 			Volumes: b.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Cluster.Services, NodeAllocatable: b.allocatable,
 			RecursiveReadOnlyMounts: b.features.handlerSupportsRecursiveReadOnly,
@@ -351,6 +356,19 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 		ContainerLogLinksDir: opts.Logs.LinksDir,
 		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
 	})
+}
+
+// pullSlots is how many image pulls may run at once for
+// NodeOptions.MaxParallelImagePulls: one for zero, none for a negative
+// number (no bound).
+func pullSlots(n int32) int {
+	switch {
+	case n == 0:
+		return 1
+	case n < 0:
+		return 0
+	}
+	return int(n)
 }
 
 // sources are the names of the configured pod sources.

@@ -38,3 +38,15 @@ func TestCgroupOptionsValidated(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeOptionsValidated(t *testing.T) {
+	_, err := agent.New(agent.Options{RootDir: t.TempDir(), Node: agent.NodeOptions{MaxPods: -1}})
+	if !errors.Is(err, agent.ErrInvalidOptions) || err.Error() != "agent: Node.MaxPods -1 must not be a negative number: invalid options" {
+		t.Fatalf("New with a negative MaxPods: %v", err)
+	}
+	for _, o := range []agent.NodeOptions{{MaxPods: 500}, {MaxParallelImagePulls: -1}, {MaxParallelImagePulls: 5}} {
+		if _, err := agent.New(agent.Options{RootDir: t.TempDir(), Node: o}); err != nil {
+			t.Fatalf("New with %+v: %v", o, err)
+		}
+	}
+}

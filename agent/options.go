@@ -214,6 +214,19 @@ type NodeOptions struct {
 	// enforced on cgroups only with Cgroups.EnforceNodeAllocatable "pods".
 	// A negative quantity fails New.
 	KubeReserved, SystemReserved v1.ResourceList
+	// MaxPods is the node's pods capacity (upstream's maxPods,
+	// --max-pods): the pods it reports and admits at most. Zero means
+	// 110, upstream's default; it replaces what Machine reports. A
+	// negative number fails New.
+	MaxPods int64
+	// MaxParallelImagePulls bounds the image pulls that run at once, as
+	// upstream's serializeImagePulls and maxParallelImagePulls: zero pulls
+	// one image at a time (upstream's default, serializeImagePulls: true),
+	// n > 0 at most n at once, a negative number without a bound
+	// (serializeImagePulls: false and no maxParallelImagePulls). A pod
+	// waiting for its turn gives its start slot back (podworkers'
+	// StartGate), as it does while the pull runs.
+	MaxParallelImagePulls int32
 	// DevicePluginDir is the device plugin directory (package devices):
 	// the agent serves the registration socket there (kubelet.sock),
 	// reports the plugins' resources in the node's capacity and

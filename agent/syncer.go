@@ -233,17 +233,30 @@ func podDesc(pod *v1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
 
-// pullPausing is the runtime as the pod syncer sees it: a pull gives the
-// starting pod's slot in the start gate back while the image downloads.
-type pullPausing struct{ Runtime }
+// pullPausing is the runtime as the pod syncer sees it: a pull waits for
+// its turn among the node's pulls (slots, NodeOptions.MaxParallelImagePulls)
+// and gives the starting pod's slot in the start gate back while it waits
+// and while the image downloads.
+type pullPausing struct {
+	Runtime
+	slots *cri.PullSlots
+}
 
 // PullImage implements cri.ImageService.
 func (r pullPausing) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
 	t := podworkers.TicketFromContext(ctx)
 	t.Pause()
-	ref, err := r.Runtime.PullImage(ctx, image, auth, sandbox)
+	ref, err := r.pull(ctx, image, auth, sandbox)
 	if rerr := t.Resume(ctx); rerr != nil && err == nil {
 		err = rerr
 	}
 	return ref, err
+}
+
+func (r pullPausing) pull(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := r.slots.Acquire(ctx); err != nil {
+		return "", err
+	}
+	defer r.slots.Release()
+	return r.Runtime.PullImage(ctx, image, auth, sandbox)
 }

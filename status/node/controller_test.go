@@ -301,6 +301,19 @@ func TestLocalMachine(t *testing.T) {
 
 	_, err = node.LocalMachine{Root: t.TempDir()}.Capacity(context.Background())
 	assert.Error(t, err)
+
+	// maxPods replaces the pods capacity of any machine, and nothing else.
+	c, err = node.WithMaxPods(m, 500).Capacity(context.Background())
+	require.NoError(t, err)
+	pods = c[v1.ResourcePods]
+	assert.Equal(t, int64(500), pods.Value())
+	mem = c[v1.ResourceMemory]
+	assert.Equal(t, int64(8000000*1024), mem.Value())
+	assert.Equal(t, m, node.WithMaxPods(m, 0), "no maxPods leaves the machine as it is")
+	c, err = m.Capacity(context.Background())
+	require.NoError(t, err)
+	pods = c[v1.ResourcePods]
+	assert.Equal(t, int64(110), pods.Value(), "the machine's own capacity is not changed")
 }
 
 func TestControllerHangingStatusSink(t *testing.T) {

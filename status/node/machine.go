@@ -148,3 +148,28 @@ func (m LocalMachine) SystemInfo(context.Context) (v1.NodeSystemInfo, error) {
 	}
 	return info, nil
 }
+
+// WithMaxPods returns m with its pods capacity set to pods (upstream's
+// maxPods), whatever m reports; pods <= 0 returns m as it is.
+func WithMaxPods(m Machine, pods int64) Machine {
+	if pods <= 0 {
+		return m
+	}
+	return maxPodsMachine{Machine: m, pods: pods}
+}
+
+type maxPodsMachine struct {
+	Machine
+	pods int64
+}
+
+// Capacity implements Machine: m's, with pods replaced.
+func (m maxPodsMachine) Capacity(ctx context.Context) (v1.ResourceList, error) {
+	c, err := m.Machine.Capacity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c = c.DeepCopy()
+	c[v1.ResourcePods] = *resource.NewQuantity(m.pods, resource.DecimalSI)
+	return c, nil
+}
