@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
-	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -33,7 +30,7 @@ const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 // goes without credentials. A secret that cannot be parsed is an error
 // naming it (never its content).
 func PullAuths(secrets []*v1.Secret, image string) ([]*runtimeapi.AuthConfig, error) {
-	k := keyring{creds: map[string][]*runtimeapi.AuthConfig{}}
+	var k cri.Keyring
 	for _, sec := range secrets {
 		var cfg map[string]dockerConfigEntry
 		switch {
@@ -52,9 +49,13 @@ func PullAuths(secrets []*v1.Secret, image string) ([]*runtimeapi.AuthConfig, er
 		default:
 			continue
 		}
-		k.add(cfg)
+		for _, loc := range slices.Sorted(maps.Keys(cfg)) {
+			// In name order, so that credentials for one location keep a
+			// stable order within a secret.
+			k.Add(loc, &runtimeapi.AuthConfig{Username: cfg[loc].Username, Password: cfg[loc].Password})
+		}
 	}
-	return k.lookup(cri.ImageRepository(image)), nil
+	return k.Lookup(cri.ImageRepository(image)), nil
 }
 
 // dockerConfigEntry is one registry's credentials in a docker config; an
@@ -89,104 +90,6 @@ func (e *dockerConfigEntry) UnmarshalJSON(b []byte) error {
 	}
 	e.Username, e.Password = user, strings.Trim(pass, "\x00")
 	return nil
-}
-
-// keyring indexes credentials by registry location ("host[:port][/path]").
-type keyring struct {
-	index []string
-	creds map[string][]*runtimeapi.AuthConfig
-}
-
-// add files each entry under its location: the scheme and a /v1/ or /v2/
-// path prefix dropped, as upstream's.
-func (k *keyring) add(cfg map[string]dockerConfigEntry) {
-	// In name order, so that credentials for one location keep a stable
-	// order within a secret.
-	for _, loc := range slices.Sorted(maps.Keys(cfg)) {
-		value := loc
-		if !strings.HasPrefix(value, "https://") && !strings.HasPrefix(value, "http://") {
-			value = "https://" + value
-		}
-		u, err := url.Parse(value)
-		if err != nil {
-			continue // as upstream: an unusable entry is skipped
-		}
-		path := u.Path
-		if strings.HasPrefix(path, "/v2/") || strings.HasPrefix(path, "/v1/") {
-			path = path[3:]
-		}
-		key := u.Host
-		if path != "" && path != "/" {
-			key += path
-		}
-		e := cfg[loc]
-		if _, ok := k.creds[key]; !ok {
-			k.index = append(k.index, key)
-		}
-		k.creds[key] = append(k.creds[key], &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password})
-	}
-	// Reverse order puts longer (more specific) keys of a host first.
-	slices.Sort(k.index)
-	slices.Reverse(k.index)
-}
-
-// lookup returns the credentials for a normalized repository.
-func (k *keyring) lookup(repo string) []*runtimeapi.AuthConfig {
-	var out []*runtimeapi.AuthConfig
-	for _, key := range k.index {
-		if locationMatches(key, repo) {
-			out = append(out, k.creds[key]...)
-		}
-	}
-	if len(out) == 0 && isDockerHub(repo) {
-		out = k.creds["index.docker.io"]
-	}
-	return out
-}
-
-// locationMatches says whether a keyring location (whose host labels may
-// be globs) covers a repository: the same number of host labels each
-// matching, the same port, and a path prefix.
-func locationMatches(glob, target string) bool {
-	g, err := url.Parse("https://" + glob)
-	if err != nil {
-		return false
-	}
-	t, err := url.Parse("https://" + target)
-	if err != nil {
-		return false
-	}
-	gParts, gPort := splitHost(g.Host)
-	tParts, tPort := splitHost(t.Host)
-	if gPort != tPort || len(gParts) != len(tParts) || !strings.HasPrefix(t.Path, g.Path) {
-		return false
-	}
-	for i := range gParts {
-		if ok, err := filepath.Match(gParts[i], tParts[i]); err != nil || !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func splitHost(hostport string) ([]string, string) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host, port = hostport, ""
-	}
-	return strings.Split(host, "."), port
-}
-
-// isDockerHub says whether a repository is on Docker Hub.
-func isDockerHub(repo string) bool {
-	domain, _, found := strings.Cut(repo, "/")
-	if domain == "" {
-		return false
-	}
-	if !found || domain == "docker.io" || domain == "index.docker.io" {
-		return true
-	}
-	return !strings.ContainsAny(domain, ".:")
 }
 
 // pullSecrets reads the pod's imagePullSecrets. One that cannot be read is
