@@ -466,6 +466,10 @@ func (s *Syncer) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSp
 	if err != nil {
 		return "", err.Error(), err
 	}
+	if s.opts.Credentials != nil {
+		// The node's keyring after the pod's, as upstream's union of them.
+		auths = append(auths, s.opts.Credentials.Credentials(ctx, spec.GetImage())...)
+	}
 	if len(auths) == 0 {
 		ref, err := s.rt.PullImage(ctx, spec, nil, sbConfig)
 		if err != nil {

@@ -1,6 +1,7 @@
 package podsync
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cri"
@@ -47,6 +49,22 @@ type EventRecorder interface {
 	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
 }
 
+// Credentials gives the node's registry credentials for an image, the most
+// specific first; none means the node has none for it. It must be safe for
+// concurrent use; a failure to get them is its own to log, as upstream
+// pulls without them.
+type Credentials interface {
+	Credentials(ctx context.Context, image string) []*runtimeapi.AuthConfig
+}
+
+// CredentialsFunc adapts a function to Credentials.
+type CredentialsFunc func(ctx context.Context, image string) []*runtimeapi.AuthConfig
+
+// Credentials calls f.
+func (f CredentialsFunc) Credentials(ctx context.Context, image string) []*runtimeapi.AuthConfig {
+	return f(ctx, image)
+}
+
 // Options configures a Syncer. Runtime is required; every other zero value
 // is the documented default.
 type Options struct {
@@ -75,6 +93,11 @@ type Options struct {
 	// its container is removed, or at garbage collection once its file is
 	// gone. Empty: no links.
 	ContainerLogLinksDir string
+	// Credentials are the node's own registry credentials (upstream's node
+	// keyring: image credential provider plugins, package
+	// cri/credentialprovider), tried after those of the pod's
+	// imagePullSecrets. Nil: none.
+	Credentials Credentials
 	// BackoffInitial and BackoffMax are the crash-loop and image pull
 	// backoff delays (zero: DefaultBackoffInitial, DefaultBackoffMax).
 	BackoffInitial, BackoffMax time.Duration

@@ -1,0 +1,105 @@
+package credentialprovider_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeletkit/kubeletkit/cri/credentialprovider"
+)
+
+const header = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\n"
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // in the error, in order; none: valid
+	}{
+		{"ecr", header + `providers:
+- name: ecr-credential-provider
+  matchImages: ["*.dkr.ecr.*.amazonaws.com", "*.dkr.ecr.*.amazonaws.com.cn"]
+  defaultCacheDuration: 12h
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+  args: [get-credentials]
+  env: [{name: AWS_PROFILE, value: default}]
+`, nil},
+		{"empty", "", []string{"the file is empty"}},
+		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", []string{`kind "KubeletConfiguration"`}},
+		{"unknown field", header + "providers:\n- name: a\n  matchImage: [x.io]\n", []string{`unknown field "matchImage"`}},
+		{"no providers", header + "providers: []\n", []string{"providers: Required value: at least 1 item in plugins is required"}},
+		{"every field wrong", header + `providers:
+- name: a/b
+  matchImages: []
+  defaultCacheDuration: -1s
+  apiVersion: credentialprovider.kubelet.k8s.io/v2
+- name: ""
+  matchImages: ["https://x.io", "x..io"]
+  env: [{value: v}]
+- name: "ok"
+  matchImages: [x.io]
+  defaultCacheDuration: 1m
+- name: "ok"
+  matchImages: [x.io]
+  defaultCacheDuration: 1m
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+  tokenAttributes: {serviceAccountTokenAudience: x, requireServiceAccount: true}
+`, []string{
+			`providers[0].name: Invalid value: "a/b": provider name cannot contain '/'`,
+			"providers[0].matchImages: Required value: at least 1 item in matchImages is required",
+			"providers[0].defaultCacheDuration: Invalid value: \"-1s\": must be greater than or equal to 0",
+			`providers[0].apiVersion: Unsupported value: "credentialprovider.kubelet.k8s.io/v2": supported values: "credentialprovider.kubelet.k8s.io/v1", "credentialprovider.kubelet.k8s.io/v1beta1", "credentialprovider.kubelet.k8s.io/v1alpha1"`,
+			"providers[1].name: Required value: name is required",
+			`providers[1].matchImages[0]: Invalid value: "https://x.io": match image must not have a scheme`,
+			`providers[1].matchImages[1]: Invalid value: "x..io": match image has an empty domain label`,
+			"providers[1].defaultCacheDuration: Required value: defaultCacheDuration is required",
+			"providers[1].apiVersion: Required value: apiVersion is required",
+			"providers[1].env[0].name: Required value: name is required",
+			"providers[2].apiVersion: Required value: apiVersion is required",
+			`providers[3].name: Duplicate value: "ok"`,
+			"providers[3].tokenAttributes: Forbidden: service account tokens for credential provider plugins are not supported by this node",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := credentialprovider.ParseConfig([]byte(tc.yaml))
+			if tc.want == nil {
+				require.NoError(t, err)
+				assert.Len(t, cfg.Providers, 1)
+				return
+			}
+			require.Error(t, err)
+			msg, at := err.Error(), 0
+			for _, w := range tc.want {
+				i := strings.Index(msg[at:], w)
+				if !assert.GreaterOrEqual(t, i, 0, "%q not in (the rest of) %q", w, msg[at:]) {
+					return
+				}
+				at += i + len(w)
+			}
+		})
+	}
+}
+
+func TestLoadConfigNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(header+"providers: []\n"), 0o600))
+	_, err := credentialprovider.LoadConfig(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "image credential provider config "+path+": providers: Required value")
+	_, err = credentialprovider.LoadConfig(filepath.Join(t.TempDir(), "none.yaml"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(header + "providers:\n- name: a\n  matchImages: [\"*.x.io:5000/p\"]\n  defaultCacheDuration: 1m\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n"))
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := credentialprovider.ParseConfig(data)
+		if err == nil && len(cfg.Providers) == 0 {
+			t.Fatalf("a valid configuration without providers: %q", data)
+		}
+	})
+}

@@ -1,0 +1,28 @@
+// Package credentialprovider gives the node registry credentials from
+// image credential provider plugins, as upstream kubelet's
+// --image-credential-provider-config and --image-credential-provider-bin-dir
+// do: executables that read a CredentialProviderRequest
+// (credentialprovider.kubelet.k8s.io/v1) on stdin and write a
+// CredentialProviderResponse on stdout, so that images of ECR, GCR/Artifact
+// Registry, ACR or a private registry need no imagePullSecrets.
+//
+// LoadConfig reads and validates a CredentialProviderConfig
+// (kubelet.config.k8s.io/v1) file with upstream's messages; New checks that
+// every plugin is in the binary directory. Providers.Credentials is
+// cri/podsync's Credentials (podsync.Options.Credentials; agent's
+// Node.ImageCredentials): for an image, each provider whose matchImages
+// match its repository is asked, its answer cached in memory by the
+// response's cacheKeyType (Image, Registry or Global) for its
+// cacheDuration (or the provider's defaultCacheDuration; zero: not
+// cached), concurrent asks for one image share one run, and the
+// credentials of every matching provider are returned most specific
+// location first, a location two providers both answer taken from the one
+// listed first. A plugin that fails, times out (one minute) or answers
+// badly is logged and gives nothing: the pull goes on without it, as
+// upstream's.
+//
+// Not supported, and refused by LoadConfig by name: tokenAttributes
+// (service account tokens for plugins, KubeletServiceAccountTokenForCredentialProviders).
+//
+// A Providers is safe for concurrent use. Time comes from Options.Clock.
+package credentialprovider

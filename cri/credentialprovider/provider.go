@@ -1,0 +1,264 @@
+package credentialprovider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfigv1 "k8s.io/kubelet/config/v1"
+	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+)
+
+// ErrInvalidOptions is wrapped by New's errors for options it cannot use.
+var ErrInvalidOptions = errors.New("invalid options")
+
+// execTimeout bounds one run of a plugin.
+const execTimeout = time.Minute
+
+// Options configures Providers.
+type Options struct {
+	// Config is the providers' configuration (LoadConfig). Required.
+	Config *kubeletconfigv1.CredentialProviderConfig
+	// BinDir holds the plugins' executables, each named as its provider
+	// (upstream's --image-credential-provider-bin-dir). Required.
+	BinDir string
+	// Clock times the cache. Nil means the real clock.
+	Clock clock.PassiveClock
+	// Logger gets a line for each plugin that fails. Nil discards.
+	Logger *slog.Logger
+}
+
+// Providers are the configured credential provider plugins.
+type Providers struct {
+	plugins []*plugin
+	log     *slog.Logger
+}
+
+// plugin is one provider: its executable and its cache.
+type plugin struct {
+	cfg   kubeletconfigv1.CredentialProvider
+	path  string
+	clock clock.PassiveClock
+
+	mu       sync.Mutex
+	cache    map[string]cached // by cache key: "image:", "registry:" or "global:" and the key
+	inflight map[string]*run   // by image
+}
+
+// cached is a plugin's answer kept until expires.
+type cached struct {
+	auth    map[string]credentialproviderv1.AuthConfig
+	expires time.Time
+}
+
+// run is one plugin run that several asks for one image wait for.
+type run struct {
+	done chan struct{}
+	auth map[string]credentialproviderv1.AuthConfig
+}
+
+// New checks the options (a missing configuration or plugin executable is
+// an error wrapping ErrInvalidOptions, as upstream refuses to start) and
+// returns the providers. It starts nothing.
+func New(opts Options) (*Providers, error) {
+	if opts.Config == nil {
+		return nil, fmt.Errorf("image credential providers: no Config: %w", ErrInvalidOptions)
+	}
+	if opts.BinDir == "" {
+		return nil, fmt.Errorf("image credential providers: no BinDir: %w", ErrInvalidOptions)
+	}
+	if errs := validate(opts.Config); len(errs) > 0 {
+		return nil, fmt.Errorf("image credential providers: %w: %w", errs.ToAggregate(), ErrInvalidOptions)
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Providers{log: log}
+	for _, c := range opts.Config.Providers {
+		path := filepath.Join(opts.BinDir, c.Name)
+		if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return nil, fmt.Errorf("image credential providers: plugin binary executable %s did not exist: %w", path, ErrInvalidOptions)
+		}
+		p.plugins = append(p.plugins, &plugin{cfg: c, path: path, clock: clk,
+			cache: map[string]cached{}, inflight: map[string]*run{}})
+	}
+	return p, nil
+}
+
+// Credentials returns the credentials the matching providers give for
+// image, most specific location first; it implements podsync.Credentials.
+func (p *Providers) Credentials(ctx context.Context, image string) []*runtimeapi.AuthConfig {
+	repo := cri.ImageRepository(image)
+	var k cri.Keyring
+	taken := map[string]bool{}
+	for _, pl := range p.plugins {
+		if !pl.matches(repo) {
+			continue
+		}
+		auth, err := pl.provide(ctx, repo)
+		if err != nil {
+			p.log.Warn("Failed getting credential from external registry credential provider", "provider", pl.cfg.Name, "image", repo, "err", err)
+			continue
+		}
+		for loc, a := range auth {
+			// A location two providers answer is the earlier one's.
+			if taken[loc] {
+				continue
+			}
+			taken[loc] = true
+			k.Add(loc, &runtimeapi.AuthConfig{Username: a.Username, Password: a.Password})
+		}
+	}
+	return k.Lookup(repo)
+}
+
+// matches says whether one of the plugin's matchImages covers repo.
+func (pl *plugin) matches(repo string) bool {
+	for _, m := range pl.cfg.MatchImages {
+		if cri.LocationMatches(m, repo) {
+			return true
+		}
+	}
+	return false
+}
+
+// cacheKeys are the keys an answer for repo may be cached under, most
+// specific first.
+func cacheKeys(repo string) []string {
+	registry, _, _ := strings.Cut(repo, "/")
+	return []string{"image:" + repo, "registry:" + registry, "global:"}
+}
+
+// provide returns the plugin's answer for repo: from the cache, from a run
+// already under way for it, or from a new run.
+func (pl *plugin) provide(ctx context.Context, repo string) (map[string]credentialproviderv1.AuthConfig, error) {
+	now := pl.clock.Now()
+	pl.mu.Lock()
+	for _, key := range cacheKeys(repo) {
+		if c, ok := pl.cache[key]; ok {
+			if now.Before(c.expires) {
+				pl.mu.Unlock()
+				return c.auth, nil
+			}
+			delete(pl.cache, key)
+		}
+	}
+	if r, ok := pl.inflight[repo]; ok {
+		pl.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.auth, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	r := &run{done: make(chan struct{})}
+	pl.inflight[repo] = r
+	pl.mu.Unlock()
+
+	resp, err := pl.exec(ctx, repo)
+	pl.mu.Lock()
+	delete(pl.inflight, repo)
+	if err == nil {
+		r.auth = resp.Auth
+		pl.store(repo, resp, now)
+	}
+	pl.mu.Unlock()
+	close(r.done)
+	return r.auth, err
+}
+
+// store caches an answer under the key its cacheKeyType names, for its
+// cacheDuration or the provider's default; zero keeps nothing.
+func (pl *plugin) store(repo string, resp *credentialproviderv1.CredentialProviderResponse, now time.Time) {
+	d := pl.cfg.DefaultCacheDuration.Duration
+	if resp.CacheDuration != nil {
+		d = resp.CacheDuration.Duration
+	}
+	if d <= 0 {
+		return
+	}
+	keys := cacheKeys(repo)
+	var key string
+	switch resp.CacheKeyType {
+	case credentialproviderv1.ImagePluginCacheKeyType:
+		key = keys[0]
+	case credentialproviderv1.RegistryPluginCacheKeyType:
+		key = keys[1]
+	case credentialproviderv1.GlobalPluginCacheKeyType:
+		key = keys[2]
+	}
+	for k, c := range pl.cache {
+		if !now.Before(c.expires) {
+			delete(pl.cache, k)
+		}
+	}
+	pl.cache[key] = cached{auth: resp.Auth, expires: now.Add(d)}
+}
+
+// exec runs the plugin once for repo and checks its answer.
+func (pl *plugin) exec(ctx context.Context, repo string) (*credentialproviderv1.CredentialProviderResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, execTimeout)
+	defer cancel()
+	req, err := json.Marshal(map[string]string{"apiVersion": pl.cfg.APIVersion, "kind": "CredentialProviderRequest", "image": repo})
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, pl.path, pl.cfg.Args...)
+	cmd.Env = os.Environ()
+	for _, e := range pl.cfg.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("plugin %s: %w", pl.cfg.Name, ctx.Err())
+		}
+		// Never the plugin's output: it may hold credentials.
+		return nil, fmt.Errorf("plugin %s: %w (stderr: %d bytes)", pl.cfg.Name, err, stderr.Len())
+	}
+	return parseResponse(stdout.Bytes(), pl.cfg.APIVersion)
+}
+
+// parseResponse decodes a plugin's answer and checks that it speaks the
+// configured apiVersion and names a cache key type.
+func parseResponse(data []byte, apiVersion string) (*credentialproviderv1.CredentialProviderResponse, error) {
+	resp := &credentialproviderv1.CredentialProviderResponse{}
+	if err := json.Unmarshal(data, resp); err != nil {
+		return nil, errors.New("the response is not a CredentialProviderResponse in JSON")
+	}
+	if resp.Kind != "CredentialProviderResponse" {
+		return nil, fmt.Errorf("kind was %q, expected CredentialProviderResponse", resp.Kind)
+	}
+	if resp.APIVersion != apiVersion {
+		return nil, fmt.Errorf("apiVersion from credential plugin response did not match expected apiVersion: %s, expected apiVersion: %s", resp.APIVersion, apiVersion)
+	}
+	switch resp.CacheKeyType {
+	case credentialproviderv1.ImagePluginCacheKeyType, credentialproviderv1.RegistryPluginCacheKeyType, credentialproviderv1.GlobalPluginCacheKeyType:
+	default:
+		return nil, fmt.Errorf("invalid cache key type %q: Image, Registry or Global", resp.CacheKeyType)
+	}
+	if resp.CacheDuration != nil && resp.CacheDuration.Duration < 0 {
+		return nil, fmt.Errorf("cacheDuration %s is negative", resp.CacheDuration.Duration)
+	}
+	return resp, nil
+}
