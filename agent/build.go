@@ -354,6 +354,7 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 			StartupSucceeded: func(id string) bool { r, ok := pr.Startup().Get(id); return ok && r == prober.Success },
 		},
 		ContainerLogLinksDir: opts.Logs.LinksDir,
+		Credentials:          opts.Node.ImageCredentials,
 		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/status"
@@ -227,6 +228,11 @@ type NodeOptions struct {
 	// waiting for its turn gives its start slot back (podworkers'
 	// StartGate), as it does while the pull runs.
 	MaxParallelImagePulls int32
+	// ImageCredentials are the node's own registry credentials, tried
+	// after those of a pod's imagePullSecrets (upstream's image credential
+	// provider plugins: cri/credentialprovider.Providers, from
+	// --image-credential-provider-config). Nil: none.
+	ImageCredentials podsync.Credentials
 	// DevicePluginDir is the device plugin directory (package devices):
 	// the agent serves the registration socket there (kubelet.sock),
 	// reports the plugins' resources in the node's capacity and

@@ -1,17 +1,21 @@
 package agenttest_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
 )
 
 // Image pulls are serialised by default, as upstream's
@@ -82,5 +86,33 @@ func TestMaxPods(t *testing.T) {
 		third := n.Pod("default", "app-2")
 		assert.Equal(t, "OutOfpods", third.Status.Reason)
 		assert.Equal(t, "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2", third.Status.Message)
+	})
+}
+
+// The node's own credentials (Node.ImageCredentials: credential provider
+// plugins) are tried after a pod's pull secrets.
+func TestImageCredentialsOfTheNode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		creds := podsync.CredentialsFunc(func(_ context.Context, image string) []*runtimeapi.AuthConfig {
+			if strings.HasPrefix(image, "private.registry.example/") {
+				return []*runtimeapi.AuthConfig{{Username: "node", Password: "from-a-plugin"}}
+			}
+			return nil
+		})
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{Node: agent.NodeOptions{ImageCredentials: creds}}})
+		n.AddPod(pod("private", v1.Container{Name: "app", Image: "private.registry.example/team/app:1"}))
+		n.AddPod(pod("public", v1.Container{Name: "app", Image: "busybox:1.36"}))
+		n.Step(10 * time.Second)
+		auths := map[string]*runtimeapi.AuthConfig{}
+		for _, c := range n.Runtime().CallsOf(fake.PullImage) {
+			req := c.Request.(*runtimeapi.PullImageRequest)
+			auths[req.GetImage().GetImage()] = req.GetAuth()
+		}
+		if assert.Contains(t, auths, "private.registry.example/team/app:1") {
+			assert.Equal(t, "node", auths["private.registry.example/team/app:1"].GetUsername())
+			assert.Equal(t, "from-a-plugin", auths["private.registry.example/team/app:1"].GetPassword())
+		}
+		assert.Contains(t, auths, "busybox:1.36")
+		assert.Nil(t, auths["busybox:1.36"], "no credentials for an image the node has none for")
 	})
 }
