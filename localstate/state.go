@@ -76,6 +76,21 @@ func (s *State) Pods() ([]*v1.Pod, error) {
 	return pods, errors.Join(errs...)
 }
 
+// Pod returns the kept pod of UID uid, and whether there is one.
+func (s *State) Pod(uid types.UID) (*v1.Pod, bool, error) {
+	return s.getPod(Key{Pods, string(uid)})
+}
+
+// getPod reads the pod (or the pod holding a status) kept under key.
+func (s *State) getPod(key Key) (*v1.Pod, bool, error) {
+	p := &v1.Pod{}
+	ok, err := s.getObject(key, p)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	return p, true, nil
+}
+
 // SetPods makes the kept pods exactly pods, in one atomic write of what
 // changed (pods are keyed by UID, a changed pod is one with another
 // resourceVersion). It reports whether it wrote.
@@ -117,6 +132,35 @@ func (s *State) SetPods(pods []*v1.Pod) (bool, error) {
 	for k, fp := range next {
 		s.known[k] = fp
 	}
+	return true, nil
+}
+
+// RefreshPod replaces the kept copy of pod (same UID) by pod, when one is
+// kept at another resourceVersion: the API server's answer to a write of
+// the node's own (a status patch) is kept before its watch tells the pod
+// source. A pod not kept is not added: SetPods says which pods are kept.
+// It reports whether it wrote.
+func (s *State) RefreshPod(pod *v1.Pod) (bool, error) {
+	if pod == nil || pod.UID == "" {
+		return false, fmt.Errorf("refresh pod: no pod or UID: %w", ErrInvalidArgument)
+	}
+	key := Key{Pods, string(pod.UID)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, kept := s.known[key]; !kept {
+		return false, nil
+	}
+	fp, v, err := s.encodeIfChanged(key, pod, &pod.ObjectMeta)
+	if err != nil {
+		return false, fmt.Errorf("refresh pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if v == nil {
+		return false, nil
+	}
+	if err := s.store.Write(Batch{Puts: []Entry{{key, v}}}); err != nil {
+		return false, fmt.Errorf("refresh pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	s.known[key] = fp
 	return true, nil
 }
 
@@ -416,12 +460,7 @@ func (s *State) PodStatuses() ([]*v1.Pod, error) {
 // PodStatus returns the unacknowledged status kept for the pod uid, as
 // PodStatuses does, and whether there is one.
 func (s *State) PodStatus(uid types.UID) (*v1.Pod, bool, error) {
-	p := &v1.Pod{}
-	ok, err := s.getObject(Key{PodStatuses, string(uid)}, p)
-	if !ok || err != nil {
-		return nil, false, err
-	}
-	return p, true, nil
+	return s.getPod(Key{PodStatuses, string(uid)})
 }
 
 // DeletePodStatus forgets the unacknowledged status of the pod uid (the

@@ -59,6 +59,65 @@ func TestStatePodsWriteOnlyWhatChanged(t *testing.T) {
 	}
 }
 
+func TestStateRefreshPod(t *testing.T) {
+	m := localstate.NewMemory(0)
+	st, err := localstate.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetPods([]*v1.Pod{testPod("a", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	succeeded := testPod("a", "2")
+	succeeded.Status.Phase = v1.PodSucceeded
+	steps := []struct {
+		name      string
+		pod       *v1.Pod
+		wantWrite bool
+		wantErr   bool
+		want      map[string]string // name -> resourceVersion/phase kept
+	}{
+		{"no pod", nil, false, true, map[string]string{"a": "1/"}},
+		{"a pod not kept is not added", testPod("b", "4"), false, false, map[string]string{"a": "1/"}},
+		{"the same resourceVersion", testPod("a", "1"), false, false, map[string]string{"a": "1/"}},
+		{"a newer copy replaces it", succeeded, true, false, map[string]string{"a": "2/Succeeded"}},
+		{"and again costs nothing", succeeded, false, false, map[string]string{"a": "2/Succeeded"}},
+	}
+	for _, s := range steps {
+		before := m.Writes()
+		wrote, err := st.RefreshPod(s.pod)
+		if (err != nil) != s.wantErr {
+			t.Fatalf("%s: err %v, want an error: %v", s.name, err, s.wantErr)
+		}
+		if wrote != s.wantWrite || (m.Writes()-before == 1) != s.wantWrite {
+			t.Fatalf("%s: wrote %v with %d writes, want %v", s.name, wrote, m.Writes()-before, s.wantWrite)
+		}
+		pods, err := st.Pods()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, p := range pods {
+			got[p.Name] = p.ResourceVersion + "/" + string(p.Status.Phase)
+		}
+		if len(got) != len(s.want) || got["a"] != s.want["a"] {
+			t.Fatalf("%s: kept %v, want %v", s.name, got, s.want)
+		}
+	}
+	if p, ok, err := st.Pod("uid-a"); err != nil || !ok || p.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("Pod(uid-a) = %v, %v, %v; want the refreshed copy", p, ok, err)
+	}
+	if _, ok, err := st.Pod("uid-b"); err != nil || ok {
+		t.Fatalf("Pod(uid-b) = %v, %v; want none", ok, err)
+	}
+	// SetPods knows what RefreshPod wrote: the watch's copy of it costs
+	// no write.
+	before := m.Writes()
+	if wrote, err := st.SetPods([]*v1.Pod{succeeded}); err != nil || wrote || m.Writes() != before {
+		t.Fatalf("SetPods of the refreshed copy: wrote %v (%d writes), err %v", wrote, m.Writes()-before, err)
+	}
+}
+
 func TestStateReopenKnowsWhatItHolds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	b, _ := localstate.OpenBolt(path, localstate.BoltOptions{})
