@@ -54,6 +54,25 @@ func runJoined(t *testing.T, client *fake.Clientset, st *localstate.State, rt *c
 	}
 }
 
+// cutOff makes every request and watch of client fail as a refused
+// connection while the returned flag is set (it starts unset).
+func cutOff(client *fake.Clientset) *atomic.Bool {
+	down := &atomic.Bool{}
+	client.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if down.Load() {
+			return true, nil, errUnreachable
+		}
+		return false, nil, nil
+	})
+	client.PrependWatchReactor("*", func(k8stesting.Action) (bool, watch.Interface, error) {
+		if down.Load() {
+			return true, nil, errUnreachable
+		}
+		return false, nil, nil
+	})
+	return down
+}
+
 func keptContainersOf(t *testing.T, rt *crifake.Runtime, pod string) (running, all []string) {
 	t.Helper()
 	cs, err := rt.ListContainers(context.Background(), nil)
@@ -104,19 +123,7 @@ func TestJoinedAgentRunsItsLocalStateWhileTheAPIServerIsAway(t *testing.T) {
 			Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []v1.ServicePort{{Name: "https", Port: 443, Protocol: v1.ProtocolTCP}}}}
 		client := fake.NewClientset(web, job, crash, cfg, kubernetes)
 		allowAll(client, "")
-		var down atomic.Bool
-		client.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
-			if down.Load() {
-				return true, nil, errUnreachable
-			}
-			return false, nil, nil
-		})
-		client.PrependWatchReactor("*", func(k8stesting.Action) (bool, watch.Interface, error) {
-			if down.Load() {
-				return true, nil, errUnreachable
-			}
-			return false, nil, nil
-		})
+		down := cutOff(client)
 		rt := crifake.New(crifake.Options{Rules: []crifake.Rule{{CommandPrefix: []string{"crash"},
 			Behavior: crifake.Behavior{Outcome: crifake.Exit, ExitCode: 1, RunFor: 5 * time.Second}}}})
 		defer rt.Close()

@@ -230,7 +230,33 @@ func (s *PodSource) push(ctx context.Context, objs []interface{}) {
 			s.log.Info("the API server answered: its list replaces the pods of the local state", "pods", len(pods))
 		}
 	}
-	s.send(ctx, pods)
+	s.send(ctx, s.reportedTerminal(pods))
+}
+
+// reportedTerminal gives the pods whose terminal status the local state
+// keeps as unacknowledged that status (withReportedTerminal): the node
+// saw them finish before a restart, and the copy the API server or the
+// local state holds is older.
+func (s *PodSource) reportedTerminal(pods []*v1.Pod) []*v1.Pod {
+	if s.state == nil {
+		return pods
+	}
+	kept, err := s.state.PodStatuses()
+	if err != nil {
+		s.log.Error("the local state holds statuses that cannot be read", "err", err)
+	}
+	reported := make(map[types.UID]*v1.PodStatus, len(kept))
+	for _, k := range kept {
+		reported[k.UID] = &k.Status
+	}
+	out := withReportedTerminal(pods, reported)
+	for i := range out {
+		if out[i] != pods[i] {
+			s.log.Info("the pod finished before the restart, in a status the API server has not acknowledged: it is not run again",
+				"pod", out[i].Namespace+"/"+out[i].Name, "uid", out[i].UID, "phase", out[i].Status.Phase)
+		}
+	}
+	return out
 }
 
 func (s *PodSource) send(ctx context.Context, pods []*v1.Pod) {
@@ -319,7 +345,7 @@ func (s *PodSource) serveLocalState(ctx context.Context) {
 	s.local = localServing{on: true, pods: len(pods), since: s.clock.Now()}
 	s.mu.Unlock()
 	s.log.Warn("the API server does not answer: serving the pods of the local state as the API source's", "pods", len(pods))
-	s.send(ctx, pods)
+	s.send(ctx, s.reportedTerminal(pods))
 }
 
 // observedListerWatcher reports the failures of the lists and watches it

@@ -111,6 +111,9 @@ func (s *StatusSink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 		return nil, fmt.Errorf("get pod %s: %w", name, errors.Join(status.ErrPodNotFound, err))
 	}
 	if err != nil {
+		if kept := s.keptPod(ctx, pod, err); kept != nil {
+			return kept, nil
+		}
 		return nil, fmt.Errorf("get pod %s: %w", name, err)
 	}
 	if podspec.IsStatic(pod) {
@@ -125,6 +128,27 @@ func (s *StatusSink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	return got, nil
 }
 
+// keptPod returns the local state's copy of pod when the API server did
+// not answer (err) and one is kept, else nil: the status manager then goes
+// on to UpdatePodStatus, whose patch fails too and keeps the status as
+// unacknowledged, so that a status the node reached while cut off (a pod
+// that finished) survives a restart. A static pod's status is never kept
+// (its mirror pod has another UID).
+func (s *StatusSink) keptPod(ctx context.Context, pod *v1.Pod, err error) *v1.Pod {
+	if s.state == nil || pod.UID == "" || podspec.IsStatic(pod) || answered(ctx, err) {
+		return nil
+	}
+	kept, ok, kerr := s.state.Pod(pod.UID)
+	if kerr != nil {
+		s.log.Error("the local state holds a pod that cannot be read", "pod", pod.Namespace+"/"+pod.Name, "err", kerr)
+	}
+	if !ok {
+		return nil
+	}
+	s.log.Debug("the API server does not answer: the status goes on from the pod kept in the local state", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	return kept
+}
+
 // UpdatePodStatus patches pod's status subresource with a strategic merge
 // patch from pod.Status to st, as upstream's podutil.PatchPodStatus: only
 // what changed, conditions and container statuses merged by their keys, and
@@ -136,15 +160,24 @@ func (s *StatusSink) UpdatePodStatus(ctx context.Context, pod *v1.Pod, st v1.Pod
 	}
 	defer s.lock(pod.UID)()
 	got, err := s.patchStatus(ctx, pod, st)
-	s.track(pod, st, err)
+	s.track(pod, st, got, err)
 	return got, err
 }
 
 // track keeps st as unacknowledged when its patch failed, and forgets the
-// pod's kept status when the patch succeeded or the pod is gone.
-func (s *StatusSink) track(pod *v1.Pod, st v1.PodStatus, err error) {
+// pod's kept status when the patch succeeded or the pod is gone. A
+// terminal status the API server acknowledged is written into the kept
+// copy of the pod at once (got, the server's answer), before the pod
+// source's watch brings it: a restart in between must not find the pod
+// kept as running.
+func (s *StatusSink) track(pod *v1.Pod, st v1.PodStatus, got *v1.Pod, err error) {
 	name := pod.Namespace + "/" + pod.Name
 	if err == nil || errors.Is(err, status.ErrPodNotFound) {
+		if err == nil && got != nil && podspec.IsTerminal(got.Status.Phase) {
+			if _, rerr := s.state.RefreshPod(got); rerr != nil {
+				s.log.Error("cannot keep the acknowledged terminal status in the local state", "pod", name, "err", rerr)
+			}
+		}
 		if derr := s.state.DeletePodStatus(pod.UID); derr != nil {
 			s.log.Error("cannot forget the acknowledged status in the local state", "pod", name, "err", derr)
 		}
@@ -202,8 +235,8 @@ func (s *StatusSink) flushOne(ctx context.Context, k *v1.Pod) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, err = s.patchStatus(ctx, cur, still.Status)
-	s.track(still, still.Status, err)
+	got, err := s.patchStatus(ctx, cur, still.Status)
+	s.track(still, still.Status, got, err)
 	return err == nil, err
 }
 
