@@ -373,6 +373,9 @@ func TestOpenBoltDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := layoutOf(t, f.path)
+	if dir := os.Getenv("KK_DAMAGED_DIR"); dir != "" {
+		write(t, filepath.Join(dir, "valid.db"), data) // what exportDamaged's files were damaged from
+	}
 	at := time.Date(2026, 3, 5, 6, 7, 8, 0, time.UTC)
 	var table []string
 	for i, d := range damages() {
@@ -381,6 +384,7 @@ func TestOpenBoltDamaged(t *testing.T) {
 			path := filepath.Join(dir, "localstate.db")
 			d.do(t, path, data, l)
 			damaged, _ := os.ReadFile(path) // nil for the directory
+			exportDamaged(t, i+1, d.name, path, damaged, d.want(l))
 			b, err := localstate.OpenBolt(path, localstate.BoltOptions{SecretKey: testKey, Clock: clocktesting.NewFakePassiveClock(at)})
 			if err != nil {
 				t.Fatalf("OpenBolt = %v, want a usable store", err)
@@ -430,6 +434,33 @@ func TestOpenBoltDamaged(t *testing.T) {
 		})
 	}
 	t.Logf("\n| # | damage | outcome | cause |\n|---|---|---|---|\n%s", strings.Join(table, "\n"))
+}
+
+// exportDamaged copies the damaged file of case n into the directory
+// $KK_DAMAGED_DIR, when it is set, as n.db (the valid file is valid.db), and adds a line "n<TAB>want<TAB>
+// name" to its cases.tsv: hack/chaos.sh starts minikubelet on each. A
+// directory at the path is exported as a directory.
+func exportDamaged(t *testing.T, n int, name, path string, damaged []byte, want outcome) {
+	dir := os.Getenv("KK_DAMAGED_DIR")
+	if dir == "" {
+		return
+	}
+	out := filepath.Join(dir, fmt.Sprintf("%02d.db", n))
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		if err := os.Mkdir(out, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		write(t, out, damaged)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "cases.tsv"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "%02d\t%s\t%s\n", n, want, name); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // usable checks that the store b, just opened at path, takes a write (a
