@@ -39,6 +39,9 @@
 #      each under a root of its own (cgroups' root-tagged
 #      TestRootTwoManagers: neither touches the other's pod cgroups);
 #      skipped without root.
+#   h  safer defaults: standalone, no read-only server unless asked for
+#      (/configz shows readOnlyPort 0), and --anonymous-auth with
+#      AlwaysAllow warns that anyone can exec into the containers.
 #
 # It is isolated: everything lives in a work dir of its own (KK_CHAOS_WORK,
 # default a fresh temp dir; removed after a run that passed unless
@@ -49,7 +52,7 @@
 # Environment variables:
 #   KK_CHAOS_WORK       work dir (default: a new /tmp/kk-chaos.XXXXXX)
 #   KK_CHAOS_KEEP=1     keep the work dir after a run that passed
-#   KK_CHAOS_CASES      the cases to run (default "a b c d e f g")
+#   KK_CHAOS_CASES      the cases to run (default "a b c d e f g h")
 #   KK_APISERVER_CACHE  where hack/controlplane-setup.sh keeps kube-apiserver
 #                       (default $HOME/.cache/kubeletkit, as .ci/run's)
 set -euo pipefail
@@ -62,7 +65,7 @@ export KK_NODE_NAME=kk-chaos
 # shellcheck source=lib.sh
 source "${HACK_DIR}/lib.sh"
 
-CASES="${KK_CHAOS_CASES:-a b c d e f g}"
+CASES="${KK_CHAOS_CASES:-a b c d e f g h}"
 NODE=kk-chaos
 BIN="${WORK}/bin"
 MK="${BIN}/minikubelet"
@@ -129,20 +132,24 @@ start_mk() {
   MK_PID=$!
 }
 
-# pods PORT: the pods minikubelet serves on its read-only port.
-pods() { curl --noproxy '*' -sf --max-time 2 "http://127.0.0.1:$1/pods" 2>/dev/null || true; }
+# base PORT|URL: the read-only server on PORT, or URL (the kubelet API,
+# whose self-signed certificate is not checked).
+base() { if [[ "$1" == *://* ]]; then printf '%s' "$1"; else printf 'http://127.0.0.1:%s' "$1"; fi; }
+
+# pods PORT|URL: the pods minikubelet serves.
+pods() { curl --noproxy '*' -skf --max-time 2 "$(base "$1")/pods" 2>/dev/null || true; }
 
 # phase PORT POD: the phase of POD as minikubelet reports it.
 phase() { pods "$1" | jq -r --arg n "$2" '.items[]? | select(.metadata.name == $n) | .status.phase' 2>/dev/null || true; }
 
-# wait_running PORT POD SECONDS: wait until minikubelet answers /healthz and
+# wait_running PORT|URL POD SECONDS: wait until minikubelet answers /healthz and
 # reports POD Running, while it lives; it prints the seconds it took.
 wait_running() {
   local port="$1" pod="$2" limit="$3" start=${EPOCHREALTIME}
   local deadline=$((SECONDS + limit))
   while ((SECONDS <= deadline)); do
     kk_pid_alive "${MK_PID}" || return 1
-    if [[ "$(curl --noproxy '*' -sf --max-time 1 "http://127.0.0.1:${port}/healthz" 2>/dev/null)" == ok &&
+    if [[ "$(curl --noproxy '*' -skf --max-time 1 "$(base "${port}")/healthz" 2>/dev/null)" == ok &&
       "$(phase "${port}" "${pod}")" == Running ]]; then
       awk -v a="${start}" -v b="${EPOCHREALTIME}" 'BEGIN { printf "%.1f\n", b - a }'
       return 0
@@ -341,6 +348,15 @@ EOF
 }
 
 # --- c: a completed Never pod is not run again --------------------------------
+# create_never_pod NAME COMMAND OUT: create the API pod NAME on the node,
+# restartPolicy Never, its container "job" running COMMAND; the answer in OUT.
+create_never_pod() {
+  api DELETE "/api/v1/namespaces/default/pods/$1" >/dev/null 2>&1 || true
+  api POST /api/v1/namespaces/default/pods "$(jq -cn --arg name "$1" --arg node "${NODE}" --arg cmd "$2" '{apiVersion: "v1", kind: "Pod",
+    metadata: {name: $name}, spec: {nodeName: $node, restartPolicy: "Never", automountServiceAccountToken: false,
+    containers: [{name: "job", image: "docker.io/library/busybox:1.36", command: [$cmd]}]}}')" >"$3"
+}
+
 container_of() { # PORT POD: the pod's first container's ID and state, as minikubelet reports them
   pods "$1" | jq -r --arg n "$2" '.items[]? | select(.metadata.name == $n) |
     .status.phase + " " + (.status.containerStatuses[0].containerID // "-") + " " +
@@ -358,10 +374,7 @@ case_c() {
     stop_mk
     return
   fi
-  api DELETE /api/v1/namespaces/default/pods/once >/dev/null 2>&1 || true
-  api POST /api/v1/namespaces/default/pods "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"once\"},
-    \"spec\":{\"nodeName\":\"${NODE}\",\"restartPolicy\":\"Never\",\"automountServiceAccountToken\":false,
-    \"containers\":[{\"name\":\"task\",\"image\":\"docker.io/library/busybox:1.36\",\"command\":[\"true\"]}]}}" >"${dir}/create.json"
+  create_never_pod once true "${dir}/create.json"
   deadline=$((SECONDS + 20))
   api_seen=""
   while ((SECONDS <= deadline)); do
@@ -434,10 +447,7 @@ case_c_unacknowledged() {
     stop_fakecri
     return
   fi
-  api DELETE /api/v1/namespaces/default/pods/late >/dev/null 2>&1 || true
-  api POST /api/v1/namespaces/default/pods "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"late\"},
-    \"spec\":{\"nodeName\":\"${NODE}\",\"restartPolicy\":\"Never\",\"automountServiceAccountToken\":false,
-    \"containers\":[{\"name\":\"job\",\"image\":\"docker.io/library/busybox:1.36\",\"command\":[\"work\"]}]}}" >"${dir}/create.json"
+  create_never_pod late work "${dir}/create.json"
   deadline=$((SECONDS + 20))
   while ((SECONDS <= deadline)); do
     api_seen="$(api GET /api/v1/namespaces/default/pods/late | jq -r '.status.phase')"
@@ -518,8 +528,10 @@ case_d() {
   containers="$(grep -c 'msg="container created"' "${dir}/fakecri.log" || true)"
   if crashed "${dir}/stderr.log"; then
     result FAIL d "minikubelet crashed; see ${dir}/stderr.log"
+  elif ! grep -q "The runtime is kubeletkit's fake, whose containers are no processes: the pods get no cgroups" "${dir}/stderr.log"; then
+    result FAIL d "on examples/fakecri over a socket, no line says the pods get no cgroups (--cgroups-per-qos is off there by default)"
   elif [[ "${sandboxes}" == 1 && "${containers}" == 1 ]]; then
-    result PASS d "5 SIGKILLs and 6 starts on examples/fakecri: 1 sandbox and 1 container made, adopted after each restart"
+    result PASS d "5 SIGKILLs and 6 starts on examples/fakecri: 1 sandbox and 1 container made, adopted after each restart; no cgroups made (a fake runtime's default, said in the log)"
   else
     result FAIL d "5 SIGKILLs and 6 starts: ${sandboxes} sandboxes and ${containers} containers made, want 1 and 1"
   fi
@@ -644,6 +656,34 @@ case_f() {
     result PASS f "kubelet API: ${line}"
   else
     result FAIL f "kubelet API: ${line} (want 401, 401, 401 or a refused handshake, 200)"
+  fi
+}
+
+# --- h: safer defaults ---------------------------------------------------------
+# Standalone with no --read-only-port and anonymous requests let in: no
+# read-only server (upstream's readOnlyPort 0), and a warning that anyone can
+# exec into the containers.
+case_h() {
+  local dir="${WORK}/h" port url conf
+  mkdir -p "${dir}"
+  port="$(kk_free_port)"
+  url="https://127.0.0.1:${port}"
+  "${MK}" --node-name "${NODE}" --root-dir "${dir}/root" --address 127.0.0.1 --port "${port}" \
+    --anonymous-auth=true --pod-manifest-path "${MANIFESTS}" >>"${dir}/stdout.log" 2>>"${dir}/stderr.log" &
+  MK_PID=$!
+  if ! wait_running "${url}" "${STATIC}" 20 >/dev/null; then
+    result FAIL h "minikubelet did not start; see ${dir}/stderr.log"
+    stop_mk
+    return
+  fi
+  conf="$(curl --noproxy '*' -skf --max-time 2 "${url}/configz" | jq -r 'if .kubeletconfig then (.kubeletconfig.readOnlyPort // 0) else "none" end' 2>/dev/null || true)"
+  stop_mk
+  if [[ "${conf}" != 0 ]] || grep -q 'http://' "${dir}/stdout.log"; then
+    result FAIL h "defaults: /configz readOnlyPort ${conf:-?}, want 0 (and no http:// server announced)"
+  elif ! grep -q 'lets anyone without credentials exec, attach and port-forward' "${dir}/stderr.log"; then
+    result FAIL h "--anonymous-auth with AlwaysAllow: no warning that anyone can exec"
+  else
+    result PASS h "defaults: no read-only server (/configz readOnlyPort 0); --anonymous-auth with AlwaysAllow warns that anyone can exec, attach and port-forward"
   fi
 }
 
