@@ -73,7 +73,7 @@ func (h *handler) HandlePodAdditions(pods []*v1.Pod) {
 		h.records.add(pod.UID)
 		// As upstream, a pod already terminal, or being stopped, is not
 		// admitted again: its worker finishes what is left of it.
-		if !h.workers.IsPodTerminationRequested(pod.UID) && !terminalPhase(pod.Status.Phase) {
+		if !h.workers.IsPodTerminationRequested(pod.UID) && !podspec.IsTerminal(pod.Status.Phase) {
 			// A pod is admitted as the node allocated it (after a
 			// restart, a resize asked meanwhile is weighed as a resize),
 			// and its allocation recorded.
@@ -157,7 +157,7 @@ func (h *handler) HandlePodReconcile(pods []*v1.Pod) {
 		// A pod the API shows finished, or whose readiness gates another
 		// writer just changed, is synced so that its status is reported
 		// anew; any other status-only change waits for the next sync.
-		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed || status.NeedsReadinessReconcile(pod) {
+		if podspec.IsTerminal(pod.Status.Phase) || status.NeedsReadinessReconcile(pod) {
 			h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod})
 		}
 	}
@@ -226,8 +226,7 @@ func (h *handler) podsPastDeadline(now time.Time) []*v1.Pod {
 		if !ok {
 			st = pod.Status
 		}
-		terminal := st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed
-		if !terminal && status.PastActiveDeadline(pod, st.StartTime, now) {
+		if !podspec.IsTerminal(st.Phase) && status.PastActiveDeadline(pod, st.StartTime, now) {
 			out = append(out, pod)
 		}
 	}

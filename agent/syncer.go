@@ -17,6 +17,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/status"
@@ -108,7 +109,7 @@ func (s *podSyncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _
 	if err != nil {
 		return false, err
 	}
-	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+	if podspec.IsTerminal(st.Phase) {
 		return true, nil
 	}
 	if err := s.cgroups.ensure(ctx, pod, &st); err != nil {

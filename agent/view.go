@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -30,7 +31,7 @@ func (v *podView) active() []*v1.Pod {
 		if v.records.isRejected(p.UID) || v.workers.IsPodTerminationRequested(p.UID) {
 			continue
 		}
-		if st, ok := v.status.GetPodStatus(p.UID); ok && terminalPhase(st.Phase) {
+		if st, ok := v.status.GetPodStatus(p.UID); ok && podspec.IsTerminal(st.Phase) {
 			continue
 		}
 		out = append(out, p)
@@ -60,14 +61,12 @@ func (v *podView) others(pod *v1.Pod) []*v1.Pod {
 // isTerminal: the configuration or the agent's last status says the pod
 // succeeded or failed.
 func (v *podView) isTerminal(p *v1.Pod) bool {
-	if terminalPhase(p.Status.Phase) {
+	if podspec.IsTerminal(p.Status.Phase) {
 		return true
 	}
 	st, ok := v.status.GetPodStatus(p.UID)
-	return ok && terminalPhase(st.Phase)
+	return ok && podspec.IsTerminal(st.Phase)
 }
-
-func terminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 
 // exists reports whether the agent still cares for a pod: it is desired or
 // its worker has not finished.

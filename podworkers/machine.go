@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Upstream's timing.
@@ -239,7 +241,7 @@ func (m *Machine) Update(now time.Time, opts UpdatePodOptions) (cancel bool, err
 			s.deleted, became = true, true
 		case pod.DeletionTimestamp != nil:
 			s.deleted, became = true, true
-		case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
+		case podspec.IsTerminal(pod.Status.Phase):
 			became = true
 		case opts.UpdateType == SyncPodKill:
 			became = true

@@ -137,11 +137,11 @@ func Generate(in Input) (v1.PodStatus, error) {
 	}
 
 	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.PodIsTerminal, hasActiveRegularContainer(pod, in.Runtime))
-	if !isTerminal(s.Phase) {
+	if !podspec.IsTerminal(s.Phase) {
 		switch {
-		case isTerminal(old.Phase):
+		case podspec.IsTerminal(old.Phase):
 			s.Phase = old.Phase
-		case isTerminal(pod.Status.Phase):
+		case podspec.IsTerminal(pod.Status.Phase):
 			s.Phase = pod.Status.Phase
 		}
 	}
@@ -160,7 +160,7 @@ func Generate(in Input) (v1.PodStatus, error) {
 		s.Phase, s.Reason, s.Message = v1.PodFailed, ReasonDeadlineExceeded, MessageDeadlineExceeded
 	}
 	// The API server's terminal phase is final.
-	if isTerminal(pod.Status.Phase) && s.Phase != pod.Status.Phase {
+	if podspec.IsTerminal(pod.Status.Phase) && s.Phase != pod.Status.Phase {
 		s.Phase = pod.Status.Phase
 	}
 
@@ -194,8 +194,6 @@ func startTime(old *v1.PodStatus, now time.Time) *metav1.Time {
 	t := metav1.NewTime(now)
 	return &t
 }
-
-func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 
 type generator struct {
 	in  Input

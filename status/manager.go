@@ -329,7 +329,7 @@ func (m *Manager) TerminatePod(pod *v1.Pod) {
 			unknown(&st.InitContainerStatuses[i])
 		}
 	}
-	if !podspec.IsStatic(pod) && !isTerminal(st.Phase) {
+	if !podspec.IsStatic(pod) && !podspec.IsTerminal(st.Phase) {
 		st.Phase = v1.PodFailed
 	}
 	if err := m.setLocked(pod, st, true); err != nil {

@@ -144,7 +144,7 @@ func equalByNode(a, b *v1.PodStatus) bool {
 // phase held back while containers may still run, and readiness forced
 // false in a terminal phase.
 func merge(api, next v1.PodStatus, couldHaveRunning bool, now metav1.Time) v1.PodStatus {
-	toTerminal := !isTerminal(api.Phase) && isTerminal(next.Phase)
+	toTerminal := !podspec.IsTerminal(api.Phase) && podspec.IsTerminal(next.Phase)
 	conds := make([]v1.PodCondition, 0, len(api.Conditions)+len(next.Conditions))
 	for _, c := range api.Conditions {
 		if !IsOwnedCondition(c.Type) {
@@ -167,7 +167,7 @@ func merge(api, next v1.PodStatus, couldHaveRunning bool, now metav1.Time) v1.Po
 	if toTerminal && couldHaveRunning {
 		next.Phase, next.Reason, next.Message = api.Phase, api.Reason, api.Message
 	}
-	if isTerminal(next.Phase) {
+	if podspec.IsTerminal(next.Phase) {
 		for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
 			if c := findCondition(next.Conditions, t); c != nil && c.Status == v1.ConditionTrue {
 				tc := terminalCondition(t, next.Phase)

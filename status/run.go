@@ -244,5 +244,5 @@ func (m *Manager) push(ctx context.Context, pod *v1.Pod, st v1.PodStatus, couldH
 // and its containers are gone. Mirror pods are deleted by whoever manages
 // them, never here.
 func canBeDeleted(api *v1.Pod, couldHaveRunning bool) bool {
-	return api.DeletionTimestamp != nil && !podspec.IsMirror(api) && isTerminal(api.Status.Phase) && !couldHaveRunning
+	return api.DeletionTimestamp != nil && !podspec.IsMirror(api) && podspec.IsTerminal(api.Status.Phase) && !couldHaveRunning
 }
