@@ -70,6 +70,9 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: the node declares %s (Node.DeclaredFeatures), and its kubelet API has no WebSockets to serve them (HTTP.API.WebSockets): %w",
 			ExtendWebSocketsToKubelet, ErrInvalidOptions)
 	}
+	if err := opts.Node.checkDNS(); err != nil {
+		return nil, err
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -346,6 +349,7 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
 			MemorySwapController: b.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
 			LogRoot: opts.logsDir(), PodsDir: opts.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
+			ClusterDNS: opts.Node.ClusterDNS, ClusterDomain: opts.Node.ClusterDomain, ResolvConf: opts.Node.ResolvConf,
 		},
 		PodCgroups: podCgroups,
 		Probes: podsync.Probes{

@@ -233,6 +233,31 @@ type NodeOptions struct {
 	// provider plugins: cri/credentialprovider.Providers, from
 	// --image-credential-provider-config). Nil: none.
 	ImageCredentials podsync.Credentials
+	// ClusterDNS are the addresses of the cluster's DNS servers
+	// (upstream's clusterDNS, --cluster-dns), each an IP address: the only
+	// nameservers of ClusterFirst pods. Empty: none, and ClusterFirst
+	// pods get what Default gives, with upstream's MissingClusterDNS
+	// events.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (upstream's clusterDomain,
+	// most often cluster.local): ClusterFirst pods search
+	// <namespace>.svc.<domain>, svc.<domain> and <domain> before the
+	// host's search paths, and a pod with a subdomain has the FQDN
+	// <hostname>.<subdomain>.<namespace>.svc.<domain> (its hosts file,
+	// setHostnameAsFQDN). Empty: no cluster search paths. No white space.
+	ClusterDomain string
+	// ResolvConf is the host's resolver configuration (upstream's
+	// --resolv-conf, whose default is /etc/resolv.conf, dns.DefaultResolvConf
+	// of package cri/podsync/containerconfig/dns): the nameservers, search
+	// paths and options of Default pods, the search paths ClusterFirst pods
+	// get after the cluster's. It is read for each sandbox (one that cannot
+	// be read fails the sandbox) and checked as Run starts, with upstream's
+	// CheckLimitsForResolvConf warning on the node when it cannot be read
+	// or its search line is beyond what pods can get. Empty: none, as
+	// upstream's --resolv-conf="": Default pods get nameserver 127.0.0.1
+	// (::1 on an IPv6 node) and search ".", not the runtime's copy of its
+	// host's file. An agent on a real host sets it.
+	ResolvConf string
 	// DevicePluginDir is the device plugin directory (package devices):
 	// the agent serves the registration socket there (kubelet.sock),
 	// reports the plugins' resources in the node's capacity and

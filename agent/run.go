@@ -42,7 +42,9 @@ type runnable struct {
 // pods keep their devices; the cgroup hierarchy exists before any pod
 // cgroup; one relist fills the PLEG's cache before the sync loop starts;
 // the sources have registered with source.Config before the sync loop
-// waits for them; the servers and the shutdown trigger start last.
+// waits for them; the host's resolv.conf is checked just before the sync
+// loop starts, as upstream's; the servers and the shutdown trigger start
+// last.
 func (a *Agent) newRunnables(b *blocks) []runnable {
 	rs := []runnable{{name: "directories", start: func(context.Context) error {
 		for _, d := range []string{a.opts.podsDir(), a.opts.logsDir()} {
@@ -138,6 +140,9 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 	rs = append(rs, a.sourceRunnables(b)...)
 	if apiListens && a.fakeRT != nil {
 		rs = append(rs, a.fakeStreaming())
+	}
+	if a.opts.Node.ResolvConf != "" {
+		rs = append(rs, runnable{name: "resolv-conf", start: func(context.Context) error { b.checkResolvConf(); return nil }})
 	}
 	rs = append(rs, runnable{name: "syncloop", run: a.loop.Run})
 	if a.opts.HTTP.Listen != "" {

@@ -36,7 +36,10 @@
 // The agent runs with upstream's default timings and no jitter (Options.Rand
 // returns 0), a fixed machine (4 CPUs, 8Gi, 110 pods) and a stats provider
 // that measures empty filesystems and no memory, so that the test machine
-// never causes an eviction. Pods added with AddPod come as an API server
+// never causes an eviction. It has a kubeadm cluster's DNS (10.96.0.10,
+// cluster.local) and no host resolv.conf unless the test gives one
+// (Options.Agent.Node.ResolvConf), so that pods' DNS configs do not depend
+// on the test machine. Pods added with AddPod come as an API server
 // hands them to a kubelet (defaulted, bound to the node, with a UID), as a
 // complete list after every change; the statuses the node writes are what
 // Pod and Pods return; a graceful DeletePod sets the deletion timestamp,

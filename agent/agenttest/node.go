@@ -26,12 +26,14 @@ type Options struct {
 	// Agent are the agent's options. NewNode sets Clock, Runtime,
 	// Cluster.Updates, Cluster.StatusSink and Cluster.Recorder; it fills
 	// in, where they are zero, NodeName ("node1"), Node.HostIPs
-	// (192.0.2.10), RootDir (a t.TempDir), Node.Machine (4 CPUs, 8Gi of
-	// memory, 110 pods, 100Gi of ephemeral storage), Eviction.Stats (a node
-	// whose filesystems are empty and whose memory is not measured, so that
-	// the test machine's own never evicts a test's pods or collects its
-	// images; give an *evictiontest.Stats to script pressure) and Rand (no
-	// jitter). Security.NoMounts and Sources.PollManifests are always set.
+	// (192.0.2.10), Node.ClusterDNS (10.96.0.10, a kubeadm cluster's, with
+	// Node.ClusterDomain cluster.local; a non-nil empty ClusterDNS is a
+	// node without cluster DNS), RootDir (a t.TempDir), Node.Machine (4
+	// CPUs, 8Gi of memory, 110 pods, 100Gi of ephemeral storage),
+	// Eviction.Stats (a node whose filesystems are empty and whose memory
+	// is not measured, so that the test machine's own never evicts a
+	// test's pods or collects its images; give an *evictiontest.Stats to
+	// script pressure) and Rand (no jitter). Security.NoMounts and Sources.PollManifests are always set.
 	Agent agent.Options
 	// Rules script the fake runtime's containers (see fake.Rule); the
 	// first match decides, and a container no rule matches runs until it
@@ -69,6 +71,12 @@ func NewNode(t testing.TB, opts Options) *Node {
 	}
 	if len(o.Node.HostIPs) == 0 {
 		o.Node.HostIPs = []string{"192.0.2.10"}
+	}
+	if o.Node.ClusterDNS == nil {
+		o.Node.ClusterDNS = []string{"10.96.0.10"}
+		if o.Node.ClusterDomain == "" {
+			o.Node.ClusterDomain = "cluster.local"
+		}
 	}
 	if o.RootDir == "" {
 		o.RootDir = t.TempDir()

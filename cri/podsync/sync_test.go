@@ -94,7 +94,11 @@ func TestSyncPodStartsPod(t *testing.T) {
 		assert.Equal(t, "uid-1", c.GetLabels()[cri.PodUIDLabel])
 		assert.Equal(t, "container", c.GetAnnotations()[cri.ContainerTypeAnnotation])
 	}
-	assert.Equal(t, []string{"Pulled", "Created", "Started", "Pulled", "Created", "Started"}, h.rec.TakeReasons())
+	// The harness's node has no cluster DNS: the ClusterFirst pod gets the
+	// Default policy's, with upstream's events on the node and the pod,
+	// recorded through the Syncer's Recorder.
+	assert.Equal(t, []string{"MissingClusterDNS", "MissingClusterDNS", "Pulled", "Created", "Started", "Pulled", "Created", "Started"}, h.rec.TakeReasons())
+	assert.Equal(t, []string{"127.0.0.1"}, h.rt.CallsOf(fake.RunPodSandbox)[0].Request.(*runtimeapi.RunPodSandboxRequest).GetConfig().GetDnsConfig().GetServers())
 
 	// Steady: nothing more happens, and adoption by a new Syncer (an agent
 	// restart) starts no duplicates.

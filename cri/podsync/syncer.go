@@ -72,11 +72,11 @@ type Options struct {
 	Runtime Runtime
 	// Config configures the builder of the sandboxes' and containers' CRI
 	// configs (package containerconfig), which New builds and the Syncer
-	// keeps (Config returns it). Its Images is the Runtime when nil. The
-	// Syncer reads three of its fields itself: Secrets gives the pods'
-	// imagePullSecrets too, HostIPs the host of a host-network pod's HTTP
-	// lifecycle hooks, and MemorySwapController the swap limits of
-	// in-place resizes.
+	// keeps (Config returns it). Its Images is the Runtime when nil, its
+	// Recorder the Syncer's Recorder when nil. The Syncer reads three of
+	// its fields itself: Secrets gives the pods' imagePullSecrets too,
+	// HostIPs the host of a host-network pod's HTTP lifecycle hooks, and
+	// MemorySwapController the swap limits of in-place resizes.
 	Config containerconfig.Options
 	// Probes gives liveness and startup results (nil: none failed).
 	Probes Probes
@@ -138,6 +138,9 @@ func New(opts Options) (*Syncer, error) {
 	}
 	if opts.Config.Images == nil {
 		opts.Config.Images = opts.Runtime
+	}
+	if opts.Config.Recorder == nil && opts.Recorder != nil {
+		opts.Config.Recorder = opts.Recorder
 	}
 	config, err := containerconfig.New(opts.Config)
 	if err != nil {

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
+	"unicode"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -64,6 +67,12 @@ type ConfigMapGetter interface {
 // (envFrom, secretKeyRef); a missing one is a NotFound error.
 type SecretGetter interface {
 	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
+// EventRecorder receives the Builder's events; client-go's
+// record.EventRecorder satisfies it.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
 }
 
 // ImageStatuser reports an image as the runtime holds it, as CRI's
@@ -150,11 +159,32 @@ type Options struct {
 	// and limits.ephemeral-storage read as in the downward API (upstream's
 	// default: the node's allocatable). Nil: such a reference is an error.
 	NodeAllocatable v1.ResourceList
-	// ClusterDNS and ClusterDomain configure DNS for the ClusterFirst
-	// policy (empty: the runtime's resolv.conf is left alone). Each of
-	// ClusterDNS is an IP address.
-	ClusterDNS    []string
+	// ClusterDNS are the addresses of the cluster's DNS servers
+	// (upstream's clusterDNS): a ClusterFirst pod's only nameservers. Each
+	// is an IP address. Empty: the node has none, and ClusterFirst pods
+	// get what Default gives, with upstream's MissingClusterDNS events.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (upstream's
+	// clusterDomain, most often cluster.local): the search paths
+	// <namespace>.svc.<domain>, svc.<domain> and <domain> of ClusterFirst
+	// pods, and the domain of a pod's FQDN in its hostname and hosts file,
+	// <hostname>.<subdomain>.<namespace>.svc.<domain>. Empty: no cluster
+	// search paths, and that FQDN ends in "svc.", as upstream's. It holds
+	// no white space.
 	ClusterDomain string
+	// ResolvConf is the host's resolver configuration (upstream's
+	// --resolv-conf, whose default is dns.DefaultResolvConf), read for
+	// each sandbox config: the nameservers, search paths and options of
+	// Default pods, and the search paths ClusterFirst pods get after the
+	// cluster's. A file that cannot be read or parsed fails the sandbox
+	// config, as upstream's. Empty: none, as upstream's --resolv-conf="":
+	// a Default pod gets the loopback address (127.0.0.1, ::1 on an IPv6
+	// HostIPs) and search ".". Package dns holds the rules.
+	ResolvConf string
+	// Recorder receives the events of DNS configuration (package dns:
+	// DNSConfigForming and MissingClusterDNS on the pod, MissingClusterDNS
+	// on the Node named NodeName). Nil: none.
+	Recorder EventRecorder
 	// SeccompProfileRoot is the directory a Localhost seccomp profile's
 	// name is resolved in (upstream's <root-dir>/seccomp); a name that is
 	// absolute or climbs out with ".." is refused. Empty:
@@ -198,7 +228,8 @@ type Builder struct {
 }
 
 // New returns a Builder. It fails, wrapping ErrInvalidOptions, for a host
-// or DNS address that is not an IP address, or a negative MemoryCapacity.
+// or DNS address that is not an IP address, a ClusterDomain with white
+// space, or a negative MemoryCapacity.
 // It starts nothing and touches no disk.
 func New(opts Options) (*Builder, error) {
 	if opts.LogRoot == "" {
@@ -216,6 +247,9 @@ func New(opts Options) (*Builder, error) {
 				return nil, fmt.Errorf("containerconfig: %s: %q is not an IP address: %w", a.name, s, ErrInvalidOptions)
 			}
 		}
+	}
+	if strings.ContainsFunc(opts.ClusterDomain, unicode.IsSpace) {
+		return nil, fmt.Errorf("containerconfig: ClusterDomain %q holds white space: %w", opts.ClusterDomain, ErrInvalidOptions)
 	}
 	if opts.MemoryCapacity < 0 {
 		return nil, fmt.Errorf("containerconfig: MemoryCapacity %d is negative: %w", opts.MemoryCapacity, ErrInvalidOptions)

@@ -11,9 +11,11 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig/dns"
 	"github.com/kubeletkit/kubeletkit/internal/expansion"
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
@@ -65,13 +67,17 @@ func (b *Builder) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	if err != nil {
 		return nil, err
 	}
+	dnsConfig, err := b.dnsConfig(pod)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
 		Hostname:     hostname,
 		LogDirectory: LogDirectory(b.opts.LogRoot, pod),
-		DnsConfig:    b.dnsConfig(pod),
+		DnsConfig:    dnsConfig,
 		Labels:       labels,
 		Annotations:  annotations,
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc},
@@ -128,37 +134,29 @@ func protocol(p v1.Protocol) (runtimeapi.Protocol, error) {
 	return 0, fmt.Errorf("unknown port protocol %q", p)
 }
 
-// dnsConfig returns the sandbox's DNS config per the pod's dnsPolicy.
-func (b *Builder) dnsConfig(pod *v1.Pod) *runtimeapi.DNSConfig {
-	cfg := &runtimeapi.DNSConfig{}
-	policy := pod.Spec.DNSPolicy
-	if policy == "" {
-		policy = v1.DNSClusterFirst
+// dnsConfig returns the sandbox's DNS config, as package dns decides it
+// from the pod, the cluster's DNS and the host's resolv.conf (read anew
+// each time, as upstream's), and records the events it asks for.
+func (b *Builder) dnsConfig(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
+	in := dns.Input{Pod: pod, ClusterDNS: b.opts.ClusterDNS, ClusterDomain: b.opts.ClusterDomain, HostIPs: b.opts.HostIPs}
+	if path := b.opts.ResolvConf; path != "" {
+		host, err := dns.ReadResolvConf(path)
+		if err != nil {
+			return nil, fmt.Errorf("host DNS configuration: %w", err)
+		}
+		in.Host = &host
 	}
-	if policy == v1.DNSClusterFirstWithHostNet || (policy == v1.DNSClusterFirst && !pod.Spec.HostNetwork) {
-		if len(b.opts.ClusterDNS) != 0 {
-			cfg.Servers = append(cfg.Servers, b.opts.ClusterDNS...)
-			if d := b.opts.ClusterDomain; d != "" {
-				cfg.Searches = append(cfg.Searches, pod.Namespace+".svc."+d, "svc."+d, d)
+	r := dns.ForPod(in)
+	if rec := b.opts.Recorder; rec != nil {
+		for _, e := range r.Events {
+			var obj runtime.Object = pod
+			if e.OnNode {
+				obj = &v1.ObjectReference{Kind: "Node", Name: b.opts.NodeName}
 			}
-			cfg.Options = append(cfg.Options, "ndots:5")
+			rec.Eventf(obj, v1.EventTypeWarning, e.Reason, "%s", e.Message)
 		}
 	}
-	if dc := pod.Spec.DNSConfig; dc != nil {
-		cfg.Servers = append(cfg.Servers, dc.Nameservers...)
-		cfg.Searches = append(cfg.Searches, dc.Searches...)
-		for _, o := range dc.Options {
-			if o.Value != nil {
-				cfg.Options = append(cfg.Options, o.Name+":"+*o.Value)
-			} else {
-				cfg.Options = append(cfg.Options, o.Name)
-			}
-		}
-	}
-	if len(cfg.Servers) == 0 && len(cfg.Searches) == 0 && len(cfg.Options) == 0 {
-		return nil
-	}
-	return cfg
+	return r.Config, nil
 }
 
 // ContainerConfig builds the CRI config of container c of the pod:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/internal/eventtest"
 )
 
 // nodeBuilder is a Builder of a node with a name, an address and cluster
@@ -157,7 +158,55 @@ func TestSandboxConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, cfg.GetHostname(), "host network: the node's UTS namespace")
 	assert.Equal(t, runtimeapi.NamespaceMode_NODE, cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork())
-	assert.Nil(t, cfg.GetDnsConfig(), "ClusterFirst on host network falls back to the node's")
+	assert.Equal(t, []string{"127.0.0.1"}, cfg.GetDnsConfig().GetServers(), "ClusterFirst on the host network is Default, here without a resolv.conf")
+	assert.Equal(t, []string{"."}, cfg.GetDnsConfig().GetSearches())
+}
+
+// TestSandboxConfigDNS: the host's resolv.conf, read for each sandbox
+// config, and the events of package dns recorded on the pod and the node.
+func TestSandboxConfigDNS(t *testing.T) {
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	require.NoError(t, os.WriteFile(resolv, []byte("nameserver 127.0.0.53\nsearch corp.example.\noptions edns0\n"), 0o644))
+	rec := &eventtest.Recorder{}
+	opts := containerconfig.Options{NodeName: "node-1", ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", ResolvConf: resolv, Recorder: rec}
+	b := newBuilder(t, opts)
+	pod := newPod("", nil, ctr("app"))
+	cfg, err := b.SandboxConfig(pod, 0)
+	require.NoError(t, err)
+	assert.Equal(t, &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"},
+		Searches: []string{"default.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"}, Options: []string{"ndots:5"}},
+		cfg.GetDnsConfig())
+
+	pod.Spec.DNSPolicy = v1.DNSDefault
+	cfg, err = b.SandboxConfig(pod, 0)
+	require.NoError(t, err)
+	assert.Equal(t, &runtimeapi.DNSConfig{Servers: []string{"127.0.0.53"}, Searches: []string{"corp.example"}, Options: []string{"edns0"}}, cfg.GetDnsConfig())
+	assert.Empty(t, rec.Events())
+
+	require.NoError(t, os.WriteFile(resolv, []byte("nameserver 192.0.2.53\n"), 0o644))
+	cfg, err = b.SandboxConfig(pod, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"192.0.2.53"}, cfg.GetDnsConfig().GetServers(), "read anew for each sandbox")
+
+	opts.ClusterDNS = nil
+	b = newBuilder(t, opts)
+	pod.Spec.DNSPolicy = v1.DNSClusterFirst
+	cfg, err = b.SandboxConfig(pod, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"192.0.2.53"}, cfg.GetDnsConfig().GetServers(), "without cluster DNS, ClusterFirst is Default")
+	events := rec.Events()
+	require.Len(t, events, 2)
+	assert.Equal(t, &v1.ObjectReference{Kind: "Node", Name: "node-1"}, events[0].Object)
+	assert.Equal(t, pod, events[1].Object)
+	for _, e := range events {
+		assert.Equal(t, v1.EventTypeWarning+" MissingClusterDNS", e.Type+" "+e.Reason)
+	}
+	assert.Equal(t, `pod: "web_default(uid-1)". kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`,
+		events[1].Message)
+
+	require.NoError(t, os.Remove(resolv))
+	_, err = b.SandboxConfig(pod, 0)
+	require.ErrorIs(t, err, os.ErrNotExist, "a resolv.conf that cannot be read fails the sandbox, as upstream's")
 }
 
 func TestTerminationMessageMount(t *testing.T) {
@@ -424,9 +473,10 @@ func TestRuntimeHandler(t *testing.T) {
 
 func TestNewRefusesUnusableOptions(t *testing.T) {
 	for name, opts := range map[string]containerconfig.Options{
-		"a host name as host IP": {HostIPs: []string{"node-1"}},
-		"a bad DNS server":       {ClusterDNS: []string{"10.96.0.300"}},
-		"negative memory":        {MemoryCapacity: -1},
+		"a host name as host IP":        {HostIPs: []string{"node-1"}},
+		"a bad DNS server":              {ClusterDNS: []string{"10.96.0.300"}},
+		"negative memory":               {MemoryCapacity: -1},
+		"a cluster domain with a space": {ClusterDomain: "cluster .local"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := containerconfig.New(opts)

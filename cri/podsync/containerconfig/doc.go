@@ -17,6 +17,7 @@
 //		Volumes:    volumes,                   // volume.Manager, or a VolumeHostPathsFunc
 //		NodeName:   "node-1", HostIPs: []string{"192.0.2.10"},
 //		ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local",
+//		ResolvConf: dns.DefaultResolvConf, Recorder: rec, // the host's resolver; DNS events
 //		LogRoot:    "/var/log/pods", PodsDir: "/var/lib/kubelet/pods",
 //	})
 //	...
@@ -30,18 +31,26 @@
 //	b.RemovePod(pod.UID) // once the pod is gone: frees its user namespace's IDs
 //
 // New refuses what it cannot use (a host or DNS address that is not an IP
-// address), wrapping ErrInvalidOptions.
+// address, a cluster domain with white space), wrapping ErrInvalidOptions.
 //
 // # What a config holds
 //
 // A sandbox config has the pod's metadata and attempt, its hostname (its
 // FQDN with setHostnameAsFQDN; none on the host's network), its log
-// directory (LogDirectory), DNS by dnsPolicy (Options.ClusterDNS and
-// ClusterDomain, then the pod's dnsConfig), port mappings of host ports,
-// sysctls, the cgroup parent (Options.Cgroups), the identity labels of
+// directory (LogDirectory), its DNS config (below), port mappings of host
+// ports, sysctls, the cgroup parent (Options.Cgroups), the identity labels of
 // package cri with the pod's own labels and annotations, and the sandbox's
 // security context: namespaces, users and groups, SELinux, privileged when
 // any container is, and RuntimeDefault seccomp whatever the pod asks.
+//
+// The DNS config is upstream's, decided by package dns from the pod's
+// dnsPolicy and dnsConfig, Options.ClusterDNS and ClusterDomain, and the
+// host's resolv.conf at Options.ResolvConf, read anew for each sandbox
+// config: the cluster's servers and search paths (then the host's) for
+// ClusterFirst, the host's for Default (and ClusterFirst on the host's
+// network, or on a node without ClusterDNS), the pod's dnsConfig alone for
+// None; cut to upstream's limits. Its events (DNSConfigForming,
+// MissingClusterDNS) go to Options.Recorder.
 //
 // A container config has its name and attempt (the restart count), image,
 // command and args with $(VAR) expanded, environment (the service
@@ -66,8 +75,8 @@
 // configMap key, a subPath that escapes its volume), an error in its chain
 // has a StatusMessage() string method, found with errors.As. An error of
 // SandboxConfig (a user namespace the handler cannot give, an FQDN too
-// long, a cgroup parent that cannot be had) is the pod's
-// FailedCreatePodSandBox.
+// long, a cgroup parent that cannot be had, a resolv.conf that cannot be
+// read) is the pod's FailedCreatePodSandBox.
 //
 // # Threading and state
 //

@@ -97,8 +97,9 @@ type Result struct {
 //     which keeps the runtime from giving the pod its host's file.
 //   - None: nothing but the pod's dnsConfig.
 //
-// An unknown policy, which the API server refuses, is taken as
-// ClusterFirst. Then the pod's dnsConfig is added: its nameservers and
+// An empty policy is ClusterFirst, the API server's default; an unknown
+// one, which the API server refuses, is taken as ClusterFirst on any
+// network, as upstream's. Then the pod's dnsConfig is added: its nameservers and
 // searches after the others, once each, and its options over those of the
 // same name. Last, the configuration is cut to the limits: MaxNameservers
 // nameservers; MaxSearchPaths search paths, none longer than
@@ -117,6 +118,9 @@ func ForPod(in Input) Result {
 		cfg.Options = slices.Clone(in.Host.Options)
 	}
 	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = v1.DNSClusterFirst
+	}
 	if policy == v1.DNSClusterFirst && pod.Spec.HostNetwork {
 		policy = v1.DNSDefault
 	}

@@ -53,6 +53,14 @@ func TestForPod(t *testing.T) {
 			in:   dns.Input{Pod: testPod("", false, nil), ClusterDNS: []string{clusterNS}, ClusterDomain: "cluster.local"},
 			want: cfg([]string{clusterNS}, clusterSearch, []string{"ndots:5"}),
 		},
+		"an empty policy on the host network is Default": {
+			in:   dns.Input{Pod: testPod("", true, nil), ClusterDNS: []string{clusterNS}, ClusterDomain: "cluster.local", Host: host},
+			want: cfg(host.Nameservers, host.Searches, host.Options),
+		},
+		"an unknown policy on the host network is ClusterFirst": {
+			in:   dns.Input{Pod: testPod("invalidPolicy", true, nil), ClusterDNS: []string{clusterNS}, ClusterDomain: "cluster.local"},
+			want: cfg([]string{clusterNS}, clusterSearch, []string{"ndots:5"}),
+		},
 		"an unknown policy is ClusterFirst": {
 			in:   dns.Input{Pod: testPod("invalidPolicy", false, nil), ClusterDNS: []string{clusterNS}, ClusterDomain: "cluster.local"},
 			want: cfg([]string{clusterNS}, clusterSearch, []string{"ndots:5"}),
