@@ -85,6 +85,10 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		// give the allocatable (enforced on no cgroup).
 		KubeReserved:   reservedMap(c.kubeReserved),
 		SystemReserved: reservedMap(c.systemReserved),
+		// The pods' resolver configuration (package dns).
+		ClusterDNS:     opts.Node.ClusterDNS,
+		ClusterDomain:  opts.Node.ClusterDomain,
+		ResolverConfig: ptr.To(opts.Node.ResolvConf),
 
 		EvictionPressureTransitionPeriod: metav1.Duration{Duration: eviction.DefaultPressureTransitionPeriod},
 		// --eviction-hard replaces the default thresholds, it does not add

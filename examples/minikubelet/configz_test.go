@@ -92,6 +92,7 @@ func TestConfigzDefaults(t *testing.T) {
 		TopologyManagerPolicy:            "none",
 		FailSwapOn:                       ptr.To(false),
 		MaxPods:                          110,
+		ResolverConfig:                   ptr.To("/etc/resolv.conf"),
 		EvictionHard:                     map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%", "imagefs.available": "15%"},
 		EvictionPressureTransitionPeriod: duration(5 * time.Minute),
 		MergeDefaultEvictionSettings:     ptr.To(false),
@@ -135,6 +136,13 @@ current-context: c
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
 			assert.Equal(t, map[string]string{"cpu": "100m", "memory": "100Mi"}, kc.KubeReserved)
 			assert.Equal(t, map[string]string{"ephemeral-storage": "1Gi", "pid": "1000"}, kc.SystemReserved)
+		},
+	}, {
+		name: "cluster DNS", args: []string{"--cluster-dns", "10.96.0.10,fd00::a", "--cluster-dns", "10.96.0.11", "--cluster-domain", "cluster.local", "--resolv-conf", ""},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, []string{"10.96.0.10", "fd00::a", "10.96.0.11"}, kc.ClusterDNS)
+			assert.Equal(t, "cluster.local", kc.ClusterDomain)
+			assert.Equal(t, ptr.To(""), kc.ResolverConfig)
 		},
 	}, {
 		name: "seccomp default off, as upstream", args: nil,

@@ -68,7 +68,10 @@
 // --kubeconfig (join an API server), --register-node, --node-labels,
 // --node-status-update-frequency, --node-lease-duration-seconds,
 // --kube-api-qps, --kube-api-burst (50 and 100, upstream's),
-// --node-name, --node-ip, --root-dir, --address, --port, --read-only-port,
+// --node-name, --node-ip, --cluster-dns (comma-separated, repeatable),
+// --cluster-domain, --resolv-conf (/etc/resolv.conf, upstream's default;
+// "" for none; pods' DNS as upstream's: docs/podsync.md#dns),
+// --root-dir, --address, --port, --read-only-port,
 // --tls-cert-file, --tls-private-key-file, --cert-dir, --client-ca-file,
 // --anonymous-auth, --authentication-token-webhook, --authorization-mode,
 // --extend-websockets-to-kubelet,

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig/dns"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/examples/prometheus"
@@ -79,6 +81,8 @@ type config struct {
 	cgroupDriver, cgroupRoot, enforceNodeAllocatable                                         string
 	shutdownGracePeriod, shutdownGracePeriodCriticalPods                                     time.Duration
 	shutdownSignal                                                                           string
+	clusterDNS                                                                               ipList
+	clusterDomain, resolvConf                                                                string
 	set                                                                                      map[string]bool // the flags given
 }
 
@@ -144,6 +148,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.shutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "upstream's shutdownGracePeriodCriticalPods: the part of --shutdown-grace-period kept for critical pods (priority 2000000000 and up), terminated last")
 	fs.StringVar(&c.shutdownSignal, "shutdown-signal", "", "a signal that means the machine is shutting down (SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT, SIGINT): the node turns NotReady, refuses pods, "+
 		"terminates its pods within --shutdown-grace-period, then minikubelet exits; needs --shutdown-grace-period, and replaces logind as the trigger. Without it SIGINT and SIGTERM stop minikubelet and leave the containers running")
+	fs.Var(&c.clusterDNS, "cluster-dns", "IP addresses of the cluster's DNS servers, comma-separated, repeatable: the only nameservers of ClusterFirst pods (without: they get the host's, as Default pods)")
+	fs.StringVar(&c.clusterDomain, "cluster-domain", "", "the cluster's DNS domain (cluster.local in most clusters): ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains, and a pod's subdomain FQDN ends in it")
+	fs.StringVar(&c.resolvConf, "resolv-conf", dns.DefaultResolvConf, "the host's resolver configuration, which Default pods get and whose search paths ClusterFirst pods get after the cluster's; \"\" means none (Default pods get nameserver 127.0.0.1)")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -242,6 +249,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runOnce(ctx, a, runAgent, c.runOnceTimeout, stdout)
 }
 
+// ipList is a flag of IP addresses, comma-separated and repeatable, as
+// upstream's --cluster-dns.
+type ipList []string
+
+// String lists the addresses.
+func (l *ipList) String() string { return strings.Join(*l, ",") }
+
+// Set adds the addresses of a value, refusing one that is not an IP.
+func (l *ipList) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		s = strings.TrimSpace(s)
+		if _, err := netip.ParseAddr(s); err != nil {
+			return fmt.Errorf("%q is not an IP address", s)
+		}
+		*l = append(*l, s)
+	}
+	return nil
+}
+
 // options turns the flags into the agent's options, joined to the API
 // server of --kubeconfig when there is one (nil otherwise), with the
 // configuration the kubelet API's /configz shows.
@@ -255,6 +281,7 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	if c.nodeIP != "" {
 		opts.Node.HostIPs = []string{c.nodeIP}
 	}
+	opts.Node.ClusterDNS, opts.Node.ClusterDomain, opts.Node.ResolvConf = c.clusterDNS, c.clusterDomain, c.resolvConf
 	if err := apiOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
 	}

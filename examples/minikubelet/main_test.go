@@ -35,6 +35,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--eviction-hard", "memory.available>1Gi"}, "memory.available>1Gi"},
 		{[]string{"--eviction-soft", "memory.available<1Gi"}, "grace period must be specified"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
+		{[]string{"--cluster-dns", "10.96.0.10,kube-dns"}, `invalid value "10.96.0.10,kube-dns" for flag -cluster-dns: "kube-dns" is not an IP address`},
+		{[]string{"--cluster-domain", "cluster local"}, "Node.ClusterDomain"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--node-labels", "a=b"}, "--node-labels needs --kubeconfig"},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig /nonexistent/kubeconfig"},
