@@ -349,7 +349,7 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
 			MemorySwapController: b.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
 			LogRoot: opts.logsDir(), PodsDir: opts.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
-			ClusterDNS: opts.Node.ClusterDNS, ClusterDomain: opts.Node.ClusterDomain, ResolvConf: opts.Node.ResolvConf,
+			ClusterDNS: opts.Node.ClusterDNS, ClusterDomain: opts.Node.ClusterDomain, ResolvConf: opts.Node.resolvConf(),
 		},
 		PodCgroups: podCgroups,
 		Probes: podsync.Probes{

@@ -11,6 +11,22 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig/dns"
 )
 
+// ResolvConfNone as Node.ResolvConf gives the pods no host resolver
+// configuration, as upstream's --resolv-conf="".
+const ResolvConfNone = "none"
+
+// resolvConf is the file Node.ResolvConf names: /etc/resolv.conf when
+// empty, "" (none) for ResolvConfNone.
+func (o NodeOptions) resolvConf() string {
+	switch o.ResolvConf {
+	case "":
+		return dns.DefaultResolvConf
+	case ResolvConfNone:
+		return ""
+	}
+	return o.ResolvConf
+}
+
 // checkDNS refuses cluster DNS addresses that are not IP addresses and a
 // cluster domain with white space.
 func (o NodeOptions) checkDNS() error {
@@ -29,7 +45,7 @@ func (o NodeOptions) checkDNS() error {
 // its sync loop starts, when the host's resolv.conf cannot be read or its
 // search line is beyond what pods can get.
 func (b *blocks) checkResolvConf() {
-	path := b.opts.Node.ResolvConf
+	path := b.opts.Node.resolvConf()
 	if msg := dns.CheckResolvConf(path, b.opts.Node.ClusterDomain); msg != "" {
 		b.events.Eventf(&v1.ObjectReference{Kind: "Node", Name: b.opts.NodeName}, v1.EventTypeWarning, dns.ReasonCheckLimitsForResolvConf, "%s", msg)
 	}

@@ -253,10 +253,11 @@ type NodeOptions struct {
 	// get after the cluster's. It is read for each sandbox (one that cannot
 	// be read fails the sandbox) and checked as Run starts, with upstream's
 	// CheckLimitsForResolvConf warning on the node when it cannot be read
-	// or its search line is beyond what pods can get. Empty: none, as
+	// or its search line is beyond what pods can get. Empty means
+	// /etc/resolv.conf, upstream's default. ResolvConfNone means none, as
 	// upstream's --resolv-conf="": Default pods get nameserver 127.0.0.1
 	// (::1 on an IPv6 node) and search ".", not the runtime's copy of its
-	// host's file. An agent on a real host sets it.
+	// host's file.
 	ResolvConf string
 	// DevicePluginDir is the device plugin directory (package devices):
 	// the agent serves the registration socket there (kubelet.sock),

@@ -141,7 +141,7 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 	if apiListens && a.fakeRT != nil {
 		rs = append(rs, a.fakeStreaming())
 	}
-	if a.opts.Node.ResolvConf != "" {
+	if a.opts.Node.resolvConf() != "" {
 		rs = append(rs, runnable{name: "resolv-conf", start: func(context.Context) error { b.checkResolvConf(); return nil }})
 	}
 	rs = append(rs, runnable{name: "syncloop", run: a.loop.Run})

@@ -24,7 +24,7 @@ func TestRunnablesInStartOrder(t *testing.T) {
 		return n
 	}
 	stats := &evictiontest.Stats{} // the same parts on every OS
-	a, err := New(Options{RootDir: t.TempDir(), Eviction: EvictionOptions{Stats: stats}})
+	a, err := New(Options{RootDir: t.TempDir(), Eviction: EvictionOptions{Stats: stats}, Node: NodeOptions{ResolvConf: ResolvConfNone}})
 	require.NoError(t, err)
 	t.Cleanup(a.fakeRT.Close)
 	assert.Equal(t, []string{"directories", "runtime-version", "first-relist", "fake-runtime",
@@ -46,6 +46,6 @@ func TestRunnablesInStartOrder(t *testing.T) {
 	assert.Equal(t, []string{"directories", "http-listener", "kubelet-api-listener", "runtime-version", "device-checkpoint",
 		"cgroups", "first-relist", "fake-runtime",
 		"pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes",
-		"devices", "objects", "file-source", "http-source", "api-source", "fake-streaming",
+		"devices", "objects", "file-source", "http-source", "api-source", "fake-streaming", "resolv-conf",
 		"syncloop", "http", "kubelet-api", "shutdown-trigger"}, names(a))
 }

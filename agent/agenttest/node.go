@@ -28,7 +28,8 @@ type Options struct {
 	// in, where they are zero, NodeName ("node1"), Node.HostIPs
 	// (192.0.2.10), Node.ClusterDNS (10.96.0.10, a kubeadm cluster's, with
 	// Node.ClusterDomain cluster.local; a non-nil empty ClusterDNS is a
-	// node without cluster DNS), RootDir (a t.TempDir), Node.Machine (4
+	// node without cluster DNS), Node.ResolvConf (agent.ResolvConfNone: the
+	// test machine's own is not the pods'), RootDir (a t.TempDir), Node.Machine (4
 	// CPUs, 8Gi of memory, 110 pods, 100Gi of ephemeral storage),
 	// Eviction.Stats (a node whose filesystems are empty and whose memory
 	// is not measured, so that the test machine's own never evicts a
@@ -77,6 +78,10 @@ func NewNode(t testing.TB, opts Options) *Node {
 		if o.Node.ClusterDomain == "" {
 			o.Node.ClusterDomain = "cluster.local"
 		}
+	}
+	if o.Node.ResolvConf == "" {
+		// The test machine's own is not the pods'.
+		o.Node.ResolvConf = agent.ResolvConfNone
 	}
 	if o.RootDir == "" {
 		o.RootDir = t.TempDir()

@@ -88,7 +88,7 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletconfig.KubeletConfig
 		// The pods' resolver configuration (package dns).
 		ClusterDNS:     opts.Node.ClusterDNS,
 		ClusterDomain:  opts.Node.ClusterDomain,
-		ResolverConfig: ptr.To(opts.Node.ResolvConf),
+		ResolverConfig: ptr.To(configzResolvConf(opts.Node.ResolvConf)),
 
 		EvictionPressureTransitionPeriod: metav1.Duration{Duration: eviction.DefaultPressureTransitionPeriod},
 		// --eviction-hard replaces the default thresholds, it does not add
@@ -238,4 +238,13 @@ func cgroupSettings(kc *kubeletconfig.KubeletConfiguration, opts *agent.Options)
 	if kc.CgroupRoot == "" {
 		kc.CgroupRoot = "/"
 	}
+}
+
+// configzResolvConf is Node.ResolvConf as upstream's resolvConf says it:
+// "" for none.
+func configzResolvConf(s string) string {
+	if s == agent.ResolvConfNone {
+		return ""
+	}
+	return s
 }

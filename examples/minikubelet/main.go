@@ -282,6 +282,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		opts.Node.HostIPs = []string{c.nodeIP}
 	}
 	opts.Node.ClusterDNS, opts.Node.ClusterDomain, opts.Node.ResolvConf = c.clusterDNS, c.clusterDomain, c.resolvConf
+	if c.resolvConf == "" {
+		opts.Node.ResolvConf = agent.ResolvConfNone // upstream's --resolv-conf=""
+	}
 	if err := apiOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
 	}

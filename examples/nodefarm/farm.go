@@ -155,7 +155,10 @@ func (f *Farm) newNode(client kubernetes.Interface, i int, opts Options) (*Node,
 	}
 	rt := newRuntime(i, clock.RealClock{}, s)
 	ao := agent.Options{NodeName: j.NodeName(), Runtime: rt, RootDir: filepath.Join(opts.RootDir, j.NodeName()),
-		Node: agent.NodeOptions{Machine: opts.Machine}, Logger: log,
+		// The cluster DNS of a kubeadm cluster's nodes: ClusterFirst pods
+		// get it, without a MissingClusterDNS warning for each pod.
+		Node:   agent.NodeOptions{Machine: opts.Machine, ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"},
+		Logger: log,
 		// Volumes are files under the node's directory: a farm mounts no
 		// tmpfs per pod even as root.
 		Security: agent.SecurityOptions{NoMounts: true}}
