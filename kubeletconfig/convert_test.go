@@ -1,0 +1,185 @@
+package kubeletconfig_test
+
+import (
+	"crypto/tls"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kubeletkit/kubeletkit/eviction"
+	"github.com/kubeletkit/kubeletkit/kubeletconfig"
+	"github.com/kubeletkit/kubeletkit/nodeshutdown"
+)
+
+// convert defaults kc after set, validates and converts it.
+func convert(t *testing.T, set func(kc *kubeletv1beta1.KubeletConfiguration)) (*kubeletconfig.Config, error) {
+	t.Helper()
+	kc := &kubeletv1beta1.KubeletConfiguration{}
+	set(kc)
+	kubeletconfig.SetDefaults(kc)
+	require.NoError(t, kubeletconfig.Validate(kc))
+	return kubeletconfig.Convert(kc)
+}
+
+// Every field the node implements reaches the agent's options or the
+// cluster settings.
+func TestConvertHonoured(t *testing.T) {
+	cfg, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.StaticPodPath, kc.StaticPodURL, kc.PodLogsDir = "/etc/manifests", "http://pods", "/logs"
+		kc.SyncFrequency, kc.FileCheckFrequency, kc.HTTPCheckFrequency = duration(30*time.Second), duration(5*time.Second), duration(5*time.Second)
+		kc.Address, kc.Port, kc.ReadOnlyPort = "10.0.0.1", 11250, 11255
+		kc.TLSCertFile, kc.TLSPrivateKeyFile, kc.TLSMinVersion = "/c", "/k", "VersionTLS13"
+		kc.TLSCipherSuites = []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}
+		kc.Authentication.X509.ClientCAFile = "/ca"
+		kc.Authentication.Anonymous.Enabled = ptrTo(true)
+		kc.Authentication.Webhook.Enabled = ptrTo(false)
+		kc.Authorization.Mode = kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow
+		kc.NodeStatusUpdateFrequency, kc.NodeStatusReportFrequency = duration(20*time.Second), duration(5*time.Minute)
+		kc.NodeLeaseDurationSeconds = 60
+		kc.ImageGCHighThresholdPercent, kc.ImageGCLowThresholdPercent = ptrTo[int32](90), ptrTo[int32](70)
+		kc.ImageMinimumGCAge, kc.ImageMaximumGCAge = duration(time.Minute), duration(time.Hour)
+		kc.CgroupsPerQOS, kc.CgroupDriver, kc.CgroupRoot = ptrTo(true), "systemd", "/kk"
+		kc.KubeAPIQPS, kc.KubeAPIBurst = ptrTo[int32](20), 30
+		kc.EvictionHard = map[string]string{"memory.available": "200Mi"}
+		kc.EvictionSoft = map[string]string{"nodefs.available": "20%"}
+		kc.EvictionSoftGracePeriod = map[string]string{"nodefs.available": "1m"}
+		kc.EvictionPressureTransitionPeriod = duration(time.Minute)
+		kc.FeatureGates = map[string]bool{"EventedPLEG": true, "KubeletCrashLoopBackOffMax": true}
+		kc.CrashLoopBackOff.MaxContainerRestartPeriod = ptrTo(duration(time.Minute))
+		kc.ContainerLogMaxSize, kc.ContainerLogMaxFiles = "1Mi", ptrTo[int32](3)
+		kc.KubeReserved = map[string]string{"cpu": "100m", "pid": "1000"}
+		kc.SystemReserved = map[string]string{"memory": "1Gi"}
+		kc.AllowedUnsafeSysctls = []string{"net.core.somaxconn"}
+		kc.SeccompDefault = ptrTo(true)
+		kc.ShutdownGracePeriodByPodPriority = []kubeletv1beta1.ShutdownGracePeriodByPodPriority{{Priority: 0, ShutdownGracePeriodSeconds: 10}}
+		kc.RegisterWithTaints = []v1.Taint{{Key: "edge", Effect: v1.TaintEffectNoSchedule}}
+		kc.ProviderID, kc.RegisterNode = "kind://docker/kind/n1", ptrTo(false)
+		kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout = "unix:///crio.sock", duration(time.Minute)
+		kc.Logging.Verbosity = 4
+	})
+	require.NoError(t, err)
+	o := cfg.Agent
+	assert.Equal(t, "/etc/manifests", o.Sources.ManifestPath)
+	assert.Equal(t, "http://pods", o.Sources.ManifestURL)
+	assert.Equal(t, "/logs", o.Logs.Dir)
+	assert.Equal(t, 30*time.Second, o.Timings.Resync)
+	assert.Equal(t, 5*time.Second, o.Timings.SourcePeriod)
+	assert.Equal(t, 20*time.Second, o.Timings.NodeStatus)
+	assert.Equal(t, time.Minute, o.Timings.BackoffMax)
+	assert.Equal(t, "10.0.0.1:11255", o.HTTP.Listen)
+	require.NotNil(t, o.HTTP.API)
+	assert.Equal(t, "10.0.0.1:11250", o.HTTP.API.Listen)
+	assert.True(t, o.HTTP.API.Anonymous)
+	assert.Equal(t, "/c", o.HTTP.API.TLS.CertFile)
+	assert.Equal(t, "/k", o.HTTP.API.TLS.KeyFile)
+	assert.Equal(t, "/ca", o.HTTP.API.TLS.ClientCAFile)
+	assert.Equal(t, uint16(tls.VersionTLS13), o.HTTP.API.TLS.MinVersion)
+	assert.Equal(t, []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}, o.HTTP.API.TLS.CipherSuites)
+	assert.Equal(t, 60*time.Second, o.Cluster.LeaseDuration)
+	assert.Equal(t, 90, o.ImageGC.HighThresholdPercent)
+	assert.Equal(t, 70, o.ImageGC.LowThresholdPercent)
+	assert.Equal(t, time.Minute, o.ImageGC.MinAge)
+	assert.Equal(t, time.Hour, o.ImageGC.MaxAge)
+	assert.True(t, o.Cgroups.PerQOS)
+	assert.Equal(t, "systemd", o.Cgroups.Driver)
+	assert.Equal(t, "/kk", o.Cgroups.Root)
+	assert.True(t, o.EventedPLEG)
+	assert.Equal(t, int64(1<<20), o.Logs.MaxSize)
+	assert.Equal(t, 3, o.Logs.MaxFiles)
+	assert.Equal(t, resource.MustParse("100m"), o.Node.KubeReserved[v1.ResourceCPU])
+	assert.Equal(t, resource.MustParse("1000"), o.Node.KubeReserved["pid"])
+	assert.Equal(t, resource.MustParse("1Gi"), o.Node.SystemReserved[v1.ResourceMemory])
+	assert.Equal(t, []string{"net.core.somaxconn"}, o.Security.AllowedUnsafeSysctls)
+	assert.True(t, o.Security.SeccompDefault)
+	assert.Equal(t, []nodeshutdown.PriorityGracePeriod{{Priority: 0, GracePeriodSeconds: 10}}, o.Shutdown.ByPodPriority)
+	assert.Equal(t, time.Minute, o.Eviction.PressureTransitionPeriod)
+	want, err := eviction.ParseThresholds("memory.available<200Mi", "nodefs.available<20%", "nodefs.available=1m", "")
+	require.NoError(t, err)
+	assert.Equal(t, want, o.Eviction.Thresholds)
+	assert.Equal(t, "unix:///crio.sock", cfg.RuntimeEndpoint)
+	assert.Equal(t, time.Minute, cfg.RuntimeRequestTimeout)
+	assert.Equal(t, 4, cfg.Verbosity)
+	cl := cfg.Cluster
+	assert.False(t, cl.WebhookAuthentication)
+	assert.False(t, cl.WebhookAuthorization)
+	assert.False(t, cl.RegisterNode)
+	assert.Equal(t, float32(20), cl.KubeAPIQPS)
+	assert.Equal(t, 30, cl.KubeAPIBurst)
+	assert.Equal(t, "kind://docker/kind/n1", cl.ProviderID)
+	assert.Equal(t, []v1.Taint{{Key: "edge", Effect: v1.TaintEffectNoSchedule}}, cl.RegisterWithTaints)
+	err = cl.Standalone()
+	var unsupported *kubeletconfig.UnsupportedError
+	require.ErrorAs(t, err, &unsupported)
+	assert.Equal(t, []string{"registerWithTaints", "providerID"}, unsupported.Fields())
+}
+
+// Fields the node does not implement are refused by name when they are
+// not upstream's default (or the value that says what the node does),
+// every one in one error.
+func TestConvertRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(kc *kubeletv1beta1.KubeletConfiguration)
+		want []string
+		msg  string
+	}{
+		{"cpu manager", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.CPUManagerPolicy = "static" },
+			[]string{"cpuManagerPolicy"}, `kubelet config: cpuManagerPolicy "static": not supported by this node (no CPU manager)`},
+		{"several", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.PodPidsLimit = ptrTo[int64](100)
+			kc.StaticPodURLHeader = map[string][]string{"a": {"b"}}
+			kc.ReservedSystemCPUs = "0"
+			kc.EvictionMaxPodGracePeriod = 30
+		}, []string{"staticPodURLHeader", "evictionMaxPodGracePeriod", "podPidsLimit", "reservedSystemCPUs"}, `podPidsLimit 100: not supported by this node`},
+		{"gates", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.FeatureGates = map[string]bool{"CPUManager": true, "MemoryQoS": false, "NodeSwap": false, "EventedPLEG": false}
+		}, []string{"featureGates.CPUManager", "featureGates.NodeSwap"}, "featureGates.CPUManager true"},
+		{"enforce reserved", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.EnforceNodeAllocatable, kc.SystemReservedCgroup = []string{"pods", "system-reserved"}, "/system.slice"
+		}, []string{"enforceNodeAllocatable", "systemReservedCgroup"}, `enforceNodeAllocatable "system-reserved"`},
+		{"check frequencies", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HTTPCheckFrequency = duration(time.Second) },
+			[]string{"httpCheckFrequency"}, `httpCheckFrequency "1s"`},
+		{"tls", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.TLSMinVersion, kc.TLSCipherSuites = "VersionTLS9", []string{"TLS_NOPE"}
+		}, []string{"tlsMinVersion", "tlsCipherSuites"}, `tlsCipherSuites "TLS_NOPE"`},
+		{"json logs", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.Logging.Format = "json" },
+			[]string{"logging.format"}, `logging.format "json"`},
+		{"swap", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.MemorySwap.SwapBehavior = "LimitedSwap" },
+			[]string{"memorySwap"}, `memorySwap {"swapBehavior":"LimitedSwap"}`},
+		{"healthz elsewhere", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HealthzPort = ptrTo[int32](10249) },
+			[]string{"healthzPort"}, "healthzPort 10249"},
+		{"max pods", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.MaxPods = 500 },
+			[]string{"maxPods"}, "maxPods 500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := convert(t, tc.set)
+			require.ErrorIs(t, err, kubeletconfig.ErrUnsupported)
+			var unsupported *kubeletconfig.UnsupportedError
+			require.True(t, errors.As(err, &unsupported))
+			assert.ElementsMatch(t, tc.want, unsupported.Fields())
+			assert.ErrorContains(t, err, tc.msg)
+		})
+	}
+}
+
+// The values that say what the node does are accepted beside upstream's
+// defaults: no healthz port, no pprof, no swap check.
+func TestConvertOffValues(t *testing.T) {
+	cfg, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.HealthzPort, kc.EnableProfilingHandler, kc.FailSwapOn = ptrTo[int32](0), ptrTo(false), ptrTo(false)
+		kc.EnableServer = ptrTo(false)
+		kc.HairpinMode = kubeletv1beta1.HairpinVeth // ignored, as upstream does with a CRI runtime
+		kc.EnforceNodeAllocatable = []string{"none"}
+		kc.EvictionHard = map[string]string{}
+	})
+	require.NoError(t, err)
+	assert.Nil(t, cfg.Agent.HTTP.API)
+	assert.Empty(t, cfg.Agent.Cgroups.EnforceNodeAllocatable)
+	assert.Equal(t, []eviction.Threshold{}, cfg.Agent.Eviction.Thresholds, "no thresholds, not the defaults")
+}
