@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeletkit/kubeletkit/agent"
@@ -26,6 +27,11 @@ type JoinOptions struct {
 	// --node-labels). They need registration: with SkipNodeRegistration
 	// they are refused.
 	NodeLabels map[string]string
+	// NodeTaints are the Node's taints when it is registered (upstream's
+	// registerWithTaints), and ProviderID its spec.providerID (upstream's
+	// providerID). Like NodeLabels, they need registration.
+	NodeTaints []v1.Taint
+	ProviderID string
 	// SkipNodeRegistration leaves the Node to someone else (upstream's
 	// --register-node=false): the agent only updates the status of a Node
 	// that exists, and renews its lease.
@@ -92,7 +98,8 @@ type Joined struct {
 // client talks to. nodeName is lower-cased and trimmed, as upstream and
 // package agent do with a host name. Join checks its arguments (a missing
 // client or node name, a lease duration that is negative or not whole
-// seconds, NodeLabels with SkipNodeRegistration are errors wrapping
+// seconds, NodeLabels, NodeTaints or ProviderID with SkipNodeRegistration
+// are errors wrapping
 // ErrInvalidArgument) and starts nothing: pass the result's Apply the
 // agent's options, build the agent, and Run both.
 //
@@ -112,8 +119,8 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 	if d := opts.NodeLeaseDuration; d < 0 || d%time.Second != 0 {
 		return nil, fmt.Errorf("join node %s: NodeLeaseDuration %s is not a positive number of seconds: %w", nodeName, d, ErrInvalidArgument)
 	}
-	if opts.SkipNodeRegistration && len(opts.NodeLabels) > 0 {
-		return nil, fmt.Errorf("join node %s: NodeLabels are set at registration, and SkipNodeRegistration skips it: %w", nodeName, ErrInvalidArgument)
+	if opts.SkipNodeRegistration && (len(opts.NodeLabels) > 0 || len(opts.NodeTaints) > 0 || opts.ProviderID != "") {
+		return nil, fmt.Errorf("join node %s: NodeLabels, NodeTaints and ProviderID are set at registration, and SkipNodeRegistration skips it: %w", nodeName, ErrInvalidArgument)
 	}
 	log := orDiscard(opts.Logger)
 	j := &Joined{client: client, nodeName: nodeName, leaseDuration: opts.NodeLeaseDuration, log: log,
@@ -124,7 +131,7 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 	}
 	if j.nodes, err = NewNodeSink(client, nodeName, NodeSinkOptions{Logger: log.With("component", "api-node"),
-		Labels: opts.NodeLabels, SkipRegistration: opts.SkipNodeRegistration}); err != nil {
+		Labels: opts.NodeLabels, Taints: opts.NodeTaints, ProviderID: opts.ProviderID, SkipRegistration: opts.SkipNodeRegistration}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 	}
 	if j.mirrors, err = NewMirrorPods(client, nodeName, MirrorPodsOptions{Logger: log.With("component", "api-mirror")}); err != nil {

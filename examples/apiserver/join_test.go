@@ -43,6 +43,8 @@ func TestJoinRejectsBadOptions(t *testing.T) {
 		{"negative lease", true, "n1", apiserver.JoinOptions{NodeLeaseDuration: -time.Second}, "NodeLeaseDuration -1s"},
 		{"lease not in seconds", true, "n1", apiserver.JoinOptions{NodeLeaseDuration: 1500 * time.Millisecond}, "NodeLeaseDuration 1.5s"},
 		{"labels without registration", true, "n1", apiserver.JoinOptions{SkipNodeRegistration: true, NodeLabels: map[string]string{"a": "b"}}, "SkipNodeRegistration skips it"},
+		{"taints without registration", true, "n1", apiserver.JoinOptions{SkipNodeRegistration: true, NodeTaints: []v1.Taint{{Key: "a", Effect: v1.TaintEffectNoSchedule}}}, "SkipNodeRegistration skips it"},
+		{"provider ID without registration", true, "n1", apiserver.JoinOptions{SkipNodeRegistration: true, ProviderID: "p://1"}, "SkipNodeRegistration skips it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,13 +50,16 @@ type NodeSinkOptions struct {
 	Labels map[string]string
 	// Taints are set at registration (--register-with-taints).
 	Taints []v1.Taint
+	// ProviderID is the Node's spec.providerID at registration (upstream's
+	// --provider-id); empty means none.
+	ProviderID string
 	// Unschedulable registers the Node cordoned (--register-schedulable=false).
 	Unschedulable bool
 	// SkipRegistration leaves the Node to someone else (upstream's
 	// --register-node=false): the sink never creates it nor touches its
 	// labels, and only patches the status of a Node that exists; while
 	// there is none, UpdateNodeStatus is an error wrapping
-	// node.ErrNodeNotFound. Labels, Taints and Unschedulable are then
+	// node.ErrNodeNotFound. Labels, Taints, ProviderID and Unschedulable are then
 	// unused.
 	SkipRegistration bool
 }
@@ -118,7 +121,7 @@ func (s *NodeSink) DefaultLabels() map[string]string {
 }
 
 // InitialNode is the Node the sink registers: the extra labels under the
-// default ones, the taints, and st as its status.
+// default ones, the taints, the provider ID, and st as its status.
 func (s *NodeSink) InitialNode(st v1.NodeStatus) *v1.Node {
 	labels := maps.Clone(s.o.Labels)
 	if labels == nil {
@@ -127,7 +130,7 @@ func (s *NodeSink) InitialNode(st v1.NodeStatus) *v1.Node {
 	maps.Copy(labels, s.DefaultLabels())
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: s.nodeName, Labels: labels},
-		Spec:       v1.NodeSpec{Taints: s.o.Taints, Unschedulable: s.o.Unschedulable},
+		Spec:       v1.NodeSpec{Taints: s.o.Taints, Unschedulable: s.o.Unschedulable, ProviderID: s.o.ProviderID},
 		Status:     *st.DeepCopy(),
 	}
 }

@@ -48,7 +48,7 @@ func TestNodeSinkRegistersOnFirstStatus(t *testing.T) {
 	s, client := newNodeSink(t, apiserver.NodeSinkOptions{
 		Hostname: "host-1", OS: "linux", Arch: "arm64",
 		Labels: map[string]string{"zone": "z1", v1.LabelOSStable: "windows"},
-		Taints: []v1.Taint{taint},
+		Taints: []v1.Taint{taint}, ProviderID: "kind://docker/kind/n1",
 	})
 	require.False(t, s.Registered())
 	st := nodeStatus(v1.ConditionFalse)
@@ -64,6 +64,7 @@ func TestNodeSinkRegistersOnFirstStatus(t *testing.T) {
 		"zone": "z1",
 	}, n.Labels, "extra labels never override the default ones")
 	assert.Equal(t, []v1.Taint{taint}, n.Spec.Taints)
+	assert.Equal(t, "kind://docker/kind/n1", n.Spec.ProviderID)
 	assert.Equal(t, st, n.Status)
 	assert.Equal(t, 1, count(client.Actions(), "create", "nodes", ""))
 	assert.Equal(t, 0, count(client.Actions(), "patch", "nodes", "status"), "created with its status")
