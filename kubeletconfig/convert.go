@@ -84,6 +84,11 @@ type Config struct {
 	Cluster ClusterConfig
 	// Verbosity is logging.verbosity, for the caller's logger.
 	Verbosity int
+	// FeatureGates are the gates the node runs with: the 1.36 defaults of
+	// those this package knows, overridden by featureGates. The caller
+	// honours ExtendWebSocketsToKubelet (a WebSocket translator on the
+	// kubelet API, and the declared node feature).
+	FeatureGates map[string]bool
 }
 
 // ClusterConfig are the settings of a KubeletConfiguration that a client
@@ -152,7 +157,9 @@ var honouredGates = map[string]bool{
 // Convert turns a defaulted, validated configuration into the agent's
 // options. Every field the node implements is mapped; every other field
 // that differs from upstream's default is refused, all in one
-// *UnsupportedError. kc is not changed.
+// *UnsupportedError, joined with the errors of values that cannot be
+// read (a quantity, an eviction threshold, a TLS version). kc is not
+// changed.
 func Convert(kc *kubeletv1beta1.KubeletConfiguration) (*Config, error) {
 	c := &converter{kc: kc, cfg: &Config{}}
 	c.sources()
@@ -164,7 +171,10 @@ func Convert(kc *kubeletv1beta1.KubeletConfiguration) (*Config, error) {
 	c.checkGates()
 	c.checkRest()
 	if len(c.refused) > 0 {
-		return nil, &UnsupportedError{Refused: c.refused}
+		c.errs = append(c.errs, &UnsupportedError{Refused: c.refused})
+	}
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
 	}
 	return c.cfg, nil
 }
@@ -174,6 +184,12 @@ type converter struct {
 	kc      *kubeletv1beta1.KubeletConfiguration
 	cfg     *Config
 	refused []Refusal
+	errs    []error // values the fields cannot have
+}
+
+// invalid records a value a field cannot have.
+func (c *converter) invalid(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("kubelet config: "+format, args...))
 }
 
 // refuse records a refused field.
@@ -218,19 +234,19 @@ func (c *converter) http() {
 		TLS: server.TLSOptions{CertFile: kc.TLSCertFile, KeyFile: kc.TLSPrivateKeyFile,
 			ClientCAFile: kc.Authentication.X509.ClientCAFile}}
 	if (kc.TLSCertFile == "") != (kc.TLSPrivateKeyFile == "") {
-		c.refuse("tlsPrivateKeyFile", kc.TLSPrivateKeyFile, "tlsCertFile and tlsPrivateKeyFile go together")
+		c.invalid("tlsCertFile %q and tlsPrivateKeyFile %q: both or neither", kc.TLSCertFile, kc.TLSPrivateKeyFile)
 	}
 	if kc.TLSMinVersion != "" {
 		v, ok := tlsVersions[kc.TLSMinVersion]
 		if !ok {
-			c.refuse("tlsMinVersion", kc.TLSMinVersion, "not a TLS version: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
+			c.invalid("tlsMinVersion %q: must be VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13", kc.TLSMinVersion)
 		}
 		api.TLS.MinVersion = v
 	}
 	for _, name := range kc.TLSCipherSuites {
 		id, ok := cipherSuite(name)
 		if !ok {
-			c.refuse("tlsCipherSuites", name, "not a cipher suite Go's TLS knows")
+			c.invalid("tlsCipherSuites: %q is not a cipher suite Go's TLS knows", name)
 			continue
 		}
 		api.TLS.CipherSuites = append(api.TLS.CipherSuites, id)
@@ -268,7 +284,7 @@ func (c *converter) cluster() {
 		cl.WebhookAuthorization = true
 	case kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow:
 	default:
-		c.refuse("authorization.mode", kc.Authorization.Mode, "AlwaysAllow or Webhook")
+		c.invalid("authorization.mode %q: must be AlwaysAllow or Webhook", kc.Authorization.Mode)
 	}
 	cl.AuthorizedTTL = kc.Authorization.Webhook.CacheAuthorizedTTL.Duration
 	cl.UnauthorizedTTL = kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration
@@ -286,6 +302,7 @@ func (c *converter) cluster() {
 func (c *converter) node() {
 	kc, o := c.kc, &c.cfg.Agent
 	g := gates(kc)
+	c.cfg.FeatureGates = g
 	o.EventedPLEG = g["EventedPLEG"]
 	o.Cgroups.PerQOS = deref(kc.CgroupsPerQOS)
 	o.Cgroups.Driver = kc.CgroupDriver
@@ -322,10 +339,10 @@ func (c *converter) resources() {
 	kc, o := c.kc, &c.cfg.Agent
 	var err error
 	if o.Node.KubeReserved, err = Reserved("kubeReserved", kc.KubeReserved); err != nil {
-		c.refuse("kubeReserved", kc.KubeReserved, err.Error())
+		c.invalid("%w", err)
 	}
 	if o.Node.SystemReserved, err = Reserved("systemReserved", kc.SystemReserved); err != nil {
-		c.refuse("systemReserved", kc.SystemReserved, err.Error())
+		c.invalid("%w", err)
 	}
 	hard := kc.EvictionHard
 	if deref(kc.MergeDefaultEvictionSettings) {
@@ -339,7 +356,7 @@ func (c *converter) resources() {
 	ts, err := eviction.ParseThresholds(statements(hard, "<"), statements(kc.EvictionSoft, "<"),
 		statements(kc.EvictionSoftGracePeriod, "="), statements(kc.EvictionMinimumReclaim, "="))
 	if err != nil {
-		c.refuse("evictionHard", kc.EvictionHard, err.Error())
+		c.invalid("eviction thresholds: %w", err)
 		return
 	}
 	if ts == nil {
@@ -391,7 +408,7 @@ func (c *converter) logs() {
 	kc, o := c.kc, &c.cfg.Agent
 	size, err := resource.ParseQuantity(kc.ContainerLogMaxSize)
 	if err != nil {
-		c.refuse("containerLogMaxSize", kc.ContainerLogMaxSize, err.Error())
+		c.invalid("containerLogMaxSize %q: %w", kc.ContainerLogMaxSize, err)
 		return
 	}
 	o.Logs.MaxSize = size.Value()

@@ -145,9 +145,6 @@ func TestConvertRefused(t *testing.T) {
 		}, []string{"enforceNodeAllocatable", "systemReservedCgroup"}, `enforceNodeAllocatable "system-reserved"`},
 		{"check frequencies", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HTTPCheckFrequency = duration(time.Second) },
 			[]string{"httpCheckFrequency"}, `httpCheckFrequency "1s"`},
-		{"tls", func(kc *kubeletv1beta1.KubeletConfiguration) {
-			kc.TLSMinVersion, kc.TLSCipherSuites = "VersionTLS9", []string{"TLS_NOPE"}
-		}, []string{"tlsMinVersion", "tlsCipherSuites"}, `tlsCipherSuites "TLS_NOPE"`},
 		{"json logs", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.Logging.Format = "json" },
 			[]string{"logging.format"}, `logging.format "json"`},
 		{"swap", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.MemorySwap.SwapBehavior = "LimitedSwap" },
@@ -165,6 +162,25 @@ func TestConvertRefused(t *testing.T) {
 			assert.ElementsMatch(t, tc.want, unsupported.Fields())
 			assert.ErrorContains(t, err, tc.msg)
 		})
+	}
+}
+
+// Values that cannot be read are errors naming the field, beside the
+// refusals.
+func TestConvertInvalid(t *testing.T) {
+	_, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.TLSMinVersion, kc.TLSCipherSuites, kc.TLSCertFile = "VersionTLS9", []string{"TLS_NOPE"}, "/c"
+		kc.KubeReserved = map[string]string{"gpu": "1"}
+		kc.EvictionSoft = map[string]string{"memory.available": "1Gi"}
+		kc.ContainerLogMaxSize = "ten"
+		kc.Authorization.Mode = "RBAC"
+		kc.CPUManagerPolicy = "static"
+	})
+	require.ErrorIs(t, err, kubeletconfig.ErrUnsupported)
+	for _, want := range []string{`tlsMinVersion "VersionTLS9"`, `tlsCipherSuites: "TLS_NOPE"`, `tlsCertFile "/c" and tlsPrivateKeyFile ""`,
+		`kubeReserved: cannot reserve "gpu"`, "grace period must be specified", `containerLogMaxSize "ten"`,
+		`authorization.mode "RBAC": must be AlwaysAllow or Webhook`, `cpuManagerPolicy "static"`} {
+		assert.ErrorContains(t, err, want)
 	}
 }
 

@@ -28,6 +28,8 @@ var gateDefaults = map[string]bool{
 	"MemoryQoS":                              false,
 	"NodeLogQuery":                           false,
 	"KubeletEnsureSecretPulledImages":        false,
+	"EventedPLEG":                            false,
+	"ExtendWebSocketsToKubelet":              true,
 }
 
 // gates are the feature gates kc runs with, as far as gateDefaults knows.
