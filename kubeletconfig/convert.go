@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -167,6 +168,8 @@ func Convert(kc *kubeletv1beta1.KubeletConfiguration) (*Config, error) {
 	c.cluster()
 	c.node()
 	c.resources()
+	c.dns()
+	c.pods()
 	c.logs()
 	c.checkGates()
 	c.checkRest()
@@ -332,6 +335,38 @@ func (c *converter) node() {
 		LowThresholdPercent: int(deref(kc.ImageGCLowThresholdPercent)),
 		MinAge:              kc.ImageMinimumGCAge.Duration, MaxAge: kc.ImageMaximumGCAge.Duration}
 	o.Eviction.PressureTransitionPeriod = kc.EvictionPressureTransitionPeriod.Duration
+}
+
+// dns maps the pods' resolver configuration.
+func (c *converter) dns() {
+	kc, o := c.kc, &c.cfg.Agent
+	for _, ip := range kc.ClusterDNS {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			c.invalid("clusterDNS: %q is not an IP address", ip)
+		}
+	}
+	o.Node.ClusterDNS = slices.Clone(kc.ClusterDNS)
+	o.Node.ClusterDomain = kc.ClusterDomain
+	switch r := deref(kc.ResolverConfig); r {
+	case "":
+		o.Node.ResolvConf = agent.ResolvConfNone // upstream's resolvConf ""
+	default:
+		o.Node.ResolvConf = r
+	}
+}
+
+// pods maps the pods capacity and the bound on image pulls.
+func (c *converter) pods() {
+	kc, o := c.kc, &c.cfg.Agent
+	o.Node.MaxPods = int64(kc.MaxPods)
+	switch {
+	case deref(kc.SerializeImagePulls):
+		o.Node.MaxParallelImagePulls = 0 // one at a time
+	case kc.MaxParallelImagePulls != nil:
+		o.Node.MaxParallelImagePulls = *kc.MaxParallelImagePulls
+	default:
+		o.Node.MaxParallelImagePulls = -1 // no bound
+	}
 }
 
 // resources maps the reservations and the eviction thresholds.

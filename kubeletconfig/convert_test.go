@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/kubeletconfig"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
@@ -62,6 +63,8 @@ func TestConvertHonoured(t *testing.T) {
 		kc.ProviderID, kc.RegisterNode = "kind://docker/kind/n1", ptrTo(false)
 		kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout = "unix:///crio.sock", duration(time.Minute)
 		kc.Logging.Verbosity = 4
+		kc.ClusterDNS, kc.ClusterDomain, kc.ResolverConfig = []string{"10.96.0.10", "fd00::a"}, "cluster.local", ptrTo("")
+		kc.MaxPods, kc.SerializeImagePulls, kc.MaxParallelImagePulls = 500, ptrTo(false), ptrTo[int32](3)
 	})
 	require.NoError(t, err)
 	o := cfg.Agent
@@ -105,6 +108,11 @@ func TestConvertHonoured(t *testing.T) {
 	assert.Equal(t, "unix:///crio.sock", cfg.RuntimeEndpoint)
 	assert.Equal(t, time.Minute, cfg.RuntimeRequestTimeout)
 	assert.Equal(t, 4, cfg.Verbosity)
+	assert.Equal(t, []string{"10.96.0.10", "fd00::a"}, o.Node.ClusterDNS)
+	assert.Equal(t, "cluster.local", o.Node.ClusterDomain)
+	assert.Equal(t, agent.ResolvConfNone, o.Node.ResolvConf)
+	assert.Equal(t, int64(500), o.Node.MaxPods)
+	assert.Equal(t, int32(3), o.Node.MaxParallelImagePulls)
 	cl := cfg.Cluster
 	assert.False(t, cl.WebhookAuthentication)
 	assert.False(t, cl.WebhookAuthorization)
@@ -151,8 +159,6 @@ func TestConvertRefused(t *testing.T) {
 			[]string{"memorySwap"}, `memorySwap {"swapBehavior":"LimitedSwap"}`},
 		{"healthz elsewhere", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HealthzPort = ptrTo[int32](10249) },
 			[]string{"healthzPort"}, "healthzPort 10249"},
-		{"max pods", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.MaxPods = 500 },
-			[]string{"maxPods"}, "maxPods 500"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := convert(t, tc.set)
@@ -173,13 +179,14 @@ func TestConvertInvalid(t *testing.T) {
 		kc.KubeReserved = map[string]string{"gpu": "1"}
 		kc.EvictionSoft = map[string]string{"memory.available": "1Gi"}
 		kc.ContainerLogMaxSize = "ten"
+		kc.ClusterDNS = []string{"kube-dns"}
 		kc.Authorization.Mode = "RBAC"
 		kc.CPUManagerPolicy = "static"
 	})
 	require.ErrorIs(t, err, kubeletconfig.ErrUnsupported)
 	for _, want := range []string{`tlsMinVersion "VersionTLS9"`, `tlsCipherSuites: "TLS_NOPE"`, `tlsCertFile "/c" and tlsPrivateKeyFile ""`,
 		`kubeReserved: cannot reserve "gpu"`, "grace period must be specified", `containerLogMaxSize "ten"`,
-		`authorization.mode "RBAC": must be AlwaysAllow or Webhook`, `cpuManagerPolicy "static"`} {
+		`authorization.mode "RBAC": must be AlwaysAllow or Webhook`, `cpuManagerPolicy "static"`, `clusterDNS: "kube-dns" is not an IP address`} {
 		assert.ErrorContains(t, err, want)
 	}
 }
@@ -193,8 +200,10 @@ func TestConvertOffValues(t *testing.T) {
 		kc.HairpinMode = kubeletv1beta1.HairpinVeth // ignored, as upstream does with a CRI runtime
 		kc.EnforceNodeAllocatable = []string{"none"}
 		kc.EvictionHard = map[string]string{}
+		kc.SerializeImagePulls = ptrTo(false)
 	})
 	require.NoError(t, err)
+	assert.Equal(t, int32(-1), cfg.Agent.Node.MaxParallelImagePulls, "serializeImagePulls false without a bound")
 	assert.Nil(t, cfg.Agent.HTTP.API)
 	assert.Empty(t, cfg.Agent.Cgroups.EnforceNodeAllocatable)
 	assert.Equal(t, []eviction.Threshold{}, cfg.Agent.Eviction.Thresholds, "no thresholds, not the defaults")

@@ -25,7 +25,8 @@ var mapped = map[string]bool{
 	"providerID": true, "logging": true, "shutdownGracePeriod": true,
 	"shutdownGracePeriodCriticalPods": true, "shutdownGracePeriodByPodPriority": true,
 	"crashLoopBackOff": true, "seccompDefault": true, "registerWithTaints": true, "registerNode": true,
-	"containerRuntimeEndpoint": true,
+	"containerRuntimeEndpoint": true, "clusterDNS": true, "clusterDomain": true, "resolvConf": true,
+	"maxPods": true, "serializeImagePulls": true, "maxParallelImagePulls": true,
 }
 
 // ignored are the fields upstream itself does not act on in the
@@ -85,12 +86,6 @@ func (c *converter) checkRest() {
 
 // why says what the node lacks for some of the refused fields.
 var why = map[string]string{
-	"maxPods":                   "the pods capacity is fixed at 110",
-	"serializeImagePulls":       "the node does not bound its image pulls",
-	"maxParallelImagePulls":     "the node does not bound its image pulls",
-	"clusterDNS":                "pods get no cluster DNS from this node",
-	"clusterDomain":             "pods get no cluster domain from this node",
-	"resolvConf":                "pods' DNS comes from the runtime's resolv.conf",
 	"cpuManagerPolicy":          "no CPU manager",
 	"memoryManagerPolicy":       "no memory manager",
 	"topologyManagerPolicy":     "no topology manager",

@@ -1,7 +1,6 @@
 package kubeletconfig_test
 
 import (
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,10 +10,6 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/kubeletconfig"
 )
-
-// notLanded are the fields kubeadm's and kind's files set that the node
-// refuses until the work that implements them lands: cluster DNS.
-var notLanded = []string{"clusterDomain", "clusterDNS"}
 
 // The files kubeadm and kind write load, validate and convert; what they
 // set arrives in the agent's options and in the cluster settings.
@@ -33,16 +28,13 @@ func TestGoldenFiles(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, kubeletconfig.Validate(kc))
 			cfg, err := kubeletconfig.Convert(kc)
-			var unsupported *kubeletconfig.UnsupportedError
-			if len(notLanded) > 0 {
-				require.ErrorAs(t, err, &unsupported)
-				assert.ElementsMatch(t, notLanded, unsupported.Fields(), "%v", err)
-				kc.ClusterDNS, kc.ClusterDomain = nil, ""
-				cfg, err = kubeletconfig.Convert(kc)
-			}
-			require.NoError(t, err)
-			assert.False(t, errors.Is(err, kubeletconfig.ErrUnsupported))
+			require.NoError(t, err, "no refusal")
 			o := cfg.Agent
+			assert.Equal(t, []string{"10.96.0.10"}, o.Node.ClusterDNS)
+			assert.Equal(t, "cluster.local", o.Node.ClusterDomain)
+			assert.Equal(t, "/etc/resolv.conf", o.Node.ResolvConf)
+			assert.Equal(t, int64(110), o.Node.MaxPods)
+			assert.Zero(t, o.Node.MaxParallelImagePulls, "pulls serialised, upstream's default")
 			assert.Equal(t, "/etc/kubernetes/manifests", o.Sources.ManifestPath)
 			assert.Equal(t, "/var/log/pods", o.Logs.Dir)
 			assert.Equal(t, "systemd", o.Cgroups.Driver)
