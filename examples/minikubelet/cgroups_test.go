@@ -18,9 +18,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
+	kkconfig "github.com/kubeletkit/kubeletkit/kubeletconfig"
 )
 
 // The cgroup flags: upstream's defaults on a real runtime (which needs
@@ -42,8 +42,6 @@ func TestCgroupFlags(t *testing.T) {
 		{name: "fake runtime", args: nil, qos: false, reportNon: true},
 		{name: "real runtime", args: socket, runtime: "containerd", qos: root, enforce: []string{"pods"}, wantErr: !root},
 		{name: "off", args: append(socket, "--cgroups-per-qos=false"), runtime: "containerd", reportNon: true},
-		{name: "off, enforcement asked", args: append(socket, "--cgroups-per-qos=false", "--enforce-node-allocatable", "pods"), runtime: "containerd",
-			enforce: []string{"pods"}},
 		{name: "none", args: append(socket, "--enforce-node-allocatable", ""), runtime: "containerd", qos: root, wantErr: !root, reportNon: true},
 		{name: "fake runtime over a socket", args: socket, runtime: fake.DefaultRuntimeName, reportNon: true, warned: true},
 		{name: "fake runtime over a socket, asked", args: append(socket, "--cgroups-per-qos"), runtime: fake.DefaultRuntimeName,
@@ -56,7 +54,10 @@ func TestCgroupFlags(t *testing.T) {
 			}
 			c.runtimeName = tc.runtime
 			var logs bytes.Buffer
-			opts := agent.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			cfg, err := kkconfig.Convert(c.kc)
+			require.NoError(t, err)
+			opts := cfg.Agent
+			opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			err = cgroupOptions(c, &opts)
 			if tc.wantErr {
 				if err == nil {

@@ -22,16 +22,32 @@
 // certificate made once under ROOT-DIR/pki (or --tls-cert-file and
 // --tls-private-key-file). /configz is upstream's
 // {"kubeletconfig": <v1beta1.KubeletConfiguration>}, what the node e2e
-// suite reads: the settings minikubelet really runs with, from its flags
-// and the agent's defaults (static pod path, check and sync frequencies,
-// address and ports, TLS files, authentication and authorization, log
-// rotation and the logs directory, eviction thresholds, image GC, node
-// status and lease, the runtime endpoint, shutdownGracePeriod and
-// shutdownGracePeriodCriticalPods, the QoS cgroups:
-// cgroupsPerQOS, cgroupDriver, cgroupRoot and enforceNodeAllocatable as it
-// runs them; on a fake runtime (the embedded one, or examples/fakecri over
-// a socket unless --cgroups-per-qos is given) cgroupsPerQOS false and
-// enforceNodeAllocatable none, as its containers are no processes).
+// suite reads: the merged configuration minikubelet runs with (below),
+// with what the node does where it accepts an upstream default it does not
+// act on (no healthz port, pprof or system logs, no swap check, unbounded
+// image pulls), the TLS files it serves, the authentication and
+// authorization it does, and the QoS cgroups as it runs them: on a fake
+// runtime (the embedded one, or examples/fakecri over a socket unless
+// --cgroups-per-qos is given) cgroupsPerQOS false and
+// enforceNodeAllocatable none, as its containers are no processes.
+//
+// Configuration: --config is upstream's KubeletConfiguration file
+// (kubelet.config.k8s.io/v1beta1, YAML or JSON: kubeadm's and kind's
+// /var/lib/kubelet/config.yaml), --config-dir its drop-in directory (the
+// *.conf files, each merged over the result in lexical order), as upstream
+// kubelet takes them: flags given on the command line over the drop-ins
+// over the file over upstream's defaults. Package kubeletconfig loads,
+// defaults, validates (upstream's messages) and converts it to the agent's
+// options, and refuses by name every field the node does not implement
+// (docs/kubeletconfig.md has the table); minikubelet refuses in addition
+// rotateCertificates and serverTLSBootstrap (no certificates by CSR yet)
+// and, without --kubeconfig, what needs an API server (webhook
+// authentication and authorization, which upstream's defaults turn on:
+// a standalone file says authentication.webhook.enabled false and
+// authorization.mode AlwaysAllow, as upstream kubelet needs too). Without
+// --config, minikubelet's own defaults stand in for the file: the embedded
+// fake runtime, logs under ROOT-DIR/logs, no webhooks unless joined, the
+// example manifests.
 // Every request is authenticated, by a client certificate of
 // --client-ca-file (the API server's kubelet-client certificate), a bearer
 // token (--authentication-token-webhook: TokenReview), or as
@@ -68,7 +84,11 @@
 // --kubeconfig (join an API server), --register-node, --node-labels,
 // --node-status-update-frequency, --node-lease-duration-seconds,
 // --kube-api-qps, --kube-api-burst (50 and 100, upstream's),
-// --node-name, --node-ip, --cluster-dns (comma-separated, repeatable),
+// --register-with-taints, --provider-id (both at registration, with
+// --kubeconfig), --max-pods (110), --serialize-image-pulls (true) and
+// --max-parallel-image-pulls, --config, --config-dir,
+// --node-name, --hostname-override (the node's name, as upstream's),
+// --node-ip, --cluster-dns (comma-separated, repeatable),
 // --cluster-domain, --resolv-conf (/etc/resolv.conf, upstream's default;
 // "" for none; pods' DNS as upstream's: docs/podsync.md#dns),
 // --root-dir, --address, --port, --read-only-port,
@@ -94,7 +114,8 @@
 // key that seals the secrets and tokens it keeps; without it it keeps
 // none), -v (debug logs).
 //
-// The program only turns flags into options: the node itself is package
+// The program only turns flags and the configuration into options
+// (kubeletconfig.Convert does the converting): the node itself is package
 // agent (github.com/kubeletkit/kubeletkit/agent), joined to the API server by
 // examples/apiserver (Join, Apply, then Joined.Run in place of Agent.Run),
 // with its metrics from examples/prometheus (Metrics and Handler in the

@@ -18,10 +18,7 @@ import (
 // whose root is dir/root.
 func joinedConfig(t *testing.T, dir string, args ...string) *config {
 	t.Helper()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, []byte(`{"apiVersion": "v1", "kind": "Config", "current-context": "c",
-"clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
-"contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {"token": "t"}}]}`), 0o600))
+	kubeconfig := kubeconfigFile(t, dir)
 	c, err := parseFlags(append([]string{"--kubeconfig", kubeconfig, "--root-dir", filepath.Join(dir, "root"), "--node-name", "edge1"}, args...), io.Discard)
 	require.NoError(t, err)
 	return c
