@@ -64,6 +64,9 @@ type Timings struct {
 	Housekeeping time.Duration
 	// NodeStatus is how often the node's status is built (10s).
 	NodeStatus time.Duration
+	// NodeStatusReport is how often an unchanged node status is pushed
+	// all the same (5m; upstream's nodeStatusReportFrequency).
+	NodeStatusReport time.Duration
 	// VolumeRefresh is how often configMap, secret, downwardAPI and
 	// projected volumes are written again from their sources (1m).
 	VolumeRefresh time.Duration

@@ -31,6 +31,7 @@ func (b *blocks) newNodeStatus() (*node.Controller, error) {
 		Machine:            b.opts.Node.Machine,
 		Addresses:          addrs,
 		StatusUpdatePeriod: b.opts.Timings.NodeStatus,
+		StatusReportPeriod: b.opts.Timings.NodeStatusReport,
 		DeclaredFeatures:   b.opts.Node.DeclaredFeatures,
 		Reservation:        b.nodeView.reservation,
 		Logger:             b.log.With("component", "node-status"),

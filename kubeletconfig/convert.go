@@ -220,6 +220,7 @@ func (c *converter) sources() {
 		c.refuse("httpCheckFrequency", kc.HTTPCheckFrequency, "the node reads the manifest directory and URL on one period, fileCheckFrequency")
 	}
 	o.Timings.NodeStatus = kc.NodeStatusUpdateFrequency.Duration
+	o.Timings.NodeStatusReport = kc.NodeStatusReportFrequency.Duration
 	o.Logs.Dir = kc.PodLogsDir
 }
 

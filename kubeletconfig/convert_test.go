@@ -74,6 +74,7 @@ func TestConvertHonoured(t *testing.T) {
 	assert.Equal(t, 30*time.Second, o.Timings.Resync)
 	assert.Equal(t, 5*time.Second, o.Timings.SourcePeriod)
 	assert.Equal(t, 20*time.Second, o.Timings.NodeStatus)
+	assert.Equal(t, 5*time.Minute, o.Timings.NodeStatusReport)
 	assert.Equal(t, time.Minute, o.Timings.BackoffMax)
 	assert.Equal(t, "10.0.0.1:11255", o.HTTP.Listen)
 	require.NotNil(t, o.HTTP.API)

@@ -13,7 +13,7 @@ var mapped = map[string]bool{
 	"fileCheckFrequency": true, "httpCheckFrequency": true, "staticPodURL": true, "address": true,
 	"port": true, "readOnlyPort": true, "tlsCertFile": true, "tlsPrivateKeyFile": true,
 	"tlsCipherSuites": true, "tlsMinVersion": true, "rotateCertificates": true, "serverTLSBootstrap": true,
-	"authentication": true, "authorization": true, "nodeStatusUpdateFrequency": true,
+	"authentication": true, "authorization": true, "nodeStatusUpdateFrequency": true, "nodeStatusReportFrequency": true,
 	"nodeLeaseDurationSeconds": true, "imageMinimumGCAge": true, "imageMaximumGCAge": true,
 	"imageGCHighThresholdPercent": true, "imageGCLowThresholdPercent": true, "cgroupRoot": true,
 	"cgroupsPerQOS": true, "cgroupDriver": true, "runtimeRequestTimeout": true, "kubeAPIQPS": true,
@@ -86,9 +86,8 @@ func (c *converter) checkRest() {
 
 // why says what the node lacks for some of the refused fields.
 var why = map[string]string{
-	"cpuManagerPolicy":          "no CPU manager",
-	"memoryManagerPolicy":       "no memory manager",
-	"topologyManagerPolicy":     "no topology manager",
-	"podPidsLimit":              "pods get no PID limit",
-	"nodeStatusReportFrequency": "an unchanged node status is posted every 5m",
+	"cpuManagerPolicy":      "no CPU manager",
+	"memoryManagerPolicy":   "no memory manager",
+	"topologyManagerPolicy": "no topology manager",
+	"podPidsLimit":          "pods get no PID limit",
 }
