@@ -42,8 +42,9 @@ type APIOptions struct {
 	Authorizer server.Authorizer
 	// Configz answers /configz with the node's configuration: a value
 	// that encodes as k8s.io/kubelet/config/v1beta1's
-	// KubeletConfiguration, which the core does not import
-	// (examples/minikubelet builds one from its flags). Nil: no /configz.
+	// KubeletConfiguration, which package agent does not import (package
+	// kubeletconfig does; examples/minikubelet serves its merged
+	// configuration). Nil: no /configz.
 	Configz server.ConfigProvider
 	// WebSockets serves kubectl's WebSocket protocols (exec and attach over
 	// v5.channel.k8s.io, port forwards tunnelled in a WebSocket) next to

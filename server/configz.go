@@ -5,9 +5,10 @@ import (
 	"net/http"
 )
 
-// ConfigProvider gives the node's configuration for /configz. The core
-// does not import k8s.io/kubelet/config/v1beta1 (it would pull in
-// k8s.io/component-base and its metrics library): the value is opaque here,
+// ConfigProvider gives the node's configuration for /configz. Package
+// server does not import k8s.io/kubelet/config/v1beta1 (it pulls in
+// k8s.io/component-base and its metrics library; only package
+// kubeletconfig imports it): the value is opaque here,
 // and encoded with encoding/json as upstream's configz handler does.
 type ConfigProvider interface {
 	// KubeletConfig returns the configuration in effect, a value whose
