@@ -42,7 +42,7 @@ type APIOptions struct {
 	Authorizer server.Authorizer
 	// Configz answers /configz with the node's configuration: a value
 	// that encodes as k8s.io/kubelet/config/v1beta1's
-	// KubeletConfiguration, which package agent does not import (package
+	// KubeletConfiguration, which the core does not import (the module
 	// kubeletconfig does; examples/minikubelet serves its merged
 	// configuration). Nil: no /configz.
 	Configz server.ConfigProvider

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/kubeletkit/kubeletkit v0.0.0
+	github.com/kubeletkit/kubeletkit/kubeletconfig v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/stretchr/testify v1.12.1
@@ -94,3 +95,5 @@ require (
 )
 
 replace github.com/kubeletkit/kubeletkit => ../
+
+replace github.com/kubeletkit/kubeletkit/kubeletconfig => ../kubeletconfig

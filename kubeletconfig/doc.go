@@ -32,6 +32,13 @@
 // JSON name and value, all in one *UnsupportedError; docs/kubeletconfig.md
 // lists every field and what the node does with it.
 //
+// The package is a Go module of its own,
+// github.com/kubeletkit/kubeletkit/kubeletconfig: upstream's type imports
+// k8s.io/component-base, and with it a metrics library (Prometheus's
+// client) and OpenTelemetry, which the core module never depends on. A
+// program that reads configuration files requires this module beside the
+// core; one that does not links none of it.
+//
 // The package has no state and starts no goroutine; its functions are safe
 // for concurrent use on distinct configurations.
 package kubeletconfig

@@ -7,8 +7,8 @@ import (
 
 // ConfigProvider gives the node's configuration for /configz. Package
 // server does not import k8s.io/kubelet/config/v1beta1 (it pulls in
-// k8s.io/component-base and its metrics library; only package
-// kubeletconfig imports it): the value is opaque here,
+// k8s.io/component-base and its metrics library; only the module
+// kubeletconfig, outside the core, imports it): the value is opaque here,
 // and encoded with encoding/json as upstream's configz handler does.
 type ConfigProvider interface {
 	// KubeletConfig returns the configuration in effect, a value whose

@@ -14,7 +14,7 @@ import (
 )
 
 // kubeletConfig stands for k8s.io/kubelet/config/v1beta1's
-// KubeletConfiguration, which package server does not import.
+// KubeletConfiguration, which the core does not import.
 type kubeletConfig struct {
 	Kind          string `json:"kind"`
 	APIVersion    string `json:"apiVersion"`
