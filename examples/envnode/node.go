@@ -80,7 +80,8 @@ type Options struct {
 }
 
 // FastTimings returns the agent's periods divided by ten: relist 100ms,
-// housekeeping 200ms, node status 1s, container and image back-off 1s
+// housekeeping 200ms, node status 1s (an unchanged one pushed every 30s),
+// container and image back-off 1s
 // doubling to 30s, retry of a failed sync 1s, resync 6s, configMap and
 // secret refresh 6s, manifest reread 2s, image garbage collection 30s. The
 // states and reasons a controller sees are upstream's (CrashLoopBackOff,
@@ -88,16 +89,17 @@ type Options struct {
 // uses more CPU to relist. Set Options.Agent.Timings to it.
 func FastTimings() agent.Timings {
 	return agent.Timings{
-		RelistPeriod:   100 * time.Millisecond,
-		SourcePeriod:   2 * time.Second,
-		BackoffInitial: time.Second,
-		BackoffMax:     30 * time.Second,
-		WorkerBackOff:  time.Second,
-		Resync:         6 * time.Second,
-		Housekeeping:   200 * time.Millisecond,
-		NodeStatus:     time.Second,
-		VolumeRefresh:  6 * time.Second,
-		ImageGC:        30 * time.Second,
+		RelistPeriod:     100 * time.Millisecond,
+		SourcePeriod:     2 * time.Second,
+		BackoffInitial:   time.Second,
+		BackoffMax:       30 * time.Second,
+		WorkerBackOff:    time.Second,
+		Resync:           6 * time.Second,
+		Housekeeping:     200 * time.Millisecond,
+		NodeStatus:       time.Second,
+		NodeStatusReport: 30 * time.Second,
+		VolumeRefresh:    6 * time.Second,
+		ImageGC:          30 * time.Second,
 	}
 }
 
