@@ -103,7 +103,8 @@ one() {
   # made at start), as they would on a node.
   main_port="$(kk_free_port)"
   if [[ "${agent}" == upstream ]]; then
-    # maxPods: the default, 110, would refuse most of 500 pods.
+    # maxPods: the default, 110, would refuse most of 500 pods (minikubelet:
+    # --max-pods below).
     kk_write_kubelet_config "${rd}/kubelet.yaml" "${rd}/manifests" "${rd}/pod-logs" "${endpoint}" \
       "${port}" "${main_port}" "maxPods: 1000"
     cmd=("${KK_KUBELET_BIN}" --config="${rd}/kubelet.yaml" --root-dir="${rd}/root" --cert-dir="${rd}/pki"
@@ -111,7 +112,7 @@ one() {
   else
     cmd=("${BIN}/minikubelet" --container-runtime-endpoint "${endpoint}" --pod-manifest-path "${rd}/manifests"
       --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir "${rd}/root" --address 127.0.0.1 --read-only-port "${port}"
-      --port "${main_port}" --cgroups-per-qos=false) # as upstream's configuration here (lib.sh)
+      --port "${main_port}" --cgroups-per-qos=false --max-pods 1000) # as upstream's configuration here (lib.sh)
   fi
   kk_isolate "${rd}/var-lib-kubelet" "${cmd[@]}"
   AGENT_BIN="${cmd[0]}"
