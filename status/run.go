@@ -156,6 +156,9 @@ func (m *Manager) pushOne(ctx context.Context, uid types.UID) {
 			m.log.Debug("pod not found by the sink; nothing to push", "pod", uid)
 		}
 		e.pushed = max(e.pushed, version)
+		if e.failures > 0 {
+			m.log.Info("pushed pod status after failures", "pod", uid, "failures", e.failures)
+		}
 		e.failures = 0
 		if deleted && e.version == version {
 			delete(m.entries, uid)
@@ -176,7 +179,11 @@ func (m *Manager) pushOne(ctx context.Context, uid types.UID) {
 			wait = m.maxBack
 		}
 		e.delayed, e.retryAt = true, m.clock.Now().Add(wait)
-		m.log.Warn("push pod status failed; will retry", "pod", uid, "attempt", e.failures, "retryIn", wait, "err", err)
+		if e.failures == 1 { // once per streak: the retries of an outage are not news
+			m.log.Warn("push pod status failed; will retry with back-off", "pod", uid, "retryIn", wait, "err", err)
+		} else {
+			m.log.Debug("push pod status failed; will retry", "pod", uid, "attempt", e.failures, "retryIn", wait, "err", err)
+		}
 		select {
 		case m.kick <- struct{}{}: // let Run arm its timer
 		default:

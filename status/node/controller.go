@@ -264,7 +264,10 @@ func (c *Controller) Status() (v1.NodeStatus, bool) {
 func (c *Controller) SetKubeletPort(port int32) { c.o.KubeletPort = port }
 
 // Run updates the status and renews the lease until ctx ends, then waits
-// for its goroutines and returns nil. Run may be called once.
+// for its goroutines and returns nil. A failed update is tried again at
+// the next period; the first failure of a streak is logged as a warning,
+// the others at debug level, and the update that ends it says how many
+// there were. Run may be called once.
 func (c *Controller) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.running {
@@ -284,9 +287,19 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	ticker := c.o.Clock.NewTicker(c.o.StatusUpdatePeriod)
 	defer ticker.Stop()
+	failures := 0 // in a row: the first is a warning, the others debug
 	for {
-		if err := c.SyncStatus(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("update node status", "node", c.o.NodeName, "err", err)
+		switch err := c.SyncStatus(ctx); {
+		case ctx.Err() != nil:
+		case err != nil && failures == 0:
+			c.log.Warn("update node status; will retry every period", "node", c.o.NodeName, "period", c.o.StatusUpdatePeriod, "err", err)
+			failures++
+		case err != nil:
+			c.log.Debug("update node status", "node", c.o.NodeName, "failures", failures+1, "err", err)
+			failures++
+		case failures > 0:
+			c.log.Info("updated node status after failures", "node", c.o.NodeName, "failures", failures)
+			failures = 0
 		}
 		select {
 		case <-ctx.Done():
@@ -403,7 +416,9 @@ func sameIgnoringHeartbeats(a, b *v1.NodeStatus) bool {
 }
 
 // leaseLoop renews the lease every LeaseRenewPeriod, and after a failure
-// retries with backoff (200ms doubling to 7s) until it succeeds.
+// retries with backoff (200ms doubling to 7s) until it succeeds. The first
+// failure of a streak is a warning, the others are logged at debug level,
+// and the renewal that ends it says how many there were.
 func (c *Controller) leaseLoop(ctx context.Context) {
 	for {
 		wait := c.o.LeaseRenewPeriod
@@ -413,13 +428,22 @@ func (c *Controller) leaseLoop(ctx context.Context) {
 			}
 			c.mu.Lock()
 			c.leaseFails++
-			wait = min(leaseRetryBase<<min(c.leaseFails-1, 10), leaseRetryMax)
+			fails := c.leaseFails
+			wait = min(leaseRetryBase<<min(fails-1, 10), leaseRetryMax)
 			c.mu.Unlock()
-			c.log.Warn("renew node lease; will retry", "node", c.o.NodeName, "retryIn", wait, "err", err)
+			if fails == 1 { // once per streak: the retries of an outage are not news
+				c.log.Warn("renew node lease; will retry with back-off", "node", c.o.NodeName, "retryIn", wait, "err", err)
+			} else {
+				c.log.Debug("renew node lease; will retry", "node", c.o.NodeName, "failures", fails, "retryIn", wait, "err", err)
+			}
 		} else {
 			c.mu.Lock()
+			fails := c.leaseFails
 			c.leaseFails = 0
 			c.mu.Unlock()
+			if fails > 0 {
+				c.log.Info("renewed node lease after failures", "node", c.o.NodeName, "failures", fails)
+			}
 		}
 		t := c.o.Clock.NewTimer(wait)
 		select {
