@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/localstate"
@@ -57,7 +58,14 @@ type JoinOptions struct {
 	// sources, and its event broadcaster, instead of its own. The caller
 	// runs Shared.Run beside the nodes; Joined.Run waits for it to start.
 	Shared *Shared
+	// Clock times Run's wait for the access check and its retries, and the
+	// Node's registration retries; nil means the real clock.
+	Clock clock.Clock
 }
+
+// accessCheckWait is how long Run waits for the API server to answer the
+// access check before it starts the node without a local state.
+const accessCheckWait = 2 * time.Second
 
 // Agent is what Run runs beside the adapters; *agent.Agent implements it.
 type Agent interface {
@@ -76,7 +84,9 @@ var _ Agent = (*agent.Agent)(nil)
 // those with goroutines beside the agent. Build it with Join.
 type Joined struct {
 	client        kubernetes.Interface
+	server        string // its URL, for the logs
 	nodeName      string
+	clock         clock.Clock
 	leaseDuration time.Duration
 	log           *slog.Logger
 
@@ -123,14 +133,14 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 		return nil, fmt.Errorf("join node %s: NodeLabels, NodeTaints and ProviderID are set at registration, and SkipNodeRegistration skips it: %w", nodeName, ErrInvalidArgument)
 	}
 	log := orDiscard(opts.Logger)
-	j := &Joined{client: client, nodeName: nodeName, leaseDuration: opts.NodeLeaseDuration, log: log,
+	j := &Joined{client: client, server: serverOf(client), nodeName: nodeName, clock: orClock(opts.Clock), leaseDuration: opts.NodeLeaseDuration, log: log,
 		updates: make(chan syncloop.PodUpdate), recorder: &GatedRecorder{}, shared: opts.Shared,
 		state: opts.LocalState}
 	var err error
 	if j.status, err = NewStatusSink(client, StatusSinkOptions{Logger: log.With("component", "api-status"), LocalState: opts.LocalState}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 	}
-	if j.nodes, err = NewNodeSink(client, nodeName, NodeSinkOptions{Logger: log.With("component", "api-node"),
+	if j.nodes, err = NewNodeSink(client, nodeName, NodeSinkOptions{Logger: log.With("component", "api-node"), Clock: j.clock,
 		Labels: opts.NodeLabels, Taints: opts.NodeTaints, ProviderID: opts.ProviderID, SkipRegistration: opts.SkipNodeRegistration}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
 	}
@@ -245,13 +255,27 @@ func (j *Joined) StatusSink() *StatusSink { return j.status }
 
 // Run runs the agent a, built from options that Apply filled, joined to
 // the API server until ctx ends. First it checks the node's permissions
-// (CheckAccess): a refusal is returned before the agent starts. Then it
-// starts the event recorder (and records EventLocalStateDamaged on the
-// node when the local state's file was found damaged) and runs the agent,
-// the pod source, the watches of the volume sources and the services'
-// watch side by side. When any of them returns, Run ends the others; it
-// returns once every one has ended and the recorder has stopped, with the
-// first error (nil when ctx ended). Run may be called once.
+// (CheckAccess): a refusal (ErrAccessDenied, or any answer that is not
+// NotAnswering: a 401, a 403) is returned before the agent starts. An API
+// server that does not answer (NotAnswering) within the wait (the pod
+// source's LocalStateAfter with a LocalState, 2s without) does not hold the
+// node back, as upstream kubelet does not wait for its server: a warning
+// names the server, the node starts (its static pods run, and with a
+// LocalState its kept pods) and the check is tried again with back-off
+// (800ms doubling to 7s) until the server answers. A refusal then ends Run
+// as it would have at start, once it has lasted 30s: a kube-apiserver that
+// has just started refuses requests until its authorizers have synced.
+// Meanwhile the adapters retry on their own: the pod source lists and
+// watches with back-off, the Node is registered once the server answers
+// (NodeSink), then the lease, the mirror pods and the pod statuses follow.
+//
+// Then it starts the event recorder (and records EventLocalStateDamaged on
+// the node when the local state's file was found damaged) and runs the
+// agent, the pod source, the watches of the volume sources and the
+// services' watch side by side. When any of them returns, Run ends the
+// others; it returns once every one has ended and the recorder has
+// stopped, with the first error (nil when ctx ended). Run may be called
+// once.
 //
 // A node joined with JoinOptions.Shared first waits for the shared
 // adapters' Run to start (or ctx to end), records its events through their
@@ -264,11 +288,39 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	if !j.ran.CompareAndSwap(false, true) {
 		return fmt.Errorf("run node %s: already run: %w", j.nodeName, ErrInvalidArgument)
 	}
-	if err := j.checkAccess(ctx); err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	pending, err := j.checkAccess(ctx)
+	if err != nil {
 		return fmt.Errorf("run node %s: %w", j.nodeName, err)
+	}
+	if pending != nil {
+		wg.Go(func() {
+			if err := j.recheckAccess(ctx, pending); err != nil {
+				fail(fmt.Errorf("run node %s: %w", j.nodeName, err))
+			}
+		})
 	}
 	if j.shared != nil {
 		if err := j.shared.wait(ctx); err != nil {
+			cancel()
+			wg.Wait()
+			if first != nil {
+				return first
+			}
 			return fmt.Errorf("run node %s: waiting for the shared adapters: %w", j.nodeName, err)
 		}
 		defer j.recorder.startWith(j.shared.recorder(j.nodeName), func() {})()
@@ -277,22 +329,11 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	}
 	j.recordLocalStateDamage()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
 	run := func(name string, f func(context.Context) error) {
 		wg.Go(func() {
 			defer cancel()
 			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("run node %s: %s: %w", j.nodeName, name, err)
-				}
-				mu.Unlock()
+				fail(fmt.Errorf("run node %s: %s: %w", j.nodeName, name, err))
 			}
 		})
 	}
@@ -309,20 +350,83 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	return first
 }
 
-// checkAccess is CheckAccess; with a local state, a check the API server
-// does not answer within the pod source's LocalStateAfter is logged and
-// skipped, so that the node runs its kept pods (a refusal still stops it).
-func (j *Joined) checkAccess(ctx context.Context) error {
-	if j.state == nil {
+// checkAccess starts CheckAccess and waits for it at most the pod source's
+// LocalStateAfter with a local state, accessCheckWait without. It returns
+// a refusal; nil and nil when access is granted; and when the server does
+// not answer, a warning is logged and it returns the channel on which the
+// check started will send its result.
+func (j *Joined) checkAccess(ctx context.Context) (pending <-chan error, err error) {
+	wait := accessCheckWait
+	if j.state != nil {
+		wait = j.pods.after
+	}
+	done := make(chan error, 1)
+	go func() { done <- CheckAccess(ctx, j.client, j.nodeName) }()
+	t := j.clock.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err = <-done:
+		if err == nil || ctx.Err() != nil || !NotAnswering(err) {
+			return nil, err
+		}
+		pending = oneError(err)
+	case <-t.C():
+		err = fmt.Errorf("check access: no answer within %s", wait)
+		pending = done
+	}
+	if j.state != nil {
+		j.log.Warn("the API server does not answer: starting the node (its static pods and the local state's) and retrying with back-off", "server", j.server, "err", err)
+	} else {
+		j.log.Warn("the API server does not answer: starting the node (its static pods) and retrying with back-off", "server", j.server, "err", err)
+	}
+	return pending, nil
+}
+
+// oneError returns a channel that holds err.
+func oneError(err error) <-chan error {
+	c := make(chan error, 1)
+	c <- err
+	return c
+}
+
+// refusalGrace is how long a refusal of a server that comes back after
+// the node started is checked again before it stops the node: a
+// kube-apiserver that has just started refuses requests (403) until its
+// authorizers have synced.
+const refusalGrace = 30 * time.Second
+
+// recheckAccess takes the result of the check started (pending) and checks
+// the node's access again with back-off while the server does not answer,
+// and for refusalGrace after its first refusal. It returns the refusal, or
+// nil when access is granted or ctx ends.
+func (j *Joined) recheckAccess(ctx context.Context, pending <-chan error) error {
+	start := j.clock.Now()
+	var refusedAt time.Time
+	retry := func(err error) bool {
+		if NotAnswering(err) {
+			return true
+		}
+		if refusedAt.IsZero() {
+			refusedAt = j.clock.Now()
+			j.log.Warn("the API server refuses the node's access; checking again in case it has just started", "server", j.server, "for", refusalGrace, "err", err)
+		}
+		return j.clock.Since(refusedAt) < refusalGrace
+	}
+	err := untilAnswered.doIf(ctx, j.clock, retry, func(ctx context.Context) error {
+		if pending != nil {
+			err := <-pending
+			pending = nil
+			return err
+		}
 		return CheckAccess(ctx, j.client, j.nodeName)
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return fmt.Errorf("the API server answered after %s: %w", j.clock.Since(start).Round(time.Millisecond), err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, j.pods.after)
-	defer cancel()
-	err := CheckAccess(cctx, j.client, j.nodeName)
-	if err == nil || errors.Is(err, ErrAccessDenied) || ctx.Err() != nil {
-		return err
-	}
-	j.log.Warn("cannot check the node's access: the API server does not answer; starting from the local state", "err", err)
+	j.log.Info("the API server answers: the node's access is granted", "server", j.server, "after", j.clock.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -132,7 +132,13 @@ func allowAll(client *fake.Clientset, deny string) {
 // joined joins n1 to client and applies it to opts.
 func joined(t *testing.T, client *fake.Clientset, opts *agent.Options) *apiserver.Joined {
 	t.Helper()
-	j, err := apiserver.Join(client, "n1", apiserver.JoinOptions{})
+	return joinedWith(t, client, apiserver.JoinOptions{}, opts)
+}
+
+// joinedWith joins n1 to client with jopts and applies it to opts.
+func joinedWith(t *testing.T, client kubernetes.Interface, jopts apiserver.JoinOptions, opts *agent.Options) *apiserver.Joined {
+	t.Helper()
+	j, err := apiserver.Join(client, "n1", jopts)
 	require.NoError(t, err)
 	require.NoError(t, j.Apply(opts))
 	return j
