@@ -38,6 +38,13 @@ type NodeSinkOptions struct {
 	// Retry bounds the retries of each call; the zero value is its
 	// defaults (5 attempts, 100ms doubling to 2s).
 	Retry Retry
+	// RegisterRetry is the back-off of the Node's registration while the
+	// API server does not answer (NotAnswering) or fails in a way worth
+	// retrying (Retryable). Its zero fields mean 800ms doubling to 7s, and
+	// Attempts 0 no bound: the registration is tried until the call's
+	// context ends, as upstream's registerWithAPIServer tries until it
+	// succeeds.
+	RegisterRetry Retry
 	// Hostname is the kubernetes.io/hostname label; "" means the node's
 	// name (upstream's hostname override).
 	Hostname string
@@ -68,7 +75,10 @@ type NodeSinkOptions struct {
 // first UpdateNodeStatus registers the Node as upstream's
 // registerWithAPIServer: it creates it with its labels and the status; if it
 // already exists it reconciles the default labels and goes on (unless
-// SkipRegistration). Later calls
+// SkipRegistration). While the API server does not answer, the
+// registration is tried again with back-off (RegisterRetry) until the
+// call's context ends, with one warning per outage; the next call goes on.
+// Later calls
 // patch nodes/status with a strategic merge patch of what changed. Leases
 // live where the controller says (kube-node-lease) and are owned by the
 // Node. Safe for concurrent use.
@@ -81,6 +91,7 @@ type NodeSink struct {
 
 	mu         sync.Mutex
 	registered bool
+	regFailing bool // the last registration attempt failed: warned already
 	nodeUID    types.UID
 	last       *v1.Node // as last read, for admission
 }
@@ -106,6 +117,16 @@ func NewNodeSink(client kubernetes.Interface, nodeName string, opts NodeSinkOpti
 	}
 	if opts.Arch == "" {
 		opts.Arch = goruntime.GOARCH
+	}
+	r := &opts.RegisterRetry
+	if r.Attempts <= 0 {
+		r.Attempts = untilAnswered.Attempts
+	}
+	if r.Base <= 0 {
+		r.Base = untilAnswered.Base
+	}
+	if r.Max <= 0 {
+		r.Max = untilAnswered.Max
 	}
 	return &NodeSink{client: client, nodeName: nodeName, o: opts, log: orDiscard(opts.Logger).With("node", nodeName), clock: orClock(opts.Clock)}, nil
 }
@@ -182,9 +203,11 @@ func (s *NodeSink) UpdateNodeStatus(ctx context.Context, nodeName string, st v1.
 // whether it created it.
 func (s *NodeSink) register(ctx context.Context, st v1.NodeStatus) (bool, error) {
 	var created *v1.Node
-	err := s.o.Retry.do(ctx, s.clock, func(ctx context.Context) error {
+	retryable := func(err error) bool { return NotAnswering(err) || Retryable(err) }
+	err := s.o.RegisterRetry.doIf(ctx, s.clock, retryable, func(ctx context.Context) error {
 		var err error
 		created, err = s.client.CoreV1().Nodes().Create(ctx, s.InitialNode(st), metav1.CreateOptions{})
+		s.noteRegisterAttempt(err)
 		return err
 	})
 	if err == nil {
@@ -221,6 +244,23 @@ func (s *NodeSink) register(ctx context.Context, st v1.NodeStatus) (bool, error)
 	}
 	s.log.Info("node was already registered; reconciled its labels")
 	return false, nil
+}
+
+// noteRegisterAttempt logs the first failure of the registration while the
+// API server does not answer as a warning, the others of the streak at
+// debug level.
+func (s *NodeSink) noteRegisterAttempt(err error) {
+	s.mu.Lock()
+	first := !s.regFailing
+	s.regFailing = err != nil && NotAnswering(err)
+	s.mu.Unlock()
+	switch {
+	case !s.regFailing:
+	case first:
+		s.log.Warn("cannot register the node: the API server does not answer; retrying with back-off", "server", serverOf(s.client), "err", err)
+	default:
+		s.log.Debug("cannot register the node: the API server does not answer", "err", err)
+	}
 }
 
 func (s *NodeSink) setRegistered(uid types.UID) {

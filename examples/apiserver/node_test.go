@@ -1,17 +1,23 @@
 package apiserver_test
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/status/node"
@@ -185,4 +191,62 @@ func TestNodeSinkLeases(t *testing.T) {
 	require.NoError(t, client.CoordinationV1().Leases(node.DefaultLeaseNamespace).Delete(ctx, "n1", metav1.DeleteOptions{}))
 	_, err = s.UpdateLease(ctx, got)
 	assert.ErrorIs(t, err, node.ErrLeaseNotFound)
+}
+
+// While the API server does not answer, the registration is tried again
+// with back-off (800ms doubling to 7s) until the call's context ends, with
+// one warning; the next call goes on and registers once the server
+// answers.
+func TestNodeSinkRegistersOnceTheServerAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset()
+		server := newAwayServer(client)
+		var attempts []time.Duration
+		begin := time.Now()
+		client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			attempts = append(attempts, time.Since(begin))
+			return false, nil, nil // on to the away server's reactor, or the tracker
+		})
+		var logs logRecords
+		s, err := apiserver.NewNodeSink(client, "n1", apiserver.NodeSinkOptions{Logger: logs.logger()})
+		require.NoError(t, err)
+
+		// The status controller bounds each call (10s).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = s.UpdateNodeStatus(ctx, "n1", nodeStatus(v1.ConditionTrue))
+		cancel()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "connection refused")
+		assert.False(t, s.Registered())
+		assert.Equal(t, []time.Duration{0, 800 * time.Millisecond, 2400 * time.Millisecond, 5600 * time.Millisecond}, attempts,
+			"waits of 800ms doubling")
+		warns := logs.at(slog.LevelWarn)
+		require.Len(t, warns, 1)
+		assert.Contains(t, warns[0], "cannot register the node: the API server does not answer")
+
+		// The next call, the server still away for 20s: the waits reach 7s.
+		attempts, begin = nil, time.Now()
+		time.AfterFunc(20*time.Second, func() { server.away.Store(false) })
+		require.NoError(t, s.UpdateNodeStatus(context.Background(), "n1", nodeStatus(v1.ConditionTrue)))
+		assert.True(t, s.Registered())
+		assert.Equal(t, []time.Duration{0, 800 * time.Millisecond, 2400 * time.Millisecond, 5600 * time.Millisecond,
+			12 * time.Second, 19 * time.Second, 26 * time.Second}, attempts, "capped at 7s")
+		assert.Len(t, logs.at(slog.LevelWarn), 1, "one warning for the whole outage")
+		_, err = client.Tracker().Get(v1.SchemeGroupVersion.WithResource("nodes"), "", "n1")
+		require.NoError(t, err, "registered")
+	})
+}
+
+// A refusal is not retried in place: the next status update tries again.
+func TestNodeSinkRegistrationRefused(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(v1.Resource("nodes"), "n1", errors.New("no RBAC"))
+	})
+	s, err := apiserver.NewNodeSink(client, "n1", apiserver.NodeSinkOptions{})
+	require.NoError(t, err)
+	err = s.UpdateNodeStatus(t.Context(), "n1", nodeStatus(v1.ConditionTrue))
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err))
+	assert.Equal(t, 1, count(client.Actions(), "create", "nodes", ""))
 }
