@@ -182,6 +182,26 @@ func httpGet(url string) (string, error) {
 	return string(b), err
 }
 
+// nodePod returns the pod name as the node at url (its read-only server)
+// shows it on /pods; false when the node does not answer or has no such
+// pod.
+func nodePod(url, name string) (v1.Pod, bool) {
+	body, err := httpGet(url + "/pods")
+	if err != nil {
+		return v1.Pod{}, false
+	}
+	var list v1.PodList
+	if json.Unmarshal([]byte(body), &list) != nil {
+		return v1.Pod{}, false
+	}
+	for _, p := range list.Items {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return v1.Pod{}, false
+}
+
 // runningOf returns the running containers of the pod podName by container
 // name, and how many ready sandboxes the pod has.
 func runningOf(t *testing.T, rt interface {
@@ -552,20 +572,8 @@ func TestAPIServerAutonomyOnContainerd(t *testing.T) {
 		return restarted(rt, ns, cut.live.Name, killed) && restarted(baseRT, baseNS, base.live.Name, baseKilled)
 	})
 	eventuallyWithin(t, time.Minute, "the crash loop going on while the API server is down", func() bool {
-		body, err := httpGet(pods + "/pods")
-		if err != nil {
-			return false
-		}
-		var list v1.PodList
-		if json.Unmarshal([]byte(body), &list) != nil {
-			return false
-		}
-		for _, p := range list.Items {
-			if p.Name == cut.crash.Name && len(p.Status.ContainerStatuses) == 1 {
-				return p.Status.ContainerStatuses[0].RestartCount > crashRestarts
-			}
-		}
-		return false
+		p, ok := nodePod(pods, cut.crash.Name)
+		return ok && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount > crashRestarts
 	})
 	_, err = admin.CoreV1().Pods(ns).Get(ctx, cut.live.Name, metav1.GetOptions{})
 	require.Error(t, err, "the API server is still down")
