@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/podspec"
+	"github.com/kubeletkit/kubeletkit/status/node"
 )
 
 // MirrorPodsOptions configure MirrorPods. Every field is optional.
@@ -89,16 +90,20 @@ func MirrorPodFor(static *v1.Pod, nodeName string, nodeUID types.UID) *v1.Pod {
 
 // CreateMirrorPod creates the mirror pod of static. The Node is read for its
 // UID (the owner reference); if it cannot be read the mirror pod is not
-// created, as upstream. A mirror pod of the same hash already there is
+// created, as upstream, and a Node not registered yet is an error wrapping
+// node.ErrNodeNotFound. A mirror pod of the same hash already there is
 // success; one of another hash is an AlreadyExists error (Sync deletes it
 // first).
 func (m *MirrorPods) CreateMirrorPod(ctx context.Context, static *v1.Pod) error {
 	name := static.Namespace + "/" + static.Name
-	node, err := m.client.CoreV1().Nodes().Get(ctx, m.nodeName, metav1.GetOptions{})
+	n, err := m.client.CoreV1().Nodes().Get(ctx, m.nodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("create mirror pod %s: get node %s: %w", name, m.nodeName, errors.Join(node.ErrNodeNotFound, err))
+	}
 	if err != nil {
 		return fmt.Errorf("create mirror pod %s: get node %s: %w", name, m.nodeName, err)
 	}
-	mirror := MirrorPodFor(static, m.nodeName, node.UID)
+	mirror := MirrorPodFor(static, m.nodeName, n.UID)
 	_, err = m.client.CoreV1().Pods(static.Namespace).Create(ctx, mirror, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		existing, gerr := m.client.CoreV1().Pods(static.Namespace).Get(ctx, static.Name, metav1.GetOptions{})
@@ -208,7 +213,11 @@ func PlanMirrorPods(staticPods, mirrorPods []*v1.Pod) MirrorPlan {
 // Sync carries out PlanMirrorPods(staticPods, mirrorPods): it deletes first
 // (each with its UID as precondition), then creates. It goes on after a
 // failure, so one bad pod does not hold up the others, and returns the
-// plan with every error joined.
+// plan with every error joined. While the Node is not registered (the API
+// server has just come back, the registration's back-off runs) no mirror
+// pod can be created and none is: that is not an error, as upstream, which
+// skips the mirror pod until it can read its Node; the next Sync creates
+// them.
 func (m *MirrorPods) Sync(ctx context.Context, staticPods, mirrorPods []*v1.Pod) (MirrorPlan, error) {
 	plan := PlanMirrorPods(staticPods, mirrorPods)
 	var errs []error
@@ -219,7 +228,12 @@ func (m *MirrorPods) Sync(ctx context.Context, staticPods, mirrorPods []*v1.Pod)
 		}
 	}
 	for _, p := range plan.Create {
-		if err := m.CreateMirrorPod(ctx, p); err != nil {
+		err := m.CreateMirrorPod(ctx, p)
+		if errors.Is(err, node.ErrNodeNotFound) {
+			m.log.Debug("no mirror pods yet: the Node is not registered", "pods", len(plan.Create))
+			break
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

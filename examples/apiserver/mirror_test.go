@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/podspec"
+	"github.com/kubeletkit/kubeletkit/status/node"
 )
 
 func testNode(name string, uid types.UID) *v1.Node {
@@ -99,7 +101,7 @@ func TestCreateMirrorPod(t *testing.T) {
 		{name: "created", stored: []runtime.Object{testNode("n1", "nu")}},
 		{name: "same mirror already there", stored: []runtime.Object{testNode("n1", "nu"), mirrorPod("ns", "a", "ha", "ma", "n1")}},
 		{name: "outdated mirror there", stored: []runtime.Object{testNode("n1", "nu"), mirrorPod("ns", "a", "h0", "ma", "n1")}, wantErr: apierrors.IsAlreadyExists},
-		{name: "no node", wantErr: apierrors.IsNotFound},
+		{name: "no node", wantErr: func(err error) bool { return apierrors.IsNotFound(err) && errors.Is(err, node.ErrNodeNotFound) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +168,26 @@ func TestParsePodFullName(t *testing.T) {
 			assert.Equal(t, tt.ns, ns)
 		})
 	}
+}
+
+// Before the Node is registered Sync creates nothing, and says no error:
+// the next Sync creates the mirror pods.
+func TestMirrorPodsSyncBeforeTheNodeIsRegistered(t *testing.T) {
+	client := fake.NewClientset()
+	m, err := apiserver.NewMirrorPods(client, "n1", apiserver.MirrorPodsOptions{})
+	require.NoError(t, err)
+	static := []*v1.Pod{staticPod("ns", "a", "ha", "n1"), staticPod("ns", "b", "hb", "n1")}
+	plan, err := m.Sync(t.Context(), static, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a_ns", "b_ns"}, names(plan.Create))
+	assert.Equal(t, 0, count(client.Actions(), "create", "pods", ""))
+	assert.Equal(t, 1, count(client.Actions(), "get", "nodes", ""), "the Node read once")
+
+	_, err = client.CoreV1().Nodes().Create(t.Context(), testNode("n1", "nu"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = m.Sync(t.Context(), static, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 2, count(client.Actions(), "create", "pods", ""))
 }
 
 func TestMirrorPodsSync(t *testing.T) {
