@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -33,6 +34,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/localstate"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // refused is the error client-go returns when nothing listens on the API
@@ -209,11 +211,12 @@ func TestRunStartsWhileTheServerDoesNotAnswer(t *testing.T) {
 		assert.Empty(t, done, "Run goes on")
 		assert.Len(t, logs.at(slog.LevelWarn), 1, "no warning per retry")
 
-		// Back: the next list (within the reflector's back-off, 30s at
-		// most) sends the node's pods, and the access check passes.
+		// Back: the next list (within the reflector's back-off, 30s
+		// doubled by jitter at most) sends the node's pods, and the
+		// access check passes.
 		server.away.Store(false)
 		back := time.Now()
-		time.Sleep(31 * time.Second)
+		time.Sleep(61 * time.Second)
 		synctest.Wait()
 		select {
 		case pods := <-first:
@@ -403,3 +406,74 @@ func TestRunStartsWhenTheCheckHangs(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// An agent on the fake runtime, joined without a local state to an API
+// server that does not answer (issue 35): its static pod runs within a
+// second, and the node keeps running through a minute of outage with one
+// warning per adapter, not one per retry. When the server answers, within
+// the back-offs (7s for the Node, 60s at most for the pod list) the Node
+// registers and turns Ready, its lease is held, the static pod gets its
+// mirror pod with its status (Running), and the events recorded during
+// the outage are written.
+func TestJoinedAgentStartsWithoutTheAPIServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset()
+		allowAll(client, "")
+		client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			a.(k8stesting.CreateAction).GetObject().(*v1.Pod).UID = "mirror-uid" // as the API server does
+			return false, nil, nil
+		})
+		server := newAwayServer(client)
+		var logs logRecords
+		opts := staticAgentOptions(t)
+		opts.Logger = logs.logger()
+		j := joinedWith(t, client, apiserver.JoinOptions{Logger: logs.logger()}, &opts)
+		a, err := agent.New(opts)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- j.Run(ctx, a) }()
+
+		staticRunning := func() bool {
+			for _, p := range a.PodStatuses() {
+				if p.Name == "static-n1" {
+					return p.Status.Phase == v1.PodRunning
+				}
+			}
+			return false
+		}
+		time.Sleep(time.Second) // the fake time of the bubble
+		synctest.Wait()
+		require.True(t, staticRunning(), "the static pod runs a second after the start, the API server away")
+
+		time.Sleep(10 * time.Second) // every adapter has failed by now
+		synctest.Wait()
+		warns := logs.at(slog.LevelWarn)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Empty(t, done, "the node runs on")
+		assert.True(t, staticRunning())
+		assert.Equal(t, warns, logs.at(slog.LevelWarn), "a warning per adapter, not per retry")
+		assert.LessOrEqual(t, len(warns), 8, "%s", strings.Join(warns, "\n"))
+		_, err = client.Tracker().Get(v1.SchemeGroupVersion.WithResource("nodes"), "", "n1")
+		require.True(t, apierrors.IsNotFound(err), "no Node while away: %v", err)
+
+		// The pod source lists again within its reflector's back-off
+		// (30s doubled by jitter at most); housekeeping, which syncs the
+		// mirror pods, waits for that list.
+		server.away.Store(false)
+		time.Sleep(70 * time.Second)
+		synctest.Wait()
+		require.Empty(t, done, "the node runs on")
+		assert.Len(t, logs.at(slog.LevelWarn), len(warns), "no warning once the server answers:\n%s", strings.Join(logs.at(slog.LevelWarn), "\n"))
+		assertRegisteredReadyLeased(t, client)
+		mirror, err := client.CoreV1().Pods("default").Get(context.Background(), "static-n1", metav1.GetOptions{})
+		require.NoError(t, err, "the mirror pod")
+		assert.NotEmpty(t, mirror.Annotations[podspec.ConfigMirrorAnnotation])
+		assert.Equal(t, v1.PodRunning, mirror.Status.Phase, "the static pod's status on its mirror pod")
+		assert.Contains(t, eventReasons(client, "static-n1"), "Started", "the events of the outage")
+
+		cancel()
+		require.NoError(t, <-done)
+	})
+}

@@ -240,6 +240,32 @@ func TestSyncMirrorPods(t *testing.T) {
 	assert.Equal(t, "h1", got.Annotations[podspec.ConfigMirrorAnnotation])
 }
 
+// staticAgentOptions are the options of an agent on the fake runtime, in
+// a synctest bubble, with one static pod, "static" (static-n1 once
+// named for the node).
+func staticAgentOptions(t *testing.T) agent.Options {
+	manifests := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(manifests, "static.yaml"), []byte(`
+apiVersion: v1
+kind: Pod
+metadata: {name: static}
+spec:
+  containers:
+  - {name: app, image: busybox, command: [sleep, "3600"]}
+`), 0o600))
+	// PollManifests: inotify's reader would block in a read the bubble
+	// cannot see past.
+	return agent.Options{
+		RootDir: t.TempDir(),
+		Sources: agent.SourceOptions{ManifestPath: manifests, PollManifests: true},
+		Node: agent.NodeOptions{HostIPs: []string{"192.0.2.10"}, Machine: nodetest.Machine{Cap: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110")}}},
+		Security: agent.SecurityOptions{NoMounts: true},
+		Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}},
+		Rand:     func() float64 { return 0 },
+	}
+}
+
 // An agent on the fake runtime joined to a fake API server: the Node
 // registers and turns Ready, its lease is held, a pod bound to the node
 // runs with its status (hostIP included) on the API server, a static pod
@@ -249,26 +275,7 @@ func TestJoinedAgent(t *testing.T) {
 		pod := apiPod("default", "web", "u1", "n1")
 		client := fake.NewClientset(pod)
 		allowAll(client, "")
-		manifests := t.TempDir()
-		require.NoError(t, os.WriteFile(filepath.Join(manifests, "static.yaml"), []byte(`
-apiVersion: v1
-kind: Pod
-metadata: {name: static}
-spec:
-  containers:
-  - {name: app, image: busybox, command: [sleep, "3600"]}
-`), 0o600))
-		// PollManifests: inotify's reader would block in a read the
-		// bubble cannot see past.
-		opts := agent.Options{
-			RootDir: t.TempDir(),
-			Sources: agent.SourceOptions{ManifestPath: manifests, PollManifests: true},
-			Node: agent.NodeOptions{HostIPs: []string{"192.0.2.10"}, Machine: nodetest.Machine{Cap: v1.ResourceList{
-				v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("110")}}},
-			Security: agent.SecurityOptions{NoMounts: true},
-			Eviction: agent.EvictionOptions{Stats: &evictiontest.Stats{}},
-			Rand:     func() float64 { return 0 },
-		}
+		opts := staticAgentOptions(t)
 		j := joined(t, client, &opts)
 		a, err := agent.New(opts)
 		require.NoError(t, err)
@@ -279,18 +286,7 @@ spec:
 		time.Sleep(30 * time.Second) // the fake time of the bubble: node status every 10s, relist every 1s
 		synctest.Wait()
 		ctx2 := context.Background()
-		nd, err := client.CoreV1().Nodes().Get(ctx2, "n1", metav1.GetOptions{})
-		require.NoError(t, err)
-		var ready v1.ConditionStatus
-		for _, c := range nd.Status.Conditions {
-			if c.Type == v1.NodeReady {
-				ready = c.Status
-			}
-		}
-		assert.Equal(t, v1.ConditionTrue, ready)
-		lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx2, "n1", metav1.GetOptions{})
-		require.NoError(t, err)
-		assert.Equal(t, "n1", *lease.Spec.HolderIdentity)
+		assertRegisteredReadyLeased(t, client)
 
 		got, err := client.CoreV1().Pods("default").Get(ctx2, "web", metav1.GetOptions{})
 		require.NoError(t, err)
@@ -299,19 +295,42 @@ spec:
 		mirror, err := client.CoreV1().Pods("default").Get(ctx2, "static-n1", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.NotEmpty(t, mirror.Annotations[podspec.ConfigMirrorAnnotation])
-		// The events' writes, not the stored events: the fake time stands
-		// still, so events recorded at one instant get the same name.
-		var reasons []string
-		for _, act := range client.Actions() {
-			if c, ok := act.(k8stesting.CreateAction); ok && act.GetResource().Resource == "events" {
-				if e := c.GetObject().(*v1.Event); e.InvolvedObject.Name == "web" {
-					reasons = append(reasons, e.Reason)
-				}
-			}
-		}
-		assert.Contains(t, reasons, "Started")
+		assert.Contains(t, eventReasons(client, "web"), "Started")
 
 		cancel()
 		require.NoError(t, <-done)
 	})
+}
+
+// assertRegisteredReadyLeased asserts that the API server client talks to
+// holds the Node n1, Ready, and its lease.
+func assertRegisteredReadyLeased(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	nd, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	require.NoError(t, err, "the Node")
+	var ready v1.ConditionStatus
+	for _, c := range nd.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			ready = c.Status
+		}
+	}
+	assert.Equal(t, v1.ConditionTrue, ready)
+	lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), "n1", metav1.GetOptions{})
+	require.NoError(t, err, "the lease")
+	assert.Equal(t, "n1", *lease.Spec.HolderIdentity)
+}
+
+// eventReasons returns the reasons of the events written about the pod
+// name: the events' writes, not the stored events, since the fake time of a
+// bubble stands still and events recorded at one instant get one name.
+func eventReasons(client *fake.Clientset, name string) []string {
+	var reasons []string
+	for _, act := range client.Actions() {
+		if c, ok := act.(k8stesting.CreateAction); ok && act.GetResource().Resource == "events" {
+			if e := c.GetObject().(*v1.Event); e.InvolvedObject.Name == name {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+	}
+	return reasons
 }
