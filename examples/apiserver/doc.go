@@ -72,7 +72,10 @@
 //     listed and watched, for the service environment variables of
 //     containers (KUBERNETES_SERVICE_HOST ...).
 //   - CheckAccess reviews the agent's permissions at start and names every
-//     denied verb and resource.
+//     denied verb and resource. NotAnswering tells a server that does not
+//     answer (Joined.Run starts the node anyway, its static pods run, and
+//     every adapter retries with back-off) from one that refuses (Run
+//     stops).
 //   - KeptSources, and the LocalState options of PodSource, StatusSink and
 //     JoinOptions, write the pods bound to the node, the configMaps,
 //     secrets and tokens they read and the statuses not yet acknowledged

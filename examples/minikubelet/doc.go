@@ -81,7 +81,12 @@
 // Flags: --container-runtime-endpoint (a containerd or CRI-O socket; empty
 // means the embedded fake), --pod-manifest-path, --manifest-url,
 // --object-manifest-path (ConfigMaps and Secrets for pods' volumes),
-// --kubeconfig (join an API server), --register-node, --node-labels,
+// --kubeconfig (join an API server; one that does not answer at start,
+// refused connections, timeouts, 5xx, does not hold the node back: its
+// static pods run, it retries with back-off and registers the Node when
+// the server answers, as upstream kubelet; a refusal, 401, 403 or a denied
+// permission, stops it with an error naming what was refused;
+// docs/apiserver.md), --register-node, --node-labels,
 // --node-status-update-frequency, --node-lease-duration-seconds,
 // --kube-api-qps, --kube-api-burst (50 and 100, upstream's),
 // --register-with-taints, --provider-id (both at registration, with
