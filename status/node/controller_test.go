@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,11 +169,42 @@ func TestControllerReportsUnchangedStatusEveryReportPeriod(t *testing.T) {
 	assert.True(t, t0.Equal(condition(calls[1].Status, v1.NodeReady).LastTransitionTime.Time))
 }
 
+// levelCounter is a slog.Handler that counts the records of each level
+// whose message starts with prefix.
+type levelCounter struct {
+	prefix string
+	mu     sync.Mutex
+	n      map[slog.Level]int
+}
+
+func (h *levelCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *levelCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *levelCounter) WithGroup(string) slog.Handler            { return h }
+
+func (h *levelCounter) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.n == nil {
+			h.n = map[slog.Level]int{}
+		}
+		h.n[r.Level]++
+	}
+	return nil
+}
+
+func (h *levelCounter) count(l slog.Level) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[l]
+}
+
 func TestControllerLease(t *testing.T) {
 	var failures atomic.Int32
 	failures.Store(2)
 	sink := &nodetest.Sink{}
-	f := start(t, sink, nil)
+	logs := &levelCounter{prefix: "renew"}
+	f := start(t, sink, func(o *node.Options) { o.Logger = slog.New(logs) })
 	f.wait(okCalls(nodetest.OpCreateLease, 1))
 	l := sink.Lease()
 	assert.Equal(t, "kube-node-lease", l.Namespace)
@@ -219,6 +251,12 @@ func TestControllerLease(t *testing.T) {
 		assert.Less(t, attempts[2].Sub(attempts[0]), node.DefaultLeaseRenewPeriod, "retried sooner than the renew period")
 		// After a failure the lease is read again before the update.
 		assert.GreaterOrEqual(t, len(sink.CallsOf(nodetest.OpGetLease)), 3)
+		// The streak of two failures: one warning, then debug, and the
+		// renewal that ends it says so (logged after the call the sink saw).
+		f.stepUntil(time.Millisecond, func([]nodetest.Call) bool { return logs.count(slog.LevelInfo) > 0 })
+		assert.Equal(t, 1, logs.count(slog.LevelWarn))
+		assert.Equal(t, 1, logs.count(slog.LevelDebug))
+		assert.Equal(t, 1, logs.count(slog.LevelInfo))
 	})
 }
 
