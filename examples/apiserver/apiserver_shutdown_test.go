@@ -88,15 +88,20 @@ func TestAPIServerGracefulShutdown(t *testing.T) {
 	assert.Equal(t, "NodeShutdown", refused.Status.Reason)
 	assert.Equal(t, "Pod was rejected: Pod was rejected as the node is shutting down.", refused.Status.Message)
 
-	events, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + nodeName + ",reason=Shutdown"})
-	require.NoError(t, err)
-	var seen bool
-	for _, e := range events.Items {
-		if e.Message == "Shutdown manager detected shutdown event" && !e.LastTimestamp.Time.Before(started.Add(-time.Second)) {
-			seen = true
+	// Events are written behind the client's rate limiter, seconds after
+	// they are recorded (3-5s seen here): a single list can miss it.
+	eventually(t, "a Shutdown event on the Node", func() bool {
+		events, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + nodeName + ",reason=Shutdown"})
+		if err != nil {
+			return false
 		}
-	}
-	assert.True(t, seen, "a Shutdown event on the Node: %v", events.Items)
+		for _, e := range events.Items {
+			if e.Message == "Shutdown manager detected shutdown event" && !e.LastTimestamp.Time.Before(started.Add(-time.Second)) {
+				return true
+			}
+		}
+		return false
+	})
 
 	n.a.CancelShutdown()
 	waitAPINodeReady(t, admin, nodeName)
