@@ -126,7 +126,9 @@ type Node struct {
 // with examples/apiserver.Join), the upkeep of its condition taints
 // (unless opts.NoConditionTaints) and a Binder (unless opts.NoBinder). It
 // returns once the Node is Ready in the API server and its condition
-// taints are in step (none, when Ready). ctx bounds that wait only; the
+// taints are in step (none, when Ready). An API server that does not
+// answer, or that refuses the node's access, fails Start at once (a
+// test's server is up before the test). ctx bounds that wait only; the
 // node runs until Stop. An error from any part, or ctx ending first, stops
 // what started and is returned.
 //
@@ -150,6 +152,13 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Node, error) {
 	}
 	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
+		return nil, fmt.Errorf("start node %s: %w", name, err)
+	}
+	// A kubelet started while its API server does not answer waits for
+	// it (examples/apiserver.Joined.Run); a test's server is up before the
+	// test, so one that does not answer, or refuses the node's access,
+	// fails Start at once.
+	if err := apiserver.CheckAccess(ctx, client, name); err != nil {
 		return nil, fmt.Errorf("start node %s: %w", name, err)
 	}
 	n := &Node{name: name, http: hc, done: make(chan struct{})}
