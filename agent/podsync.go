@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"path/filepath"
+
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/prober"
+)
+
+// newPodSync builds cri/podsync's syncer over the runtime (a pull gives a
+// starting pod's slot in the start gate back) and the container config
+// builder over the volumes, the environment's sources, the devices, the
+// cgroups and the runtime's features.
+func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
+	opts, log := b.opts, b.log
+	var sandboxCgroups containerconfig.SandboxCgroups
+	var podCgroups podsync.PodCgroupResizer
+	if b.cgroups.mgr != nil {
+		sandboxCgroups, podCgroups = b.cgroups.mgr, b.cgroups
+	}
+	var devs containerconfig.ContainerDevices
+	if b.devices != nil {
+		devs = b.devices
+	}
+	cms, secrets := b.envSources()
+	pr := b.prober
+	return podsync.New(podsync.Options{
+		Runtime: pullPausing{Runtime: b.rt, slots: cri.NewPullSlots(pullSlots(opts.Node.MaxParallelImagePulls))}, Recorder: b.events, Logger: log.With("component", "podsync"), Clock: b.clock,
+		Config: containerconfig.Options{
+			Volumes: b.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Cluster.Services, NodeAllocatable: b.allocatable,
+			RecursiveReadOnlyMounts: b.features.handlerSupportsRecursiveReadOnly,
+			Devices:                 devs,
+			UserNamespaces:          b.features.handlerSupportsUserNamespaces,
+			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
+			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
+			MemorySwapController: b.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
+			LogRoot: opts.logsDir(), PodsDir: opts.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
+			ClusterDNS: opts.Node.ClusterDNS, ClusterDomain: opts.Node.ClusterDomain, ResolvConf: opts.Node.resolvConf(),
+		},
+		PodCgroups: podCgroups,
+		Probes: podsync.Probes{
+			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := pr.Liveness().Get(id); return ok && r == prober.Failure }),
+			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := pr.Startup().Get(id); return ok && r == prober.Failure }),
+			StartupSucceeded: func(id string) bool { r, ok := pr.Startup().Get(id); return ok && r == prober.Success },
+		},
+		ContainerLogLinksDir: opts.Logs.LinksDir,
+		Credentials:          opts.Node.ImageCredentials,
+		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
+	})
+}
+
+// pullSlots is how many image pulls may run at once for
+// NodeOptions.MaxParallelImagePulls: one for zero, none for a negative
+// number (no bound).
+func pullSlots(n int32) int {
+	switch {
+	case n == 0:
+		return 1
+	case n < 0:
+		return 0
+	}
+	return int(n)
+}
