@@ -24,9 +24,12 @@ type APIOptions struct {
 	Listen string
 	// TLS says where the serving certificate comes from and which CA
 	// signs client certificates (--tls-cert-file, --tls-private-key-file,
-	// --client-ca-file). With no files and no CertDir, a self-signed
-	// certificate for the node's name and IPs is made once under
-	// RootDir/pki and reused. Host and IPs default to the node's.
+	// --client-ca-file). With no files, no CertDir and no GetCertificate,
+	// a self-signed certificate for the node's name and IPs is made once
+	// under RootDir/pki and reused. Host and IPs default to the node's;
+	// Clock and Logger to the agent's. GetCertificate serves a rotating
+	// certificate (examples/apiserver's, issued by CSR); files given are
+	// reloaded when they change.
 	TLS server.TLSOptions
 	// Authenticator checks credentials other than client certificates:
 	// examples/apiserver's TokenReview authenticator for bearer tokens
@@ -109,11 +112,17 @@ func (a *Agent) healthChecks() []server.HealthCheck {
 func (a *Agent) newAPIServer() (*server.Server, error) {
 	o := a.opts.HTTP.API
 	tlsOpts := o.TLS
-	if tlsOpts.CertFile == "" && tlsOpts.CertDir == "" {
+	if tlsOpts.CertFile == "" && tlsOpts.CertDir == "" && tlsOpts.GetCertificate == nil {
 		tlsOpts.CertDir = filepath.Join(a.opts.RootDir, "pki")
 	}
 	if tlsOpts.Host == "" {
 		tlsOpts.Host = a.opts.NodeName
+	}
+	if tlsOpts.Clock == nil {
+		tlsOpts.Clock = a.clock
+	}
+	if tlsOpts.Logger == nil {
+		tlsOpts.Logger = a.log.With("component", "kubelet-api")
 	}
 	if len(tlsOpts.IPs) == 0 {
 		for _, s := range a.opts.Node.HostIPs {

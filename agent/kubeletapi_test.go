@@ -2,16 +2,22 @@ package agent_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"math/big"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,3 +204,42 @@ func TestNewChecksDeclaredFeatures(t *testing.T) {
 }
 
 func itoa(p int32) string { return strconv.Itoa(int(p)) }
+
+// selfSignedPair is a throwaway serving certificate named cn.
+func selfSignedPair(t *testing.T, cn string) *tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// With TLS.GetCertificate the kubelet API serves what the getter gives at
+// each handshake, a rotated certificate without a restart, and makes no
+// self-signed pair.
+func TestKubeletAPIServesRotatingCertificate(t *testing.T) {
+	var current atomic.Pointer[tls.Certificate]
+	current.Store(selfSignedPair(t, "first"))
+	get := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return current.Load(), nil }
+	n := newNodeWith(t, agent.Options{HTTP: agent.HTTPOptions{API: &agent.APIOptions{Listen: "127.0.0.1:0",
+		Authenticator: tokens, Authorizer: onlyAdmin, TLS: server.TLSOptions{GetCertificate: get}}}})
+	n.waitNodeCondition(v1.NodeReady, v1.ConditionTrue)
+	addr := n.a.APIAddr()
+	require.NotNil(t, addr)
+	servedName := func() string {
+		t.Helper()
+		c, err := tls.Dial("tcp", addr.String(), &tls.Config{InsecureSkipVerify: true})
+		require.NoError(t, err)
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	assert.Equal(t, "first", servedName())
+	current.Store(selfSignedPair(t, "rotated"))
+	assert.Equal(t, "rotated", servedName())
+	_, err := os.Stat(filepath.Join(n.root, "pki"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no self-signed pair beside a getter")
+}

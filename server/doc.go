@@ -57,6 +57,10 @@
 // TLSConfig builds the TLS configuration from a certificate and key, or a
 // self-signed pair it creates under a directory (kubelet.crt, kubelet.key)
 // and reuses, and asks clients for certificates when given a client CA.
+// Files given are looked at again, at a handshake at most every
+// ReloadInterval, and a rotated pair is served without a restart;
+// TLSOptions.GetCertificate serves a certificate that rotates (one issued
+// by CSR) instead.
 //
 //	cfg, clientCAs, err := server.TLSConfig(server.TLSOptions{CertDir: dir, Host: nodeName, ClientCAFile: caFile})
 //	authn, err := server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: clientCAs, Token: tokenReviewer})

@@ -11,12 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // TLSOptions say where the secure server's certificate comes from and
@@ -45,7 +48,29 @@ type TLSOptions struct {
 	MinVersion uint16
 	// CipherSuites, when set, are the TLS 1.2 cipher suites served.
 	CipherSuites []uint16
+
+	// GetCertificate, when set, gives the serving certificate at each
+	// handshake in place of CertFile, KeyFile and CertDir (which must then
+	// be empty): a certificate that rotates, such as one issued by a
+	// kubernetes.io/kubelet-serving CSR, is served without a restart. An
+	// error or a nil certificate fails that handshake only.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// ReloadInterval is how often at most a handshake looks at CertFile and
+	// KeyFile for a change (a new file, modification time or size) and, on
+	// one, loads the pair again; as upstream's watch of --tls-cert-file and
+	// --tls-private-key-file, a rotated pair is served without a restart.
+	// Zero means 5s; negative never looks again. The self-signed pair under
+	// CertDir is not watched.
+	ReloadInterval time.Duration
+	// Clock times ReloadInterval; nil means the real clock.
+	Clock clock.PassiveClock
+	// Logger receives a failed reload (the files are named, never their
+	// content); nil discards it. The pair last loaded is served meanwhile.
+	Logger *slog.Logger
 }
+
+// DefaultReloadInterval is TLSOptions.ReloadInterval's default.
+const DefaultReloadInterval = 5 * time.Second
 
 // TLSConfig builds the secure server's TLS configuration, as upstream's
 // InitializeTLS and its serving setup: the certificate from the files or
@@ -57,7 +82,23 @@ func TLSConfig(o TLSOptions) (*tls.Config, *x509.CertPool, error) {
 	if (certFile == "") != (keyFile == "") {
 		return nil, nil, errors.New("tls: certificate and key must be supplied as a pair")
 	}
-	if certFile == "" {
+	cfg := &tls.Config{
+		MinVersion:   o.MinVersion,
+		CipherSuites: o.CipherSuites,
+	}
+	switch {
+	case o.GetCertificate != nil:
+		if certFile != "" || o.CertDir != "" {
+			return nil, nil, errors.New("tls: a certificate getter excludes CertFile, KeyFile and CertDir")
+		}
+		cfg.GetCertificate = o.GetCertificate
+	case certFile != "":
+		r, err := newFilePair(certFile, keyFile, o)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls: %w", err)
+		}
+		cfg.GetCertificate = r.getCertificate
+	default:
 		if o.CertDir == "" {
 			return nil, nil, errors.New("tls: no certificate: give CertFile and KeyFile, or CertDir")
 		}
@@ -66,21 +107,18 @@ func TLSConfig(o TLSOptions) (*tls.Config, *x509.CertPool, error) {
 		if err := ensureSelfSigned(certFile, keyFile, o); err != nil {
 			return nil, nil, fmt.Errorf("tls: %w", err)
 		}
-	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tls: %w", err)
-	}
-	cfg := &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		MinVersion:   o.MinVersion,
-		CipherSuites: o.CipherSuites,
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
 	}
 	if cfg.MinVersion == 0 {
 		cfg.MinVersion = tls.VersionTLS12
 	}
 	var pool *x509.CertPool
 	if o.ClientCAFile != "" {
+		var err error
 		if pool, err = LoadClientCAs(o.ClientCAFile); err != nil {
 			return nil, nil, err
 		}

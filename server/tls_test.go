@@ -88,7 +88,7 @@ func TestTLSConfigErrors(t *testing.T) {
 			"tls: error reading " + filepath.Join(lone, "kubelet.crt") + ", certificate and key must be supplied as a pair"},
 		{"no host to name", server.TLSOptions{CertDir: filepath.Join(dir, "new")}, "tls: unable to generate self signed cert: no host name"},
 		{"files that are missing", server.TLSOptions{CertFile: filepath.Join(dir, "x.crt"), KeyFile: filepath.Join(dir, "x.key")},
-			"tls: open " + filepath.Join(dir, "x.crt") + ": no such file or directory"},
+			"tls: stat " + filepath.Join(dir, "x.crt") + ": no such file or directory"},
 		{"a client CA file without certificates", server.TLSOptions{CertDir: filepath.Join(dir, "ok"), Host: "node1", ClientCAFile: empty},
 			"client CA: no certificate in " + empty},
 	} {
@@ -116,8 +116,10 @@ func TestTLSConfigFromFiles(t *testing.T) {
 	require.NotNil(t, pool)
 	assert.Equal(t, tls.RequestClientCert, cfg.ClientAuth)
 	assert.Equal(t, uint16(tls.VersionTLS13), cfg.MinVersion)
-	require.Len(t, cfg.Certificates, 1)
-	leaf, err := x509.ParseCertificate(cfg.Certificates[0].Certificate[0])
+	require.NotNil(t, cfg.GetCertificate, "a pair from files is reloaded")
+	cert, err := cfg.GetCertificate(nil)
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
 	require.NoError(t, err)
 	require.Len(t, leaf.IPAddresses, 1)
 	assert.True(t, leaf.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")), "an IP host is an IP SAN")
