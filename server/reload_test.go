@@ -8,7 +8,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -19,29 +18,19 @@ import (
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubeletkit/kubeletkit/internal/tlstest"
 	"github.com/kubeletkit/kubeletkit/server"
 )
 
-// served makes one handshake with cfg over a pipe and returns the
-// certificate the server presented, or the client's handshake error.
+// served is the common name of the certificate a handshake with cfg sees,
+// or the client's handshake error.
 func served(t *testing.T, cfg *tls.Config) (string, error) {
 	t.Helper()
-	sc, cc := net.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = tls.Server(sc, cfg).Handshake()
-		// The raw end: a TLS close would wait for the peer to read its alert.
-		sc.Close()
-	}()
-	c := tls.Client(cc, &tls.Config{InsecureSkipVerify: true})
-	err := c.Handshake()
-	cc.Close()
-	<-done
+	leaf, err := tlstest.Handshake(cfg)
 	if err != nil {
 		return "", err
 	}
-	return c.ConnectionState().PeerCertificates[0].Subject.CommonName, nil
+	return leaf.Subject.CommonName, nil
 }
 
 // pairPEM is a serving certificate named cn, as certificate and key PEM.
