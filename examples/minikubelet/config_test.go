@@ -16,8 +16,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
-
-	kkconfig "github.com/kubeletkit/kubeletkit/kubeletconfig"
 )
 
 // kubeadmConfig is /var/lib/kubelet/config.yaml as kubeadm writes it, but
@@ -88,8 +86,8 @@ current-context: c
 }
 
 // kubeadm's config.yaml, drop-ins over it and flags over both: the file
-// alone is refused by name for what the node cannot do yet
-// (rotateCertificates); a drop-in turns it off; the flags given win over
+// alone asks to rotate a client certificate the kubeconfig (a token) does
+// not have, refused by name; a drop-in turns it off; the flags given win over
 // both; the agent's options and /configz show the merged result.
 func TestConfigFileDropInAndFlags(t *testing.T) {
 	dir := t.TempDir()
@@ -101,10 +99,11 @@ func TestConfigFileDropInAndFlags(t *testing.T) {
 	base := []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", filepath.Join(dir, "root"), "--local-state", "",
 		"--cgroups-per-qos=false", "--enforce-node-allocatable", "none"}
 
-	_, err := parseFlags(base, io.Discard)
-	var unsupported *kkconfig.UnsupportedError
-	require.ErrorAs(t, err, &unsupported)
-	assert.Equal(t, []string{"rotateCertificates"}, unsupported.Fields(), "no client certificate rotation yet")
+	c, err := parseFlags(base, io.Discard)
+	require.NoError(t, err, "rotateCertificates is supported")
+	_, _, err = options(c, io.Discard, slog.New(slog.DiscardHandler))
+	assert.EqualError(t, err, "rotateCertificates: the client certificate of --kubeconfig "+kubeconfig+" must be "+
+		filepath.Join(dir, "root", "pki", "kubelet-client-current.pem")+", as --bootstrap-kubeconfig writes it", "a token is not a certificate to rotate")
 
 	dropIns := filepath.Join(etc, "kubelet.conf.d")
 	require.NoError(t, os.MkdirAll(dropIns, 0o750))
@@ -119,7 +118,7 @@ evictionHard:
 	withDropIns := append(base, "--config-dir", dropIns)
 	require.NoError(t, os.WriteFile(filepath.Join(dropIns, "20-no-rotation.conf"), []byte(
 		"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nrotateCertificates: false\n"), 0o600))
-	c, err := parseFlags(append(withDropIns, "--port", "12250", "--hostname-override", "Edge-7", "--node-labels", "zone=z1",
+	c, err = parseFlags(append(withDropIns, "--port", "12250", "--hostname-override", "Edge-7", "--node-labels", "zone=z1",
 		"--register-with-taints", "edge=true:NoSchedule", "--provider-id", "kind://docker/kind/edge-7", "--container-runtime-endpoint", "unix:///run/x.sock", "--max-pods", "250"), io.Discard)
 	require.NoError(t, err)
 	opts, joined, err := options(c, io.Discard, slog.New(slog.DiscardHandler))

@@ -39,9 +39,9 @@
 // over the file over upstream's defaults. Package kubeletconfig loads,
 // defaults, validates (upstream's messages) and converts it to the agent's
 // options, and refuses by name every field the node does not implement
-// (docs/kubeletconfig.md has the table); minikubelet refuses in addition
-// rotateCertificates and serverTLSBootstrap (no certificates by CSR yet)
-// and, without --kubeconfig, what needs an API server (webhook
+// (docs/kubeletconfig.md has the table); minikubelet refuses in addition,
+// without --kubeconfig, what needs an API server (rotateCertificates,
+// serverTLSBootstrap, --bootstrap-kubeconfig, webhook
 // authentication and authorization, which upstream's defaults turn on:
 // a standalone file says authentication.webhook.enabled false and
 // authorization.mode AlwaysAllow, as upstream kubelet needs too). Without
@@ -97,7 +97,19 @@
 // --cluster-domain, --resolv-conf (/etc/resolv.conf, upstream's default;
 // "" for none; pods' DNS as upstream's: docs/podsync.md#dns),
 // --root-dir, --address, --port, --read-only-port,
-// --tls-cert-file, --tls-private-key-file, --cert-dir, --client-ca-file,
+// --tls-cert-file, --tls-private-key-file (reloaded when they change),
+// --cert-dir, --client-ca-file,
+// --bootstrap-kubeconfig (a bootstrap token: when --kubeconfig is missing
+// or its client certificate is not valid, a client certificate by a
+// kubernetes.io/kube-apiserver-client-kubelet CSR, kept under --cert-dir
+// as kubelet-client-current.pem and named by a --kubeconfig it writes;
+// refusals retried with back-off), --rotate-certificates
+// (rotateCertificates: renewed by CSR before it expires; --kubeconfig
+// must name CERT-DIR/kubelet-client-current.pem),
+// --rotate-server-certificates (serverTLSBootstrap: the kubelet API's
+// certificate by a kubernetes.io/kubelet-serving CSR for the node's name
+// and --node-ip, renewed and served without a restart; the kubelet API
+// refuses handshakes until it is issued),
 // --anonymous-auth, --authentication-token-webhook, --authorization-mode,
 // --extend-websockets-to-kubelet,
 // --container-log-max-size, --container-log-max-files (10Mi and 5,

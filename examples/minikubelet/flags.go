@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/certificate"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -35,8 +36,10 @@ type config struct {
 	devicePluginDir, shutdownSignal                   string
 	localStatePath, localStateKeyFile                 string
 	localState                                        *localstate.Bolt // opened by join, closed by run
-	runtimeName                                       string           // what the runtime at the endpoint said it is (CRI Version)
-	set                                               map[string]bool  // the flags given
+	bootstrapKubeconfig                               string
+	certManagers                                      []certificate.Manager // made by join, run by run
+	runtimeName                                       string                // what the runtime at the endpoint said it is (CRI Version)
+	set                                               map[string]bool       // the flags given
 }
 
 // ownFlags are minikubelet's flags that are no field of a
@@ -52,7 +55,8 @@ func ownFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.hostnameOverride, "hostname-override", "", "the node's name and kubernetes.io/hostname label instead of the host name, as upstream's --hostname-override")
 	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "minikubelet"), "directory for pod data and logs")
 	fs.StringVar(&c.linksDir, "container-log-links-dir", "", "directory that gets a link to each container's log file, as upstream's /var/log/containers; empty: no links")
-	fs.StringVar(&c.certDir, "cert-dir", "", "where the self-signed serving certificate is kept (default ROOT-DIR/pki)")
+	fs.StringVar(&c.certDir, "cert-dir", "", "where the self-signed serving certificate, or the certificates by CSR (kubelet-client-current.pem, kubelet-server-current.pem), are kept (default ROOT-DIR/pki)")
+	fs.StringVar(&c.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig is missing or its client certificate is not valid, a client certificate is asked for by CSR (kubernetes.io/kube-apiserver-client-kubelet), kept under --cert-dir, and --kubeconfig written to use it; a refused token or CSR is retried")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "the node's IP address, reported in its status and in the serving certificate (default: the machine's first non-loopback address)")
 	fs.BoolVar(&c.runOnce, "runonce", false, "start the pods, wait until they run, print their statuses and exit")
 	fs.DurationVar(&c.runOnceTimeout, "runonce-timeout", 2*time.Minute, "how long --runonce waits")
@@ -110,6 +114,8 @@ func configFlags(fs *flag.FlagSet, kc *kubeletv1beta1.KubeletConfiguration) {
 	fs.Var(optionalBool{optional[bool]{&kc.Authentication.Anonymous.Enabled, strconv.ParseBool}}, "anonymous-auth", "let requests to the kubelet API without credentials in as system:anonymous")
 	fs.Var(optionalBool{optional[bool]{&kc.Authentication.Webhook.Enabled, strconv.ParseBool}}, "authentication-token-webhook", "check bearer tokens with the API server's TokenReview (needs --kubeconfig)")
 	fs.Var(value[kubeletv1beta1.KubeletAuthorizationMode]{&kc.Authorization.Mode, parseString[kubeletv1beta1.KubeletAuthorizationMode]}, "authorization-mode", "AlwaysAllow or Webhook (SubjectAccessReview; needs --kubeconfig); without --config, Webhook with --kubeconfig, else AlwaysAllow")
+	fs.Var(boolValue{value[bool]{&kc.RotateCertificates, strconv.ParseBool}}, "rotate-certificates", "renew the client certificate by CSR before it expires (needs --kubeconfig naming CERT-DIR/kubelet-client-current.pem, as --bootstrap-kubeconfig writes it)")
+	fs.Var(boolValue{value[bool]{&kc.ServerTLSBootstrap, strconv.ParseBool}}, "rotate-server-certificates", "the kubelet API's serving certificate by CSR (kubernetes.io/kubelet-serving, the node's name and IPs), renewed before it expires and served without a restart (needs --kubeconfig; serverTLSBootstrap)")
 	fs.Var(value[string]{&kc.ContainerLogMaxSize, parseString[string]}, "container-log-max-size", "size at which a running container's log is rotated (a quantity; 0: never)")
 	fs.Var(optional[int32]{&kc.ContainerLogMaxFiles, parseInt32}, "container-log-max-files", "how many files a container's log may have, the live one included (at least 2)")
 	fs.Var(mapValue{m: &kc.EvictionHard, op: "<"}, "eviction-hard", "hard eviction thresholds (signal<quantity or percentage, comma-separated); an empty value turns threshold eviction off")
@@ -189,6 +195,12 @@ func (v optional[T]) Set(s string) error {
 	*v.p = &x
 	return nil
 }
+
+// boolValue is a boolean flag, which may be given without a value.
+type boolValue struct{ value[bool] }
+
+// IsBoolFlag lets the flag be given without a value.
+func (boolValue) IsBoolFlag() bool { return true }
 
 // optionalBool is a boolean optional flag, which may be given without a
 // value.

@@ -112,8 +112,8 @@ func flagDefaults(c *config, kc *kubeletv1beta1.KubeletConfiguration) error {
 
 // check validates the configuration with upstream's messages, converts
 // it (kubeletconfig.Convert refuses what the node lacks), and refuses what
-// minikubelet cannot do with it: certificates by CSR, and without
-// --kubeconfig what needs an API server. Before any runtime is dialled.
+// minikubelet cannot do with it: without --kubeconfig what needs an API
+// server. Before any runtime is dialled.
 func check(c *config) error {
 	checked := *c.kc
 	if c.embedded {
@@ -127,20 +127,13 @@ func check(c *config) error {
 		return err
 	}
 	c.cfg = cfg
-	var refused []kubeletconfig.Refusal
-	if cfg.Cluster.RotateCertificates {
-		refused = append(refused, kubeletconfig.Refusal{Field: "rotateCertificates", Value: "true", Why: "no client certificate rotation yet"})
-	}
-	if cfg.Cluster.ServerTLSBootstrap {
-		refused = append(refused, kubeletconfig.Refusal{Field: "serverTLSBootstrap", Value: "true", Why: "no serving certificate by CSR yet"})
-	}
-	if len(refused) > 0 {
-		return &kubeletconfig.UnsupportedError{Refused: refused}
-	}
 	if c.kubeconfig != "" {
 		return nil
 	}
-	for _, f := range []string{"node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst",
+	if cfg.Cluster.RotateCertificates || cfg.Cluster.ServerTLSBootstrap {
+		return errors.New("rotateCertificates and serverTLSBootstrap need --kubeconfig")
+	}
+	for _, f := range []string{"bootstrap-kubeconfig", "node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst",
 		"local-state", "local-state-key-file", "register-with-taints", "provider-id"} {
 		if c.set[f] {
 			return fmt.Errorf("--%s needs --kubeconfig", f)
@@ -170,6 +163,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer client.Close()
 		c.runtimeName = client.RuntimeVersion().GetRuntimeName()
+	}
+	if err := bootstrap(ctx, c, log); err != nil {
+		return err
 	}
 	opts, joined, err := options(c, stdout, log)
 	if c.localState != nil {
@@ -216,6 +212,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// machine halts, or the shutdown is cancelled and the node serves
 		// on, as upstream's kubelet.
 		runAgent = exitAfterShutdown(a, runAgent, stdout)
+	}
+	for _, m := range c.certManagers {
+		m.Start()
+		defer m.Stop()
 	}
 	if !c.runOnce {
 		runtime := "the embedded fake runtime"
@@ -318,12 +318,9 @@ func join(c *config, cl kubeletconfig.ClusterConfig, opts *agent.Options, log *s
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
 	}
-	nodeName := c.nodeName
-	if nodeName == "" {
-		// The agent's default, which Join needs first.
-		if nodeName, err = os.Hostname(); err != nil {
-			return nil, fmt.Errorf("node name: %w", err)
-		}
+	nodeName, err := nodeNameOf(c) // the agent's default, which Join needs first
+	if err != nil {
+		return nil, err
 	}
 	jopts := apiserver.JoinOptions{NodeLabels: labels, NodeTaints: cl.RegisterWithTaints, ProviderID: cl.ProviderID,
 		SkipNodeRegistration: !cl.RegisterNode, NodeLeaseDuration: cl.NodeLeaseDuration, Logger: log}
@@ -335,6 +332,9 @@ func join(c *config, cl kubeletconfig.ClusterConfig, opts *agent.Options, log *s
 		return nil, err
 	}
 	if err := j.Apply(opts); err != nil {
+		return nil, err
+	}
+	if err := certificateManagers(c, cl, client, nodeName, opts, log); err != nil {
 		return nil, err
 	}
 	if opts.HTTP.API != nil {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/examples/apiserver"
+	"github.com/kubeletkit/kubeletkit/kubeletconfig"
+)
+
+// certificateOptions are the node's certificates by CSR under --cert-dir
+// (default ROOT-DIR/pki).
+func certificateOptions(c *config, nodeName string, log *slog.Logger) apiserver.CertificateOptions {
+	dir := c.certDir
+	if dir == "" {
+		dir = filepath.Join(c.rootDir, "pki")
+	}
+	return apiserver.CertificateOptions{NodeName: nodeName, Kubeconfig: c.kubeconfig, BootstrapKubeconfig: c.bootstrapKubeconfig,
+		CertDir: dir, Logger: log.With("component", "certificates")}
+}
+
+// nodeNameOf is the node's name: --hostname-override's or the host's.
+func nodeNameOf(c *config) (string, error) {
+	if c.nodeName != "" {
+		return c.nodeName, nil
+	}
+	name, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("node name: %w", err)
+	}
+	return name, nil
+}
+
+// bootstrap gets a client certificate with --bootstrap-kubeconfig when
+// --kubeconfig cannot be used as it is, before the kubeconfig is read; it
+// returns once one is issued, retrying, or when ctx ends.
+func bootstrap(ctx context.Context, c *config, log *slog.Logger) error {
+	if c.bootstrapKubeconfig == "" {
+		return nil
+	}
+	nodeName, err := nodeNameOf(c)
+	if err != nil {
+		return err
+	}
+	return apiserver.Bootstrap(ctx, certificateOptions(c, nodeName, log))
+}
+
+// certificateManagers makes client-go's managers that rotateCertificates
+// and serverTLSBootstrap ask for, into c.certManagers (run starts and
+// stops them), and serves the serving one's certificate on the kubelet
+// API.
+func certificateManagers(c *config, cl kubeletconfig.ClusterConfig, client kubernetes.Interface, nodeName string, opts *agent.Options, log *slog.Logger) error {
+	o := certificateOptions(c, nodeName, log)
+	if cl.RotateCertificates {
+		current := filepath.Join(o.CertDir, "kubelet-client-current.pem")
+		kc, err := clientcmd.LoadFromFile(c.kubeconfig)
+		if err != nil {
+			return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
+		}
+		ctx := kc.Contexts[kc.CurrentContext]
+		if ctx == nil || kc.AuthInfos[ctx.AuthInfo] == nil || kc.AuthInfos[ctx.AuthInfo].ClientCertificate != current {
+			return fmt.Errorf("rotateCertificates: the client certificate of --kubeconfig %s must be %s, as --bootstrap-kubeconfig writes it", c.kubeconfig, current)
+		}
+		m, err := apiserver.NewClientCertificateManager(o)
+		if err != nil {
+			return err
+		}
+		c.certManagers = append(c.certManagers, m)
+	}
+	if cl.ServerTLSBootstrap && opts.HTTP.API != nil {
+		addrs := []v1.NodeAddress{{Type: v1.NodeHostName, Address: nodeName}}
+		for _, ip := range opts.Node.HostIPs {
+			addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+		}
+		m, err := apiserver.NewServingCertificateManager(o, client, func() []v1.NodeAddress { return addrs })
+		if err != nil {
+			return err
+		}
+		c.certManagers = append(c.certManagers, m)
+		opts.HTTP.API.TLS.CertDir, opts.HTTP.API.TLS.CertFile, opts.HTTP.API.TLS.KeyFile = "", "", ""
+		opts.HTTP.API.TLS.GetCertificate = apiserver.ServingCertificate(m)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The certificate flags: --rotate-server-certificates serves the serving
+// manager's certificate on the kubelet API instead of a self-signed one;
+// --rotate-certificates rotates the pair a bootstrapped kubeconfig names;
+// both, and --bootstrap-kubeconfig, need --kubeconfig.
+func TestCertificateFlags(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	kubeconfig := kubeconfigFile(t, dir)
+	current := filepath.Join(dir, "pki", "kubelet-client-current.pem")
+	require.NoError(t, os.MkdirAll(filepath.Dir(current), 0o700))
+	require.NoError(t, os.WriteFile(current, clientPair(t), 0o600))
+	bootstrapped := filepath.Join(dir, "bootstrapped.conf")
+	require.NoError(t, os.WriteFile(bootstrapped, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {client-certificate: `+current+`, client-key: `+current+`}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600))
+	base := []string{"--root-dir", root, "--local-state", "", "--cgroups-per-qos=false", "--enforce-node-allocatable", "none", "--hostname-override", "node1"}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		err      string // of parseFlags or options
+		managers int
+		getter   bool
+	}{
+		{name: "serving certificate by CSR", args: []string{"--kubeconfig", kubeconfig, "--rotate-server-certificates"}, managers: 1, getter: true},
+		{name: "client rotation of a bootstrapped kubeconfig", args: []string{"--kubeconfig", bootstrapped, "--cert-dir", filepath.Join(dir, "pki"), "--rotate-certificates"}, managers: 1},
+		{name: "both", args: []string{"--kubeconfig", bootstrapped, "--cert-dir", filepath.Join(dir, "pki"), "--rotate-certificates", "--rotate-server-certificates"}, managers: 2, getter: true},
+		{name: "neither", args: []string{"--kubeconfig", kubeconfig}},
+		{name: "rotation without a kubeconfig", args: []string{"--rotate-certificates"}, err: "rotateCertificates and serverTLSBootstrap need --kubeconfig"},
+		{name: "bootstrap without a kubeconfig", args: []string{"--bootstrap-kubeconfig", kubeconfig}, err: "--bootstrap-kubeconfig needs --kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseFlags(append(append([]string{}, base...), tc.args...), io.Discard)
+			if err == nil {
+				o, _, oerr := options(c, io.Discard, slog.New(slog.DiscardHandler))
+				err = oerr
+				if err == nil {
+					require.NotNil(t, o.HTTP.API)
+					assert.Equal(t, tc.getter, o.HTTP.API.TLS.GetCertificate != nil)
+					if tc.getter {
+						assert.Empty(t, o.HTTP.API.TLS.CertDir, "no self-signed pair beside the getter")
+					}
+				}
+			}
+			if tc.err != "" {
+				assert.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Len(t, c.certManagers, tc.managers)
+		})
+	}
+}
+
+// clientPair is a node's client certificate and its key, PEM, as
+// kubelet-client-current.pem holds them.
+func clientPair(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "system:node:node1", Organization: []string{"system:nodes"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
+}
