@@ -148,6 +148,19 @@
 //	vols, _ := apiserver.NewWatchingSources(client, apiserver.WatchingSourcesOptions{}) // volume.Options.Sources: vols.Sources()
 //	go vols.Run(ctx)
 //
+// # Certificates by CSR
+//
+// Bootstrap gets a node holding only a bootstrap token its client
+// certificate (a kubernetes.io/kube-apiserver-client-kubelet CSR), stores it
+// under the cert dir and writes the kubeconfig, retrying a refused token or
+// a denied CSR with back-off. NewClientCertificateManager and
+// NewServingCertificateManager are client-go's certificate managers for the
+// client certificate and the kubelet API's serving certificate
+// (kubernetes.io/kubelet-serving, the node's addresses as SANs);
+// ServingCertificate hands the latter to server.TLSOptions.GetCertificate.
+// The managers' Start runs client-go's goroutines until Stop, and a manager
+// waiting for its next rotation ends only at that deadline.
+//
 // # Threading
 //
 // Constructors and Join start no goroutine, except NewRecorder, whose
