@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ users: [{name: u, user: {client-certificate: `+current+`, client-key: `+current+
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `), 0o600))
-	base := []string{"--root-dir", root, "--local-state", "", "--cgroups-per-qos=false", "--enforce-node-allocatable", "none", "--hostname-override", "node1"}
+	base := []string{"--root-dir", root, "--cgroups-per-qos=false", "--enforce-node-allocatable", "none", "--hostname-override", "node1"}
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -50,11 +51,16 @@ current-context: c
 		{name: "client rotation of a bootstrapped kubeconfig", args: []string{"--kubeconfig", bootstrapped, "--cert-dir", filepath.Join(dir, "pki"), "--rotate-certificates"}, managers: 1},
 		{name: "both", args: []string{"--kubeconfig", bootstrapped, "--cert-dir", filepath.Join(dir, "pki"), "--rotate-certificates", "--rotate-server-certificates"}, managers: 2, getter: true},
 		{name: "neither", args: []string{"--kubeconfig", kubeconfig}},
-		{name: "rotation without a kubeconfig", args: []string{"--rotate-certificates"}, err: "rotateCertificates and serverTLSBootstrap need --kubeconfig"},
+		{name: "rotation without a kubeconfig", args: []string{"--rotate-certificates"}, err: "rotateCertificates"},
+		{name: "serving certificates without a kubeconfig", args: []string{"--rotate-server-certificates"}, err: "serverTLSBootstrap"},
 		{name: "bootstrap without a kubeconfig", args: []string{"--bootstrap-kubeconfig", kubeconfig}, err: "--bootstrap-kubeconfig needs --kubeconfig"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseFlags(append(append([]string{}, base...), tc.args...), io.Discard)
+			args := append([]string{}, base...)
+			if slices.Contains(tc.args, "--kubeconfig") {
+				args = append(args, "--local-state", "")
+			}
+			c, err := parseFlags(append(args, tc.args...), io.Discard)
 			if err == nil {
 				o, _, oerr := options(c, io.Discard, slog.New(slog.DiscardHandler))
 				err = oerr
@@ -67,7 +73,8 @@ current-context: c
 				}
 			}
 			if tc.err != "" {
-				assert.EqualError(t, err, tc.err)
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
 				return
 			}
 			require.NoError(t, err)

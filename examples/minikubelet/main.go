@@ -130,8 +130,8 @@ func check(c *config) error {
 	if c.kubeconfig != "" {
 		return nil
 	}
-	if cfg.Cluster.RotateCertificates || cfg.Cluster.ServerTLSBootstrap {
-		return errors.New("rotateCertificates and serverTLSBootstrap need --kubeconfig")
+	if cfg.Cluster.RotateCertificates { // serverTLSBootstrap: Standalone's
+		return &kubeletconfig.UnsupportedError{Refused: []kubeletconfig.Refusal{{Field: "rotateCertificates", Value: "true", Why: "needs --kubeconfig"}}}
 	}
 	for _, f := range []string{"bootstrap-kubeconfig", "node-labels", "register-node", "node-lease-duration-seconds", "kube-api-qps", "kube-api-burst",
 		"local-state", "local-state-key-file", "register-with-taints", "provider-id"} {
