@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -76,11 +77,11 @@ func certificateManagers(c *config, cl kubeletconfig.ClusterConfig, client kuber
 		c.certManagers = append(c.certManagers, m)
 	}
 	if cl.ServerTLSBootstrap && opts.HTTP.API != nil {
-		addrs := []v1.NodeAddress{{Type: v1.NodeHostName, Address: nodeName}}
+		c.servingAddrs = &addressSource{fixed: []v1.NodeAddress{{Type: v1.NodeHostName, Address: nodeName}}}
 		for _, ip := range opts.Node.HostIPs {
-			addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+			c.servingAddrs.fixed = append(c.servingAddrs.fixed, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
 		}
-		m, err := apiserver.NewServingCertificateManager(o, client, func() []v1.NodeAddress { return addrs })
+		m, err := apiserver.NewServingCertificateManager(o, client, c.servingAddrs.addresses)
 		if err != nil {
 			return err
 		}
@@ -90,3 +91,30 @@ func certificateManagers(c *config, cl kubeletconfig.ClusterConfig, client kuber
 	}
 	return nil
 }
+
+// nodeStatuser is the agent as addressSource reads it.
+type nodeStatuser interface {
+	NodeStatus() (v1.NodeStatus, bool)
+}
+
+// addressSource gives the serving certificate's addresses: the node
+// status's once the agent has one (the addresses it detected), else the
+// node's name and --node-ip. client-go's manager asks every second and
+// sends a new CSR when they change, as upstream follows the Node's
+// addresses.
+type addressSource struct {
+	fixed []v1.NodeAddress
+	node  atomic.Pointer[nodeStatuser] // set once the agent is built
+}
+
+func (s *addressSource) addresses() []v1.NodeAddress {
+	if n := s.node.Load(); n != nil {
+		if st, ok := (*n).NodeStatus(); ok && len(st.Addresses) > 0 {
+			return st.Addresses
+		}
+	}
+	return s.fixed
+}
+
+// follow makes the addresses the node's status's from now on.
+func (s *addressSource) follow(n nodeStatuser) { s.node.Store(&n) }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 )
 
 // The certificate flags: --rotate-server-certificates serves the serving
@@ -96,4 +97,33 @@ func clientPair(t *testing.T) []byte {
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	require.NoError(t, err)
 	return append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
+}
+
+// statusOf is a node whose status is set by the test.
+type statusOf struct {
+	st v1.NodeStatus
+	ok bool
+}
+
+func (s *statusOf) NodeStatus() (v1.NodeStatus, bool) { return s.st, s.ok }
+
+// The serving certificate's addresses are the node's name and --node-ip
+// until the agent has a status with addresses, then the status's.
+func TestServingAddressesFollowTheNode(t *testing.T) {
+	dir := t.TempDir()
+	c, err := parseFlags([]string{"--root-dir", filepath.Join(dir, "root"), "--local-state", "", "--cgroups-per-qos=false", "--enforce-node-allocatable", "none",
+		"--hostname-override", "node1", "--node-ip", "192.0.2.10", "--kubeconfig", kubeconfigFile(t, dir), "--rotate-server-certificates"}, io.Discard)
+	require.NoError(t, err)
+	_, _, err = options(c, io.Discard, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NotNil(t, c.servingAddrs)
+	configured := []v1.NodeAddress{{Type: v1.NodeHostName, Address: "node1"}, {Type: v1.NodeInternalIP, Address: "192.0.2.10"}}
+	assert.Equal(t, configured, c.servingAddrs.addresses(), "before the agent")
+
+	node := &statusOf{}
+	c.servingAddrs.follow(node)
+	assert.Equal(t, configured, c.servingAddrs.addresses(), "no status yet")
+	detected := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "198.51.100.7"}, {Type: v1.NodeHostName, Address: "node1"}}
+	node.st, node.ok = v1.NodeStatus{Addresses: detected}, true
+	assert.Equal(t, detected, c.servingAddrs.addresses(), "the status's")
 }

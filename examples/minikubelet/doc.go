@@ -107,9 +107,10 @@
 // (rotateCertificates: renewed by CSR before it expires; --kubeconfig
 // must name CERT-DIR/kubelet-client-current.pem),
 // --rotate-server-certificates (serverTLSBootstrap: the kubelet API's
-// certificate by a kubernetes.io/kubelet-serving CSR for the node's name
-// and --node-ip, renewed and served without a restart; the kubelet API
-// refuses handshakes until it is issued),
+// certificate by a kubernetes.io/kubelet-serving CSR for the node's
+// addresses (its name and --node-ip until the node's status has some),
+// renewed and served without a restart; the kubelet API refuses
+// handshakes until it is issued),
 // --anonymous-auth, --authentication-token-webhook, --authorization-mode,
 // --extend-websockets-to-kubelet,
 // --container-log-max-size, --container-log-max-files (10Mi and 5,

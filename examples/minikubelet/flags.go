@@ -38,6 +38,7 @@ type config struct {
 	localState                                        *localstate.Bolt // opened by join, closed by run
 	bootstrapKubeconfig                               string
 	certManagers                                      []certificate.Manager // made by join, run by run
+	servingAddrs                                      *addressSource        // with serverTLSBootstrap: follows the agent run builds
 	runtimeName                                       string                // what the runtime at the endpoint said it is (CRI Version)
 	set                                               map[string]bool       // the flags given
 }

@@ -198,6 +198,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	late.Agent = a
+	if c.servingAddrs != nil {
+		c.servingAddrs.follow(a)
+	}
 	if metrics != nil {
 		if err := metrics.RegisterNode(a); err != nil {
 			return err
