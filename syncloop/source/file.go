@@ -326,6 +326,20 @@ func (f *File) onWatch(ctx context.Context, r *fileRun, b watchBatch) {
 		f.sync(ctx, r, readChanged, nil)
 		return
 	}
+	// A manifest removed and created again within the batch is removed
+	// first: its pods leave, then come back (a static pod restarted, as
+	// under upstream's kubelet), rather than the two events cancelling out.
+	removed := false
+	for p := range b.gone {
+		removed = f.forget(p) || removed
+	}
+	if removed {
+		select {
+		case f.out <- syncloop.PodUpdate{Op: syncloop.OpSet, Source: syncloop.SourceFile, Pods: f.pods()}:
+		case <-ctx.Done():
+			return
+		}
+	}
 	now := f.clock.Now()
 	dirty := map[string]bool{} // true: read even if its stat is the same
 	for p, op := range b.ops {

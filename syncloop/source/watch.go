@@ -53,6 +53,11 @@ type watchBatch struct {
 	// the directory, or Path itself when it is a file). Hidden files are
 	// left out.
 	ops map[string]watchOp
+	// gone are the manifests removed or renamed away during the batch,
+	// whatever came after (one removed and created again is in both):
+	// the source sends its pods' removal before it reads them again, as
+	// upstream's file source, which acts on each event, does.
+	gone map[string]bool
 	// rescan: Path itself was created, removed or replaced: arm again and
 	// list the directory.
 	rescan bool
@@ -73,6 +78,14 @@ func (b *watchBatch) add(path string, op watchOp) {
 		return
 	}
 	b.ops[path] = op
+}
+
+// remove records that path was removed or renamed away.
+func (b *watchBatch) remove(path string) {
+	if b.gone == nil {
+		b.gone = map[string]bool{}
+	}
+	b.gone[path] = true
 }
 
 // empty reports whether b holds nothing.

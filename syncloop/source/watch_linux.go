@@ -184,6 +184,7 @@ func (w *inotifyWatcher) deliver(evs []rawEvent) {
 		path   string
 		op     watchOp
 		rescan bool
+		gone   bool // removed or renamed away
 	}
 	w.mu.Lock()
 	dirWD, parentWD := w.dirWD, w.parentWD
@@ -202,7 +203,7 @@ func (w *inotifyWatcher) deliver(evs []rawEvent) {
 			} else if e.name != "" && !strings.HasPrefix(e.name, ".") {
 				p := filepath.Join(w.path, e.name)
 				if op := classify(e.mask, p); op != 0 {
-					changes = append(changes, change{path: p, op: op})
+					changes = append(changes, change{path: p, op: op, gone: e.mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0})
 				}
 			}
 		case e.wd == parentWD:
@@ -232,6 +233,9 @@ func (w *inotifyWatcher) deliver(evs []rawEvent) {
 		}
 		if c.op != 0 {
 			w.pending.add(c.path, c.op)
+		}
+		if c.gone {
+			w.pending.remove(c.path)
 		}
 	}
 	if overflow {

@@ -276,3 +276,39 @@ func BenchmarkWatchLatency(b *testing.B) {
 		})
 	}
 }
+
+// A manifest removed and written again at once (rm and cp, as upstream's
+// mirror pod e2e test does) comes as its pods' removal, then their return:
+// the two events do not cancel out, even when they arrive in one batch
+// while the source is busy sending.
+func TestFileWatchRemovedAndRecreated(t *testing.T) {
+	h := startFile(t, map[string]string{"a.yaml": manifest("a", "i:1")})
+	require.Equal(t, []string{"a-node-a"}, podNames(receive(t, h.out).Pods))
+	path := func(name string) string { return filepath.Join(h.dir, name) }
+	for i := range 3 {
+		// The source is busy: the SET for b.yaml waits for the test to
+		// take it, while a.yaml goes and comes back.
+		write(t, path(fmt.Sprintf("b%d.yaml", i)), manifest(fmt.Sprintf("b%d", i), "i"))
+		require.NoError(t, os.Remove(path("a.yaml")))
+		write(t, path("a.yaml"), manifest("a", "i:1"))
+		var sets [][]string
+		deadline := time.After(defaultTimeout)
+		for !slices.Contains(lastOf(sets), "a-node-a") || len(sets) < 2 {
+			select {
+			case u := <-h.out:
+				sets = append(sets, podNames(u.Pods))
+			case <-deadline:
+				t.Fatalf("round %d: SETs %v, want a-node-a gone, then back", i, sets)
+			}
+		}
+		gone := slices.IndexFunc(sets, func(s []string) bool { return !slices.Contains(s, "a-node-a") })
+		assert.GreaterOrEqual(t, gone, 0, "round %d: SETs %v: a-node-a never left", i, sets)
+	}
+}
+
+func lastOf(sets [][]string) []string {
+	if len(sets) == 0 {
+		return nil
+	}
+	return sets[len(sets)-1]
+}
