@@ -142,3 +142,31 @@ func TestNewChecksThePlugins(t *testing.T) {
 	_, err = credentialprovider.New(credentialprovider.Options{Config: cfg})
 	assert.ErrorIs(t, err, credentialprovider.ErrInvalidOptions)
 }
+
+// BenchmarkCredentialsCached is a pull's lookup once the plugin's answer
+// is cached: no plugin run, the matching and the keyring only.
+func BenchmarkCredentialsCached(b *testing.B) {
+	runs := filepath.Join(b.TempDir(), "runs")
+	cfg := &kubeletconfigv1.CredentialProviderConfig{Providers: []kubeletconfigv1.CredentialProvider{{
+		Name: "fake-provider", MatchImages: []string{"*.registry.example"},
+		DefaultCacheDuration: &metav1.Duration{Duration: time.Hour}, APIVersion: "credentialprovider.kubelet.k8s.io/v1",
+		Env: []kubeletconfigv1.ExecEnvVar{{Name: "PLUGIN_RUNS", Value: runs}, {Name: "PLUGIN_CACHE_KEY_TYPE", Value: "Registry"}},
+	}}}
+	p, err := credentialprovider.New(credentialprovider.Options{Config: cfg, BinDir: pluginDir,
+		Clock: clocktesting.NewFakePassiveClock(time.Unix(1_700_000_000, 0))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(p.Credentials(context.Background(), "eu.registry.example/team/app:1")) != 1 {
+		b.Fatal("no credentials from the plugin")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(p.Credentials(context.Background(), "eu.registry.example/team/other:2")) != 1 {
+			b.Fatal("no cached credentials")
+		}
+	}
+	if data, err := os.ReadFile(runs); err != nil || strings.Count(string(data), "\n") != 1 {
+		b.Fatalf("the plugin ran %q times (%v), want once", data, err)
+	}
+}
