@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,23 +26,110 @@ const (
 	configKind       = "CredentialProviderConfig"
 )
 
-// LoadConfig reads a CredentialProviderConfig file (YAML or JSON), decoded
+// LoadConfig reads a CredentialProviderConfig (YAML or JSON), decoded
 // strictly (an unknown field is an error naming it), and validates it as
-// upstream does. Its errors name the file.
+// upstream does. As upstream kubelet's --image-credential-provider-config
+// since 1.34, path may also be a directory: its files ending in .json,
+// .yaml or .yml (not those of its subdirectories) are read in lexical
+// order and their providers put in one list, a directory without such a
+// file, or a provider name two files use, being an error. Errors name the
+// file at fault.
 func LoadConfig(path string) (*kubeletconfigv1.CredentialProviderConfig, error) {
-	data, err := os.ReadFile(path)
+	if path == "" {
+		return nil, fmt.Errorf("image credential provider config: credential provider config path is empty")
+	}
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("image credential provider config: %w", err)
 	}
-	cfg, err := ParseConfig(data)
+	if !fi.IsDir() {
+		return loadFile(path)
+	}
+	files, err := configFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	merged := &kubeletconfigv1.CredentialProviderConfig{}
+	from := map[string]string{} // provider name → its file
+	for _, f := range files {
+		cfg, err := readFile(f)
+		if err == nil {
+			err = validateProviders(cfg.Providers).ToAggregate()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("image credential provider config %s: %w", f, err)
+		}
+		for _, p := range cfg.Providers {
+			if first, ok := from[p.Name]; ok {
+				return nil, fmt.Errorf("image credential provider config %s: duplicate provider name %q found in configuration file(s): also in %s", f, p.Name, first)
+			}
+			from[p.Name] = f
+			merged.Providers = append(merged.Providers, p)
+		}
+	}
+	merged.APIVersion, merged.Kind = configAPIVersion, configKind
+	if errs := validate(merged); len(errs) > 0 { // none of the files has a provider
+		return nil, fmt.Errorf("image credential provider config %s: %w", path, errs.ToAggregate())
+	}
+	return merged, nil
+}
+
+// configFiles lists a configuration directory's files, in lexical order.
+func configFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		return nil, fmt.Errorf("image credential provider config: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".json", ".yaml", ".yml":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("image credential provider config: no configuration files found in directory %s", dir)
+	}
+	return files, nil
+}
+
+// loadFile reads and checks one configuration file.
+func loadFile(path string) (*kubeletconfigv1.CredentialProviderConfig, error) {
+	cfg, err := readFile(path)
+	if err == nil {
+		err = validate(cfg).ToAggregate()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("image credential provider config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
+// readFile reads and decodes one configuration file, unvalidated.
+func readFile(path string) (*kubeletconfigv1.CredentialProviderConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return decode(data)
+}
+
 // ParseConfig decodes and validates a CredentialProviderConfig.
 func ParseConfig(data []byte) (*kubeletconfigv1.CredentialProviderConfig, error) {
+	cfg, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if errs := validate(cfg); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return cfg, nil
+}
+
+// decode decodes a CredentialProviderConfig strictly and checks its type.
+func decode(data []byte) (*kubeletconfigv1.CredentialProviderConfig, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("the file is empty")
 	}
@@ -52,21 +140,24 @@ func ParseConfig(data []byte) (*kubeletconfigv1.CredentialProviderConfig, error)
 	if cfg.APIVersion != configAPIVersion || cfg.Kind != configKind {
 		return nil, fmt.Errorf("apiVersion %q, kind %q: want %s %s", cfg.APIVersion, cfg.Kind, configAPIVersion, configKind)
 	}
-	if errs := validate(cfg); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
 	return cfg, nil
 }
 
 // validate checks a configuration with upstream's rules and words.
 func validate(cfg *kubeletconfigv1.CredentialProviderConfig) field.ErrorList {
 	var errs field.ErrorList
-	providers := field.NewPath("providers")
 	if len(cfg.Providers) == 0 {
-		errs = append(errs, field.Required(providers, "at least 1 item in plugins is required"))
+		errs = append(errs, field.Required(field.NewPath("providers"), "at least 1 item in plugins is required"))
 	}
+	return append(errs, validateProviders(cfg.Providers)...)
+}
+
+// validateProviders checks each provider of a list (those of one file).
+func validateProviders(list []kubeletconfigv1.CredentialProvider) field.ErrorList {
+	var errs field.ErrorList
+	providers := field.NewPath("providers")
 	seen := map[string]bool{}
-	for i, p := range cfg.Providers {
+	for i, p := range list {
 		at := providers.Index(i)
 		switch {
 		case p.Name == "":

@@ -103,3 +103,60 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// A directory's .json, .yaml and .yml files are read in lexical order and
+// their providers put in one list, as upstream's since 1.34.
+func TestLoadConfigDirectory(t *testing.T) {
+	provider := func(name string) string {
+		return "- {name: " + name + ", matchImages: [x.io], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}\n"
+	}
+	write := func(t *testing.T, dir string, files map[string]string) {
+		t.Helper()
+		for name, data := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600))
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  []string // the providers' names, in order
+		err   string   // in the error, with <dir> for the directory
+	}{
+		{name: "merged in lexical order", files: map[string]string{
+			"20-b.yml":    header + "providers:\n" + provider("b") + provider("c"),
+			"10-a.yaml":   header + "providers:\n" + provider("a"),
+			"30-d.json":   `{"apiVersion": "kubelet.config.k8s.io/v1", "kind": "CredentialProviderConfig", "providers": [{"name": "d", "matchImages": ["x.io"], "defaultCacheDuration": "1m", "apiVersion": "credentialprovider.kubelet.k8s.io/v1"}]}`,
+			"40-e.conf":   "not read",
+			"README.md":   "not read",
+			"50-none.yml": header + "providers: []\n", // no provider of its own: fine in a directory
+		}, want: []string{"a", "b", "c", "d"}},
+		{name: "a name in two files", files: map[string]string{
+			"1.yaml": header + "providers:\n" + provider("a"),
+			"2.yaml": header + "providers:\n" + provider("a"),
+		}, err: `image credential provider config <dir>/2.yaml: duplicate provider name "a" found in configuration file(s): also in <dir>/1.yaml`},
+		{name: "a bad file named", files: map[string]string{
+			"1.yaml": header + "providers:\n" + provider("a"),
+			"2.yaml": header + "providers:\n- {name: b, matchImages: [x.io], apiVersion: credentialprovider.kubelet.k8s.io/v1}\n",
+		}, err: "image credential provider config <dir>/2.yaml: providers[0].defaultCacheDuration: Required value"},
+		{name: "no provider in any file", files: map[string]string{"1.yaml": header + "providers: []\n"},
+			err: "image credential provider config <dir>: providers: Required value: at least 1 item in plugins is required"},
+		{name: "no file", files: map[string]string{"a.conf": "x"}, err: "no configuration files found in directory <dir>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, tc.files)
+			cfg, err := credentialprovider.LoadConfig(dir)
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), strings.ReplaceAll(tc.err, "<dir>", dir))
+				return
+			}
+			require.NoError(t, err)
+			var names []string
+			for _, p := range cfg.Providers {
+				names = append(names, p.Name)
+			}
+			assert.Equal(t, tc.want, names)
+		})
+	}
+}

@@ -7,8 +7,10 @@
 // Registry, ACR or a private registry need no imagePullSecrets.
 //
 // LoadConfig reads and validates a CredentialProviderConfig
-// (kubelet.config.k8s.io/v1) file with upstream's messages; New checks that
-// every plugin is in the binary directory. Providers.Credentials is
+// (kubelet.config.k8s.io/v1) file, or a directory of them, with upstream's
+// messages; New checks that every plugin is in the binary directory; Load
+// does both from upstream's two flags, as upstream kubelet at start
+// (neither given: no providers; one without the other: an error). Providers.Credentials is
 // cri/podsync's Credentials (podsync.Options.Credentials; agent's
 // Node.ImageCredentials): for an image, each provider whose matchImages
 // match its repository is asked, its answer cached in memory by the

@@ -103,6 +103,38 @@ func New(opts Options) (*Providers, error) {
 	return p, nil
 }
 
+// Load is upstream kubelet's start with --image-credential-provider-config
+// (configPath, a file or a directory: LoadConfig) and
+// --image-credential-provider-bin-dir (opts.BinDir): with neither, there
+// are no providers and no error (nil, nil); with either, both are needed:
+// the binary directory must exist, the configuration be read and valid,
+// and every plugin be in the directory (New, with opts.Config set to what
+// was read). Errors say which, in upstream's words; a setting, the
+// directory or a plugin missing wraps ErrInvalidOptions.
+func Load(configPath string, opts Options) (*Providers, error) {
+	if configPath == "" && opts.BinDir == "" {
+		return nil, nil
+	}
+	// Upstream's order: the directory, then the configuration.
+	if opts.BinDir == "" {
+		return nil, fmt.Errorf("image credential providers: plugin binary directory \"\" did not exist: %w", ErrInvalidOptions)
+	}
+	if _, err := os.Stat(opts.BinDir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("image credential providers: plugin binary directory %s did not exist: %w", opts.BinDir, ErrInvalidOptions)
+	} else if err != nil {
+		return nil, fmt.Errorf("image credential providers: inspecting the plugin binary directory: %w", err)
+	}
+	if configPath == "" {
+		return nil, fmt.Errorf("image credential providers: credential provider config path is empty: %w", ErrInvalidOptions)
+	}
+	cfg, err := LoadConfig(configPath)
+	if err != nil {
+		return nil, err
+	}
+	opts.Config = cfg
+	return New(opts)
+}
+
 // Credentials returns the credentials the matching providers give for
 // image, most specific location first; it implements podsync.Credentials.
 func (p *Providers) Credentials(ctx context.Context, image string) []*runtimeapi.AuthConfig {

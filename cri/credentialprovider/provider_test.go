@@ -2,6 +2,7 @@ package credentialprovider_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,40 @@ func BenchmarkCredentialsCached(b *testing.B) {
 	}
 	if data, err := os.ReadFile(runs); err != nil || strings.Count(string(data), "\n") != 1 {
 		b.Fatalf("the plugin ran %q times (%v), want once", data, err)
+	}
+}
+
+// Load takes upstream's two flags: neither, or both.
+func TestLoad(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(config, []byte(header+`providers:
+- {name: fake-provider, matchImages: ["*.registry.example"], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}
+`), 0o600))
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name, config, binDir string
+		err                  string // "": no error
+		invalid              bool   // the error wraps ErrInvalidOptions
+	}{
+		{name: "neither"},
+		{name: "both", config: config, binDir: pluginDir},
+		{name: "config only", config: config, err: `plugin binary directory "" did not exist`, invalid: true},
+		{name: "bin dir only", binDir: pluginDir, err: "credential provider config path is empty", invalid: true},
+		{name: "no such bin dir", config: config, binDir: missing, err: "plugin binary directory " + missing + " did not exist", invalid: true},
+		{name: "no such config", config: missing, binDir: pluginDir, err: "no such file or directory"},
+		{name: "plugin not in the bin dir", config: config, binDir: t.TempDir(), err: "plugin binary executable", invalid: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := credentialprovider.Load(tc.config, credentialprovider.Options{BinDir: tc.binDir})
+			if tc.err == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tc.config == "", p == nil, "providers only with a configuration")
+				return
+			}
+			require.Error(t, err)
+			assert.Nil(t, p)
+			assert.Contains(t, err.Error(), tc.err)
+			assert.Equal(t, tc.invalid, errors.Is(err, credentialprovider.ErrInvalidOptions))
+		})
 	}
 }
