@@ -93,6 +93,24 @@ func TestCgroupFlags(t *testing.T) {
 // host's cgroups is touched either way.
 func TestCgroupsOffOnFakeSocket(t *testing.T) {
 	dir := t.TempDir()
+	_, sock := serveFake(t, dir)
+	var out, logs syncBuffer
+	err := run(context.Background(), []string{"--runonce", "--container-runtime-endpoint", "unix://" + sock, "--node-name", "edge1",
+		"--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", webManifests(t, dir), "--eviction-hard", "",
+		"--cgroup-root", "/kk-test-absent-cgroup-root"}, &out, &logs)
+	require.NoError(t, err, logs.String())
+	var list v1.PodList
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &list), out.String())
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, v1.PodRunning, list.Items[0].Status.Phase)
+	assert.Contains(t, logs.String(), "the pods get no cgroups")
+	assert.NoDirExists(t, filepath.Join(dir, "root", "cgroups"), "no pod cgroup was recorded")
+}
+
+// serveFake serves a fake runtime on a socket in dir, as examples/fakecri
+// does, until the test ends, and returns it and the socket's path.
+func serveFake(t *testing.T, dir string) (*fake.Runtime, string) {
+	t.Helper()
 	sock := filepath.Join(dir, "cri.sock")
 	lis, err := net.Listen("unix", sock)
 	require.NoError(t, err)
@@ -103,16 +121,5 @@ func TestCgroupsOffOnFakeSocket(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, lis) }()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-served) })
-
-	var out, logs syncBuffer
-	err = run(context.Background(), []string{"--runonce", "--container-runtime-endpoint", "unix://" + sock, "--node-name", "edge1",
-		"--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", webManifests(t, dir), "--eviction-hard", "",
-		"--cgroup-root", "/kk-test-absent-cgroup-root"}, &out, &logs)
-	require.NoError(t, err, logs.String())
-	var list v1.PodList
-	require.NoError(t, json.Unmarshal([]byte(out.String()), &list), out.String())
-	require.Len(t, list.Items, 1)
-	assert.Equal(t, v1.PodRunning, list.Items[0].Status.Phase)
-	assert.Contains(t, logs.String(), "the pods get no cgroups")
-	assert.NoDirExists(t, filepath.Join(dir, "root", "cgroups"), "no pod cgroup was recorded")
+	return rt, sock
 }
