@@ -91,7 +91,12 @@
 // --kube-api-qps, --kube-api-burst (50 and 100, upstream's),
 // --register-with-taints, --provider-id (both at registration, with
 // --kubeconfig), --max-pods (110), --serialize-image-pulls (true) and
-// --max-parallel-image-pulls, --config, --config-dir,
+// --max-parallel-image-pulls, --image-credential-provider-config and
+// --image-credential-provider-bin-dir (upstream's image credential
+// provider plugins, package cri/credentialprovider: both or neither; the
+// configuration a file or a directory of them, read and checked at start,
+// its plugins found in the directory by their names; docs/credentialprovider.md),
+// --config, --config-dir,
 // --node-name, --hostname-override (the node's name, as upstream's),
 // --node-ip, --cluster-dns (comma-separated, repeatable),
 // --cluster-domain, --resolv-conf (/etc/resolv.conf, upstream's default;

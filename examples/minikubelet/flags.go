@@ -35,6 +35,7 @@ type config struct {
 	runOnceTimeout                                    time.Duration
 	devicePluginDir, shutdownSignal                   string
 	localStatePath, localStateKeyFile                 string
+	credentialConfig, credentialBinDir                string           // image credential provider plugins
 	localState                                        *localstate.Bolt // opened by join, closed by run
 	bootstrapKubeconfig                               string
 	certManagers                                      []certificate.Manager // made by join, run by run
@@ -67,6 +68,8 @@ func ownFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.devicePluginDir, "device-plugin-dir", "", "device plugin directory: device plugins register on its kubelet.sock, and their resources join the node's capacity (upstream's is /var/lib/kubelet/device-plugins); default ROOT-DIR/device-plugins; set to \"\" for no device plugins")
 	fs.StringVar(&c.shutdownSignal, "shutdown-signal", "", "a signal that means the machine is shutting down (SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT, SIGINT): the node turns NotReady, refuses pods, "+
 		"terminates its pods within --shutdown-grace-period, then minikubelet exits; needs --shutdown-grace-period, and replaces logind as the trigger. Without it SIGINT and SIGTERM stop minikubelet and leave the containers running")
+	fs.StringVar(&c.credentialConfig, "image-credential-provider-config", "", "a CredentialProviderConfig (kubelet.config.k8s.io/v1, YAML or JSON), or a directory of them (*.json, *.yaml, *.yml, merged in lexical order): the image credential provider plugins that give the node registry credentials for the images they match; needs --image-credential-provider-bin-dir")
+	fs.StringVar(&c.credentialBinDir, "image-credential-provider-bin-dir", "", "directory of the image credential provider plugins, each an executable named as its provider in --image-credential-provider-config, which it needs")
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 }
 

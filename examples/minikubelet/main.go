@@ -279,6 +279,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	if opts.Sources.ManifestPath, err = manifestPath(c); err != nil {
 		return agent.Options{}, nil, err
 	}
+	if opts.Node.ImageCredentials, err = imageCredentials(c, log); err != nil {
+		return agent.Options{}, nil, err
+	}
 	joined, err := join(c, cfg.Cluster, &opts, log)
 	if err != nil {
 		return agent.Options{}, nil, err

@@ -68,6 +68,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--container-runtime-endpoint", "unix:///x.sock", "--cgroups-per-qos=false", "--enforce-node-allocatable", "pods"},
 			`invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable)`},
 		{[]string{"--shutdown-grace-period", "500ms"}, "invalid configuration: shutdownGracePeriod {500ms} must be either zero or otherwise >= 1 sec"},
+		{[]string{"--image-credential-provider-config", "/etc/kubernetes/credential-providers.yaml"}, `plugin binary directory "" did not exist`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
