@@ -2,7 +2,9 @@
 # shellcheck source-path=SCRIPTDIR
 # hack/controlplane-start.sh: start a private Kubernetes control plane (etcd +
 # kube-apiserver, no controller-manager, no scheduler) on 127.0.0.1 for the
-# API-server end-to-end tests. Run hack/controlplane-setup.sh first.
+# API-server end-to-end tests. Run hack/controlplane-setup.sh first. With
+# KK_CP_CLUSTER=1 it is the control plane a node joins as kubeadm joins a
+# kubelet (hack/join.sh; step 7 below).
 #
 #   1. If the etcd and kube-apiserver named in $KK_WORK/etcd.pid and
 #      $KK_WORK/kube-apiserver.pid are ours (right binary, our data/cert dir)
@@ -32,7 +34,21 @@
 #      (user kube-apiserver-kubelet-client to ClusterRole
 #      system:kubelet-api-admin), so that a kubelet that authorizes with
 #      SubjectAccessReview lets the API server in.
-#   6. Writes $KK_WORK/controlplane/kubeconfig (admin),
+#   6. With KK_CP_CLUSTER=1 only: the client CA is the cluster's CA, as
+#      kubeadm's ca.crt: kube-apiserver trusts client certificates it signs
+#      (--client-ca-file), accepts bootstrap tokens
+#      (--enable-bootstrap-token-auth) and verifies kubelets' serving
+#      certificates with it (--kubelet-certificate-authority); then
+#      kube-controller-manager starts (kubeadm's controllers: every default
+#      one, bootstrapsigner and tokencleaner; it signs CSRs with the cluster
+#      CA for KK_CP_SIGNING_DURATION, and approves kubelets' client CSRs;
+#      node lifecycle, garbage collection, the PV binder, service-account
+#      tokens; log and PID in $KK_WORK/kube-controller-manager.{log,pid}),
+#      and kube-scheduler (log and PID in $KK_WORK/kube-scheduler.{log,pid}),
+#      both with the admin kubeconfig, without leader election, their
+#      health ports on free loopback ports; they are ready when /healthz
+#      says ok. Neither is restarted by --restart-apiserver.
+#   7. Writes $KK_WORK/controlplane/kubeconfig (admin),
 #      $KK_WORK/controlplane/kubeconfig-node (node identity) and
 #      $KK_WORK/controlplane/env (with KK_KUBECTL, the kubectl that
 #      hack/controlplane-setup.sh built, and KK_CLIENT_CA_FILE), and prints
@@ -65,6 +81,9 @@
 #   KK_ETCD_PROGRESS_INTERVAL  etcd --experimental-watch-progress-notify-interval (1s)
 #   KK_SA_ADMISSION=0       disable the ServiceAccount admission plugin instead
 #                           of creating the default ServiceAccount
+#   KK_CP_CLUSTER=1         the control plane a node joins (step 6)
+#   KK_CP_SIGNING_DURATION  kube-controller-manager --cluster-signing-duration
+#                           with KK_CP_CLUSTER=1 (default 8760h)
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -75,6 +94,8 @@ NODE_NAME="${KK_NODE_NAME:-kk-node}"
 VERBOSITY="${KK_APISERVER_VERBOSITY:-2}"
 SA_ADMISSION="${KK_SA_ADMISSION:-1}"
 ETCD_PROGRESS_INTERVAL="${KK_ETCD_PROGRESS_INTERVAL:-1s}"
+CLUSTER="${KK_CP_CLUSTER:-0}"
+SIGNING_DURATION="${KK_CP_SIGNING_DURATION:-8760h}"
 PKI="${KK_CP_DIR}/pki"
 TOKENS="${KK_CP_DIR}/tokens.csv"
 SA_KEY="${KK_CP_DIR}/sa.key"
@@ -90,6 +111,11 @@ SA_ISSUER="https://kubernetes.default.svc.cluster.local"
   kk_die "KK_NODE_NAME=${NODE_NAME} is not a valid node name (lower-case DNS subdomain)"
 command -v etcd >/dev/null 2>&1 || kk_die "etcd not found: run hack/controlplane-setup.sh"
 [[ -x "${KK_APISERVER_BIN}" ]] || kk_die "${KK_APISERVER_BIN} missing: run hack/controlplane-setup.sh"
+if [[ "${CLUSTER}" == 1 ]]; then
+  for b in "${KK_CONTROLLER_MANAGER_BIN}" "${KK_SCHEDULER_BIN}"; do
+    [[ -x "${b}" ]] || kk_die "${b} missing (KK_CP_CLUSTER=1): run hack/controlplane-setup.sh"
+  done
+fi
 for b in openssl curl; do
   command -v "${b}" >/dev/null 2>&1 || kk_die "${b} not found"
 done
@@ -127,6 +153,13 @@ reusable() {
   running || return 1
   cmd="$(kk_cmdline "$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)")"
   [[ "${cmd}" == "${KK_APISERVER_BIN} "* && "${cmd}" == *" --kubelet-client-certificate=${KUBELET_CLIENT}.crt "* ]] || return 1
+  # A cluster is reused as a cluster only, with its controllers running.
+  if [[ "${CLUSTER}" == 1 ]]; then
+    [[ "${cmd}" == *" --enable-bootstrap-token-auth "* && -n "$(kk_pidfile_pid "${KK_KCM_PIDFILE}" kk_is_our_kcm)" &&
+      -n "$(kk_pidfile_pid "${KK_SCHEDULER_PIDFILE}" kk_is_our_scheduler)" ]] || return 1
+  else
+    [[ "${cmd}" != *" --enable-bootstrap-token-auth "* ]] || return 1
+  fi
   [[ -s "${CLIENT_CA}" && "$(env_value KK_CLIENT_CA_FILE)" == "${CLIENT_CA}" && -n "$(env_value KK_NOBODY_TOKEN)" ]]
 }
 
@@ -255,10 +288,14 @@ apiserver_ready() {
 }
 
 start_apiserver() {
-  local port admission=(--enable-admission-plugins=NodeRestriction)
+  local port admission=(--enable-admission-plugins=NodeRestriction) cluster=()
   port="$(kk_free_port)"
   APISERVER_URL="https://127.0.0.1:${port}"
   [[ "${SA_ADMISSION}" == 1 ]] || admission+=(--disable-admission-plugins=ServiceAccount)
+  if [[ "${CLUSTER}" == 1 ]]; then
+    cluster=(--client-ca-file="${CLIENT_CA}" --enable-bootstrap-token-auth
+      --kubelet-certificate-authority="${CLIENT_CA}")
+  fi
   # --cert-dir must stay the first flag: kk_is_our_apiserver recognises our
   # API server by it.
   launch kube-apiserver "${KK_APISERVER_PIDFILE}" "${KK_APISERVER_LOG}" \
@@ -275,6 +312,7 @@ start_apiserver() {
     --kubelet-client-key="${KUBELET_CLIENT}.key" \
     --kubelet-preferred-address-types=InternalIP,Hostname \
     "${admission[@]}" \
+    "${cluster[@]}" \
     --allow-privileged=true \
     --endpoint-reconciler-type=none \
     --profiling=false \
@@ -324,6 +362,40 @@ bootstrap_objects() {
     '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kubeadm:apiserver-kubelet-client"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:kubelet-api-admin"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"kube-apiserver-kubelet-client"}]}' ||
     kk_die "cannot create ClusterRoleBinding kubeadm:apiserver-kubelet-client: $(cat "${KK_CP_DIR}/create.out" 2>/dev/null)"
   rm -f "${KK_CP_DIR}/create.out"
+}
+
+healthz_ok() {
+  [[ "$(curl --noproxy '*' -sSk --max-time 2 "https://127.0.0.1:$1/healthz" 2>/dev/null)" == ok ]]
+}
+
+# start_controllers: kube-controller-manager and kube-scheduler of a cluster
+# (step 6). --kubeconfig must stay the first flag: kk_is_our_kcm and
+# kk_is_our_scheduler recognise ours by it.
+start_controllers() {
+  local kcm_port sched_port
+  kcm_port="$(kk_free_port)"
+  launch kube-controller-manager "${KK_KCM_PIDFILE}" "${KK_KCM_LOG}" \
+    "${KK_CONTROLLER_MANAGER_BIN}" --kubeconfig="${KK_KUBECONFIG}" \
+    --authentication-kubeconfig="${KK_KUBECONFIG}" --authorization-kubeconfig="${KK_KUBECONFIG}" \
+    --bind-address=127.0.0.1 --secure-port="${kcm_port}" \
+    --controllers='*,bootstrapsigner,tokencleaner' \
+    --cluster-name=kubeletkit \
+    --cluster-signing-cert-file="${CLIENT_CA}" --cluster-signing-key-file="${CLIENT_CA_KEY}" \
+    --cluster-signing-duration="${SIGNING_DURATION}" \
+    --service-account-private-key-file="${SA_KEY}" --root-ca-file="${CA_FILE}" \
+    --use-service-account-credentials=false --leader-elect=false \
+    --profiling=false --v="${VERBOSITY}"
+  kk_log "kube-controller-manager started (pid $(cat "${KK_KCM_PIDFILE}")), health on 127.0.0.1:${kcm_port}"
+  wait_for kube-controller-manager "${KK_KCM_PIDFILE}" "${KK_KCM_LOG}" healthz_ok "${kcm_port}"
+  sched_port="$(kk_free_port)"
+  while [[ "${sched_port}" == "${kcm_port}" ]]; do sched_port="$(kk_free_port)"; done
+  launch kube-scheduler "${KK_SCHEDULER_PIDFILE}" "${KK_SCHEDULER_LOG}" \
+    "${KK_SCHEDULER_BIN}" --kubeconfig="${KK_KUBECONFIG}" \
+    --authentication-kubeconfig="${KK_KUBECONFIG}" --authorization-kubeconfig="${KK_KUBECONFIG}" \
+    --bind-address=127.0.0.1 --secure-port="${sched_port}" \
+    --leader-elect=false --profiling=false --v="${VERBOSITY}"
+  kk_log "kube-scheduler started (pid $(cat "${KK_SCHEDULER_PIDFILE}")), health on 127.0.0.1:${sched_port}"
+  wait_for kube-scheduler "${KK_SCHEDULER_PIDFILE}" "${KK_SCHEDULER_LOG}" healthz_ok "${sched_port}"
 }
 
 # write_kubeconfig FILE USER TOKEN
@@ -377,6 +449,7 @@ export KK_WORK=${KK_WORK}
 export KK_CLIENT_CA_FILE=${CLIENT_CA}
 export KK_KUBELET_CLIENT_CERT=${KUBELET_CLIENT}.crt
 export KK_KUBELET_CLIENT_KEY=${KUBELET_CLIENT}.key
+export KK_CP_CLUSTER=${CLUSTER}
 EOF
   )
   mv -f "${KK_CP_ENV}.new" "${KK_CP_ENV}"
@@ -484,6 +557,7 @@ main() {
   bootstrap_objects
   write_kubeconfig "${KK_KUBECONFIG}" kubeletkit-admin "${ADMIN_TOKEN}"
   write_kubeconfig "${KK_CP_DIR}/kubeconfig-node" "system:node:${NODE_NAME}" "${NODE_TOKEN}"
+  [[ "${CLUSTER}" != 1 ]] || start_controllers
   write_env
   kk_log "control plane ready in $((SECONDS - t0))s; env file ${KK_CP_ENV}"
   printf '%s\n' "${APISERVER_URL}"

@@ -115,7 +115,9 @@ kk_find_our_containerd() {
 #   KK_K8S_VERSION      kube-apiserver version (v1.36.3); must match
 #                       hack/apiserver/go.mod, which pins it.
 #   KK_APISERVER_CACHE  dir of the cached kube-apiserver-<version>,
-#                       kubectl-<version> and kubelet-<version> binaries
+#                       kubectl-<version>, kubelet-<version>,
+#                       kube-controller-manager-<version> and
+#                       kube-scheduler-<version> binaries
 #                       (default $KK_WORK/bin); point it at a persistent dir
 #                       when KK_WORK is a fresh temp dir (as in .ci/run).
 KK_K8S_VERSION="${KK_K8S_VERSION:-v1.36.3}"
@@ -124,6 +126,9 @@ KK_APISERVER_CACHE="${KK_APISERVER_CACHE:-${KK_BIN}}"
 KK_APISERVER_BIN="${KK_APISERVER_CACHE}/kube-apiserver-${KK_K8S_VERSION}"
 KK_KUBELET_BIN="${KK_APISERVER_CACHE}/kubelet-${KK_K8S_VERSION}"
 KK_KUBECTL_BIN="${KK_APISERVER_CACHE}/kubectl-${KK_K8S_VERSION}"
+# The controller-manager and scheduler of the join harness (hack/join.sh).
+KK_CONTROLLER_MANAGER_BIN="${KK_APISERVER_CACHE}/kube-controller-manager-${KK_K8S_VERSION}"
+KK_SCHEDULER_BIN="${KK_APISERVER_CACHE}/kube-scheduler-${KK_K8S_VERSION}"
 # virtual-kubelet's own command (its mock provider), at the version
 # examples/go.mod requires, cached beside them.
 KK_VK_VERSION="$(awk '$1 == "github.com/virtual-kubelet/virtual-kubelet" { print $2 }' \
@@ -136,6 +141,10 @@ KK_ETCD_LOG="${KK_WORK}/etcd.log"
 KK_APISERVER_PIDFILE="${KK_WORK}/kube-apiserver.pid"
 KK_APISERVER_LOG="${KK_WORK}/kube-apiserver.log"
 KK_CP_ENV="${KK_CP_DIR}/env"
+KK_KCM_PIDFILE="${KK_WORK}/kube-controller-manager.pid"
+KK_KCM_LOG="${KK_WORK}/kube-controller-manager.log"
+KK_SCHEDULER_PIDFILE="${KK_WORK}/kube-scheduler.pid"
+KK_SCHEDULER_LOG="${KK_WORK}/kube-scheduler.log"
 KK_KUBECONFIG="${KK_CP_DIR}/kubeconfig"
 
 # kk_cmdline PID: the command line of PID with NULs turned into spaces.
@@ -156,6 +165,18 @@ kk_is_our_apiserver() {
   kk_pid_alive "${pid}" || return 1
   cmd="$(kk_cmdline "${pid}")"
   [[ "${cmd}" == /*"/kube-apiserver-v"*" --cert-dir=${KK_CP_DIR}/pki "* ]]
+}
+
+# kk_is_our_kcm PID and kk_is_our_scheduler PID: true when PID is alive and
+# runs that binary with our admin kubeconfig as its first flag, as
+# hack/controlplane-start.sh starts them with KK_CP_CLUSTER=1.
+kk_is_our_kcm() {
+  kk_pid_alive "$1" || return 1
+  [[ "$(kk_cmdline "$1")" == /*"/kube-controller-manager-v"*" --kubeconfig=${KK_KUBECONFIG} "* ]]
+}
+kk_is_our_scheduler() {
+  kk_pid_alive "$1" || return 1
+  [[ "$(kk_cmdline "$1")" == /*"/kube-scheduler-v"*" --kubeconfig=${KK_KUBECONFIG} "* ]]
 }
 
 # kk_pidfile_pid PIDFILE CHECK: print the PID in PIDFILE when CHECK PID (one
@@ -370,6 +391,21 @@ kk_runs() {
   cmd="$(kk_cmdline "${pid}")"
   [[ "${cmd}" == "${bin} "* || "${cmd}" == "${bin}" ||
     "${cmd}" == "unshare --mount "*" ${bin} "* || "${cmd}" == "sh -c "*" kk-isolate "*" ${bin} "* ]]
+}
+
+# kk_check NAME CMD...: one check of a harness that sets OUT (the directory
+# of its outputs), AGENT (the kubelet under test) and FAILED: CMD's output
+# goes to OUT/NAME.txt, an ok or FAIL line is logged (a failure with the
+# output's last lines), a failure sets FAILED=1, and the run goes on.
+kk_check() {
+  local name="$1"
+  shift
+  if "$@" >"${OUT}/${name}.txt" 2>&1; then
+    kk_log "${AGENT}: ok   ${name}"
+  else
+    kk_log "${AGENT}: FAIL ${name}: $(tail -n 5 "${OUT}/${name}.txt" | tr '\n' ' ')"
+    FAILED=1
+  fi
 }
 
 # kk_node_ip: the host's IPv4 address on its default route, for upstream
