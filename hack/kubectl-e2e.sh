@@ -67,18 +67,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# check NAME CMD...: run a check; its output goes to OUT/NAME.txt, a failure
-# is reported and counted, and the run goes on.
-check() {
-  local name="$1"
-  shift
-  if "$@" >"${OUT}/${name}.txt" 2>&1; then
-    kk_log "${AGENT}: ok   ${name}"
-  else
-    kk_log "${AGENT}: FAIL ${name}: $(tail -n 5 "${OUT}/${name}.txt" | tr '\n' ' ')"
-    FAILED=1
-  fi
-}
+# check NAME CMD...: kk_check, into OUT for AGENT.
+check() { kk_check "$@"; }
 
 # expect WANT CMD...: CMD's standard output must be WANT.
 expect() {
