@@ -20,6 +20,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
+	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -134,9 +135,10 @@ type Agent struct {
 	api *nodeAPI
 
 	listener    net.Listener
-	apiListener net.Listener  // the kubelet API's; nil when none
-	ready       chan struct{} // closed once Run has started everything
-	runnables   []runnable    // what Run starts, in order (newRunnables)
+	apiListener net.Listener    // the kubelet API's; nil when none
+	healthz     *server.Healthz // the healthz port; nil when none
+	ready       chan struct{}   // closed once Run has started everything
+	runnables   []runnable      // what Run starts, in order (newRunnables)
 }
 
 // NodeName returns the node's name.
@@ -160,6 +162,15 @@ func (a *Agent) Addr() net.Addr {
 		return nil
 	}
 	return a.listener.Addr()
+}
+
+// HealthzAddr returns the healthz port's address while it serves, or nil
+// (none, not yet, or its port taken).
+func (a *Agent) HealthzAddr() net.Addr {
+	if a.healthz == nil {
+		return nil
+	}
+	return a.healthz.Addr()
 }
 
 // Ready is closed once Run has started every part of the agent.

@@ -28,6 +28,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
+	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -104,11 +105,18 @@ func New(opts Options) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var healthz *server.Healthz
+	if h := opts.HTTP.Healthz; h != nil {
+		var err error
+		if healthz, err = server.NewHealthz(server.HealthzOptions{Addr: h.Listen, Clock: opts.Clock, Logger: log.With("component", "healthz")}); err != nil {
+			return nil, fmt.Errorf("agent: HTTP.Healthz: %w: %w", err, ErrInvalidOptions)
+		}
+	}
 	b, err := build(opts, log)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: b.rt, fakeRT: b.fakeRT, view: b.view,
+	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: b.rt, fakeRT: b.fakeRT, view: b.view, healthz: healthz,
 		node: b.node, shutdown: b.shutdown, api: b.api, pleg: b.pleg, loop: b.loop, config: b.config, ready: make(chan struct{})}
 	a.runnables = a.newRunnables(b)
 	return a, nil

@@ -82,7 +82,10 @@
 // With APIOptions.WebSockets it serves kubectl's WebSocket protocols next to
 // the runtime, and the node may declare ExtendWebSocketsToKubelet
 // (Options.Node.DeclaredFeatures) so that the API server sends them on
-// instead of translating them itself.
+// instead of translating them itself. With Options.HTTP.Healthz it serves
+// upstream's healthz port, what kubeadm join waits for (package server's
+// Healthz: /healthz only, plain HTTP, retried every 5s while the port is
+// taken).
 //
 // Options keeps at its top what every agent sets (Clock, Runtime,
 // NodeName, RootDir, Logger ...) and groups the rest by concern: Cluster,

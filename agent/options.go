@@ -331,14 +331,18 @@ type SecurityOptions struct {
 }
 
 // HTTPOptions configure the node's HTTP servers (package server): the
-// read-only server and the kubelet API, and the handlers and health checks
-// both serve beside the agent's own. The zero value serves nothing.
+// read-only server, the kubelet API and the healthz port, and the handlers
+// and health checks the first two serve beside the agent's own. The zero
+// value serves nothing.
 type HTTPOptions struct {
 	// Listen is the address of the read-only HTTP server (upstream's
 	// read-only port, package server without authentication: /healthz,
 	// /pods, /node, /stats/summary, /metrics); empty means none. ":0"
 	// picks a free port; Addr tells which.
 	Listen string
+	// Healthz serves upstream's healthz port (healthzBindAddress and
+	// healthzPort) beside them; nil means none.
+	Healthz *HealthzOptions
 	// API serves the kubelet API: kubectl logs, exec, attach,
 	// port-forward and cp, the stats summary (kubectl top through
 	// metrics-server), over TLS with authentication and authorization.
@@ -355,6 +359,19 @@ type HTTPOptions struct {
 	// syncloop, pleg) on both servers; examples/apiserver's Joined adds
 	// "apisource", which says when the pods come from the local state.
 	HealthChecks []server.HealthCheck
+}
+
+// HealthzOptions configure the node's healthz server (package server's
+// Healthz), which kubeadm join's kubelet-check, systemd and monitoring
+// poll: /healthz over plain HTTP without authentication, and nothing else.
+// As upstream's, it runs only "ping", and answers "ok" once the agent has
+// started; a port in use is logged and tried again every 5s on the
+// agent's clock, and never fails the agent.
+type HealthzOptions struct {
+	// Listen is its address, host:port (upstream's is 127.0.0.1:10248);
+	// New refuses one that is not. ":0" picks a free port; HealthzAddr
+	// tells which.
+	Listen string
 }
 
 // LogOptions configure the containers' log files (package cri/logs). The

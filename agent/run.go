@@ -158,6 +158,12 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 	if apiListens {
 		rs = append(rs, runnable{name: "kubelet-api", run: func(ctx context.Context) error { return apiServer.Serve(ctx, a.apiListener) }})
 	}
+	if a.healthz != nil {
+		// After the rest, as upstream starts it once the kubelet runs. It
+		// opens its own listener, and retries a port in use instead of
+		// failing Run.
+		rs = append(rs, runnable{name: "healthz", run: a.healthz.Run})
+	}
 	if t := a.opts.Shutdown.Trigger; t != nil {
 		rs = append(rs, runnable{name: "shutdown-trigger", run: func(ctx context.Context) error { return t.Run(ctx, a.shutdown) }})
 	}

@@ -72,4 +72,12 @@
 // returns once it has shut down, the proxied streams closed. The handlers
 // call the interfaces from each request's goroutine: their implementations
 // must be safe for concurrent use.
+//
+// NewHealthz is upstream kubelet's third server, its healthz port
+// (healthzBindAddress:healthzPort, 127.0.0.1:10248 there), which kubeadm's
+// kubelet-check, systemd and monitoring poll: /healthz and
+// /healthz/<check> only, plain HTTP, no authentication, with the handler
+// above and, as upstream's, no check but "ping". Its Run does not fail
+// when the port is taken: it logs the failure and tries again every
+// RetryPeriod (5s) on its clock until its context ends.
 package server

@@ -44,6 +44,12 @@ func healthChecks(o Options) []HealthCheck {
 	return checks
 }
 
+// healthRoutes serves /healthz and /healthz/<check> on mux.
+func (s *Server) healthRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", s.serveHealthz)
+	mux.HandleFunc("GET /healthz/{name}", s.serveHealthCheck)
+}
+
 // serveHealthz answers /healthz as k8s.io/apiserver's healthz handler: "ok"
 // when every check passes; with ?verbose a line per check ("[+]ping ok")
 // and "healthz check passed"; on failure always the lines, the failed

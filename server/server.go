@@ -133,8 +133,7 @@ func New(opts Options) *Server {
 		s.opts.ShutdownTimeout = 5 * time.Second
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.serveHealthz)
-	mux.HandleFunc("GET /healthz/{name}", s.serveHealthCheck)
+	s.healthRoutes(mux)
 	mux.HandleFunc("GET /pods", s.servePods)
 	mux.HandleFunc("GET /node", s.serveNode)
 	mux.HandleFunc("GET /stats/summary", s.serveSummary)
