@@ -224,11 +224,14 @@ func (c *converter) sources() {
 	o.Logs.Dir = kc.PodLogsDir
 }
 
-// http maps the read-only server and the kubelet API.
+// http maps the read-only server, the healthz port and the kubelet API.
 func (c *converter) http() {
 	kc, o := c.kc, &c.cfg.Agent
 	if kc.ReadOnlyPort != 0 {
 		o.HTTP.Listen = net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.ReadOnlyPort)))
+	}
+	if p := deref(kc.HealthzPort); p != 0 {
+		o.HTTP.Healthz = &agent.HealthzOptions{Listen: net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(p)))}
 	}
 	if !deref(kc.EnableServer) {
 		return

@@ -158,8 +158,6 @@ func TestConvertRefused(t *testing.T) {
 			[]string{"logging.format"}, `logging.format "json"`},
 		{"swap", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.MemorySwap.SwapBehavior = "LimitedSwap" },
 			[]string{"memorySwap"}, `memorySwap {"swapBehavior":"LimitedSwap"}`},
-		{"healthz elsewhere", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HealthzPort = ptrTo[int32](10249) },
-			[]string{"healthzPort"}, "healthzPort 10249"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := convert(t, tc.set)
@@ -192,11 +190,40 @@ func TestConvertInvalid(t *testing.T) {
 	}
 }
 
+// healthzPort and healthzBindAddress are the healthz port's address, as
+// upstream's: its default 127.0.0.1:10248, and 0 for none.
+func TestConvertHealthz(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(kc *kubeletv1beta1.KubeletConfiguration)
+		want string // "": none
+	}{
+		{"the default", func(*kubeletv1beta1.KubeletConfiguration) {}, "127.0.0.1:10248"},
+		{"another port", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HealthzPort = ptrTo[int32](10249) }, "127.0.0.1:10249"},
+		{"every interface", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HealthzBindAddress = "0.0.0.0" }, "0.0.0.0:10248"},
+		{"IPv6", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HealthzBindAddress = "::1" }, "[::1]:10248"},
+		{"0, none", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.HealthzPort, kc.HealthzBindAddress = ptrTo[int32](0), "0.0.0.0"
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := convert(t, tc.set)
+			require.NoError(t, err)
+			if tc.want == "" {
+				assert.Nil(t, cfg.Agent.HTTP.Healthz)
+				return
+			}
+			require.NotNil(t, cfg.Agent.HTTP.Healthz)
+			assert.Equal(t, tc.want, cfg.Agent.HTTP.Healthz.Listen)
+		})
+	}
+}
+
 // The values that say what the node does are accepted beside upstream's
-// defaults: no healthz port, no pprof, no swap check.
+// defaults: no pprof, no swap check.
 func TestConvertOffValues(t *testing.T) {
 	cfg, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
-		kc.HealthzPort, kc.EnableProfilingHandler, kc.FailSwapOn = ptrTo[int32](0), ptrTo(false), ptrTo(false)
+		kc.EnableProfilingHandler, kc.FailSwapOn = ptrTo(false), ptrTo(false)
 		kc.EnableServer = ptrTo(false)
 		kc.HairpinMode = kubeletv1beta1.HairpinVeth // ignored, as upstream does with a CRI runtime
 		kc.EnforceNodeAllocatable = []string{"none"}

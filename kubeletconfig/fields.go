@@ -11,7 +11,8 @@ import (
 var mapped = map[string]bool{
 	"enableServer": true, "staticPodPath": true, "podLogsDir": true, "syncFrequency": true,
 	"fileCheckFrequency": true, "httpCheckFrequency": true, "staticPodURL": true, "address": true,
-	"port": true, "readOnlyPort": true, "tlsCertFile": true, "tlsPrivateKeyFile": true,
+	"port": true, "readOnlyPort": true, "healthzPort": true, "healthzBindAddress": true,
+	"tlsCertFile": true, "tlsPrivateKeyFile": true,
 	"tlsCipherSuites": true, "tlsMinVersion": true, "rotateCertificates": true, "serverTLSBootstrap": true,
 	"authentication": true, "authorization": true, "nodeStatusUpdateFrequency": true, "nodeStatusReportFrequency": true,
 	"nodeLeaseDurationSeconds": true, "imageMinimumGCAge": true, "imageMaximumGCAge": true,
@@ -42,10 +43,9 @@ var ignored = map[string]bool{
 
 // offValues are the values, beside upstream's default, that a field not
 // implemented may take because they say what the node does: it serves no
-// healthz port, pprof, debug flags or system logs, does not check swap,
-// does not limit pulls per second, makes no iptables chains.
+// pprof, debug flags or system logs, does not check swap, does not limit
+// pulls per second, makes no iptables chains.
 var offValues = map[string]any{
-	"healthzPort":             int32(0),
 	"enableProfilingHandler":  false,
 	"enableDebugFlagsHandler": false,
 	"enableSystemLogHandler":  false,

@@ -47,6 +47,8 @@ func TestGoldenFiles(t *testing.T) {
 			assert.Equal(t, "/etc/kubernetes/pki/ca.crt", o.HTTP.API.TLS.ClientCAFile)
 			assert.False(t, o.HTTP.API.Anonymous)
 			assert.Empty(t, o.HTTP.Listen)
+			require.NotNil(t, o.HTTP.Healthz, "kubeadm join waits for it")
+			assert.Equal(t, "127.0.0.1:10248", o.HTTP.Healthz.Listen)
 			assert.Equal(t, 40*time.Second, o.Cluster.LeaseDuration)
 			assert.Equal(t, tc.endpoint, cfg.RuntimeEndpoint)
 			assert.Equal(t, 2*time.Minute, cfg.RuntimeRequestTimeout)

@@ -26,6 +26,8 @@ func TestValidate(t *testing.T) {
 			[]string{"invalid configuration: port (--port) 70000 must be between 1 and 65535, inclusive"}},
 		{"readOnlyPort", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ReadOnlyPort = -2 },
 			[]string{"invalid configuration: readOnlyPort (--read-only-port) -2 must be between 0 and 65535, inclusive"}},
+		{"healthzPort", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HealthzPort = ptrTo[int32](65536) },
+			[]string{"invalid configuration: healthzPort (--healthz-port) 65536 must be between 1 and 65535, inclusive"}},
 		{"lease", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.NodeLeaseDurationSeconds = -1 },
 			[]string{"invalid configuration: nodeLeaseDurationSeconds must be greater than 0"}},
 		{"image gc", func(kc *kubeletv1beta1.KubeletConfiguration) {
