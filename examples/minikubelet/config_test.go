@@ -101,6 +101,8 @@ func TestConfigFileDropInAndFlags(t *testing.T) {
 
 	c, err := parseFlags(base, io.Discard)
 	require.NoError(t, err, "rotateCertificates is supported")
+	require.NotNil(t, c.cfg.Agent.HTTP.Healthz)
+	assert.Equal(t, "127.0.0.1:10248", c.cfg.Agent.HTTP.Healthz.Listen, "the file's healthz port")
 	_, _, err = options(c, io.Discard, slog.New(slog.DiscardHandler))
 	assert.EqualError(t, err, "rotateCertificates: the client certificate of --kubeconfig "+kubeconfig+" must be "+
 		filepath.Join(dir, "root", "pki", "kubelet-client-current.pem")+", as --bootstrap-kubeconfig writes it", "a token is not a certificate to rotate")
@@ -119,7 +121,8 @@ evictionHard:
 	require.NoError(t, os.WriteFile(filepath.Join(dropIns, "20-no-rotation.conf"), []byte(
 		"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nrotateCertificates: false\n"), 0o600))
 	c, err = parseFlags(append(withDropIns, "--port", "12250", "--hostname-override", "Edge-7", "--node-labels", "zone=z1",
-		"--register-with-taints", "edge=true:NoSchedule", "--provider-id", "kind://docker/kind/edge-7", "--container-runtime-endpoint", "unix:///run/x.sock", "--max-pods", "250"), io.Discard)
+		"--register-with-taints", "edge=true:NoSchedule", "--provider-id", "kind://docker/kind/edge-7", "--container-runtime-endpoint", "unix:///run/x.sock", "--max-pods", "250",
+		"--healthz-port", "10249"), io.Discard)
 	require.NoError(t, err)
 	opts, joined, err := options(c, io.Discard, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
@@ -129,6 +132,8 @@ evictionHard:
 	assert.Equal(t, filepath.Join(etc, "manifests"), opts.Sources.ManifestPath, "relative to the file")
 	assert.Equal(t, "/var/log/pods", opts.Logs.Dir, "upstream's default with a file")
 	assert.Equal(t, "0.0.0.0:10255", opts.HTTP.Listen, "the drop-in's")
+	require.NotNil(t, opts.HTTP.Healthz)
+	assert.Equal(t, "127.0.0.1:10249", opts.HTTP.Healthz.Listen, "the flag over the file")
 	require.NotNil(t, opts.HTTP.API)
 	assert.Equal(t, "0.0.0.0:12250", opts.HTTP.API.Listen, "the flag over the drop-in over the file")
 	assert.Equal(t, filepath.Join(etc, "pki", "ca.crt"), opts.HTTP.API.TLS.ClientCAFile)

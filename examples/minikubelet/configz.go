@@ -18,8 +18,8 @@ import (
 // defaults), with the fields whose value the node accepts without acting
 // on it set to what it does instead (docs/kubeletconfig.md, "default
 // accepted, not implemented"), so that a reader such as the node e2e
-// suite learns what the node really does: no healthz port, pprof, debug
-// flags or system logs, no swap check, and the
+// suite learns what the node really does: no pprof, debug flags or system
+// logs, no swap check, and the
 // cgroups and authentication as run. Paths are absolute, since a reader
 // runs elsewhere.
 func kubeletConfig(c *config, opts *agent.Options) (*kubeletv1beta1.KubeletConfiguration, error) {
@@ -35,7 +35,7 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletv1beta1.KubeletConfi
 	if c.embedded {
 		kc.ContainerRuntimeEndpoint = "" // the embedded fake runtime
 	}
-	kc.HealthzPort, kc.EnableProfilingHandler, kc.EnableDebugFlagsHandler = ptr.To[int32](0), ptr.To(false), ptr.To(false)
+	kc.EnableProfilingHandler, kc.EnableDebugFlagsHandler = ptr.To(false), ptr.To(false)
 	kc.EnableSystemLogHandler, kc.EnableSystemLogQuery, kc.FailSwapOn = ptr.To(false), ptr.To(false), ptr.To(false)
 	kc.EnableServer = ptr.To(opts.HTTP.API != nil)
 	kc.FeatureGates = map[string]bool{"EventedPLEG": opts.EventedPLEG,

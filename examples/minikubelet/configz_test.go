@@ -73,7 +73,8 @@ func TestConfigzDefaults(t *testing.T) {
 	assert.Equal(t, ptr.To(false), got.EnableDebugFlagsHandler)
 	assert.Equal(t, ptr.To(false), got.EnableSystemLogHandler)
 	assert.Equal(t, ptr.To(false), got.EnableSystemLogQuery)
-	assert.Equal(t, ptr.To[int32](0), got.HealthzPort)
+	assert.Equal(t, ptr.To[int32](10248), got.HealthzPort, "upstream's, served")
+	assert.Equal(t, "127.0.0.1", got.HealthzBindAddress)
 	assert.Equal(t, ptr.To(false), got.FailSwapOn)
 	assert.Equal(t, ptr.To(true), got.SerializeImagePulls)
 	assert.Nil(t, got.MaxParallelImagePulls)
@@ -151,6 +152,17 @@ func TestConfigzFromFlags(t *testing.T) {
 		name: "seccomp default", args: []string{"--seccomp-default"},
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
 			assert.Equal(t, ptr.To(true), kc.SeccompDefault)
+		},
+	}, {
+		name: "the healthz port", args: []string{"--healthz-port", "10249", "--healthz-bind-address", "::1"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, ptr.To[int32](10249), kc.HealthzPort)
+			assert.Equal(t, "::1", kc.HealthzBindAddress)
+		},
+	}, {
+		name: "no healthz port", args: []string{"--healthz-port", "0"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, ptr.To[int32](0), kc.HealthzPort)
 		},
 	}, {
 		name: "pod logs elsewhere", args: []string{"--pod-logs-dir", "/var/log/pods"},

@@ -6,8 +6,12 @@
 //	go run ./examples/minikubelet
 //
 // With no flags it runs the embedded fake runtime (no containerd, no root),
-// the pods in examples/minikubelet/manifests and the kubelet API on port
-// 10250. The read-only server, which answers without authentication (and
+// the pods in examples/minikubelet/manifests, the kubelet API on port
+// 10250 and, as upstream kubelet, the healthz port that kubeadm join
+// waits for on 127.0.0.1:10248 (--healthz-port, --healthz-bind-address;
+// --healthz-port 0 turns it off: a port in use is only logged and tried
+// again every 5s, so give each of several minikubelets on one machine 0 or
+// a port of its own). The read-only server, which answers without authentication (and
 // shows the pods' environment), is off unless asked for, as upstream's
 // KubeletConfiguration has it; with --read-only-port 10255:
 //
@@ -24,7 +28,7 @@
 // {"kubeletconfig": <v1beta1.KubeletConfiguration>}, what the node e2e
 // suite reads: the merged configuration minikubelet runs with (below),
 // with what the node does where it accepts an upstream default it does not
-// act on (no healthz port, pprof or system logs, no swap check, unbounded
+// act on (no pprof or system logs, no swap check, unbounded
 // image pulls), the TLS files it serves, the authentication and
 // authorization it does, and the QoS cgroups as it runs them: on a fake
 // runtime (the embedded one, or examples/fakecri over a socket unless

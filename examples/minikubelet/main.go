@@ -232,6 +232,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if opts.HTTP.API != nil {
 			fmt.Fprintf(stdout, ", kubelet API https://%s", opts.HTTP.API.Listen)
 		}
+		if opts.HTTP.Healthz != nil {
+			fmt.Fprintf(stdout, ", healthz http://%s/healthz", opts.HTTP.Healthz.Listen)
+		}
 		fmt.Fprintln(stdout)
 		return runAgent(ctx)
 	}

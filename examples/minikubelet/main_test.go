@@ -144,8 +144,9 @@ func freePort(t *testing.T) string {
 }
 
 // startNode runs minikubelet, node edge1 on the embedded fake runtime with
-// the web pod of webManifests and ports on 127.0.0.1, with args added,
-// until the test ends; it returns what minikubelet prints.
+// the web pod of webManifests, ports on 127.0.0.1 and no healthz port (so
+// that tests running at once take no fixed port), with args added, until
+// the test ends; it returns what minikubelet prints.
 func startNode(t *testing.T, args ...string) *syncBuffer {
 	t.Helper()
 	dir := t.TempDir()
@@ -154,7 +155,7 @@ func startNode(t *testing.T, args ...string) *syncBuffer {
 	done := make(chan error, 1)
 	out := &syncBuffer{}
 	args = append([]string{"--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", manifests,
-		"--eviction-hard", "", "--address", "127.0.0.1"}, args...)
+		"--eviction-hard", "", "--address", "127.0.0.1", "--healthz-port", "0"}, args...)
 	go func() { done <- run(ctx, args, out, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()

@@ -35,7 +35,7 @@ func TestShutdownSignal(t *testing.T) {
 	defer cancel()
 	go func() {
 		done <- run(ctx, []string{"--node-name", "edge1", "--root-dir", filepath.Join(dir, "root"), "--pod-manifest-path", manifests,
-			"--eviction-hard", "", "--port", "0", "--read-only-port", "0",
+			"--eviction-hard", "", "--port", "0", "--read-only-port", "0", "--healthz-port", "0",
 			"--shutdown-grace-period", "4s", "--shutdown-grace-period-critical-pods", "2s", "--shutdown-signal", "usr2"}, out, io.Discard)
 	}()
 	// The agent's real clock: wait for the pod to run, then signal until
