@@ -112,7 +112,7 @@ one() {
   else
     cmd=("${BIN}/minikubelet" --container-runtime-endpoint "${endpoint}" --pod-manifest-path "${rd}/manifests"
       --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir "${rd}/root" --address 127.0.0.1 --read-only-port "${port}"
-      --port "${main_port}" --cgroups-per-qos=false --max-pods 1000) # as upstream's configuration here (lib.sh)
+      --port "${main_port}" --healthz-port 0 --cgroups-per-qos=false --max-pods 1000) # as upstream's configuration here (lib.sh)
   fi
   kk_isolate "${rd}/var-lib-kubelet" "${cmd[@]}"
   AGENT_BIN="${cmd[0]}"

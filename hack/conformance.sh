@@ -315,7 +315,7 @@ minikubelet)
   KUBELET_BIN="${CDIR}/bin/minikubelet"
   cmd=("${KUBELET_BIN}" --container-runtime-endpoint "${KK_CRI_ENDPOINT}" --kubeconfig "${KUBECONFIG_FILE}"
     --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir /var/lib/kubelet --pod-logs-dir /var/log/pods --container-log-links-dir /var/log/containers
-    --address 0.0.0.0 --port 10250 --read-only-port 10255 --anonymous-auth --authorization-mode AlwaysAllow
+    --address 0.0.0.0 --port 10250 --read-only-port 10255 --healthz-port 10248 --anonymous-auth --authorization-mode AlwaysAllow
     --pod-manifest-path "${OUT}/manifests" --cgroups-per-qos=false --image-gc-high-threshold 100 # as upstream's above
     --eviction-hard 'memory.available<250Mi,nodefs.available<10%,nodefs.inodesFree<5%'
     --eviction-minimum-reclaim 'nodefs.available=5%,nodefs.inodesFree=5%')

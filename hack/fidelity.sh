@@ -156,7 +156,7 @@ standalone_phase() {
   fi
   run minikubelet "${MINI_PORT}" "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --pod-manifest-path "${DIR}/manifests" --node-name kk-node --root-dir "${DIR}/minikubelet-root" \
-    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --eviction-hard "${EVICTION_HARD}" --cgroups-per-qos --cgroup-driver cgroupfs \
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --healthz-port 0 --eviction-hard "${EVICTION_HARD}" --cgroups-per-qos --cgroup-driver cgroupfs \
     --enforce-node-allocatable pods -v
 
   "${DIR}/fidelity" compare "${DIR}/upstream.json" "${DIR}/minikubelet.json" >"${DIR}/report.txt" || DIFFERS=1
@@ -180,7 +180,7 @@ api_phase() {
     --root-dir="${DIR}/upstream-api-root" --cert-dir="${DIR}/upstream-api-pki" --hostname-override=kk-node --v=2
   run_api minikubelet-api "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
-    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --eviction-hard "${EVICTION_HARD}" -v
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --healthz-port 0 --eviction-hard "${EVICTION_HARD}" -v
   "${DIR}/fidelity" compare "${DIR}/upstream-api.json" "${DIR}/minikubelet-api.json" >"${DIR}/report-api.txt" || DIFFERS=1
   cat "${DIR}/report-api.txt"
   kk_log "report, API-server pods: ${DIR}/report-api.txt"
@@ -207,7 +207,7 @@ vk_phase() {
   [[ -f "${DIR}/minikubelet-api.json" ]] ||
     run_api minikubelet-api "${DIR}/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" \
       --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-root" \
-      --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --eviction-hard "${EVICTION_HARD}" -v
+      --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --healthz-port 0 --eviction-hard "${EVICTION_HARD}" -v
   run_api vk-containerd "${DIR}/vknode" --container-runtime-endpoint "${KK_ENDPOINT}" \
     --kubeconfig "${KK_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/vk-containerd-root" --port "${vk_port}" \
     --cgroups-per-qos -v
@@ -217,7 +217,7 @@ vk_phase() {
 
   run_api minikubelet-api-fake "${DIR}/minikubelet" \
     --kubeconfig "${KK_NODE_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/minikubelet-api-fake-root" \
-    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --eviction-hard "${EVICTION_HARD}" -v
+    --address 127.0.0.1 --read-only-port "${MINI_PORT}" --port 0 --healthz-port 0 --eviction-hard "${EVICTION_HARD}" -v
   run_api vk-fake "${DIR}/vknode" \
     --kubeconfig "${KK_KUBECONFIG}" --node-name kk-node --root-dir "${DIR}/vk-fake-root" --port "${vk_port}" -v
   "${DIR}/fidelity" compare "${DIR}/minikubelet-api-fake.json" "${DIR}/vk-fake.json" >"${DIR}/report-vk-fake.txt" || DIFFERS=1

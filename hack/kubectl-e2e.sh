@@ -171,7 +171,7 @@ EOF
   minikubelet)
     cmd=("${DIR}/bin/minikubelet" --container-runtime-endpoint "${KK_ENDPOINT}" --kubeconfig "${KK_NODE_KUBECONFIG}"
       --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir "${DIR}/minikubelet-root" --address 0.0.0.0
-      --port "${API_PORT}" --read-only-port 0 --client-ca-file "${KK_CLIENT_CA_FILE}"
+      --port "${API_PORT}" --read-only-port 0 --healthz-port 0 --client-ca-file "${KK_CLIENT_CA_FILE}"
       --authentication-token-webhook --authorization-mode Webhook -v
       --cgroups-per-qos=false) # as upstream's configuration here (lib.sh)
     ;;

@@ -196,7 +196,7 @@ if [[ "${COMPARE}" == 1 ]]; then
   # The minikubelet holds none of this script's descriptors (KK_CLOSE_FDS):
   # not a lock taken around it.
   bash -c 'eval "${KK_CLOSE_FDS}"; exec "$@"' kk-single "${MINI}" --kubeconfig "${KK_NODE_KUBECONFIG}" \
-    --node-name "${KK_NODE_NAME}" --root-dir "${DIR}/single/root" --address 127.0.0.1 --port 0 \
+    --node-name "${KK_NODE_NAME}" --root-dir "${DIR}/single/root" --address 127.0.0.1 --port 0 --healthz-port 0 \
     --eviction-hard "" >"${DIR}/single.log" 2>&1 </dev/null &
   single_pid=$!
   "${BIN}" twin --kubeconfig "${KK_KUBECONFIG}" --from "${PREFIX}0000" --to "${KK_NODE_NAME}" \

@@ -93,7 +93,7 @@ spec:
 	args := []string{"--kubeconfig", os.Getenv("KK_NODE_KUBECONFIG"), "--node-name", nodeName,
 		"--container-runtime-endpoint", os.Getenv("KK_CRI_ENDPOINT"), "--root-dir", root,
 		"--pod-manifest-path", manifests, "--local-state=", "--read-only-port", strconv.Itoa(roPort),
-		"--port", strconv.Itoa(freePort(t)), "--cgroups-per-qos=false", "--node-ip", "127.0.0.1",
+		"--port", strconv.Itoa(freePort(t)), "--healthz-port", "0", "--cgroups-per-qos=false", "--node-ip", "127.0.0.1",
 		// The test machine's own disk must not evict or refuse the pod.
 		"--eviction-hard="}
 	start := time.Now()

@@ -461,7 +461,7 @@ func TestAPIServerAutonomyOnContainerd(t *testing.T) {
 	require.NoError(t, os.WriteFile(keyFile, []byte(strings.Repeat("6b", 32)), 0o600))
 	kubeletArgs := func(kubeconfig, node, endpoint, root string, roPort int) []string {
 		return []string{"--kubeconfig", kubeconfig, "--node-name", node, "--container-runtime-endpoint", endpoint,
-			"--root-dir", root, "--read-only-port", strconv.Itoa(roPort), "--port", strconv.Itoa(freePort(t)),
+			"--root-dir", root, "--read-only-port", strconv.Itoa(roPort), "--port", strconv.Itoa(freePort(t)), "--healthz-port", "0",
 			"--local-state-key-file", keyFile, "--cgroups-per-qos=false", "--node-ip", "127.0.0.1",
 			// The test machine's own disk must not evict or refuse the pods.
 			"--eviction-hard="}
