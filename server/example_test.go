@@ -168,3 +168,24 @@ func ExampleServer_Serve() {
 	// /pods 403 Forbidden (user=metrics-reader, verb=get, resource=nodes, subresource(s)=[pods proxy])
 	// Serve returned: <nil>
 }
+
+// The healthz port answers /healthz with ping alone, as upstream kubelet's
+// 127.0.0.1:10248, and nothing else. Run would serve it on Addr, trying
+// again every 5s while the port is taken; here its handler is asked
+// directly.
+func ExampleNewHealthz() {
+	h, err := server.NewHealthz(server.HealthzOptions{Addr: "127.0.0.1:10248"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, path := range []string{"/healthz", "/healthz?verbose", "/pods"} {
+		rec := httptest.NewRecorder()
+		h.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		fmt.Printf("%s %d %q\n", path, rec.Code, rec.Body.String())
+	}
+	// Output:
+	// /healthz 200 "ok"
+	// /healthz?verbose 200 "[+]ping ok\nhealthz check passed\n"
+	// /pods 404 "404 page not found\n"
+}
