@@ -35,7 +35,8 @@
 #      cluster does not know yet, it logs the refusal, keeps retrying, and
 #      joins once the token's secret is created (upstream kubelet exits on
 #      a refused CSR and relies on its supervisor to restart it);
-#    - the node registers and turns Ready; its client certificate is
+#    - the node registers and turns Ready, its healthz port answers ok (what
+#      kubeadm join waits for); its client certificate is
 #      issued by CSR (CN system:node:kk-join, O system:nodes, client auth),
 #      its kubelet.conf names it;
 #    - its serving CSR (kubernetes.io/kubelet-serving, with its addresses)
@@ -72,7 +73,6 @@ SIGNING_DURATION="${KK_JOIN_SIGNING_DURATION:-2m}"
 ROTATION_TIMEOUT="${KK_JOIN_ROTATION_TIMEOUT:-240}"
 NODE=kk-join
 NS=default
-TOKEN_GROUP=system:bootstrappers:kubeadm:default-node-token
 AGENT_PID=""
 AGENT_BIN=""
 APPROVER_PID=""
@@ -151,144 +151,13 @@ start_cluster() {
   CLUSTER_CA="${KK_CLIENT_CA_FILE}"
 }
 
-# token_secret ID SECRET EXPIRATION: kubeadm's bootstrap token secret.
-token_secret() {
-  cat <<EOF
-apiVersion: v1
-kind: Secret
-metadata: {name: bootstrap-token-$1, namespace: kube-system}
-type: bootstrap.kubernetes.io/token
-stringData:
-  token-id: "$1"
-  token-secret: "$2"
-  expiration: "$3"
-  usage-bootstrap-authentication: "true"
-  usage-bootstrap-signing: "true"
-  auth-extra-groups: ${TOKEN_GROUP}
-  description: "hack/join.sh, as kubeadm token create"
-EOF
-}
-
-# new_token: a token ID and secret in kubeadm's form ([a-z0-9]{6}.[a-z0-9]{16}).
-new_token() {
-  local id secret
-  id="$(tr -dc 'a-z0-9' </dev/urandom | head -c 6)"
-  secret="$(tr -dc 'a-z0-9' </dev/urandom | head -c 16)"
-  printf '%s.%s\n' "${id}" "${secret}"
-}
-
 expiry_in() { date -u -d "$1" +%Y-%m-%dT%H:%M:%SZ; }
 
 write_cluster_objects() {
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "kubeadm:kubelet-bootstrap"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node-bootstrapper"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "${TOKEN_GROUP}"}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "kubeadm:node-autoapprove-bootstrap"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "${TOKEN_GROUP}"}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "kubeadm:node-autoapprove-certificate-rotation"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "kubeadm:get-nodes"}
-rules: [{apiGroups: [""], resources: [nodes], verbs: [get]}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "kubeadm:get-nodes"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "kubeadm:get-nodes"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "${TOKEN_GROUP}"}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: "kubeadm:kubelet-config", namespace: kube-system}
-rules: [{apiGroups: [""], resources: [configmaps], resourceNames: [kubelet-config], verbs: [get]}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: "kubeadm:kubelet-config", namespace: kube-system}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: "kubeadm:kubelet-config"}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}
-- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "${TOKEN_GROUP}"}
-EOF
-  # kubeadm's KubeletConfiguration (its zero durations mean the kubelet's
-  # defaults), with what this machine needs: the runtime of
-  # hack/containerd-start.sh, cgroupfs without QoS cgroups (no systemd
-  # here), no swap check, logs and static pods under the work dir, the
-  # kubelet API on a free port, and serving certificates by CSR.
-  local config
-  config="$(
-    cat <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    cacheTTL: 0s
-    enabled: true
-  x509:
-    clientCAFile: ${CLUSTER_CA}
-authorization:
-  mode: Webhook
-  webhook:
-    cacheAuthorizedTTL: 0s
-    cacheUnauthorizedTTL: 0s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-clusterDNS:
-- 10.96.0.10
-clusterDomain: cluster.local
-containerRuntimeEndpoint: ${KK_ENDPOINT}
-cpuManagerReconcilePeriod: 0s
-evictionPressureTransitionPeriod: 0s
-failSwapOn: false
-failCgroupV1: false
-fileCheckFrequency: 0s
-healthzBindAddress: 127.0.0.1
-healthzPort: 0
-httpCheckFrequency: 0s
-imageMaximumGCAge: 0s
-imageMinimumGCAge: 0s
-logging:
-  flushFrequency: 0
-  options:
-    json:
-      infoBufferSize: "0"
-    text:
-      infoBufferSize: "0"
-  verbosity: 0
-memorySwap: {}
-nodeStatusReportFrequency: 0s
-nodeStatusUpdateFrequency: 0s
-podLogsDir: ${DIR}/pod-logs
-port: ${API_PORT}
-resolvConf: /etc/resolv.conf
-rotateCertificates: true
-runtimeRequestTimeout: 0s
-serverTLSBootstrap: true
-shutdownGracePeriod: 0s
-shutdownGracePeriodCriticalPods: 0s
-staticPodPath: ${DIR}/manifests
-streamingConnectionIdleTimeout: 0s
-syncFrequency: 0s
-volumeStatsAggPeriod: 0s
-EOF
-  )"
-  kubectl -n kube-system create configmap kubelet-config --from-literal=kubelet="${config}" >/dev/null
+  kk_kubeadm_cluster_objects | kubectl apply -f - >/dev/null
+  # The kubelet API on a free port, and serving certificates by CSR.
+  kubectl -n kube-system create configmap kubelet-config --from-literal=kubelet="$(kk_kubeadm_kubelet_config \
+    "${CLUSTER_CA}" "${KK_ENDPOINT}" "${DIR}/pod-logs" "${DIR}/manifests" "${API_PORT}" "${HEALTHZ_PORT}" "serverTLSBootstrap: true")" >/dev/null
 }
 
 # approver: approve the node's serving CSRs as they come, as an operator
@@ -309,27 +178,7 @@ approver() {
 
 # write_bootstrap_kubeconfig FILE TOKEN: bootstrap-kubelet.conf as kubeadm
 # join writes it.
-write_bootstrap_kubeconfig() {
-  (
-    umask 077
-    cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: kubernetes
-  cluster:
-    server: ${KK_APISERVER_URL}
-    certificate-authority-data: $(base64 -w0 <"${KK_APISERVER_CA}")
-contexts:
-- name: tls-bootstrap-token-user@kubernetes
-  context: {cluster: kubernetes, user: tls-bootstrap-token-user}
-current-context: tls-bootstrap-token-user@kubernetes
-users:
-- name: tls-bootstrap-token-user
-  user: {token: $2}
-EOF
-  )
-}
+write_bootstrap_kubeconfig() { kk_kubeadm_bootstrap_kubeconfig "$1" "${KK_APISERVER_URL}" "${KK_APISERVER_CA}" "$2"; }
 
 # start NAME BOOTSTRAP_KUBECONFIG: start that kubelet with kubeadm join's
 # command line.
@@ -464,8 +313,8 @@ mask_hosts() {
 # does not know yet; it keeps running and joins once the token exists.
 bad_tokens() {
   local expired unknown
-  expired="$(new_token)"
-  token_secret "${expired%.*}" "${expired#*.}" "$(expiry_in '-1 hour')" | kubectl apply -f - >/dev/null
+  expired="$(kk_kubeadm_token)"
+  kk_kubeadm_token_secret "${expired}" "$(expiry_in '-1 hour')" | kubectl apply -f - >/dev/null
   write_bootstrap_kubeconfig "${OUT}/bootstrap-expired.conf" "${expired}"
   start minikubelet "${OUT}/bootstrap-expired.conf"
   check token-expired-refused wait_until 30 grep -q 'Unauthorized' "${OUT}/kubelet.log"
@@ -474,12 +323,12 @@ bad_tokens() {
   grep -m1 'Unauthorized' "${OUT}/kubelet.log" >"${OUT}/token-expired-message.txt" || true
   stop_agent
 
-  unknown="$(new_token)"
+  unknown="$(kk_kubeadm_token)"
   write_bootstrap_kubeconfig "${OUT}/bootstrap-unknown.conf" "${unknown}"
   mv "${OUT}/kubelet.log" "${OUT}/kubelet-expired.log"
   start minikubelet "${OUT}/bootstrap-unknown.conf"
   check token-unknown-refused wait_until 30 grep -q 'Unauthorized' "${OUT}/kubelet.log"
-  token_secret "${unknown%.*}" "${unknown#*.}" "$(expiry_in '+1 hour')" | kubectl apply -f - >/dev/null
+  kk_kubeadm_token_secret "${unknown}" "$(expiry_in '+1 hour')" | kubectl apply -f - >/dev/null
   kk_log "${AGENT}: token created; the node must join now"
 }
 
@@ -491,8 +340,8 @@ join() {
   # kubeadm join: config.yaml from the kubelet-config ConfigMap, read with
   # the bootstrap token, as the node's only credential.
   local token
-  token="$(new_token)"
-  token_secret "${token%.*}" "${token#*.}" "$(expiry_in '+1 hour')" | kubectl apply -f - >/dev/null
+  token="$(kk_kubeadm_token)"
+  kk_kubeadm_token_secret "${token}" "$(expiry_in '+1 hour')" | kubectl apply -f - >/dev/null
   write_bootstrap_kubeconfig "${OUT}/bootstrap-kubelet.conf" "${token}"
   check config-from-cluster bash -c "${KK_KUBECTL_BIN} --kubeconfig ${OUT}/bootstrap-kubelet.conf -n kube-system get configmap kubelet-config -o jsonpath='{.data.kubelet}' >${OUT}/config.yaml && [ -s ${OUT}/config.yaml ]"
   if [[ "${AGENT}" == minikubelet ]]; then
@@ -502,6 +351,8 @@ join() {
     start "${AGENT}" "${OUT}/bootstrap-kubelet.conf"
   fi
   check registered-ready wait_until 120 node_ready
+  # kubeadm join's kubelet-check: the healthz port answers.
+  check healthz-port bash -c "[ \"\$(curl -sS --max-time 5 http://127.0.0.1:${HEALTHZ_PORT}/healthz)\" = ok ]"
   node_ready || { tail -n 40 "${OUT}/kubelet.log" >&2; return; }
 
   local client="${OUT}/pki/kubelet-client-current.pem" server="${OUT}/pki/kubelet-server-current.pem"
@@ -558,6 +409,8 @@ main() {
   trap cleanup EXIT
   NODE_IP="$(kk_node_ip)"
   API_PORT="$(kk_free_port)"
+  HEALTHZ_PORT="$(kk_free_port)"
+  while [[ "${HEALTHZ_PORT}" == "${API_PORT}" ]]; do HEALTHZ_PORT="$(kk_free_port)"; done
   [[ " ${AGENTS} " != *" upstream "* ]] || kk_build_upstream kubelet "${KK_KUBELET_BIN}"
   (cd "${HACK_DIR}/.." && go build -o "${DIR}/bin/minikubelet" ./examples/minikubelet)
   start_cluster

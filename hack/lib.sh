@@ -408,6 +408,178 @@ kk_check() {
   fi
 }
 
+# ---- what kubeadm init and kubeadm join make (hack/join.sh, hack/cluster.sh)
+
+KK_KUBEADM_TOKEN_GROUP=system:bootstrappers:kubeadm:default-node-token
+
+# kk_kubeadm_token: a new bootstrap token in kubeadm's form
+# ([a-z0-9]{6}.[a-z0-9]{16}).
+kk_kubeadm_token() {
+  printf '%s.%s\n' "$(tr -dc 'a-z0-9' </dev/urandom | head -c 6)" "$(tr -dc 'a-z0-9' </dev/urandom | head -c 16)"
+}
+
+# kk_kubeadm_token_secret TOKEN EXPIRATION: the token's Secret, as kubeadm
+# token create makes it (in the group kubeadm's bindings name).
+kk_kubeadm_token_secret() {
+  cat <<EOF
+apiVersion: v1
+kind: Secret
+metadata: {name: bootstrap-token-${1%.*}, namespace: kube-system}
+type: bootstrap.kubernetes.io/token
+stringData:
+  token-id: "${1%.*}"
+  token-secret: "${1#*.}"
+  expiration: "$2"
+  usage-bootstrap-authentication: "true"
+  usage-bootstrap-signing: "true"
+  auth-extra-groups: ${KK_KUBEADM_TOKEN_GROUP}
+  description: "as kubeadm token create"
+EOF
+}
+
+# kk_kubeadm_cluster_objects: the RBAC kubeadm init makes for joining nodes:
+# CSRs by the token's group, their auto-approval and that of the nodes'
+# renewals, get nodes, and reading the kubelet-config ConfigMap.
+kk_kubeadm_cluster_objects() {
+  local g="${KK_KUBEADM_TOKEN_GROUP}"
+  cat <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kubeadm:kubelet-bootstrap"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node-bootstrapper"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "${g}"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kubeadm:node-autoapprove-bootstrap"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "${g}"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kubeadm:node-autoapprove-certificate-rotation"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "kubeadm:get-nodes"}
+rules: [{apiGroups: [""], resources: [nodes], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kubeadm:get-nodes"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "kubeadm:get-nodes"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "${g}"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: "kubeadm:kubelet-config", namespace: kube-system}
+rules: [{apiGroups: [""], resources: [configmaps], resourceNames: [kubelet-config], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: "kubeadm:kubelet-config", namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: "kubeadm:kubelet-config"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "${g}"}
+EOF
+}
+
+# kk_kubeadm_bootstrap_kubeconfig FILE SERVER CA_FILE TOKEN:
+# bootstrap-kubelet.conf as kubeadm join writes it (mode 0600).
+kk_kubeadm_bootstrap_kubeconfig() {
+  (
+    umask 077
+    cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubernetes
+  cluster:
+    server: $2
+    certificate-authority-data: $(base64 -w0 <"$3")
+contexts:
+- name: tls-bootstrap-token-user@kubernetes
+  context: {cluster: kubernetes, user: tls-bootstrap-token-user}
+current-context: tls-bootstrap-token-user@kubernetes
+users:
+- name: tls-bootstrap-token-user
+  user: {token: $4}
+EOF
+  )
+}
+
+# kk_kubeadm_kubelet_config CLIENT_CA ENDPOINT POD_LOGS STATIC PORT HEALTHZ_PORT [LINE...]:
+# print kubeadm's KubeletConfiguration (its zero durations mean the
+# kubelet's defaults), with what this machine needs: the runtime at
+# ENDPOINT, cgroupfs without QoS cgroups (no systemd here), no swap check,
+# pod logs and static pods where the harness says, the kubelet API on PORT,
+# the healthz port on HEALTHZ_PORT (kubeadm's 10248 clashes when kubelets
+# share a network namespace), cluster DNS 10.96.0.10; each LINE appended.
+kk_kubeadm_kubelet_config() {
+  cat <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    cacheTTL: 0s
+    enabled: true
+  x509:
+    clientCAFile: $1
+authorization:
+  mode: Webhook
+  webhook:
+    cacheAuthorizedTTL: 0s
+    cacheUnauthorizedTTL: 0s
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+clusterDNS:
+- 10.96.0.10
+clusterDomain: cluster.local
+containerRuntimeEndpoint: $2
+cpuManagerReconcilePeriod: 0s
+evictionPressureTransitionPeriod: 0s
+failSwapOn: false
+failCgroupV1: false
+fileCheckFrequency: 0s
+healthzBindAddress: 127.0.0.1
+healthzPort: $6
+httpCheckFrequency: 0s
+imageMaximumGCAge: 0s
+imageMinimumGCAge: 0s
+logging:
+  flushFrequency: 0
+  options:
+    json:
+      infoBufferSize: "0"
+    text:
+      infoBufferSize: "0"
+  verbosity: 0
+memorySwap: {}
+nodeStatusReportFrequency: 0s
+nodeStatusUpdateFrequency: 0s
+podLogsDir: $3
+port: $5
+resolvConf: /etc/resolv.conf
+rotateCertificates: true
+runtimeRequestTimeout: 0s
+shutdownGracePeriod: 0s
+shutdownGracePeriodCriticalPods: 0s
+staticPodPath: $4
+streamingConnectionIdleTimeout: 0s
+syncFrequency: 0s
+volumeStatsAggPeriod: 0s
+EOF
+  shift 6
+  local line
+  for line in "$@"; do printf '%s\n' "${line}"; done
+}
+
 # kk_node_ip: the host's IPv4 address on its default route, for upstream
 # kubelet's --node-ip. Without it, a standalone kubelet resolves its node name
 # (its hostname, or --hostname-override) by DNS each time it builds its Node
