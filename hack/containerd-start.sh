@@ -24,6 +24,9 @@
 #   KK_CONTAINERD_LOG_LEVEL  containerd --log-level (default info)
 #   KK_STREAM_PORT           CRI streaming server port on 127.0.0.1 (default 0 = random)
 #   KK_CNI_SUBNET            pod subnet for the bridge network (default 10.88.77.0/24)
+#   KK_CNI_DEFAULT_ROUTE=1   give pods a default route through the bridge
+#                            (hack/cluster.sh's nodes, in network namespaces of
+#                            their own; otherwise pods have none)
 #   KK_CNI_BRIDGE_NAME       the Linux bridge of that network (default kkcni0, at
 #                            most 15 bytes). A second containerd beside the first
 #                            needs a KK_WORK, a subnet and a bridge of its own (the
@@ -132,6 +135,11 @@ EOF
   # masquerading, so pod traffic never leaves this machine. portmap serves
   # CRI host-port mappings (critest uses them on 127.0.0.1).
   rm -f "${CNI_CONF_DIR}"/*.conflist "${CNI_CONF_DIR}"/*.conf
+  # A node of hack/cluster.sh, in a network namespace of its own, routes its
+  # pods to the other node's and to the control plane: a default route.
+  local CNI_ROUTES=""
+  [[ "${KK_CNI_DEFAULT_ROUTE:-0}" != 1 ]] || CNI_ROUTES='
+        "routes": [{"dst": "0.0.0.0/0"}],'
   cat >"${CNI_CONF_DIR}/10-kubeletkit.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
@@ -145,7 +153,7 @@ EOF
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "${CNI_SUBNET}"}]],
+        "ranges": [[{"subnet": "${CNI_SUBNET}"}]],${CNI_ROUTES}
         "dataDir": "${KK_RUN}/cni-ipam"
       }
     },

@@ -82,6 +82,10 @@
 #   KK_SA_ADMISSION=0       disable the ServiceAccount admission plugin instead
 #                           of creating the default ServiceAccount
 #   KK_CP_CLUSTER=1         the control plane a node joins (step 6)
+#   KK_CP_ADDRESS           the address kube-apiserver binds and advertises
+#                           (default 127.0.0.1; another one, in a network
+#                           namespace of its own, is the kubernetes
+#                           Service's endpoint)
 #   KK_CP_SIGNING_DURATION  kube-controller-manager --cluster-signing-duration
 #                           with KK_CP_CLUSTER=1 (default 8760h)
 set -euo pipefail
@@ -95,6 +99,7 @@ VERBOSITY="${KK_APISERVER_VERBOSITY:-2}"
 SA_ADMISSION="${KK_SA_ADMISSION:-1}"
 ETCD_PROGRESS_INTERVAL="${KK_ETCD_PROGRESS_INTERVAL:-1s}"
 CLUSTER="${KK_CP_CLUSTER:-0}"
+ADDRESS="${KK_CP_ADDRESS:-127.0.0.1}"
 SIGNING_DURATION="${KK_CP_SIGNING_DURATION:-8760h}"
 PKI="${KK_CP_DIR}/pki"
 TOKENS="${KK_CP_DIR}/tokens.csv"
@@ -290,8 +295,13 @@ apiserver_ready() {
 start_apiserver() {
   local port admission=(--enable-admission-plugins=NodeRestriction) cluster=()
   port="$(kk_free_port)"
-  APISERVER_URL="https://127.0.0.1:${port}"
+  APISERVER_URL="https://${ADDRESS}:${port}"
   [[ "${SA_ADMISSION}" == 1 ]] || admission+=(--disable-admission-plugins=ServiceAccount)
+  # On loopback nothing can reach the kubernetes Service's endpoint: none is
+  # kept. On another address (a cluster in network namespaces,
+  # hack/cluster.sh) it is the Service's endpoint, as on a real cluster.
+  local endpoints=(--endpoint-reconciler-type=none)
+  [[ "${ADDRESS}" == 127.0.0.1 ]] || endpoints=(--advertise-address="${ADDRESS}" --endpoint-reconciler-type=lease)
   if [[ "${CLUSTER}" == 1 ]]; then
     cluster=(--client-ca-file="${CLIENT_CA}" --enable-bootstrap-token-auth
       --kubelet-certificate-authority="${CLIENT_CA}")
@@ -301,7 +311,7 @@ start_apiserver() {
   launch kube-apiserver "${KK_APISERVER_PIDFILE}" "${KK_APISERVER_LOG}" \
     "${KK_APISERVER_BIN}" --cert-dir="${PKI}" \
     --etcd-servers="${ETCD_URL}" \
-    --bind-address=127.0.0.1 --secure-port="${port}" \
+    --bind-address="${ADDRESS}" --secure-port="${port}" \
     --token-auth-file="${TOKENS}" \
     --service-account-issuer="${SA_ISSUER}" \
     --service-account-key-file="${SA_KEY}" \
@@ -314,7 +324,7 @@ start_apiserver() {
     "${admission[@]}" \
     "${cluster[@]}" \
     --allow-privileged=true \
-    --endpoint-reconciler-type=none \
+    "${endpoints[@]}" \
     --profiling=false \
     --v="${VERBOSITY}"
   kk_log "kube-apiserver started (pid $(cat "${KK_APISERVER_PIDFILE}")) on ${APISERVER_URL}"

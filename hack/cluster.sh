@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# hack/cluster.sh up|down|smoke: a Kubernetes cluster on one machine, in
+# network namespaces of its own, whose two nodes run kubeletkit (or upstream
+# kubelet): the base of the cluster [Conformance] suite (issue 37).
+#
+#   bash hack/containerd-setup.sh && bash hack/controlplane-setup.sh
+#   KK_CLUSTER_KUBELETS="minikubelet minikubelet" bash hack/cluster.sh up
+#   bash hack/cluster.sh smoke
+#   bash hack/cluster.sh down
+#
+# Network: a namespace kkc-<id>-cp holds a bridge (10.123.0.1/24) and the
+# control plane (etcd; kube-apiserver on 10.123.0.1, the kubernetes
+# Service's endpoint; kube-controller-manager; kube-scheduler:
+# hack/controlplane-start.sh with KK_CP_CLUSTER=1 and KK_CP_ADDRESS). Each
+# node N (1, 2) has a namespace kkc-<id>-nN joined to that bridge by a veth
+# (10.123.0.1N), its pods on 10.124.N.0/24 behind a CNI bridge of its own,
+# and routes through the control plane's namespace to the other node's
+# pods. Nothing is routed to or from the host's namespace: the traffic
+# stays in these namespaces. <id> is KK_CLUSTER_ID (default kk).
+#
+# Each node: its own containerd (hack/containerd-start.sh, KK_WORK
+# $KK_WORK/cluster/nN, entered into the node's network namespace only, so
+# that mounts propagate as on a host), the kubelet named in
+# KK_CLUSTER_KUBELETS (minikubelet or upstream) joined as `kubeadm join`
+# joins it (a bootstrap token, hack/join.sh's kubeadm objects), in a
+# private mount namespace (kk_isolate), node name kkc-nN; and kube-proxy
+# (iptables mode, --masquerade-all: without br_netfilter, which is the
+# host's, a pod's reply to a Service's client on the same bridge would skip
+# conntrack).
+#
+# State (PIDs, namespaces, kubeconfigs) is under $KK_WORK/cluster; `down`
+# stops what `up` started, by PID, and removes the namespaces and links.
+# `smoke` checks: both nodes Ready, a pod on each (scheduled by
+# kube-scheduler), pod to pod across the nodes, a ClusterIP Service from
+# each node's pod, logs and exec through the API server. Needs root.
+set -euo pipefail
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "${HACK_DIR}/lib.sh"
+
+CDIR="${KK_WORK}/cluster"
+ID="${KK_CLUSTER_ID:-kk}"
+CP_NS="kkc-${ID}-cp"
+CP_ADDR=10.123.0.1
+KUBELETS="${KK_CLUSTER_KUBELETS:-minikubelet minikubelet}"
+CP_WORK="${CDIR}/cp"
+KUBE_PROXY_BIN="${KK_APISERVER_CACHE}/kube-proxy-${KK_K8S_VERSION}"
+
+[[ "$(id -u)" == 0 ]] || kk_die "needs root (namespaces, containers)"
+
+# in_ns NS CMD...: CMD in the network namespace NS only (its mount
+# namespace stays the caller's, unlike `ip netns exec`, so that mounts under
+# the shared work dir reach the node's containerd).
+in_ns() {
+  local ns="$1"
+  shift
+  nsenter --net="/run/netns/${ns}" -- "$@"
+}
+
+node_ns() { printf 'kkc-%s-n%s\n' "${ID}" "$1"; }
+node_name() { printf 'kkc-n%s\n' "$1"; }
+node_ip() { printf '10.123.0.1%s\n' "$1"; }
+
+kubectl() { in_ns "${CP_NS}" "${KK_KUBECTL_BIN}" --kubeconfig "${CP_WORK}/controlplane/kubeconfig" "$@"; }
+
+# ---- network -----------------------------------------------------------------
+
+net_up() {
+  ip netns add "${CP_NS}"
+  in_ns "${CP_NS}" ip link set lo up
+  in_ns "${CP_NS}" ip link add kkbr0 type bridge
+  in_ns "${CP_NS}" ip addr add "${CP_ADDR}/24" dev kkbr0
+  in_ns "${CP_NS}" ip link set kkbr0 up
+  in_ns "${CP_NS}" sysctl -qw net.ipv4.ip_forward=1
+  local n ns
+  for n in 1 2; do
+    ns="$(node_ns "${n}")"
+    ip netns add "${ns}"
+    in_ns "${ns}" ip link set lo up
+    # The veth is made in the node's namespace and its peer moved to the
+    # control plane's: no link ever appears in the host's.
+    in_ns "${ns}" ip link add eth0 type veth peer name "veth-n${n}"
+    in_ns "${ns}" ip link set "veth-n${n}" netns "${CP_NS}"
+    in_ns "${CP_NS}" ip link set "veth-n${n}" master kkbr0 up
+    in_ns "${ns}" ip addr add "$(node_ip "${n}")/24" dev eth0
+    in_ns "${ns}" ip link set eth0 up
+    in_ns "${ns}" ip route add default via "${CP_ADDR}"
+    in_ns "${ns}" sysctl -qw net.ipv4.ip_forward=1
+    in_ns "${CP_NS}" ip route add "10.124.${n}.0/24" via "$(node_ip "${n}")"
+  done
+}
+
+net_down() {
+  local ns
+  for ns in "${CP_NS}" "$(node_ns 1)" "$(node_ns 2)"; do
+    [[ -e "/run/netns/${ns}" ]] && ip netns delete "${ns}"
+  done
+  return 0
+}
+
+# ---- nodes ---------------------------------------------------------------------
+
+# start_node N KUBELET: the node's containerd, kubelet and kube-proxy.
+start_node() {
+  local n="$1" kubelet="$2" ns name dir
+  ns="$(node_ns "${n}")"
+  name="$(node_name "${n}")"
+  dir="${CDIR}/n${n}"
+  mkdir -p "${dir}/bin" "${dir}/manifests" "${dir}/pod-logs"
+  # The images and crictl of the host's containerd setup (hack/README.md,
+  # KK_CNI_BRIDGE_NAME: a second containerd links them in).
+  ln -sfn "${KK_IMAGES}" "${dir}/images"
+  ln -sf "${KK_BIN}/crictl" "${dir}/bin/crictl"
+  KK_WORK="${dir}" KK_CNI_SUBNET="10.124.${n}.0/24" KK_CNI_BRIDGE_NAME=kkcni0 KK_CNI_DEFAULT_ROUTE=1 \
+    in_ns "${ns}" bash "${HACK_DIR}/containerd-start.sh" >"${dir}/containerd-start.log" 2>&1 ||
+    { tail -n 20 "${dir}/containerd-start.log"; kk_die "node ${n}: containerd did not start"; }
+
+  # The web server image the smoke test serves (busybox and pause are
+  # imported by containerd-start.sh).
+  ctr --address "${dir}/run/containerd.sock" --namespace k8s.io images import \
+    --base-name "${KK_WEBSERVER_IMAGE%:*}" "${KK_IMAGES}/webserver.oci.tar" >/dev/null
+  local token endpoint="unix://${dir}/run/containerd.sock"
+  token="$(kk_kubeadm_token)"
+  kk_kubeadm_token_secret "${token}" "$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)" | kubectl apply -f - >/dev/null
+  kk_kubeadm_bootstrap_kubeconfig "${dir}/bootstrap-kubelet.conf" "${KK_APISERVER_URL}" "${KK_APISERVER_CA}" "${token}"
+  kk_kubeadm_kubelet_config "${KK_CLIENT_CA_FILE}" "${endpoint}" "${dir}/pod-logs" "${dir}/manifests" 10250 10248 \
+    "serverTLSBootstrap: true" >"${dir}/config.yaml"
+  local cmd=(--config="${dir}/config.yaml" --bootstrap-kubeconfig="${dir}/bootstrap-kubelet.conf"
+    --kubeconfig="${dir}/kubelet.conf" --root-dir="${dir}/root" --cert-dir="${dir}/pki"
+    --hostname-override="${name}" --node-ip="$(node_ip "${n}")")
+  case "${kubelet}" in
+  minikubelet) cmd=("${CDIR}/bin/minikubelet" "${cmd[@]}" -v) ;;
+  upstream) cmd=("${KK_KUBELET_BIN}" "${cmd[@]}" --v=2) ;;
+  *) kk_die "unknown kubelet ${kubelet} (minikubelet or upstream)" ;;
+  esac
+  kk_isolate "${dir}/var-lib-kubelet" "${cmd[@]}"
+  setsid nsenter --net="/run/netns/${ns}" -- "${KK_ISOLATED_CMD[@]}" >"${dir}/kubelet.log" 2>&1 </dev/null &
+  echo $! >"${dir}/kubelet.pid"
+  printf '%s\n' "${cmd[0]}" >"${dir}/kubelet.bin"
+
+  # kube-proxy with the admin's credentials (kubeadm gives it a
+  # ServiceAccount; the rights are the same for what it reads).
+  setsid nsenter --net="/run/netns/${ns}" -- "${KUBE_PROXY_BIN}" --kubeconfig="${CP_WORK}/controlplane/kubeconfig" \
+    --hostname-override="${name}" --cluster-cidr=10.124.0.0/16 --proxy-mode=iptables --masquerade-all \
+    --conntrack-max-per-core=0 --conntrack-tcp-timeout-established=0 --conntrack-tcp-timeout-close-wait=0 \
+    --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256 --v=2 \
+    >"${dir}/kube-proxy.log" 2>&1 </dev/null &
+  echo $! >"${dir}/kube-proxy.pid"
+}
+
+# approve_serving: approve the nodes' serving CSRs, as join.sh's approver.
+approve_serving() {
+  local name
+  for name in $(kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name}{"\t"}{.status.conditions[*].type}{"\n"}{end}' 2>/dev/null |
+    awk '$2 == "" { print $1 }'); do
+    kubectl certificate approve "${name}" >/dev/null 2>&1 || true
+  done
+}
+
+stop_pidfile() {
+  local file="$1" bin="$2" pid
+  [[ -f "${file}" ]] || return 0
+  pid="$(tr -dc '0-9' <"${file}")"
+  if [[ -n "${pid}" ]] && kk_pid_alive "${pid}"; then
+    local cmd
+    cmd="$(kk_cmdline "${pid}")"
+    # Only ours: nsenter or the binary, with our paths.
+    if [[ "${cmd}" == *"${bin}"* ]]; then
+      kk_stop_pid "$(basename "${file}" .pid)" "${pid}" 20 || true
+    fi
+  fi
+  rm -f "${file}"
+}
+
+up() {
+  [[ ! -e "/run/netns/${CP_NS}" ]] || kk_die "a cluster ${ID} exists: hack/cluster.sh down first"
+  [[ -x "${KUBE_PROXY_BIN}" ]] || kk_build_upstream kube-proxy "${KUBE_PROXY_BIN}"
+  rm -rf "${CDIR}"
+  mkdir -p "${CDIR}/bin"
+  kk_share_dir "${CDIR}"
+  (cd "${HACK_DIR}/.." && go build -o "${CDIR}/bin/minikubelet" ./examples/minikubelet)
+  [[ " ${KUBELETS} " != *" upstream "* ]] || kk_build_upstream kubelet "${KK_KUBELET_BIN}"
+  net_up
+  kk_log "network up: ${CP_NS} and two nodes"
+  KK_WORK="${CP_WORK}" KK_CP_CLUSTER=1 KK_CP_ADDRESS="${CP_ADDR}" \
+    in_ns "${CP_NS}" bash "${HACK_DIR}/controlplane-start.sh" >"${CDIR}/controlplane-start.log" 2>&1 ||
+    { tail -n 30 "${CDIR}/controlplane-start.log"; kk_die "control plane did not start"; }
+  # shellcheck disable=SC1091
+  source "${CP_WORK}/controlplane/env"
+  kk_kubeadm_cluster_objects | kubectl apply -f - >/dev/null
+  local n=1 kubelet
+  for kubelet in ${KUBELETS}; do
+    ((n <= 2)) || break
+    start_node "${n}" "${kubelet}"
+    kk_log "node $(node_name "${n}"): ${kubelet} started"
+    n=$((n + 1))
+  done
+  local i
+  for i in $(seq 240); do
+    approve_serving
+    [[ "$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True)" == 2 ]] && break
+    sleep 0.5
+  done
+  kubectl get nodes -o wide
+  for n in 1 2; do
+    kk_pid_alive "$(cat "${CDIR}/n${n}/kube-proxy.pid")" ||
+      { tail -n 5 "${CDIR}/n${n}/kube-proxy.log"; kk_die "node ${n}: kube-proxy exited; see ${CDIR}/n${n}/kube-proxy.log"; }
+  done
+  [[ "$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True)" == 2 ]] ||
+    kk_die "the two nodes are not Ready after 120s; logs in ${CDIR}/n*/"
+  kk_log "cluster up: kubectl: nsenter --net=/run/netns/${CP_NS} ${KK_KUBECTL_BIN} --kubeconfig ${CP_WORK}/controlplane/kubeconfig"
+}
+
+down() {
+  local n
+  for n in 1 2; do
+    local dir="${CDIR}/n${n}"
+    stop_pidfile "${dir}/kube-proxy.pid" "${KUBE_PROXY_BIN}"
+    [[ -f "${dir}/kubelet.bin" ]] && stop_pidfile "${dir}/kubelet.pid" "$(cat "${dir}/kubelet.bin")"
+    if [[ -e "/run/netns/$(node_ns "${n}")" && -d "${dir}" ]]; then
+      KK_WORK="${dir}" KK_CNI_BRIDGE_NAME=kkcni0 in_ns "$(node_ns "${n}")" bash "${HACK_DIR}/containerd-stop.sh" \
+        >"${dir}/containerd-stop.log" 2>&1 || kk_log "node ${n}: containerd-stop failed; see ${dir}/containerd-stop.log"
+    fi
+  done
+  if [[ -e "/run/netns/${CP_NS}" ]]; then
+    KK_WORK="${CP_WORK}" in_ns "${CP_NS}" bash "${HACK_DIR}/controlplane-stop.sh" >"${CDIR}/controlplane-stop.log" 2>&1 || true
+  fi
+  net_down
+  kk_unmount_under "${CDIR}"
+  kk_log "cluster ${ID} down"
+}
+
+smoke() {
+  # shellcheck disable=SC1091
+  source "${CP_WORK}/controlplane/env"
+  local failed=0
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: web
+        image: ${KK_WEBSERVER_IMAGE}
+        ports: [{containerPort: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 80}]
+EOF
+  kubectl rollout status deployment/web --timeout=120s || failed=1
+  kubectl get pods -o wide
+  local pods ips svc p ip
+  pods="$(kubectl get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.name}{" "}{end}')"
+  ips="$(kubectl get pods -l app=web -o jsonpath='{range .items[*]}{.status.podIP}{" "}{end}')"
+  [[ "$(kubectl get pods -l app=web -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | wc -l)" == 2 ]] ||
+    { kk_log "FAIL: the two pods are not on two nodes"; failed=1; }
+  svc="$(kubectl get svc web -o jsonpath='{.spec.clusterIP}')"
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: client-1, namespace: default}
+spec: {nodeName: kkc-n1, terminationGracePeriodSeconds: 1, containers: [{name: c, image: ${KK_BUSYBOX_IMAGE}, command: [sleep, "3600"]}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client-2, namespace: default}
+spec: {nodeName: kkc-n2, terminationGracePeriodSeconds: 1, containers: [{name: c, image: ${KK_BUSYBOX_IMAGE}, command: [sleep, "3600"]}]}
+EOF
+  kubectl wait --for=condition=Ready pod/client-1 pod/client-2 --timeout=60s || failed=1
+  for p in client-1 client-2; do
+    for ip in ${ips} "${svc}"; do
+      # busybox's nc, not its wget (static, it crashes resolving here).
+      if kubectl exec "${p}" -- sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 ${ip} 80 | head -1 | grep -q ' 200 '"; then
+        kk_log "ok   ${p} -> ${ip}"
+      else
+        kk_log "FAIL ${p} -> ${ip}"
+        failed=1
+      fi
+    done
+  done
+  for p in ${pods}; do
+    kubectl logs "${p}" >/dev/null || { kk_log "FAIL logs ${p}"; failed=1; }
+  done
+  kubectl delete pod client-1 client-2 --wait=false >/dev/null
+  kubectl delete deployment web >/dev/null
+  kubectl delete service web >/dev/null
+  return "${failed}"
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+smoke) smoke ;;
+*) kk_die "usage: hack/cluster.sh up|down|smoke" ;;
+esac
