@@ -2,12 +2,16 @@ package apiserver
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha512"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +23,8 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -97,15 +103,27 @@ func (o CertificateOptions) nodeSubject() pkix.Name {
 // start with --bootstrap-kubeconfig. Without BootstrapKubeconfig, or when
 // Kubeconfig exists and its client certificate (if it names one) is valid
 // now, it does nothing. Otherwise a valid certificate already in CertDir is
-// used; failing that, it makes an ECDSA P-256 key and sends a CSR for
-// CN=system:node:<node>, O=system:nodes to ClientSignerName with the usages
-// digital signature and client auth, with the bootstrap credentials, waits
-// for it to be approved and issued, and stores the pair in CertDir. Then it
-// writes Kubeconfig: the bootstrap kubeconfig's server and CA, and the
-// stored pair. A failed request (a token that is wrong or expired, a CSR
-// denied) is logged and tried again after a growing wait, until ctx ends;
-// nothing is written until a certificate is issued, so a restart loses no
-// state.
+// used; failing that, it sends a CSR for CN=system:node:<node>,
+// O=system:nodes to ClientSignerName with the usages digital signature and
+// client auth, with the bootstrap credentials, waits for it to be approved
+// and issued, and stores the pair in CertDir. Then it writes Kubeconfig:
+// the bootstrap kubeconfig's server and CA, and the stored pair.
+//
+// The CSR's key, ECDSA P-256, is kept in CertDir/PendingKeyFile (0600)
+// until the certificate is stored, and the CSR is named after a digest of
+// that key, the subject and the usages: a Bootstrap stopped while its CSR
+// waits for approval (a restart) finds the same key at the next start, and
+// waits for the same CSR instead of sending another. A CSR that can no
+// longer give a certificate (denied, failed, issued and expired) has its
+// key removed, so that the next try sends a new one.
+//
+// A failed request is logged and tried again after a growing wait, until
+// ctx ends; Bootstrap never gives up by itself. A bootstrap token the API
+// server refuses (401, 403) is logged at Error, naming the bootstrap
+// kubeconfig and saying its token may be wrong or expired; anything else
+// (a server that does not answer, a CSR denied) at Warn. Nothing the node
+// kept is removed meanwhile: the kubeconfig and the store are written only
+// once a certificate is issued.
 func Bootstrap(ctx context.Context, o CertificateOptions) error {
 	if o.BootstrapKubeconfig == "" {
 		return nil
@@ -135,6 +153,7 @@ func Bootstrap(ctx context.Context, o CertificateOptions) error {
 			return err
 		}
 	}
+	o.removePendingKey()
 	if err := writeKubeconfig(o.Kubeconfig, boot, store.CurrentPath()); err != nil {
 		return fmt.Errorf("bootstrap: write kubeconfig %s: %w", o.Kubeconfig, err)
 	}
@@ -142,7 +161,10 @@ func Bootstrap(ctx context.Context, o CertificateOptions) error {
 }
 
 // requestWithRetries asks for a client certificate until one is stored or
-// ctx ends.
+// ctx ends. A failure is logged as retryMessage says, and nothing the node
+// keeps is removed: the kubeconfig and the store as they were, and the
+// pending key (so that the next try, or the next start, waits for the same
+// CSR).
 func (o CertificateOptions) requestWithRetries(ctx context.Context, boot *rest.Config, store certificate.FileStore) error {
 	wait := o.RetryAfter
 	for {
@@ -153,7 +175,8 @@ func (o CertificateOptions) requestWithRetries(ctx context.Context, boot *rest.C
 		if ctx.Err() != nil {
 			return fmt.Errorf("bootstrap: %w (stopped: %w)", err, ctx.Err())
 		}
-		o.Logger.Warn("bootstrap: no client certificate yet, retrying", "err", err.Error(), "retryAfter", wait)
+		level, msg := retryMessage(err, o.BootstrapKubeconfig)
+		o.Logger.Log(ctx, level, msg, "err", err.Error(), "retryAfter", wait)
 		t := o.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -165,19 +188,39 @@ func (o CertificateOptions) requestWithRetries(ctx context.Context, boot *rest.C
 	}
 }
 
-// requestClientCertificate sends one CSR and stores what is issued.
+// retryMessage is how a failed bootstrap request is logged: the API server
+// refusing the bootstrap credentials (401, or 403) at Error, in words an
+// operator can act on; anything else (a server that does not answer, a CSR
+// denied) at Warn.
+func retryMessage(err error, bootstrapKubeconfig string) (slog.Level, string) {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return slog.LevelError, fmt.Sprintf("bootstrap: the API server refused the credentials of the bootstrap kubeconfig %s (401 Unauthorized): "+
+			"its bootstrap token may be wrong or expired; retrying", bootstrapKubeconfig)
+	case apierrors.IsForbidden(err):
+		return slog.LevelError, fmt.Sprintf("bootstrap: the API server refused the credentials of the bootstrap kubeconfig %s (403 Forbidden): "+
+			"its bootstrap token may be wrong or expired, or its user may not create CertificateSigningRequests; retrying", bootstrapKubeconfig)
+	}
+	return slog.LevelWarn, "bootstrap: no client certificate yet, retrying"
+}
+
+// PendingKeyFile is the file in CertDir that keeps the private key of a
+// client certificate Bootstrap has asked for and not yet received
+// (upstream kubelet's name): a restart finds the same key, so the same CSR.
+const PendingKeyFile = "kubelet-client.key.tmp"
+
+// requestClientCertificate sends the CSR of the pending key (or finds it
+// sent already: its name is a digest of the key, subject and usages), waits
+// for it and stores what is issued.
 func (o CertificateOptions) requestClientCertificate(ctx context.Context, boot *rest.Config, store certificate.FileStore) error {
 	client, err := o.NewClient(boot)
 	if err != nil {
 		return fmt.Errorf("client from bootstrap kubeconfig %s: %w", o.BootstrapKubeconfig, err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keyFile := filepath.Join(o.CertDir, PendingKeyFile)
+	keyPEM, key, err := loadOrGenerateKey(keyFile)
 	if err != nil {
-		return fmt.Errorf("generate key: %w", err)
-	}
-	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
-	if err != nil {
-		return fmt.Errorf("encode key: %w", err)
+		return err
 	}
 	subject := o.nodeSubject()
 	csrPEM, err := certutil.MakeCSR(key, &subject, nil, nil)
@@ -185,18 +228,118 @@ func (o CertificateOptions) requestClientCertificate(ctx context.Context, boot *
 		return fmt.Errorf("make CSR: %w", err)
 	}
 	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
-	name, uid, err := csr.RequestCertificateWithContext(ctx, client, csrPEM, "", ClientSignerName, nil, usages, key)
+	name, err := csrName(key.Public(), subject, usages)
 	if err != nil {
+		return err
+	}
+	name, uid, err := csr.RequestCertificateWithContext(ctx, client, csrPEM, name, ClientSignerName, nil, usages, key)
+	if err != nil {
+		o.forgetKeyOfDeadCSR(ctx, client, name, keyFile, err)
 		return fmt.Errorf("request client certificate: %w", err)
 	}
 	certPEM, err := csr.WaitForCertificate(ctx, client, name, uid)
 	if err != nil {
+		o.forgetKeyOfDeadCSR(ctx, client, name, keyFile, err)
 		return fmt.Errorf("wait for client certificate of CSR %s: %w", name, err)
 	}
 	if _, err := store.Update(certPEM, keyPEM); err != nil {
 		return fmt.Errorf("store client certificate: %w", err)
 	}
 	return nil
+}
+
+// forgetKeyOfDeadCSR removes the pending key when its CSR can no longer
+// give a certificate (csrDeadEnd), so that the next try makes a new key and
+// a new CSR instead of finding this one again.
+func (o CertificateOptions) forgetKeyOfDeadCSR(ctx context.Context, client kubernetes.Interface, name, keyFile string, failed error) {
+	if ctx.Err() != nil || apierrors.IsUnauthorized(failed) || apierrors.IsForbidden(failed) {
+		return // the bootstrap credentials cannot read it either
+	}
+	req, err := client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+	if err != nil || !csrDeadEnd(req, o.Clock.Now()) {
+		return
+	}
+	if err := os.Remove(keyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		o.Logger.Warn("bootstrap: remove the key of a CSR that gives no certificate", "file", keyFile, "err", err.Error())
+		return
+	}
+	o.Logger.Info("bootstrap: the CSR gives no certificate, the next try makes a new key and a new CSR", "csr", name)
+}
+
+// csrDeadEnd reports whether a CSR can no longer give a usable certificate:
+// denied, failed, or issued with a certificate that has expired.
+func csrDeadEnd(req *certificatesv1.CertificateSigningRequest, now time.Time) bool {
+	for _, c := range req.Status.Conditions {
+		if (c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed) && c.Status != v1.ConditionFalse {
+			return true
+		}
+	}
+	if len(req.Status.Certificate) == 0 {
+		return false
+	}
+	certs, err := certutil.ParseCertsPEM(req.Status.Certificate)
+	return err != nil || !now.Before(certs[0].NotAfter)
+}
+
+// removePendingKey removes PendingKeyFile once the store holds a valid
+// pair: a key left there (a crash between storing and removing) would
+// otherwise name an old CSR at the next bootstrap.
+func (o CertificateOptions) removePendingKey() {
+	f := filepath.Join(o.CertDir, PendingKeyFile)
+	if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+		o.Logger.Warn("bootstrap: remove the pending key", "file", f, "err", err.Error())
+	}
+}
+
+// loadOrGenerateKey reads the private key at path, or, when there is none
+// or it does not parse, makes an ECDSA P-256 key and writes it there, 0600.
+func loadOrGenerateKey(path string) ([]byte, crypto.Signer, error) {
+	if data, err := os.ReadFile(path); err == nil {
+		if k, err := keyutil.ParsePrivateKeyPEM(data); err == nil {
+			if s, ok := k.(crypto.Signer); ok {
+				return data, s, nil
+			}
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate key: %w", err)
+	}
+	data, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode key: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("replace key %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return nil, nil, fmt.Errorf("write key %s: %w", path, err)
+	}
+	return data, key, nil
+}
+
+// csrName is the name of the CSR for a key, subject and usages: "node-csr-"
+// and a SHA-512/256 digest of them, so that the same request always has the
+// same name (as upstream's, though not the same digest). Each field is
+// written after its length, so that no two inputs give the same stream.
+func csrName(pub crypto.PublicKey, subject pkix.Name, usages []certificatesv1.KeyUsage) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", fmt.Errorf("CSR name: %w", err)
+	}
+	fields := [][]byte{der, []byte(subject.CommonName)}
+	for _, org := range subject.Organization {
+		fields = append(fields, []byte(org))
+	}
+	for _, u := range usages {
+		fields = append(fields, []byte(u))
+	}
+	h := sha512.New512_256()
+	for _, f := range fields {
+		h.Write(binary.AppendUvarint(nil, uint64(len(f))))
+		h.Write(f)
+	}
+	return "node-csr-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)), nil
 }
 
 // kubeconfigValid reports whether the kubeconfig at path can be used as it

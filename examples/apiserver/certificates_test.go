@@ -13,9 +13,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,6 +29,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +39,8 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/keyutil"
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/internal/tlstest"
@@ -50,9 +57,10 @@ type csrSigner struct {
 	lifetime time.Duration
 
 	mu      sync.Mutex
-	refuse  []string // per CSR in order: "unauthorized", "deny", or "" to sign; past the end, sign
-	created []*certificatesv1.CertificateSigningRequest
+	refuse  []string                                    // per CSR created in order: "unauthorized", "deny", "pending", or "" to sign; past the end, sign
+	created []*certificatesv1.CertificateSigningRequest // each create, refused or not; not one that exists already
 	configs []*rest.Config
+	fake    *fake.Clientset
 }
 
 func newCSRSigner(t *testing.T, lifetime time.Duration, refuse ...string) *csrSigner {
@@ -79,6 +87,11 @@ func (s *csrSigner) client() *fake.Clientset {
 		req := a.(k8stesting.CreateAction).GetObject().(*certificatesv1.CertificateSigningRequest)
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if req.Name != "" {
+			if _, err := c.Tracker().Get(a.GetResource(), "", req.Name); err == nil {
+				return true, nil, apierrors.NewAlreadyExists(a.GetResource().GroupResource(), req.Name)
+			}
+		}
 		n := len(s.created)
 		var verdict string
 		if n < len(s.refuse) {
@@ -88,15 +101,17 @@ func (s *csrSigner) client() *fake.Clientset {
 			s.created = append(s.created, req.DeepCopy())
 			return true, nil, apierrors.NewUnauthorized("bootstrap token expired")
 		}
-		req.Name = fmt.Sprintf("%s%d", req.GenerateName, n)
+		if req.Name == "" {
+			req.Name = fmt.Sprintf("%s%d", req.GenerateName, n)
+		}
 		req.UID = types.UID(fmt.Sprintf("uid-%d", n))
-		if verdict == "deny" {
+		switch verdict {
+		case "deny":
 			req.Status.Conditions = append(req.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 				Type: certificatesv1.CertificateDenied, Status: v1.ConditionTrue, Reason: "NotMyNode", Message: "not a node of this cluster"})
-		} else {
-			req.Status.Conditions = append(req.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-				Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "AutoApproved"})
-			req.Status.Certificate = s.sign(req)
+		case "pending":
+		default:
+			s.approveAndSign(req)
 		}
 		s.created = append(s.created, req.DeepCopy())
 		return false, nil, nil
@@ -135,7 +150,37 @@ func (s *csrSigner) client() *fake.Clientset {
 			return e, !ok || r.Name == name
 		}), nil
 	})
+	s.fake = c
 	return c
+}
+
+// approveAndSign approves req and issues its certificate.
+func (s *csrSigner) approveAndSign(req *certificatesv1.CertificateSigningRequest) {
+	req.Status.Conditions = append(req.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "AutoApproved"})
+	req.Status.Certificate = s.sign(req)
+}
+
+// approve approves and signs the pending CSR name, as a control plane's
+// approver and signer do later.
+func (s *csrSigner) approve(t *testing.T, name string) {
+	t.Helper()
+	csrs := s.fake.CertificatesV1().CertificateSigningRequests()
+	req, err := csrs.Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	s.mu.Lock()
+	s.approveAndSign(req)
+	s.mu.Unlock()
+	_, err = csrs.UpdateStatus(t.Context(), req, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// objects are the CSR objects the fake API server holds.
+func (s *csrSigner) objects(t *testing.T) []certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	l, err := s.fake.CertificatesV1().CertificateSigningRequests().List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	return l.Items
 }
 
 // sign issues the CSR's certificate: its subject and SANs, its usages.
@@ -234,6 +279,9 @@ func TestBootstrapClientCertificate(t *testing.T) {
 		require.Len(t, reqs, 1)
 		assert.Equal(t, "kubernetes.io/kube-apiserver-client-kubelet", reqs[0].Spec.SignerName)
 		assert.Equal(t, []certificatesv1.KeyUsage{"digital signature", "client auth"}, reqs[0].Spec.Usages)
+		assert.Regexp(t, `^node-csr-[A-Za-z0-9_-]{43}$`, reqs[0].Name, "named after its key, subject and usages")
+		_, err := os.Stat(filepath.Join(o.CertDir, apiserver.PendingKeyFile))
+		assert.ErrorIs(t, err, os.ErrNotExist, "the pending key is gone once the certificate is stored")
 		require.Len(t, s.configs, 1)
 		assert.Equal(t, "abcdef.0123456789abcdef", s.configs[0].BearerToken, "the CSR is sent with the bootstrap token")
 
@@ -277,9 +325,11 @@ func TestBootstrapClientCertificate(t *testing.T) {
 }
 
 // A token the API server refuses and a CSR denied are errors that name
-// what failed; Bootstrap tries again after 2s, 4s, ... until a certificate
-// is issued, and writes nothing before; stopped, it returns the last error
-// and leaves the kubeconfig there was.
+// what failed (the refused token at Error, saying so plainly); Bootstrap
+// tries again after 2s, 4s, ... until a certificate is issued, and writes
+// nothing before; stopped, it returns the last error and leaves the
+// kubeconfig there was and the pending key. A denied CSR's key is dropped:
+// the next CSR has a new key and name.
 func TestBootstrapRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -289,13 +339,15 @@ func TestBootstrapRetries(t *testing.T) {
 		waited  time.Duration
 		err     string
 		written bool
+		newKey  bool
 	}{
 		{name: "a token refused, then accepted", refuse: []string{"unauthorized", "unauthorized"},
-			logged: []string{"request client certificate: cannot create certificate signing request: bootstrap token expired", "retryAfter=2s", "retryAfter=4s"},
+			logged: []string{"level=ERROR", "the API server refused the credentials of the bootstrap kubeconfig " + bootName + " (401 Unauthorized): its bootstrap token may be wrong or expired",
+				"request client certificate: cannot create certificate signing request: bootstrap token expired", "retryAfter=2s", "retryAfter=4s"},
 			waited: 6 * time.Second, written: true},
 		{name: "a CSR denied, then approved", refuse: []string{"deny"},
-			logged: []string{"wait for client certificate of CSR csr-0: cannot watch on the certificate signing request: certificate signing request is denied, reason: NotMyNode, message: not a node of this cluster"},
-			waited: 2 * time.Second, written: true},
+			logged: []string{"level=WARN", "wait for client certificate of CSR node-csr-", ": cannot watch on the certificate signing request: certificate signing request is denied, reason: NotMyNode, message: not a node of this cluster"},
+			waited: 2 * time.Second, written: true, newKey: true},
 		{name: "a token always refused, stopped", refuse: []string{"unauthorized", "unauthorized", "unauthorized", "unauthorized"}, stopAt: 10 * time.Second,
 			logged: []string{"retryAfter=2s", "retryAfter=4s", "retryAfter=8s"},
 			err:    "bootstrap: request client certificate: cannot create certificate signing request: bootstrap token expired (stopped: context deadline exceeded)"},
@@ -316,23 +368,29 @@ func TestBootstrapRetries(t *testing.T) {
 				start := time.Now()
 				err := apiserver.Bootstrap(ctx, o)
 				for _, l := range tc.logged {
-					assert.Contains(t, logs.String(), l)
+					assert.Contains(t, logs.String(), strings.ReplaceAll(l, bootName, o.BootstrapKubeconfig))
 				}
 				kc, rerr := os.ReadFile(o.Kubeconfig)
 				require.NoError(t, rerr)
+				reqs := s.requests()
 				if tc.err != "" {
 					assert.EqualError(t, err, tc.err)
 					assert.Equal(t, stale, kc, "the kubeconfig there was is left")
+					assert.FileExists(t, filepath.Join(o.CertDir, apiserver.PendingKeyFile), "the pending key is kept")
 					return
 				}
 				require.NoError(t, err)
 				assert.Equal(t, tc.waited, time.Since(start))
 				assert.NotEqual(t, stale, kc)
-				assert.Len(t, s.requests(), len(tc.refuse)+1)
+				require.Len(t, reqs, len(tc.refuse)+1)
+				assert.Equal(t, tc.newKey, reqs[0].Name != reqs[len(reqs)-1].Name, "a new key, so a new CSR, only after a CSR that gives nothing")
 			})
 		})
 	}
 }
+
+// bootName stands for the bootstrap kubeconfig's path in expected logs.
+const bootName = "BOOTSTRAP-KUBECONFIG"
 
 // client-go's managers, driven in a synctest bubble (their timers are the
 // bubble's): the client certificate is renewed before it expires, behind
@@ -398,4 +456,124 @@ func TestCertificateRotation(t *testing.T) {
 		sm.Stop()
 		time.Sleep(time.Hour)
 	})
+}
+
+// A node restarted while its CSR waits for approval waits for the same
+// CSR with the same key: the key is kept in the cert dir (0600) until the
+// certificate is stored, the CSR is named after it.
+func TestBootstrapResumesPendingCSR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newCSRSigner(t, 24*time.Hour, "pending")
+		var logs bytes.Buffer
+		o := certOptions(t, s, &logs)
+		keyFile := filepath.Join(o.CertDir, apiserver.PendingKeyFile)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- apiserver.Bootstrap(ctx, o) }()
+		synctest.Wait()
+		pending := s.objects(t)
+		require.Len(t, pending, 1)
+		assert.Empty(t, pending[0].Status.Conditions, "waiting for approval")
+		key, err := os.ReadFile(keyFile)
+		require.NoError(t, err)
+		fi, err := os.Stat(keyFile)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+		assert.NoFileExists(t, o.Kubeconfig)
+
+		cancel() // the node stops
+		require.ErrorIs(t, <-done, context.Canceled)
+		assert.FileExists(t, keyFile)
+
+		go func() { done <- apiserver.Bootstrap(t.Context(), o) }() // and starts again
+		synctest.Wait()
+		require.Len(t, s.objects(t), 1, "no second CSR")
+		again, err := os.ReadFile(keyFile)
+		require.NoError(t, err)
+		assert.Equal(t, key, again, "the same key")
+
+		s.approve(t, pending[0].Name)
+		require.NoError(t, <-done)
+		csrs := s.objects(t)
+		require.Len(t, csrs, 1)
+		assert.Equal(t, pending[0].Name, csrs[0].Name)
+		assert.Len(t, s.requests(), 1, "one CSR created")
+		parsed, err := keyutil.ParsePrivateKeyPEM(key)
+		require.NoError(t, err)
+		current := filepath.Join(o.CertDir, "kubelet-client-current.pem")
+		leaf := leafOf(t, current)
+		assert.True(t, parsed.(*ecdsa.PrivateKey).PublicKey.Equal(leaf.PublicKey), "the certificate is for the kept key")
+		pair, err := os.ReadFile(current)
+		require.NoError(t, err)
+		assert.Contains(t, string(pair), string(key), "stored with the kept key")
+		assert.NoFileExists(t, keyFile, "removed once the certificate is stored")
+		assert.FileExists(t, o.Kubeconfig)
+		assert.NotContains(t, logs.String(), "PRIVATE KEY")
+	})
+}
+
+// Through client-go's real client: an API server answering 401 to the CSR
+// is logged at Error as the bootstrap kubeconfig's credentials refused,
+// naming the file and never the token; Bootstrap waits 2s, 4s (a fake
+// clock) and asks again, until it is stopped; the old kubeconfig and the
+// pending key are left.
+func TestBootstrapTokenRefusedByAPIServer(t *testing.T) {
+	var posts atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Authorization") == "Bearer abcdef.0123456789abcdef" {
+			posts.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	boot := filepath.Join(dir, "bootstrap-kubelet.conf")
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	require.NoError(t, os.WriteFile(boot, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: kubernetes, cluster: {server: %q, certificate-authority-data: %q}}]
+users: [{name: tls-bootstrap-token-user, user: {token: abcdef.0123456789abcdef}}]
+contexts: [{name: bootstrap, context: {cluster: kubernetes, user: tls-bootstrap-token-user}}]
+current-context: bootstrap
+`, srv.URL, toBase64(caPEM))), 0o600))
+	stale := []byte("apiVersion: v1\nkind: Config\n")
+	kubeconfig := filepath.Join(dir, "kubelet.conf")
+	require.NoError(t, os.WriteFile(kubeconfig, stale, 0o600))
+	fc := testclock.NewFakeClock(time.Now())
+	// The logs are read once Bootstrap waits on the clock: its lock orders
+	// them after the write.
+	var logs bytes.Buffer
+	o := apiserver.CertificateOptions{NodeName: "node1", BootstrapKubeconfig: boot, Kubeconfig: kubeconfig, CertDir: filepath.Join(dir, "pki"),
+		Clock: fc, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- apiserver.Bootstrap(ctx, o) }()
+
+	require.Eventually(t, fc.HasWaiters, 10*time.Second, time.Millisecond)
+	log := logs.String()
+	assert.Contains(t, log, "retryAfter=2s")
+	assert.Contains(t, log, "level=ERROR")
+	assert.Contains(t, log, "the API server refused the credentials of the bootstrap kubeconfig "+boot+" (401 Unauthorized): its bootstrap token may be wrong or expired")
+	assert.NotContains(t, log, "0123456789abcdef", "never the token")
+	assert.EqualValues(t, 1, posts.Load(), "the CSR was sent with the bootstrap token")
+	key, err := os.ReadFile(filepath.Join(o.CertDir, apiserver.PendingKeyFile))
+	require.NoError(t, err)
+
+	fc.Step(2 * time.Second)
+	require.Eventually(t, fc.HasWaiters, 10*time.Second, time.Millisecond)
+	assert.Contains(t, logs.String(), "retryAfter=4s")
+	assert.EqualValues(t, 2, posts.Load())
+
+	cancel()
+	err = <-done
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "Unauthorized")
+	kc, err := os.ReadFile(kubeconfig)
+	require.NoError(t, err)
+	assert.Equal(t, stale, kc, "the kubeconfig there was is left")
+	again, err := os.ReadFile(filepath.Join(o.CertDir, apiserver.PendingKeyFile))
+	require.NoError(t, err)
+	assert.Equal(t, key, again, "the pending key is kept, and was used again")
 }

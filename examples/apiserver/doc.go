@@ -152,8 +152,11 @@
 //
 // Bootstrap gets a node holding only a bootstrap token its client
 // certificate (a kubernetes.io/kube-apiserver-client-kubelet CSR), stores it
-// under the cert dir and writes the kubeconfig, retrying a refused token or
-// a denied CSR with back-off. NewClientCertificateManager and
+// under the cert dir and writes the kubeconfig, retrying a refused token
+// (logged at Error, naming the bootstrap kubeconfig) or a denied CSR with
+// back-off until its context ends. The CSR's key waits in the cert dir
+// (PendingKeyFile) and names the CSR, so a node restarted while its CSR is
+// pending waits for the same one. NewClientCertificateManager and
 // NewServingCertificateManager are client-go's certificate managers for the
 // client certificate and the kubelet API's serving certificate
 // (kubernetes.io/kubelet-serving, the node's addresses as SANs);

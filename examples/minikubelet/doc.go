@@ -112,7 +112,9 @@
 // or its client certificate is not valid, a client certificate by a
 // kubernetes.io/kube-apiserver-client-kubelet CSR, kept under --cert-dir
 // as kubelet-client-current.pem and named by a --kubeconfig it writes;
-// refusals retried with back-off), --rotate-certificates
+// refusals retried with back-off, a refused token logged at Error; a
+// pending CSR's key kept there as kubelet-client.key.tmp, so that a
+// restart waits for the same CSR), --rotate-certificates
 // (rotateCertificates: renewed by CSR before it expires; --kubeconfig
 // must name CERT-DIR/kubelet-client-current.pem),
 // --rotate-server-certificates (serverTLSBootstrap: the kubelet API's
