@@ -161,6 +161,10 @@
 // client certificate and the kubelet API's serving certificate
 // (kubernetes.io/kubelet-serving, the node's addresses as SANs);
 // ServingCertificate hands the latter to server.TLSOptions.GetCertificate.
+// NewClientRotation puts a client's connections on the client certificate
+// manager's certificate: closed and dialled again when it rotates, and
+// closed (logged at Error, no exit) when it expires with none in its place;
+// its Run reads the manager every 10s until its context ends.
 // The managers' Start runs client-go's goroutines until Stop, and a manager
 // waiting for its next rotation ends only at that deadline.
 //
