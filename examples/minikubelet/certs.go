@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeletkit/kubeletkit/agent"
@@ -54,42 +55,77 @@ func bootstrap(ctx context.Context, c *config, log *slog.Logger) error {
 	return apiserver.Bootstrap(ctx, certificateOptions(c, nodeName, log))
 }
 
-// certificateManagers makes client-go's managers that rotateCertificates
-// and serverTLSBootstrap ask for, into c.certManagers (run starts and
-// stops them), and serves the serving one's certificate on the kubelet
-// API.
-func certificateManagers(c *config, cl kubeletconfig.ClusterConfig, client kubernetes.Interface, nodeName string, opts *agent.Options, log *slog.Logger) error {
+// clientRotation, with rotateCertificates, makes client-go's client
+// certificate manager (into c.certManagers) and returns rc with its
+// connections on the manager's certificate: closed when it rotates, or
+// when it expires with none in its place (logged at Error; the node goes on
+// with its pods), by c.clientRotation, which run runs. Without, rc as it is.
+func clientRotation(c *config, cl kubeletconfig.ClusterConfig, nodeName string, rc *rest.Config, log *slog.Logger) (*rest.Config, error) {
+	if !cl.RotateCertificates {
+		return rc, nil
+	}
 	o := certificateOptions(c, nodeName, log)
-	if cl.RotateCertificates {
-		current := filepath.Join(o.CertDir, "kubelet-client-current.pem")
-		kc, err := clientcmd.LoadFromFile(c.kubeconfig)
-		if err != nil {
-			return fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
-		}
-		ctx := kc.Contexts[kc.CurrentContext]
-		if ctx == nil || kc.AuthInfos[ctx.AuthInfo] == nil || kc.AuthInfos[ctx.AuthInfo].ClientCertificate != current {
-			return fmt.Errorf("rotateCertificates: the client certificate of --kubeconfig %s must be %s, as --bootstrap-kubeconfig writes it", c.kubeconfig, current)
-		}
-		m, err := apiserver.NewClientCertificateManager(o)
-		if err != nil {
-			return err
-		}
-		c.certManagers = append(c.certManagers, m)
+	current := filepath.Join(o.CertDir, "kubelet-client-current.pem")
+	kc, err := clientcmd.LoadFromFile(c.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
 	}
-	if cl.ServerTLSBootstrap && opts.HTTP.API != nil {
-		c.servingAddrs = &addressSource{fixed: []v1.NodeAddress{{Type: v1.NodeHostName, Address: nodeName}}}
-		for _, ip := range opts.Node.HostIPs {
-			c.servingAddrs.fixed = append(c.servingAddrs.fixed, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
-		}
-		m, err := apiserver.NewServingCertificateManager(o, client, c.servingAddrs.addresses)
-		if err != nil {
-			return err
-		}
-		c.certManagers = append(c.certManagers, m)
-		opts.HTTP.API.TLS.CertDir, opts.HTTP.API.TLS.CertFile, opts.HTTP.API.TLS.KeyFile = "", "", ""
-		opts.HTTP.API.TLS.GetCertificate = apiserver.ServingCertificate(m)
+	ctx := kc.Contexts[kc.CurrentContext]
+	if ctx == nil || kc.AuthInfos[ctx.AuthInfo] == nil || kc.AuthInfos[ctx.AuthInfo].ClientCertificate != current {
+		return nil, fmt.Errorf("rotateCertificates: the client certificate of --kubeconfig %s must be %s, as --bootstrap-kubeconfig writes it", c.kubeconfig, current)
 	}
+	m, err := apiserver.NewClientCertificateManager(o)
+	if err != nil {
+		return nil, err
+	}
+	c.certManagers = append(c.certManagers, m)
+	rc, c.clientRotation, err = apiserver.NewClientRotation(rc, m, apiserver.ClientRotationOptions{Logger: o.Logger})
+	return rc, err
+}
+
+// servingCertificates, with serverTLSBootstrap, makes client-go's serving
+// certificate manager (into c.certManagers) and serves its certificate on
+// the kubelet API.
+func servingCertificates(c *config, cl kubeletconfig.ClusterConfig, client kubernetes.Interface, nodeName string, opts *agent.Options, log *slog.Logger) error {
+	if !cl.ServerTLSBootstrap || opts.HTTP.API == nil {
+		return nil
+	}
+	c.servingAddrs = &addressSource{fixed: []v1.NodeAddress{{Type: v1.NodeHostName, Address: nodeName}}}
+	for _, ip := range opts.Node.HostIPs {
+		c.servingAddrs.fixed = append(c.servingAddrs.fixed, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	m, err := apiserver.NewServingCertificateManager(certificateOptions(c, nodeName, log), client, c.servingAddrs.addresses)
+	if err != nil {
+		return err
+	}
+	c.certManagers = append(c.certManagers, m)
+	opts.HTTP.API.TLS.CertDir, opts.HTTP.API.TLS.CertFile, opts.HTTP.API.TLS.KeyFile = "", "", ""
+	opts.HTTP.API.TLS.GetCertificate = apiserver.ServingCertificate(m)
 	return nil
+}
+
+// startCertificates starts the certificate managers and the client
+// rotation; the function it returns stops them, once the rotation has
+// returned.
+func startCertificates(ctx context.Context, c *config) (stop func()) {
+	for _, m := range c.certManagers {
+		m.Start()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if c.clientRotation != nil {
+			_ = c.clientRotation.Run(ctx) // returns nil when ctx ends
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		for _, m := range c.certManagers {
+			m.Stop()
+		}
+	}
 }
 
 // nodeStatuser is the agent as addressSource reads it.

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -13,17 +14,23 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/certificate"
+
+	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 )
 
 // The certificate flags: --rotate-server-certificates serves the serving
 // manager's certificate on the kubelet API instead of a self-signed one;
-// --rotate-certificates rotates the pair a bootstrapped kubeconfig names;
+// --rotate-certificates rotates the pair a bootstrapped kubeconfig names,
+// the API server client's connections following it;
 // both, and --bootstrap-kubeconfig, need --kubeconfig.
 func TestCertificateFlags(t *testing.T) {
 	dir := t.TempDir()
@@ -47,10 +54,11 @@ current-context: c
 		err      string // of parseFlags or options
 		managers int
 		getter   bool
+		rotation bool // the API server client's connections follow the client certificate
 	}{
 		{name: "serving certificate by CSR", args: []string{"--kubeconfig", kubeconfig, "--rotate-server-certificates"}, managers: 1, getter: true},
-		{name: "client rotation of a bootstrapped kubeconfig", args: []string{"--kubeconfig", bootstrapped, "--cert-dir", filepath.Join(dir, "pki"), "--rotate-certificates"}, managers: 1},
-		{name: "both", args: []string{"--kubeconfig", bootstrapped, "--cert-dir", filepath.Join(dir, "pki"), "--rotate-certificates", "--rotate-server-certificates"}, managers: 2, getter: true},
+		{name: "client rotation of a bootstrapped kubeconfig", args: []string{"--kubeconfig", bootstrapped, "--cert-dir", filepath.Join(dir, "pki"), "--rotate-certificates"}, managers: 1, rotation: true},
+		{name: "both", args: []string{"--kubeconfig", bootstrapped, "--cert-dir", filepath.Join(dir, "pki"), "--rotate-certificates", "--rotate-server-certificates"}, managers: 2, getter: true, rotation: true},
 		{name: "neither", args: []string{"--kubeconfig", kubeconfig}},
 		{name: "rotation without a kubeconfig", args: []string{"--rotate-certificates"}, err: "rotateCertificates"},
 		{name: "serving certificates without a kubeconfig", args: []string{"--rotate-server-certificates"}, err: "serverTLSBootstrap"},
@@ -80,6 +88,7 @@ current-context: c
 			}
 			require.NoError(t, err)
 			assert.Len(t, c.certManagers, tc.managers)
+			assert.Equal(t, tc.rotation, c.clientRotation != nil)
 		})
 	}
 }
@@ -126,4 +135,26 @@ func TestServingAddressesFollowTheNode(t *testing.T) {
 	detected := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "198.51.100.7"}, {Type: v1.NodeHostName, Address: "node1"}}
 	node.st, node.ok = v1.NodeStatus{Addresses: detected}, true
 	assert.Equal(t, detected, c.servingAddrs.addresses(), "the status's")
+}
+
+// managerRecorder is a certificate.Manager that records Start and Stop.
+type managerRecorder struct{ started, stopped atomic.Bool }
+
+func (m *managerRecorder) Start()                    { m.started.Store(true) }
+func (m *managerRecorder) Stop()                     { m.stopped.Store(true) }
+func (m *managerRecorder) Current() *tls.Certificate { return nil }
+func (m *managerRecorder) ServerHealthy() bool       { return false }
+
+// startCertificates starts the managers and the client rotation; its stop
+// stops them once the rotation has returned (goleak checks it has).
+func TestStartCertificates(t *testing.T) {
+	m := &managerRecorder{}
+	_, rot, err := apiserver.NewClientRotation(&rest.Config{Host: "https://127.0.0.1:6443"}, m, apiserver.ClientRotationOptions{})
+	require.NoError(t, err)
+	c := &config{certManagers: []certificate.Manager{m}, clientRotation: rot}
+	stop := startCertificates(t.Context(), c)
+	assert.True(t, m.started.Load())
+	assert.False(t, m.stopped.Load())
+	stop()
+	assert.True(t, m.stopped.Load())
 }

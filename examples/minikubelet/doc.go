@@ -115,8 +115,10 @@
 // refusals retried with back-off, a refused token logged at Error; a
 // pending CSR's key kept there as kubelet-client.key.tmp, so that a
 // restart waits for the same CSR), --rotate-certificates
-// (rotateCertificates: renewed by CSR before it expires; --kubeconfig
-// must name CERT-DIR/kubelet-client-current.pem),
+// (rotateCertificates: renewed by CSR before it expires, the API server
+// connections closed and dialled again with each new one; on expiry with
+// none in its place, closed and logged at Error, the node going on with its
+// pods; --kubeconfig must name CERT-DIR/kubelet-client-current.pem),
 // --rotate-server-certificates (serverTLSBootstrap: the kubelet API's
 // certificate by a kubernetes.io/kubelet-serving CSR for the node's
 // addresses (its name and --node-ip until the node's status has some),

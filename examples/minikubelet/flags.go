@@ -12,13 +12,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeletkit/kubeletkit/kubeletconfig"
-	"github.com/kubeletkit/kubeletkit/localstate"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/certificate"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kubeletkit/kubeletkit/examples/apiserver"
+	"github.com/kubeletkit/kubeletkit/kubeletconfig"
+	"github.com/kubeletkit/kubeletkit/localstate"
 )
 
 // config is what the flags and the configuration files say.
@@ -38,10 +40,11 @@ type config struct {
 	credentialConfig, credentialBinDir                string           // image credential provider plugins
 	localState                                        *localstate.Bolt // opened by join, closed by run
 	bootstrapKubeconfig                               string
-	certManagers                                      []certificate.Manager // made by join, run by run
-	servingAddrs                                      *addressSource        // with serverTLSBootstrap: follows the agent run builds
-	runtimeName                                       string                // what the runtime at the endpoint said it is (CRI Version)
-	set                                               map[string]bool       // the flags given
+	certManagers                                      []certificate.Manager     // made by join, run by run
+	clientRotation                                    *apiserver.ClientRotation // with rotateCertificates: made by join, run by run
+	servingAddrs                                      *addressSource            // with serverTLSBootstrap: follows the agent run builds
+	runtimeName                                       string                    // what the runtime at the endpoint said it is (CRI Version)
+	set                                               map[string]bool           // the flags given
 }
 
 // ownFlags are minikubelet's flags that are no field of a

@@ -216,10 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// on, as upstream's kubelet.
 		runAgent = exitAfterShutdown(a, runAgent, stdout)
 	}
-	for _, m := range c.certManagers {
-		m.Start()
-		defer m.Stop()
-	}
+	defer startCertificates(ctx, c)()
 	if !c.runOnce {
 		runtime := "the embedded fake runtime"
 		if !c.embedded {
@@ -323,13 +320,16 @@ func join(c *config, cl kubeletconfig.ClusterConfig, opts *agent.Options, log *s
 	// other: 19 pods took 8s more to show Running than under upstream
 	// kubelet, whose defaults (kubeAPIQPS, kubeAPIBurst) these are.
 	rc.QPS, rc.Burst, rc.ContentType = cl.KubeAPIQPS, cl.KubeAPIBurst, cl.ContentType
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
-	}
 	nodeName, err := nodeNameOf(c) // the agent's default, which Join needs first
 	if err != nil {
 		return nil, err
+	}
+	if rc, err = clientRotation(c, cl, nodeName, rc, log); err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
 	}
 	jopts := apiserver.JoinOptions{NodeLabels: labels, NodeTaints: cl.RegisterWithTaints, ProviderID: cl.ProviderID,
 		SkipNodeRegistration: !cl.RegisterNode, NodeLeaseDuration: cl.NodeLeaseDuration, Logger: log}
@@ -343,7 +343,7 @@ func join(c *config, cl kubeletconfig.ClusterConfig, opts *agent.Options, log *s
 	if err := j.Apply(opts); err != nil {
 		return nil, err
 	}
-	if err := certificateManagers(c, cl, client, nodeName, opts, log); err != nil {
+	if err := servingCertificates(c, cl, client, nodeName, opts, log); err != nil {
 		return nil, err
 	}
 	if opts.HTTP.API != nil {
