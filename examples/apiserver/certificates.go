@@ -162,9 +162,9 @@ func Bootstrap(ctx context.Context, o CertificateOptions) error {
 
 // requestWithRetries asks for a client certificate until one is stored or
 // ctx ends. A failure is logged as retryMessage says, and nothing the node
-// keeps is removed: the kubeconfig and the store as they were, and the
-// pending key (so that the next try, or the next start, waits for the same
-// CSR).
+// keeps is removed: the kubeconfig and the store stay as they were, and so
+// does the pending key (the next try, or the next start, waits for the same
+// CSR) unless its CSR can give no certificate.
 func (o CertificateOptions) requestWithRetries(ctx context.Context, boot *rest.Config, store certificate.FileStore) error {
 	wait := o.RetryAfter
 	for {
@@ -232,7 +232,7 @@ func (o CertificateOptions) requestClientCertificate(ctx context.Context, boot *
 	if err != nil {
 		return err
 	}
-	name, uid, err := csr.RequestCertificateWithContext(ctx, client, csrPEM, name, ClientSignerName, nil, usages, key)
+	_, uid, err := csr.RequestCertificateWithContext(ctx, client, csrPEM, name, ClientSignerName, nil, usages, key)
 	if err != nil {
 		o.forgetKeyOfDeadCSR(ctx, client, name, keyFile, err)
 		return fmt.Errorf("request client certificate: %w", err)

@@ -512,6 +512,50 @@ func TestBootstrapResumesPendingCSR(t *testing.T) {
 	})
 }
 
+// A pending key left beside a stored pair (a crash between storing the
+// certificate and removing the key) names a CSR that was issued long ago:
+// once that certificate has expired, the CSR gives nothing, so the key is
+// dropped and the next try sends a new CSR with a new key.
+func TestBootstrapDropsTheKeyOfAnExpiredCSR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newCSRSigner(t, time.Hour)
+		var logs bytes.Buffer
+		o := certOptions(t, s, &logs)
+		require.NoError(t, apiserver.Bootstrap(t.Context(), o))
+		current := filepath.Join(o.CertDir, "kubelet-client-current.pem")
+		pair, err := os.ReadFile(current)
+		require.NoError(t, err)
+		var key []byte
+		for rest := pair; len(rest) > 0; {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			if b.Type != "CERTIFICATE" {
+				key = pem.EncodeToMemory(b)
+			}
+		}
+		require.NotEmpty(t, key)
+		keyFile := filepath.Join(o.CertDir, apiserver.PendingKeyFile)
+		require.NoError(t, os.WriteFile(keyFile, key, 0o600))
+		require.NoError(t, os.Remove(o.Kubeconfig))
+
+		time.Sleep(2 * time.Hour) // the node was off
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // the old CSR found again and again would fail it
+		defer cancel()
+		require.NoError(t, apiserver.Bootstrap(ctx, o))
+		assert.Equal(t, 2*time.Second, time.Since(start), "one retry, with a new key")
+		assert.Len(t, s.objects(t), 2)
+		assert.Contains(t, logs.String(), "retrieved csr is not compatible")
+		assert.Contains(t, logs.String(), "the CSR gives no certificate, the next try makes a new key and a new CSR")
+		renewed, err := os.ReadFile(current)
+		require.NoError(t, err)
+		assert.NotContains(t, string(renewed), string(key), "a new key")
+		assert.NoFileExists(t, keyFile)
+	})
+}
+
 // Through client-go's real client: an API server answering 401 to the CSR
 // is logged at Error as the bootstrap kubeconfig's credentials refused,
 // naming the file and never the token; Bootstrap waits 2s, 4s (a fake
