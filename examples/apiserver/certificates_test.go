@@ -392,6 +392,17 @@ func TestBootstrapRetries(t *testing.T) {
 // bootName stands for the bootstrap kubeconfig's path in expected logs.
 const bootName = "BOOTSTRAP-KUBECONFIG"
 
+// bootstrapped is a node that Bootstrap gave a certificate of s's for
+// lifetime: s, the node's options and its logs.
+func bootstrapped(t *testing.T, lifetime time.Duration) (*csrSigner, apiserver.CertificateOptions, *bytes.Buffer) {
+	t.Helper()
+	s := newCSRSigner(t, lifetime)
+	logs := &bytes.Buffer{}
+	o := certOptions(t, s, logs)
+	require.NoError(t, apiserver.Bootstrap(t.Context(), o))
+	return s, o, logs
+}
+
 // client-go's managers, driven in a synctest bubble (their timers are the
 // bubble's): the client certificate is renewed before it expires, behind
 // the same kubeconfig; the serving certificate comes by a kubelet-serving
@@ -399,10 +410,7 @@ const bootName = "BOOTSTRAP-KUBECONFIG"
 // without a restart.
 func TestCertificateRotation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newCSRSigner(t, time.Hour)
-		var logs bytes.Buffer
-		o := certOptions(t, s, &logs)
-		require.NoError(t, apiserver.Bootstrap(t.Context(), o))
+		s, o, _ := bootstrapped(t, time.Hour)
 		current := filepath.Join(o.CertDir, "kubelet-client-current.pem")
 		first := leafOf(t, current)
 
@@ -518,10 +526,7 @@ func TestBootstrapResumesPendingCSR(t *testing.T) {
 // dropped and the next try sends a new CSR with a new key.
 func TestBootstrapDropsTheKeyOfAnExpiredCSR(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newCSRSigner(t, time.Hour)
-		var logs bytes.Buffer
-		o := certOptions(t, s, &logs)
-		require.NoError(t, apiserver.Bootstrap(t.Context(), o))
+		s, o, logs := bootstrapped(t, time.Hour)
 		current := filepath.Join(o.CertDir, "kubelet-client-current.pem")
 		pair, err := os.ReadFile(current)
 		require.NoError(t, err)
