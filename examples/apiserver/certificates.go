@@ -121,9 +121,9 @@ func (o CertificateOptions) nodeSubject() pkix.Name {
 // ctx ends; Bootstrap never gives up by itself. A bootstrap token the API
 // server refuses (401, 403) is logged at Error, naming the bootstrap
 // kubeconfig and saying its token may be wrong or expired; anything else
-// (a server that does not answer, a CSR denied) at Warn. Nothing the node
-// kept is removed meanwhile: the kubeconfig and the store are written only
-// once a certificate is issued.
+// (a server that does not answer, a CSR denied) at Warn. Nothing else the
+// node kept is touched meanwhile: the kubeconfig and the store are written
+// only once a certificate is issued.
 func Bootstrap(ctx context.Context, o CertificateOptions) error {
 	if o.BootstrapKubeconfig == "" {
 		return nil
