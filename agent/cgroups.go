@@ -100,7 +100,8 @@ func newCgroups(opts Options, log *slog.Logger) (*cgroups.Manager, error) {
 		return nil, nil
 	}
 	return cgroups.New(cgroups.Options{Root: opts.Cgroups.FS, Driver: cgroups.Driver(opts.Cgroups.Driver),
-		CgroupRoot: opts.Cgroups.Root, StateDir: filepath.Join(opts.RootDir, "cgroups"), Logger: log.With("component", "cgroups")})
+		CgroupRoot: opts.Cgroups.Root, StateDir: filepath.Join(opts.RootDir, "cgroups"),
+		Pod: cgroups.PodOptions{PidsLimit: opts.Cgroups.PodPidsLimit}, Logger: log.With("component", "cgroups")})
 }
 
 // start creates the hierarchy, kubepods limited as upstream's: the node's

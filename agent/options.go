@@ -306,6 +306,18 @@ type CgroupOptions struct {
 	// forms) are refused: they need cgroups of the reserved daemons the
 	// agent does not manage.
 	EnforceNodeAllocatable []string
+	// PodPidsLimit is upstream's podPidsLimit (minikubelet's
+	// --pod-max-pids): a positive value is written as the pids limit
+	// (pids.max, systemd's TasksMax) of every pod cgroup when it is
+	// created, so that no pod's processes and threads exceed it. 0 or a
+	// negative value (upstream's default -1, which its configuration
+	// defaults make of any negative one) sets none: a pod is bounded only
+	// by kubepods (the node's task limit, less the "pid" of
+	// Node.KubeReserved and Node.SystemReserved with
+	// EnforceNodeAllocatable "pods"). A pod cgroup made earlier (before a
+	// restart) keeps the limit it was made with, as upstream's. Without
+	// PerQOS there are no pod cgroups and it does nothing, as upstream's.
+	PodPidsLimit int64
 }
 
 // SecurityOptions say what the node allows pods beyond upstream's defaults
