@@ -116,10 +116,11 @@ func removeCgroups(dir string) error {
 
 // TestRootMachineCgroups runs the hierarchy on this machine's cgroups,
 // under a cgroup root of its own that it removes (go test -tags root, as
-// root).
+// root): a pod cgroup gets its CPU and memory limits and the node's pids
+// limit (upstream's podPidsLimit), read back from the kernel.
 func TestRootMachineCgroups(t *testing.T) {
 	rootName, v2 := privateCgroupRoot(t)
-	m, err := cgroups.New(cgroups.Options{CgroupRoot: "/" + rootName, StateDir: t.TempDir()})
+	m, err := cgroups.New(cgroups.Options{CgroupRoot: "/" + rootName, StateDir: t.TempDir(), Pod: cgroups.PodOptions{PidsLimit: 1024}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,13 +132,13 @@ func TestRootMachineCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent, _ := m.CgroupParent(p)
-	cpu, mem := filepath.Join(mount, "cpu", parent), filepath.Join(mount, "memory", parent)
+	cpu, mem, pids := filepath.Join(mount, "cpu", parent), filepath.Join(mount, "memory", parent), filepath.Join(mount, "pids", parent)
 	want := map[string]string{filepath.Join(cpu, "cpu.shares"): "256", filepath.Join(cpu, "cpu.cfs_quota_us"): "25000",
-		filepath.Join(mem, "memory.limit_in_bytes"): "67108864"}
+		filepath.Join(mem, "memory.limit_in_bytes"): "67108864", filepath.Join(pids, "pids.max"): "1024"}
 	if v2 {
 		dir := filepath.Join(mount, parent)
 		want = map[string]string{filepath.Join(dir, "cpu.weight"): "10", filepath.Join(dir, "cpu.max"): "25000 100000",
-			filepath.Join(dir, "memory.max"): "67108864"}
+			filepath.Join(dir, "memory.max"): "67108864", filepath.Join(dir, "pids.max"): "1024"}
 	}
 	for f, w := range want {
 		if got := read(t, f); got != w {
