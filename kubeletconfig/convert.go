@@ -314,6 +314,7 @@ func (c *converter) node() {
 	o.Cgroups.PerQOS = deref(kc.CgroupsPerQOS)
 	o.Cgroups.Driver = kc.CgroupDriver
 	o.Cgroups.Root = kc.CgroupRoot
+	o.Cgroups.PodPidsLimit = deref(kc.PodPidsLimit)
 	for _, e := range kc.EnforceNodeAllocatable {
 		switch e {
 		case enforcePods, enforceNone:

@@ -46,6 +46,7 @@ func TestConvertHonoured(t *testing.T) {
 		kc.ImageGCHighThresholdPercent, kc.ImageGCLowThresholdPercent = ptrTo[int32](90), ptrTo[int32](70)
 		kc.ImageMinimumGCAge, kc.ImageMaximumGCAge = duration(time.Minute), duration(time.Hour)
 		kc.CgroupsPerQOS, kc.CgroupDriver, kc.CgroupRoot = ptrTo(true), "systemd", "/kk"
+		kc.PodPidsLimit = ptrTo[int64](4096)
 		kc.KubeAPIQPS, kc.KubeAPIBurst = ptrTo[int32](20), 30
 		kc.EvictionHard = map[string]string{"memory.available": "200Mi"}
 		kc.EvictionSoft = map[string]string{"nodefs.available": "20%"}
@@ -93,6 +94,7 @@ func TestConvertHonoured(t *testing.T) {
 	assert.True(t, o.Cgroups.PerQOS)
 	assert.Equal(t, "systemd", o.Cgroups.Driver)
 	assert.Equal(t, "/kk", o.Cgroups.Root)
+	assert.Equal(t, int64(4096), o.Cgroups.PodPidsLimit)
 	assert.True(t, o.EventedPLEG)
 	assert.Equal(t, int64(1<<20), o.Logs.MaxSize)
 	assert.Equal(t, 3, o.Logs.MaxFiles)
@@ -141,11 +143,11 @@ func TestConvertRefused(t *testing.T) {
 		{"cpu manager", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.CPUManagerPolicy = "static" },
 			[]string{"cpuManagerPolicy"}, `kubelet config: cpuManagerPolicy "static": not supported by this node (no CPU manager)`},
 		{"several", func(kc *kubeletv1beta1.KubeletConfiguration) {
-			kc.PodPidsLimit = ptrTo[int64](100)
+			kc.PodsPerCore = 10
 			kc.StaticPodURLHeader = map[string][]string{"a": {"b"}}
 			kc.ReservedSystemCPUs = "0"
 			kc.EvictionMaxPodGracePeriod = 30
-		}, []string{"staticPodURLHeader", "evictionMaxPodGracePeriod", "podPidsLimit", "reservedSystemCPUs"}, `podPidsLimit 100: not supported by this node`},
+		}, []string{"staticPodURLHeader", "evictionMaxPodGracePeriod", "podsPerCore", "reservedSystemCPUs"}, `podsPerCore 10: not supported by this node`},
 		{"gates", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.FeatureGates = map[string]bool{"CPUManager": true, "MemoryQoS": false, "NodeSwap": false, "EventedPLEG": false}
 		}, []string{"featureGates.CPUManager", "featureGates.NodeSwap"}, "featureGates.CPUManager true"},

@@ -27,7 +27,7 @@ var mapped = map[string]bool{
 	"shutdownGracePeriodCriticalPods": true, "shutdownGracePeriodByPodPriority": true,
 	"crashLoopBackOff": true, "seccompDefault": true, "registerWithTaints": true, "registerNode": true,
 	"containerRuntimeEndpoint": true, "clusterDNS": true, "clusterDomain": true, "resolvConf": true,
-	"maxPods": true, "serializeImagePulls": true, "maxParallelImagePulls": true,
+	"maxPods": true, "serializeImagePulls": true, "maxParallelImagePulls": true, "podPidsLimit": true,
 }
 
 // ignored are the fields upstream itself does not act on in the
@@ -89,5 +89,4 @@ var why = map[string]string{
 	"cpuManagerPolicy":      "no CPU manager",
 	"memoryManagerPolicy":   "no memory manager",
 	"topologyManagerPolicy": "no topology manager",
-	"podPidsLimit":          "pods get no PID limit",
 }
