@@ -2,11 +2,25 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"os"
+	"strconv"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
+
+// cgroupFlags binds the flags of the pods' cgroups to kc, as configFlags
+// binds the others.
+func cgroupFlags(fs *flag.FlagSet, kc *kubeletv1beta1.KubeletConfiguration) {
+	fs.Var(optionalBool{optional[bool]{&kc.CgroupsPerQOS, strconv.ParseBool}}, "cgroups-per-qos", "put pods in upstream's cgroup hierarchy (kubepods, kubepods/burstable, kubepods/besteffort, a cgroup per pod with its CPU and memory limits), which needs root; only the pod cgroups this node made (recorded under ROOT-DIR/cgroups) are ever removed. "+
+		"On by default with a real runtime; ignored on the embedded fake runtime; off unless given when the runtime at --container-runtime-endpoint says it is kubeletkit's fake (examples/fakecri), whose containers are no processes")
+	fs.Var(value[string]{&kc.CgroupDriver, parseString[string]}, "cgroup-driver", "cgroup driver: cgroupfs, or systemd (slices created over systemd's D-Bus API); the runtime must use the same")
+	fs.Var(value[string]{&kc.CgroupRoot, parseString[string]}, "cgroup-root", "cgroup the pods' hierarchy goes under (empty: /)")
+	fs.Var(listValue{&kc.EnforceNodeAllocatable}, "enforce-node-allocatable", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; without --config the default is none with --cgroups-per-qos=false")
+}
 
 // cgroupOptions adjusts the agent's cgroup options to the runtime. A fake
 // runtime's containers are no processes: on the embedded one the pods get

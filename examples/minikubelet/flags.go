@@ -137,11 +137,7 @@ func configFlags(fs *flag.FlagSet, kc *kubeletv1beta1.KubeletConfiguration) {
 	fs.Var(optional[int32]{&kc.ImageGCHighThresholdPercent, parseInt32}, "image-gc-high-threshold", "percent of the image filesystem in use at which unused images are removed (100 turns it off)")
 	fs.Var(optional[int32]{&kc.ImageGCLowThresholdPercent, parseInt32}, "image-gc-low-threshold", "percent of the image filesystem in use that image garbage collection frees down to")
 	fs.Var(value[metav1.Duration]{&kc.ImageMinimumGCAge, parseDuration}, "minimum-image-ttl-duration", "minimum age of an unused image before it may be removed")
-	fs.Var(optionalBool{optional[bool]{&kc.CgroupsPerQOS, strconv.ParseBool}}, "cgroups-per-qos", "put pods in upstream's cgroup hierarchy (kubepods, kubepods/burstable, kubepods/besteffort, a cgroup per pod with its CPU and memory limits), which needs root; only the pod cgroups this node made (recorded under ROOT-DIR/cgroups) are ever removed. "+
-		"On by default with a real runtime; ignored on the embedded fake runtime; off unless given when the runtime at --container-runtime-endpoint says it is kubeletkit's fake (examples/fakecri), whose containers are no processes")
-	fs.Var(value[string]{&kc.CgroupDriver, parseString[string]}, "cgroup-driver", "cgroup driver: cgroupfs, or systemd (slices created over systemd's D-Bus API); the runtime must use the same")
-	fs.Var(value[string]{&kc.CgroupRoot, parseString[string]}, "cgroup-root", "cgroup the pods' hierarchy goes under (empty: /)")
-	fs.Var(listValue{&kc.EnforceNodeAllocatable}, "enforce-node-allocatable", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; without --config the default is none with --cgroups-per-qos=false")
+	cgroupFlags(fs, kc)
 	fs.Var(value[metav1.Duration]{&kc.ShutdownGracePeriod, parseDuration}, "shutdown-grace-period", "upstream's shutdownGracePeriod: how long the node gives its pods when the machine shuts down (systemd-logind's PrepareForShutdown, under a delay inhibitor lock, as upstream; or --shutdown-signal), "+
 		"terminating them lowest priority first; 0 turns graceful node shutdown off")
 	fs.Var(value[metav1.Duration]{&kc.ShutdownGracePeriodCriticalPods, parseDuration}, "shutdown-grace-period-critical-pods", "upstream's shutdownGracePeriodCriticalPods: the part of --shutdown-grace-period kept for critical pods (priority 2000000000 and up), terminated last")
