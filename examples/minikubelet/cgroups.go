@@ -20,7 +20,12 @@ func cgroupFlags(fs *flag.FlagSet, kc *kubeletv1beta1.KubeletConfiguration) {
 	fs.Var(value[string]{&kc.CgroupDriver, parseString[string]}, "cgroup-driver", "cgroup driver: cgroupfs, or systemd (slices created over systemd's D-Bus API); the runtime must use the same")
 	fs.Var(value[string]{&kc.CgroupRoot, parseString[string]}, "cgroup-root", "cgroup the pods' hierarchy goes under (empty: /)")
 	fs.Var(listValue{&kc.EnforceNodeAllocatable}, "enforce-node-allocatable", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; without --config the default is none with --cgroups-per-qos=false")
+	fs.Var(optional[int64]{&kc.PodPidsLimit, parseInt64}, "pod-max-pids", "Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity. "+
+		"(The pod cgroup's pids limit: it needs --cgroups-per-qos; 0 or negative sets none.)")
 }
+
+// parseInt64 reads --pod-max-pids.
+func parseInt64(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
 
 // cgroupOptions adjusts the agent's cgroup options to the runtime. A fake
 // runtime's containers are no processes: on the embedded one the pods get

@@ -25,7 +25,8 @@ import (
 
 // The cgroup flags: upstream's defaults on a real runtime (which needs
 // root), none on a fake runtime (the embedded one; over a socket unless
-// asked), and /configz says which.
+// asked), and /configz says which; --pod-max-pids reaches the agent, and
+// /configz shows it where there are pod cgroups to limit.
 func TestCgroupFlags(t *testing.T) {
 	root := os.Geteuid() == 0
 	socket := []string{"--container-runtime-endpoint", "unix:///x.sock"}
@@ -38,14 +39,18 @@ func TestCgroupFlags(t *testing.T) {
 		wantErr   bool
 		reportNon bool // configz enforcement "none"
 		warned    bool // a line says why the pods get no cgroups
+		pids      int64
 	}{
-		{name: "fake runtime", args: nil, qos: false, reportNon: true},
-		{name: "real runtime", args: socket, runtime: "containerd", qos: root, enforce: []string{"pods"}, wantErr: !root},
-		{name: "off", args: append(socket, "--cgroups-per-qos=false"), runtime: "containerd", reportNon: true},
-		{name: "none", args: append(socket, "--enforce-node-allocatable", ""), runtime: "containerd", qos: root, wantErr: !root, reportNon: true},
-		{name: "fake runtime over a socket", args: socket, runtime: fake.DefaultRuntimeName, reportNon: true, warned: true},
+		{name: "fake runtime", args: nil, qos: false, reportNon: true, pids: -1},
+		{name: "real runtime", args: socket, runtime: "containerd", qos: root, enforce: []string{"pods"}, wantErr: !root, pids: -1},
+		{name: "pids limit", args: append(socket, "--pod-max-pids", "4096"), runtime: "containerd", qos: root, enforce: []string{"pods"}, wantErr: !root, pids: 4096},
+		{name: "pids limit off", args: append(socket, "--pod-max-pids", "0"), runtime: "containerd", qos: root, enforce: []string{"pods"}, wantErr: !root},
+		{name: "off", args: append(socket, "--cgroups-per-qos=false"), runtime: "containerd", reportNon: true, pids: -1},
+		{name: "off, with a pids limit", args: append(socket, "--cgroups-per-qos=false", "--pod-max-pids", "4096"), runtime: "containerd", reportNon: true, pids: 4096},
+		{name: "none", args: append(socket, "--enforce-node-allocatable", ""), runtime: "containerd", qos: root, wantErr: !root, reportNon: true, pids: -1},
+		{name: "fake runtime over a socket", args: socket, runtime: fake.DefaultRuntimeName, reportNon: true, warned: true, pids: -1},
 		{name: "fake runtime over a socket, asked", args: append(socket, "--cgroups-per-qos"), runtime: fake.DefaultRuntimeName,
-			qos: root, enforce: []string{"pods"}, wantErr: !root},
+			qos: root, enforce: []string{"pods"}, wantErr: !root, pids: -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parseFlags(tc.args, io.Discard)
@@ -68,8 +73,9 @@ func TestCgroupFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if opts.Cgroups.PerQOS != tc.qos || !slices.Equal(opts.Cgroups.EnforceNodeAllocatable, tc.enforce) {
-				t.Fatalf("Cgroups.PerQOS %v, Cgroups.EnforceNodeAllocatable %q; want %v, %q", opts.Cgroups.PerQOS, opts.Cgroups.EnforceNodeAllocatable, tc.qos, tc.enforce)
+			if opts.Cgroups.PerQOS != tc.qos || !slices.Equal(opts.Cgroups.EnforceNodeAllocatable, tc.enforce) || opts.Cgroups.PodPidsLimit != tc.pids {
+				t.Fatalf("Cgroups.PerQOS %v, Cgroups.EnforceNodeAllocatable %q, Cgroups.PodPidsLimit %d; want %v, %q, %d",
+					opts.Cgroups.PerQOS, opts.Cgroups.EnforceNodeAllocatable, opts.Cgroups.PodPidsLimit, tc.qos, tc.enforce, tc.pids)
 			}
 			if warned := strings.Contains(logs.String(), "the pods get no cgroups"); warned != tc.warned {
 				t.Errorf("logged %q, want the fake runtime's line %v", logs.String(), tc.warned)
@@ -81,6 +87,13 @@ func TestCgroupFlags(t *testing.T) {
 			}
 			if tc.qos && (kc.CgroupDriver != "cgroupfs" || kc.CgroupRoot != "/") {
 				t.Errorf("configz: driver %q, root %q", kc.CgroupDriver, kc.CgroupRoot)
+			}
+			want := int64(-1) // no pod cgroup limited
+			if tc.qos && tc.pids > 0 {
+				want = tc.pids
+			}
+			if *kc.PodPidsLimit != want {
+				t.Errorf("configz: podPidsLimit %d, want %d", *kc.PodPidsLimit, want)
 			}
 		})
 	}

@@ -114,6 +114,7 @@ kind: KubeletConfiguration
 clusterDNS: [10.96.0.20]
 readOnlyPort: 10255
 port: 11250
+podPidsLimit: 2048
 evictionHard:
   memory.available: 200Mi
 `), 0o600))
@@ -122,7 +123,7 @@ evictionHard:
 		"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nrotateCertificates: false\n"), 0o600))
 	c, err = parseFlags(append(withDropIns, "--port", "12250", "--hostname-override", "Edge-7", "--node-labels", "zone=z1",
 		"--register-with-taints", "edge=true:NoSchedule", "--provider-id", "kind://docker/kind/edge-7", "--container-runtime-endpoint", "unix:///run/x.sock", "--max-pods", "250",
-		"--healthz-port", "10249"), io.Discard)
+		"--healthz-port", "10249", "--pod-max-pids", "4096"), io.Discard)
 	require.NoError(t, err)
 	opts, joined, err := options(c, io.Discard, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
@@ -148,6 +149,7 @@ evictionHard:
 	assert.Equal(t, []string{"10.96.0.20"}, opts.Node.ClusterDNS, "the drop-in's list replaces the file's")
 	assert.Equal(t, "cluster.local", opts.Node.ClusterDomain)
 	assert.Equal(t, int64(250), opts.Node.MaxPods)
+	assert.Equal(t, int64(4096), opts.Cgroups.PodPidsLimit, "the flag over the drop-in")
 	assert.Zero(t, opts.Node.MaxParallelImagePulls, "serialised, upstream's default")
 
 	v, err := opts.HTTP.API.Configz.KubeletConfig()
@@ -164,6 +166,7 @@ evictionHard:
 		got.EvictionHard, "the drop-in's key merged into the defaults")
 	assert.Equal(t, []string{"10.96.0.20"}, got.ClusterDNS)
 	assert.Equal(t, int32(250), got.MaxPods)
+	assert.Equal(t, ptr.To[int64](-1), got.PodPidsLimit, "no pod cgroups (--cgroups-per-qos=false) to limit")
 	assert.False(t, got.RotateCertificates)
 	assert.Equal(t, "kind://docker/kind/edge-7", got.ProviderID)
 	assert.Equal(t, []v1.Taint{{Key: "edge", Value: "true", Effect: v1.TaintEffectNoSchedule}}, got.RegisterWithTaints)

@@ -91,18 +91,22 @@ func apiSettings(kc *kubeletv1beta1.KubeletConfiguration, api *agent.APIOptions,
 }
 
 // cgroupSettings reports the cgroups the agent keeps: with Cgroups.PerQOS,
-// the driver, the cgroup root ("/" for none, as upstream reports it) and
-// the enforcement; without, cgroupsPerQOS false and no driver (the runtime
-// picks the cgroups), and enforcement "none".
+// the driver, the cgroup root ("/" for none, as upstream reports it), the
+// enforcement and the pods' pids limit (-1 for none); without,
+// cgroupsPerQOS false and no driver (the runtime picks the cgroups),
+// enforcement "none" and podPidsLimit -1.
 func cgroupSettings(kc *kubeletv1beta1.KubeletConfiguration, opts *agent.Options) {
 	kc.CgroupsPerQOS = ptr.To(opts.Cgroups.PerQOS)
 	kc.EnforceNodeAllocatable = []string{"none"}
 	if len(opts.Cgroups.EnforceNodeAllocatable) > 0 {
 		kc.EnforceNodeAllocatable = opts.Cgroups.EnforceNodeAllocatable
 	}
-	kc.CgroupDriver, kc.CgroupRoot = "", ""
+	kc.CgroupDriver, kc.CgroupRoot, kc.PodPidsLimit = "", "", ptr.To[int64](-1)
 	if !opts.Cgroups.PerQOS {
 		return
+	}
+	if opts.Cgroups.PodPidsLimit > 0 {
+		kc.PodPidsLimit = ptr.To(opts.Cgroups.PodPidsLimit)
 	}
 	kc.CgroupDriver = opts.Cgroups.Driver
 	kc.CgroupRoot = opts.Cgroups.Root

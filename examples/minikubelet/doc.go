@@ -32,8 +32,9 @@
 // image pulls), the TLS files it serves, the authentication and
 // authorization it does, and the QoS cgroups as it runs them: on a fake
 // runtime (the embedded one, or examples/fakecri over a socket unless
-// --cgroups-per-qos is given) cgroupsPerQOS false and
-// enforceNodeAllocatable none, as its containers are no processes.
+// --cgroups-per-qos is given) cgroupsPerQOS false,
+// enforceNodeAllocatable none and podPidsLimit -1, as its containers are
+// no processes.
 //
 // Configuration: --config is upstream's KubeletConfiguration file
 // (kubelet.config.k8s.io/v1beta1, YAML or JSON: kubeadm's and kind's
@@ -94,7 +95,9 @@
 // --node-status-update-frequency, --node-lease-duration-seconds,
 // --kube-api-qps, --kube-api-burst (50 and 100, upstream's),
 // --register-with-taints, --provider-id (both at registration, with
-// --kubeconfig), --max-pods (110), --serialize-image-pulls (true) and
+// --kubeconfig), --max-pods (110), --pod-max-pids (upstream's podPidsLimit,
+// -1: none; with --cgroups-per-qos, each pod cgroup's pids limit),
+// --serialize-image-pulls (true) and
 // --max-parallel-image-pulls, --image-credential-provider-config and
 // --image-credential-provider-bin-dir (upstream's image credential
 // provider plugins, package cri/credentialprovider: both or neither; the
