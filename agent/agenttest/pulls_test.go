@@ -93,8 +93,9 @@ func TestMaxPods(t *testing.T) {
 // plugins) are tried after a pod's pull secrets.
 func TestImageCredentialsOfTheNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		creds := podsync.CredentialsFunc(func(_ context.Context, image string) []*runtimeapi.AuthConfig {
-			if strings.HasPrefix(image, "private.registry.example/") {
+		creds := podsync.CredentialsFunc(func(_ context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+			// The pod the image is pulled for comes with it.
+			if strings.HasPrefix(image, "private.registry.example/") && pod.Name == "private" {
 				return []*runtimeapi.AuthConfig{{Username: "node", Password: "from-a-plugin"}}
 			}
 			return nil

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	"sigs.k8s.io/yaml"
@@ -196,9 +197,70 @@ func validateProviders(list []kubeletconfigv1.CredentialProvider) field.ErrorLis
 			}
 		}
 		if p.TokenAttributes != nil {
-			errs = append(errs, field.Forbidden(at.Child("tokenAttributes"),
-				"service account tokens for credential provider plugins are not supported by this node"))
+			errs = append(errs, validateTokenAttributes(at.Child("tokenAttributes"), p.APIVersion, p.TokenAttributes)...)
 		}
+	}
+	return errs
+}
+
+// tokenCacheTypes are the valid tokenAttributes.cacheType values, sorted.
+var tokenCacheTypes = []string{
+	string(kubeletconfigv1.ServiceAccountServiceAccountTokenCacheType),
+	string(kubeletconfigv1.TokenServiceAccountTokenCacheType),
+}
+
+// validateTokenAttributes checks a provider's tokenAttributes with
+// upstream's rules and words.
+func validateTokenAttributes(at *field.Path, apiVersion string, ta *kubeletconfigv1.ServiceAccountTokenAttributes) field.ErrorList {
+	var errs field.ErrorList
+	if ta.ServiceAccountTokenAudience == "" {
+		errs = append(errs, field.Required(at.Child("serviceAccountTokenAudience"), ""))
+	}
+	if ta.RequireServiceAccount == nil {
+		errs = append(errs, field.Required(at.Child("requireServiceAccount"), ""))
+	}
+	if apiVersion != pluginAPIVersions[0] {
+		errs = append(errs, field.Forbidden(at, "tokenAttributes is only supported for "+pluginAPIVersions[0]+" API version"))
+	}
+	if ta.RequireServiceAccount != nil && !*ta.RequireServiceAccount && len(ta.RequiredServiceAccountAnnotationKeys) > 0 {
+		errs = append(errs, field.Forbidden(at.Child("requiredServiceAccountAnnotationKeys"),
+			"requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set"))
+	}
+	errs = append(errs, validateAnnotationKeys(at.Child("requiredServiceAccountAnnotationKeys"), ta.RequiredServiceAccountAnnotationKeys)...)
+	errs = append(errs, validateAnnotationKeys(at.Child("optionalServiceAccountAnnotationKeys"), ta.OptionalServiceAccountAnnotationKeys)...)
+	var both []string
+	for _, k := range ta.RequiredServiceAccountAnnotationKeys {
+		if slices.Contains(ta.OptionalServiceAccountAnnotationKeys, k) && !slices.Contains(both, k) {
+			both = append(both, k)
+		}
+	}
+	if len(both) > 0 {
+		slices.Sort(both)
+		errs = append(errs, field.Invalid(at, both, "annotation keys cannot be both required and optional"))
+	}
+	switch {
+	case ta.CacheType == "":
+		errs = append(errs, field.Required(at.Child("cacheType"),
+			"cacheType is required to be set when tokenAttributes is specified. Supported values are: "+strings.Join(tokenCacheTypes, ", ")))
+	case !slices.Contains(tokenCacheTypes, string(ta.CacheType)):
+		errs = append(errs, field.NotSupported(at.Child("cacheType"), ta.CacheType, tokenCacheTypes))
+	}
+	return errs
+}
+
+// validateAnnotationKeys checks a list of service account annotation keys:
+// each a qualified name (in any case), none twice.
+func validateAnnotationKeys(at *field.Path, keys []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for _, k := range keys {
+		for _, msg := range validation.IsQualifiedName(strings.ToLower(k)) {
+			errs = append(errs, field.Invalid(at, k, msg))
+		}
+		if seen[k] {
+			errs = append(errs, field.Duplicate(at, k))
+		}
+		seen[k] = true
 	}
 	return errs
 }

@@ -60,7 +60,7 @@ func TestParseConfig(t *testing.T) {
 			"providers[1].env[0].name: Required value: name is required",
 			"providers[2].apiVersion: Required value: apiVersion is required",
 			`providers[3].name: Duplicate value: "ok"`,
-			"providers[3].tokenAttributes: Forbidden: service account tokens for credential provider plugins are not supported by this node",
+			"providers[3].tokenAttributes.cacheType: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,15 +70,66 @@ func TestParseConfig(t *testing.T) {
 				assert.Len(t, cfg.Providers, 1)
 				return
 			}
-			require.Error(t, err)
-			msg, at := err.Error(), 0
-			for _, w := range tc.want {
-				i := strings.Index(msg[at:], w)
-				if !assert.GreaterOrEqual(t, i, 0, "%q not in (the rest of) %q", w, msg[at:]) {
-					return
-				}
-				at += i + len(w)
+			assertInOrder(t, err, tc.want)
+		})
+	}
+}
+
+// assertInOrder asserts that err's message has each of want, in order.
+func assertInOrder(t *testing.T, err error, want []string) {
+	t.Helper()
+	require.Error(t, err)
+	msg, at := err.Error(), 0
+	for _, w := range want {
+		i := strings.Index(msg[at:], w)
+		if !assert.GreaterOrEqual(t, i, 0, "%q not in (the rest of) %q", w, msg[at:]) {
+			return
+		}
+		at += i + len(w)
+	}
+}
+
+// tokenAttributes are checked with upstream's rules and words.
+func TestParseConfigTokenAttributes(t *testing.T) {
+	provider := func(apiVersion, attrs string) string {
+		return header + "providers:\n- {name: p, matchImages: [x.io], defaultCacheDuration: 1m, apiVersion: " + apiVersion +
+			", tokenAttributes: " + attrs + "}\n"
+	}
+	const v1 = "credentialprovider.kubelet.k8s.io/v1"
+	for _, tc := range []struct {
+		name, apiVersion, attrs string
+		want                    []string // in the error, in order; none: valid
+	}{
+		{"token cache", v1, "{serviceAccountTokenAudience: aud, cacheType: Token, requireServiceAccount: true, requiredServiceAccountAnnotationKeys: [example.com/role]}", nil},
+		{"service account cache, optional keys", v1, "{serviceAccountTokenAudience: aud, cacheType: ServiceAccount, requireServiceAccount: false, optionalServiceAccountAnnotationKeys: [a, Example.com/B]}", nil},
+		{"empty", v1, "{}", []string{
+			"providers[0].tokenAttributes.serviceAccountTokenAudience: Required value",
+			"providers[0].tokenAttributes.requireServiceAccount: Required value",
+			"providers[0].tokenAttributes.cacheType: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token",
+		}},
+		{"not v1", "credentialprovider.kubelet.k8s.io/v1beta1", "{serviceAccountTokenAudience: aud, cacheType: Token, requireServiceAccount: true}", []string{
+			"providers[0].tokenAttributes: Forbidden: tokenAttributes is only supported for credentialprovider.kubelet.k8s.io/v1 API version",
+		}},
+		{"bad cache type", v1, "{serviceAccountTokenAudience: aud, cacheType: Pod, requireServiceAccount: true}", []string{
+			`providers[0].tokenAttributes.cacheType: Unsupported value: "Pod": supported values: "ServiceAccount", "Token"`,
+		}},
+		{"required keys without requiring a service account", v1, "{serviceAccountTokenAudience: aud, cacheType: Token, requireServiceAccount: false, requiredServiceAccountAnnotationKeys: [a]}", []string{
+			"providers[0].tokenAttributes.requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set",
+		}},
+		{"bad and duplicate keys, a key in both lists", v1, "{serviceAccountTokenAudience: aud, cacheType: Token, requireServiceAccount: true, requiredServiceAccountAnnotationKeys: [a, 'b c', a], optionalServiceAccountAnnotationKeys: [a, -x]}", []string{
+			`providers[0].tokenAttributes.requiredServiceAccountAnnotationKeys: Invalid value: "b c": name part must consist of alphanumeric characters`,
+			`providers[0].tokenAttributes.requiredServiceAccountAnnotationKeys: Duplicate value: "a"`,
+			`providers[0].tokenAttributes.optionalServiceAccountAnnotationKeys: Invalid value: "-x": name part must consist of alphanumeric characters`,
+			`providers[0].tokenAttributes: Invalid value: ["a"]: annotation keys cannot be both required and optional`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := credentialprovider.ParseConfig([]byte(provider(tc.apiVersion, tc.attrs)))
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
 			}
+			assertInOrder(t, err, tc.want)
 		})
 	}
 }

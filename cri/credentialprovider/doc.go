@@ -23,8 +23,21 @@
 // badly is logged and gives nothing: the pull goes on without it, as
 // upstream's.
 //
-// Not supported, and refused by LoadConfig by name: tokenAttributes
-// (service account tokens for plugins, KubeletServiceAccountTokenForCredentialProviders).
+// Service account tokens for plugins (tokenAttributes, upstream's
+// KubeletServiceAccountTokenForCredentialProviders, on by default since
+// 1.34): Credentials takes the pod an image is pulled for; a provider with
+// tokenAttributes gets, through Options.ServiceAccounts (the API server:
+// examples/apiserver has one over client-go), the pod's service account
+// and a token for it bound to the pod with the configured audience, and is
+// sent the token and the service account's annotations it names
+// (serviceAccountToken, serviceAccountAnnotations). A pod without a service
+// account gets nothing from it when requireServiceAccount is true, and
+// runs it without a token otherwise; a required annotation missing gives
+// nothing. Its answer is cached under the service account's namespace,
+// name, UID and the annotations sent too, and with cacheType Token under
+// the token's hash as well; a password that is the token is refused unless
+// the cache type is Token. Without Options.ServiceAccounts (a standalone
+// node) New refuses such a provider by name (ErrNoServiceAccounts).
 //
 // A Providers is safe for concurrent use. Time comes from Options.Clock.
 package credentialprovider

@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
@@ -24,6 +27,27 @@ import (
 
 // ErrInvalidOptions is wrapped by New's errors for options it cannot use.
 var ErrInvalidOptions = errors.New("invalid options")
+
+// ErrNoServiceAccounts is wrapped, with ErrInvalidOptions, by New's error
+// for a provider with tokenAttributes when Options.ServiceAccounts is nil:
+// a node without an API server cannot give plugins service account tokens.
+var ErrNoServiceAccounts = errors.New("service account tokens for credential provider plugins are not supported by this node: no Options.ServiceAccounts")
+
+// ServiceAccounts is the API server as a provider with tokenAttributes
+// needs it: upstream kubelet's service account getter and TokenRequest.
+// The node authorizer allows a node both for the service accounts of the
+// pods bound to it. client-go's
+// CoreV1().ServiceAccounts(namespace).Get and CreateToken do each; an
+// implementation may cache (upstream kubelet keeps a pod's token until 80%
+// of its lifetime has passed, which the Token cache type relies on). It
+// must be safe for concurrent use.
+type ServiceAccounts interface {
+	// ServiceAccount returns the service account namespace/name.
+	ServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error)
+	// CreateToken asks a token for the service account namespace/name
+	// (a TokenRequest, whose metadata.uid is the service account's).
+	CreateToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+}
 
 // execTimeout bounds one run of a plugin.
 const execTimeout = time.Minute
@@ -39,6 +63,10 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Logger gets a line for each plugin that fails. Nil discards.
 	Logger *slog.Logger
+	// ServiceAccounts gives the providers with tokenAttributes the pod's
+	// service account and a token bound to the pod. Nil: a provider with
+	// tokenAttributes is an error (ErrNoServiceAccounts).
+	ServiceAccounts ServiceAccounts
 }
 
 // Providers are the configured credential provider plugins.
@@ -52,10 +80,11 @@ type plugin struct {
 	cfg   kubeletconfigv1.CredentialProvider
 	path  string
 	clock clock.PassiveClock
+	sa    ServiceAccounts // set when cfg.TokenAttributes is
 
 	mu       sync.Mutex
-	cache    map[string]cached // by cache key: "image:", "registry:" or "global:" and the key
-	inflight map[string]*run   // by image
+	cache    map[string]cached // by cacheKeys
+	inflight map[string]*run   // by image, and service account key and token hash
 }
 
 // cached is a plugin's answer kept until expires.
@@ -71,8 +100,10 @@ type run struct {
 }
 
 // New checks the options (a missing configuration or plugin executable is
-// an error wrapping ErrInvalidOptions, as upstream refuses to start) and
-// returns the providers. It starts nothing.
+// an error wrapping ErrInvalidOptions, as upstream refuses to start; a
+// provider with tokenAttributes without Options.ServiceAccounts, one
+// wrapping ErrNoServiceAccounts too) and returns the providers. It starts
+// nothing.
 func New(opts Options) (*Providers, error) {
 	if opts.Config == nil {
 		return nil, fmt.Errorf("image credential providers: no Config: %w", ErrInvalidOptions)
@@ -92,13 +123,19 @@ func New(opts Options) (*Providers, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Providers{log: log}
-	for _, c := range opts.Config.Providers {
+	for i, c := range opts.Config.Providers {
+		if c.TokenAttributes != nil && opts.ServiceAccounts == nil {
+			return nil, fmt.Errorf("image credential providers: providers[%d].tokenAttributes: %w: %w", i, ErrNoServiceAccounts, ErrInvalidOptions)
+		}
 		path := filepath.Join(opts.BinDir, c.Name)
 		if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			return nil, fmt.Errorf("image credential providers: plugin binary executable %s did not exist: %w", path, ErrInvalidOptions)
 		}
-		p.plugins = append(p.plugins, &plugin{cfg: c, path: path, clock: clk,
-			cache: map[string]cached{}, inflight: map[string]*run{}})
+		pl := &plugin{cfg: c, path: path, clock: clk, cache: map[string]cached{}, inflight: map[string]*run{}}
+		if c.TokenAttributes != nil {
+			pl.sa = opts.ServiceAccounts
+		}
+		p.plugins = append(p.plugins, pl)
 	}
 	return p, nil
 }
@@ -136,8 +173,13 @@ func Load(configPath string, opts Options) (*Providers, error) {
 }
 
 // Credentials returns the credentials the matching providers give for
-// image, most specific location first; it implements podsync.Credentials.
-func (p *Providers) Credentials(ctx context.Context, image string) []*runtimeapi.AuthConfig {
+// image, pulled for pod, most specific location first; it implements
+// podsync.Credentials. A provider with tokenAttributes is sent a token of
+// the pod's service account bound to the pod, and the annotations of the
+// service account it names; it gives nothing for a pod without a service
+// account (nil, or no spec.serviceAccountName) when it requires one, nor
+// when the service account lacks a required annotation.
+func (p *Providers) Credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
 	repo := cri.ImageRepository(image)
 	var k cri.Keyring
 	taken := map[string]bool{}
@@ -145,7 +187,12 @@ func (p *Providers) Credentials(ctx context.Context, image string) []*runtimeapi
 		if !pl.matches(repo) {
 			continue
 		}
-		auth, err := pl.provide(ctx, repo)
+		auth, err := pl.provide(ctx, pod, repo)
+		if errors.Is(err, errNotAsked) {
+			// A pod's opt-in, or out: upstream logs it only verbosely.
+			p.log.Debug("Credential provider plugin not invoked", "provider", pl.cfg.Name, "image", repo, "pod", podRef(pod), "err", err)
+			continue
+		}
 		if err != nil {
 			p.log.Warn("Failed getting credential from external registry credential provider", "provider", pl.cfg.Name, "image", repo, "err", err)
 			continue
@@ -173,18 +220,30 @@ func (pl *plugin) matches(repo string) bool {
 }
 
 // cacheKeys are the keys an answer for repo may be cached under, most
-// specific first.
-func cacheKeys(repo string) []string {
+// specific first; saKey is the service account's part (serviceAccountKey),
+// empty without one.
+func cacheKeys(repo, saKey string) []string {
 	registry, _, _ := strings.Cut(repo, "/")
-	return []string{"image:" + repo, "registry:" + registry, "global:"}
+	keys := []string{"image:" + repo, "registry:" + registry, "global:"}
+	if saKey != "" {
+		for i := range keys {
+			keys[i] += "\x00" + saKey
+		}
+	}
+	return keys
 }
 
-// provide returns the plugin's answer for repo: from the cache, from a run
-// already under way for it, or from a new run.
-func (pl *plugin) provide(ctx context.Context, repo string) (map[string]credentialproviderv1.AuthConfig, error) {
+// provide returns the plugin's answer for repo pulled for pod: from the
+// cache, from a run already under way for it, or from a new run.
+func (pl *plugin) provide(ctx context.Context, pod *v1.Pod, repo string) (map[string]credentialproviderv1.AuthConfig, error) {
+	sa, err := pl.serviceAccount(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
 	now := pl.clock.Now()
+	keys := cacheKeys(repo, sa.key)
 	pl.mu.Lock()
-	for _, key := range cacheKeys(repo) {
+	for _, key := range keys {
 		if c, ok := pl.cache[key]; ok {
 			if now.Before(c.expires) {
 				pl.mu.Unlock()
@@ -193,7 +252,8 @@ func (pl *plugin) provide(ctx context.Context, repo string) (map[string]credenti
 			delete(pl.cache, key)
 		}
 	}
-	if r, ok := pl.inflight[repo]; ok {
+	flight := keys[0] + "\x00" + hashOf(sa.token)
+	if r, ok := pl.inflight[flight]; ok {
 		pl.mu.Unlock()
 		select {
 		case <-r.done:
@@ -203,15 +263,18 @@ func (pl *plugin) provide(ctx context.Context, repo string) (map[string]credenti
 		}
 	}
 	r := &run{done: make(chan struct{})}
-	pl.inflight[repo] = r
+	pl.inflight[flight] = r
 	pl.mu.Unlock()
 
-	resp, err := pl.exec(ctx, repo)
+	resp, err := pl.exec(ctx, repo, sa)
+	if err == nil {
+		err = pl.checkTokenNotEchoed(resp, sa.token)
+	}
 	pl.mu.Lock()
-	delete(pl.inflight, repo)
+	delete(pl.inflight, flight)
 	if err == nil {
 		r.auth = resp.Auth
-		pl.store(repo, resp, now)
+		pl.store(keys, resp, now)
 	}
 	pl.mu.Unlock()
 	close(r.done)
@@ -220,7 +283,7 @@ func (pl *plugin) provide(ctx context.Context, repo string) (map[string]credenti
 
 // store caches an answer under the key its cacheKeyType names, for its
 // cacheDuration or the provider's default; zero keeps nothing.
-func (pl *plugin) store(repo string, resp *credentialproviderv1.CredentialProviderResponse, now time.Time) {
+func (pl *plugin) store(keys []string, resp *credentialproviderv1.CredentialProviderResponse, now time.Time) {
 	d := pl.cfg.DefaultCacheDuration.Duration
 	if resp.CacheDuration != nil {
 		d = resp.CacheDuration.Duration
@@ -228,7 +291,6 @@ func (pl *plugin) store(repo string, resp *credentialproviderv1.CredentialProvid
 	if d <= 0 {
 		return
 	}
-	keys := cacheKeys(repo)
 	var key string
 	switch resp.CacheKeyType {
 	case credentialproviderv1.ImagePluginCacheKeyType:
@@ -246,11 +308,15 @@ func (pl *plugin) store(repo string, resp *credentialproviderv1.CredentialProvid
 	pl.cache[key] = cached{auth: resp.Auth, expires: now.Add(d)}
 }
 
-// exec runs the plugin once for repo and checks its answer.
-func (pl *plugin) exec(ctx context.Context, repo string) (*credentialproviderv1.CredentialProviderResponse, error) {
+// exec runs the plugin once for repo, with the service account's token and
+// annotations if any, and checks its answer.
+func (pl *plugin) exec(ctx context.Context, repo string, sa serviceAccount) (*credentialproviderv1.CredentialProviderResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
-	req, err := json.Marshal(map[string]string{"apiVersion": pl.cfg.APIVersion, "kind": "CredentialProviderRequest", "image": repo})
+	req, err := json.Marshal(&credentialproviderv1.CredentialProviderRequest{
+		TypeMeta: metav1.TypeMeta{APIVersion: pl.cfg.APIVersion, Kind: "CredentialProviderRequest"},
+		Image:    repo, ServiceAccountToken: sa.token, ServiceAccountAnnotations: sa.annotations,
+	})
 	if err != nil {
 		return nil, err
 	}

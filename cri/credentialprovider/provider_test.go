@@ -33,14 +33,23 @@ type fixture struct {
 
 func newFixture(t *testing.T, defaultCache time.Duration, env ...kubeletconfigv1.ExecEnvVar) *fixture {
 	t.Helper()
+	return newTokenFixture(t, defaultCache, nil, nil, env...)
+}
+
+// newTokenFixture is newFixture with the provider's tokenAttributes and
+// the service accounts (nil for neither).
+func newTokenFixture(t *testing.T, defaultCache time.Duration, ta *kubeletconfigv1.ServiceAccountTokenAttributes,
+	sas credentialprovider.ServiceAccounts, env ...kubeletconfigv1.ExecEnvVar) *fixture {
+	t.Helper()
 	f := &fixture{clock: clocktesting.NewFakePassiveClock(time.Unix(1_700_000_000, 0)), runs: filepath.Join(t.TempDir(), "runs")}
 	env = append(env, kubeletconfigv1.ExecEnvVar{Name: "PLUGIN_RUNS", Value: f.runs})
 	cfg := &kubeletconfigv1.CredentialProviderConfig{Providers: []kubeletconfigv1.CredentialProvider{{
 		Name: "fake-provider", MatchImages: []string{"*.registry.example", "registry.example:5000/team"},
 		DefaultCacheDuration: &metav1.Duration{Duration: defaultCache}, APIVersion: "credentialprovider.kubelet.k8s.io/v1", Env: env,
+		TokenAttributes: ta,
 	}}}
 	var err error
-	f.p, err = credentialprovider.New(credentialprovider.Options{Config: cfg, BinDir: pluginDir, Clock: f.clock})
+	f.p, err = credentialprovider.New(credentialprovider.Options{Config: cfg, BinDir: pluginDir, Clock: f.clock, ServiceAccounts: sas})
 	require.NoError(t, err)
 	return f
 }
@@ -57,11 +66,11 @@ func (f *fixture) ran(t *testing.T) []string {
 
 func TestCredentialsFromThePlugin(t *testing.T) {
 	f := newFixture(t, time.Hour)
-	got := f.p.Credentials(t.Context(), "eu.registry.example/team/app:1.0")
+	got := f.p.Credentials(t.Context(), nil, "eu.registry.example/team/app:1.0")
 	assert.Equal(t, []*runtimeapi.AuthConfig{{Username: "user-for-eu.registry.example/team/app", Password: "secret"}}, got)
-	assert.Empty(t, f.p.Credentials(t.Context(), "docker.io/library/busybox:1.36"), "an image no matchImages covers")
-	assert.Empty(t, f.p.Credentials(t.Context(), "registry.example/team/app"), "one domain label fewer than the glob")
-	assert.Empty(t, f.p.Credentials(t.Context(), "registry.example:5000/team/app"),
+	assert.Empty(t, f.p.Credentials(t.Context(), nil, "docker.io/library/busybox:1.36"), "an image no matchImages covers")
+	assert.Empty(t, f.p.Credentials(t.Context(), nil, "registry.example/team/app"), "one domain label fewer than the glob")
+	assert.Empty(t, f.p.Credentials(t.Context(), nil, "registry.example:5000/team/app"),
 		"matched by matchImages, but the plugin's answer covers *.registry.example only")
 	assert.Equal(t, []string{"eu.registry.example/team/app", "registry.example:5000/team/app"}, f.ran(t))
 }
@@ -87,7 +96,7 @@ func TestCredentialsCache(t *testing.T) {
 			}
 			f := newFixture(t, time.Hour, env...)
 			ask := func(image string) {
-				require.NotEmpty(t, f.p.Credentials(t.Context(), image), image)
+				require.NotEmpty(t, f.p.Credentials(t.Context(), nil, image), image)
 			}
 			ask("a.registry.example/x")
 			f.clock.SetTime(f.clock.Now().Add(30 * time.Minute))
@@ -106,7 +115,7 @@ func TestConcurrentAsksShareARun(t *testing.T) {
 	f := newFixture(t, time.Hour)
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() { assert.Len(t, f.p.Credentials(context.Background(), "a.registry.example/x:1"), 1) })
+		wg.Go(func() { assert.Len(t, f.p.Credentials(context.Background(), nil, "a.registry.example/x:1"), 1) })
 	}
 	wg.Wait()
 	assert.Len(t, f.ran(t), 1)
@@ -125,8 +134,8 @@ func TestBadPluginsGiveNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, time.Hour, tc.env)
-			assert.Empty(t, f.p.Credentials(t.Context(), "a.registry.example/x"))
-			assert.Empty(t, f.p.Credentials(t.Context(), "a.registry.example/x"))
+			assert.Empty(t, f.p.Credentials(t.Context(), nil, "a.registry.example/x"))
+			assert.Empty(t, f.p.Credentials(t.Context(), nil, "a.registry.example/x"))
 			assert.Len(t, f.ran(t), 2)
 		})
 	}
@@ -158,12 +167,12 @@ func BenchmarkCredentialsCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(p.Credentials(context.Background(), "eu.registry.example/team/app:1")) != 1 {
+	if len(p.Credentials(context.Background(), nil, "eu.registry.example/team/app:1")) != 1 {
 		b.Fatal("no credentials from the plugin")
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(p.Credentials(context.Background(), "eu.registry.example/team/other:2")) != 1 {
+		if len(p.Credentials(context.Background(), nil, "eu.registry.example/team/other:2")) != 1 {
 			b.Fatal("no cached credentials")
 		}
 	}

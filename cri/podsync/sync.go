@@ -468,7 +468,7 @@ func (s *Syncer) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSp
 	}
 	if s.opts.Credentials != nil {
 		// The node's keyring after the pod's, as upstream's union of them.
-		auths = append(auths, s.opts.Credentials.Credentials(ctx, spec.GetImage())...)
+		auths = append(auths, s.opts.Credentials.Credentials(ctx, pod, spec.GetImage())...)
 	}
 	if len(auths) == 0 {
 		ref, err := s.rt.PullImage(ctx, spec, nil, sbConfig)

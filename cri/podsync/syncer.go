@@ -49,20 +49,22 @@ type EventRecorder interface {
 	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
 }
 
-// Credentials gives the node's registry credentials for an image, the most
-// specific first; none means the node has none for it. It must be safe for
-// concurrent use; a failure to get them is its own to log, as upstream
-// pulls without them.
+// Credentials gives the node's registry credentials for an image pulled
+// for pod, the most specific first; none means the node has none for it.
+// The pod is for credentials that depend on it, as a credential provider
+// plugin's with a service account token bound to the pod; most ignore it.
+// It must be safe for concurrent use; a failure to get them is its own to
+// log, as upstream pulls without them.
 type Credentials interface {
-	Credentials(ctx context.Context, image string) []*runtimeapi.AuthConfig
+	Credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
 }
 
 // CredentialsFunc adapts a function to Credentials.
-type CredentialsFunc func(ctx context.Context, image string) []*runtimeapi.AuthConfig
+type CredentialsFunc func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
 
 // Credentials calls f.
-func (f CredentialsFunc) Credentials(ctx context.Context, image string) []*runtimeapi.AuthConfig {
-	return f(ctx, image)
+func (f CredentialsFunc) Credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+	return f(ctx, pod, image)
 }
 
 // Options configures a Syncer. Runtime is required; every other zero value
