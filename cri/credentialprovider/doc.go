@@ -28,7 +28,8 @@
 // 1.34): Credentials takes the pod an image is pulled for; a provider with
 // tokenAttributes gets, through Options.ServiceAccounts (the API server:
 // examples/apiserver has one over client-go), the pod's service account
-// and a token for it bound to the pod with the configured audience, and is
+// and a token for it bound to the pod with the configured audience (kept
+// until 80% of its lifetime has passed, as upstream's token manager), and is
 // sent the token and the service account's annotations it names
 // (serviceAccountToken, serviceAccountAnnotations). A pod without a service
 // account gets nothing from it when requireServiceAccount is true, and

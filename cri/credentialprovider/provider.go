@@ -36,17 +36,18 @@ var ErrNoServiceAccounts = errors.New("service account tokens for credential pro
 // ServiceAccounts is the API server as a provider with tokenAttributes
 // needs it: upstream kubelet's service account getter and TokenRequest.
 // The node authorizer allows a node both for the service accounts of the
-// pods bound to it. client-go's
-// CoreV1().ServiceAccounts(namespace).Get and CreateToken do each; an
-// implementation may cache (upstream kubelet keeps a pod's token until 80%
-// of its lifetime has passed, which the Token cache type relies on). It
-// must be safe for concurrent use.
+// pods bound to it. client-go's CoreV1().ServiceAccounts(namespace).Get
+// and CreateToken do each; GetServiceAccountToken is volume.TokenSource's
+// method, so that a volume token source serves here too. Providers keep a
+// pod's token until 80% of its lifetime has passed, as upstream's token
+// manager. It must be safe for concurrent use.
 type ServiceAccounts interface {
-	// ServiceAccount returns the service account namespace/name.
-	ServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error)
-	// CreateToken asks a token for the service account namespace/name
-	// (a TokenRequest, whose metadata.uid is the service account's).
-	CreateToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+	// GetServiceAccount returns the service account namespace/name.
+	GetServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error)
+	// GetServiceAccountToken creates a token for the service account
+	// namespace/name (a TokenRequest bound to a pod, whose metadata.uid
+	// is the service account's).
+	GetServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
 }
 
 // execTimeout bounds one run of a plugin.
@@ -81,6 +82,8 @@ type plugin struct {
 	path  string
 	clock clock.PassiveClock
 	sa    ServiceAccounts // set when cfg.TokenAttributes is
+	// tokens are the pods' tokens, kept as upstream's token manager does.
+	tokens tokenCache
 
 	mu       sync.Mutex
 	cache    map[string]cached // by cacheKeys

@@ -9,10 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 )
@@ -48,7 +51,7 @@ func (pl *plugin) serviceAccount(ctx context.Context, pod *v1.Pod) (serviceAccou
 		return serviceAccount{}, nil
 	}
 	ns, name := pod.Namespace, pod.Spec.ServiceAccountName
-	got, err := pl.sa.ServiceAccount(ctx, ns, name)
+	got, err := pl.sa.GetServiceAccount(ctx, ns, name)
 	if err != nil {
 		return serviceAccount{}, fmt.Errorf("get service account %s/%s: %w", ns, name, err)
 	}
@@ -65,23 +68,81 @@ func (pl *plugin) serviceAccount(ctx context.Context, pod *v1.Pod) (serviceAccou
 			annotations[k] = v
 		}
 	}
-	tr, err := pl.sa.CreateToken(ctx, ns, name, &authenticationv1.TokenRequest{
-		ObjectMeta: metav1.ObjectMeta{UID: got.UID},
+	token, err := pl.token(ctx, tokenKey{namespace: ns, name: name, account: got.UID, pod: pod.UID}, pod.Name)
+	if err != nil {
+		return serviceAccount{}, err
+	}
+	sa := serviceAccount{token: token, annotations: annotations}
+	sa.key = serviceAccountKey(ns, name, string(got.UID), annotations, ta.CacheType, sa.token)
+	return sa, nil
+}
+
+// tokenMaxAge is how long a token is kept at the most, as upstream's token
+// manager.
+const tokenMaxAge = 24 * time.Hour
+
+// tokenKey is what a pod's token is kept by (the audience is the
+// provider's): the service account, with its UID, and the pod's UID.
+type tokenKey struct {
+	namespace, name string
+	account, pod    types.UID
+}
+
+// keptToken is a token and when to ask a new one.
+type keptToken struct {
+	token   string
+	refresh time.Time
+}
+
+// tokenCache is a provider's pods' tokens.
+type tokenCache struct {
+	mu      sync.Mutex
+	entries map[tokenKey]keptToken
+}
+
+// token returns a token for the service account of key bound to the pod
+// podName of key: the one kept, until 80% of its lifetime has passed (or a
+// day), or a new one through TokenRequest, as upstream's token manager
+// gives; so that a pod's pulls send the same token and the Token cache
+// type serves them.
+func (pl *plugin) token(ctx context.Context, key tokenKey, podName string) (string, error) {
+	now := pl.clock.Now()
+	c := &pl.tokens
+	c.mu.Lock()
+	kept, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Before(kept.refresh) {
+		return kept.token, nil
+	}
+	tr, err := pl.sa.GetServiceAccountToken(ctx, key.namespace, key.name, &authenticationv1.TokenRequest{
+		ObjectMeta: metav1.ObjectMeta{UID: key.account},
 		Spec: authenticationv1.TokenRequestSpec{
-			Audiences: []string{ta.ServiceAccountTokenAudience},
+			Audiences: []string{pl.cfg.TokenAttributes.ServiceAccountTokenAudience},
 			// No expirationSeconds: the API server's default, as upstream.
-			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: podName, UID: key.pod},
 		},
 	})
 	if err != nil {
-		return serviceAccount{}, fmt.Errorf("service account token %s/%s: %w", ns, name, err)
+		return "", fmt.Errorf("service account token %s/%s: %w", key.namespace, key.name, err)
 	}
 	if tr == nil || tr.Status.Token == "" {
-		return serviceAccount{}, fmt.Errorf("service account token %s/%s: the API server gave an empty token", ns, name)
+		return "", fmt.Errorf("service account token %s/%s: the API server gave an empty token", key.namespace, key.name)
 	}
-	sa := serviceAccount{token: tr.Status.Token, annotations: annotations}
-	sa.key = serviceAccountKey(ns, name, string(got.UID), annotations, ta.CacheType, sa.token)
-	return sa, nil
+	life := tr.Status.ExpirationTimestamp.Sub(now)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if !now.Before(e.refresh) {
+			delete(c.entries, k)
+		}
+	}
+	if life > 0 { // no expiration: not kept
+		if c.entries == nil {
+			c.entries = map[tokenKey]keptToken{}
+		}
+		c.entries[key] = keptToken{token: tr.Status.Token, refresh: now.Add(min(life*8/10, tokenMaxAge))}
+	}
+	return tr.Status.Token, nil
 }
 
 // serviceAccountKey is the part of a cache key that is the service

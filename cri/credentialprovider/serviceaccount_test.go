@@ -35,6 +35,7 @@ type fakeServiceAccounts struct {
 	accounts map[string]*v1.ServiceAccount // by namespace/name
 	rotation int
 	tokenErr error
+	expires  time.Time // of the tokens; zero: none said
 	requests []tokenCall
 }
 
@@ -61,7 +62,7 @@ func (f *fakeServiceAccounts) put(sa *v1.ServiceAccount) {
 	f.accounts[sa.Namespace+"/"+sa.Name] = sa.DeepCopy()
 }
 
-func (f *fakeServiceAccounts) ServiceAccount(_ context.Context, namespace, name string) (*v1.ServiceAccount, error) {
+func (f *fakeServiceAccounts) GetServiceAccount(_ context.Context, namespace, name string) (*v1.ServiceAccount, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sa, ok := f.accounts[namespace+"/"+name]
@@ -71,7 +72,7 @@ func (f *fakeServiceAccounts) ServiceAccount(_ context.Context, namespace, name 
 	return sa.DeepCopy(), nil
 }
 
-func (f *fakeServiceAccounts) CreateToken(_ context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+func (f *fakeServiceAccounts) GetServiceAccountToken(_ context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, tokenCall{Namespace: namespace, Name: name, Request: req.DeepCopy()})
@@ -80,6 +81,7 @@ func (f *fakeServiceAccounts) CreateToken(_ context.Context, namespace, name str
 	}
 	out := req.DeepCopy()
 	out.Status.Token = fmt.Sprintf("token:%s/%s:%v:%s:%d", namespace, name, req.Spec.Audiences, req.Spec.BoundObjectRef.UID, f.rotation)
+	out.Status.ExpirationTimestamp = metav1.NewTime(f.expires)
 	return out, nil
 }
 
@@ -294,6 +296,27 @@ func TestServiceAccountTokenEchoed(t *testing.T) {
 			assert.Equal(t, tc.want, got[0].Password)
 		})
 	}
+}
+
+// A pod's token is kept until 80% of its lifetime has passed, as
+// upstream's token manager: its pulls send the same token.
+func TestServiceAccountTokenKept(t *testing.T) {
+	sas := newFakeServiceAccounts(serviceAccount("builder", "sa-uid", nil))
+	f := newTokenFixture(t, 0, tokenAttributes(kubeletconfigv1.TokenServiceAccountTokenCacheType, true), sas)
+	sas.expires = f.clock.Now().Add(time.Hour)
+	pull := func(pod string) {
+		require.Len(t, f.p.Credentials(t.Context(), podOf(pod, "builder"), "eu.registry.example/team/app:1.0"), 1)
+	}
+	pull("web")
+	pull("web")
+	pull("db") // another pod: its own token
+	require.Len(t, sas.calls(), 2)
+	f.clock.SetTime(f.clock.Now().Add(47 * time.Minute))
+	pull("web")
+	assert.Len(t, sas.calls(), 2, "before 80% of the hour")
+	f.clock.SetTime(f.clock.Now().Add(2 * time.Minute))
+	pull("web")
+	assert.Len(t, sas.calls(), 3, "past 80% of the hour: a new token")
 }
 
 // Without ServiceAccounts (a node without an API server) a provider with
