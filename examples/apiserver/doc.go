@@ -68,6 +68,11 @@
 //     through TokenRequest, bound to the pod. VolumeSources are the same
 //     with a TTL cache of GETs instead of watches (upstream's caching
 //     managers), for servers or credentials that do not allow watches.
+//   - ServiceAccounts are cri/credentialprovider's ServiceAccounts: a
+//     service account read with get and a token bound to the pod through
+//     TokenRequest, for image credential provider plugins with
+//     tokenAttributes (upstream 1.34+); the Node authorizer allows both for
+//     the service accounts of the node's pods.
 //   - Services is a containerconfig.ServiceLister: every namespace's services,
 //     listed and watched, for the service environment variables of
 //     containers (KUBERNETES_SERVICE_HOST ...).

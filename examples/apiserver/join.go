@@ -167,6 +167,11 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 // NodeName returns the joined node's name.
 func (j *Joined) NodeName() string { return j.nodeName }
 
+// ServiceAccounts returns the node's service accounts for image credential
+// provider plugins with tokenAttributes
+// (credentialprovider.Options.ServiceAccounts), on the joined client.
+func (j *Joined) ServiceAccounts() *ServiceAccounts { return &ServiceAccounts{client: j.client} }
+
 // Apply puts the adapters into an agent's options: it fills opts.Cluster,
 // the agent's one seam for an API server, replacing what these fields held:
 //

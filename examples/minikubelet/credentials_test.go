@@ -13,9 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 )
 
 // credentialConfig writes a CredentialProviderConfig of one provider,
@@ -43,12 +45,19 @@ func TestImageCredentialFlags(t *testing.T) {
 	binDir := filepath.Join(dir, "bin")
 	require.NoError(t, os.Mkdir(binDir, 0o750))
 	require.NoError(t, os.WriteFile(filepath.Join(binDir, "fake-provider"), []byte("#!/bin/sh\nexit 1\n"), 0o700)) // never run here
+	tokens := credentialConfig(t, t.TempDir(), "  defaultCacheDuration: 1m\n"+
+		"  tokenAttributes: {serviceAccountTokenAudience: registry.example, cacheType: Token, requireServiceAccount: true}\n")
 	for _, tt := range []struct {
 		name    string
 		args    []string
+		joined  bool   // to an API server
 		plugins bool   // the node gets credentials
 		err     string // in the error; "": none
 	}{
+		{name: "service account tokens, joined", args: []string{"--image-credential-provider-config", tokens, "--image-credential-provider-bin-dir", binDir},
+			joined: true, plugins: true},
+		{name: "service account tokens, standalone", args: []string{"--image-credential-provider-config", tokens, "--image-credential-provider-bin-dir", binDir},
+			err: "providers[0].tokenAttributes: service account tokens for credential provider plugins are not supported by this node"},
 		{name: "neither"},
 		{name: "both", args: []string{"--image-credential-provider-config", good, "--image-credential-provider-bin-dir", binDir}, plugins: true},
 		{name: "config only", args: []string{"--image-credential-provider-config", good},
@@ -62,7 +71,12 @@ func TestImageCredentialFlags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := parseFlags(append(tt.args, "--root-dir", t.TempDir()), io.Discard)
 			require.NoError(t, err)
-			creds, err := imageCredentials(c, slog.New(slog.DiscardHandler))
+			var joined *apiserver.Joined
+			if tt.joined {
+				joined, err = apiserver.Join(k8sfake.NewClientset(), "edge1", apiserver.JoinOptions{})
+				require.NoError(t, err)
+			}
+			creds, err := imageCredentials(c, joined, slog.New(slog.DiscardHandler))
 			if tt.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.err)

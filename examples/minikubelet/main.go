@@ -279,11 +279,11 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	if opts.Sources.ManifestPath, err = manifestPath(c); err != nil {
 		return agent.Options{}, nil, err
 	}
-	if opts.Node.ImageCredentials, err = imageCredentials(c, log); err != nil {
-		return agent.Options{}, nil, err
-	}
 	joined, err := join(c, cfg.Cluster, &opts, log)
 	if err != nil {
+		return agent.Options{}, nil, err
+	}
+	if opts.Node.ImageCredentials, err = imageCredentials(c, joined, log); err != nil {
 		return agent.Options{}, nil, err
 	}
 	if opts.HTTP.API != nil {
