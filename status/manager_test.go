@@ -239,9 +239,17 @@ func TestManagerHangingPodDoesNotBlockOthers(t *testing.T) {
 	sink := &statustest.Sink{}
 	var hang sync.Map
 	hang.Store(types.UID("stuck"), true)
+	// hanging closes when the stuck pod's first update has begun to hang:
+	// the Get before it is no sign that it has.
+	hanging := make(chan struct{})
+	var once sync.Once
 	sink.Hang = func(op statustest.Op, pod *v1.Pod) bool {
 		_, ok := hang.Load(pod.UID)
-		return op == statustest.OpUpdate && ok
+		if op == statustest.OpUpdate && ok {
+			once.Do(func() { close(hanging) })
+			return true
+		}
+		return false
 	}
 	stuck, fine := apiPod("stuck", "stuck", v1.RestartPolicyAlways), apiPod("fine", "fine", v1.RestartPolicyAlways)
 	sink.Add(stuck)
@@ -253,6 +261,7 @@ func TestManagerHangingPodDoesNotBlockOthers(t *testing.T) {
 	h.wait(atLeast(1, count(statustest.OpUpdate, "fine", true)))
 
 	// The hung push times out on the Manager's clock and is retried.
+	<-hanging
 	hang.Delete(types.UID("stuck"))
 	h.stepUntil(time.Second, atLeast(1, count(statustest.OpUpdate, "stuck", true)))
 	calls := count(statustest.OpUpdate, "stuck", false)(sink.Calls())

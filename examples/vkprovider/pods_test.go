@@ -152,12 +152,17 @@ func TestDeletePodTwiceRemoves(t *testing.T) {
 	t.Parallel()
 	e := start(t, testOptions(t))
 	ctx := context.Background()
-	pod := newPod("removed", "nginx:1.27")
-	pod.Spec.TerminationGracePeriodSeconds = ptr.To(int64(1))
+	// The container takes 3s to exit on SIGTERM, so that the pod still
+	// terminates when VK deletes it again, on a loaded machine too (one
+	// that died at once was sometimes gone before GetPod).
+	e.p.Agent().FakeRuntime().SetRules([]fake.Rule{{Image: "slow-stop",
+		Behavior: fake.Behavior{OnSIGTERM: fake.ExitOnSIGTERM, ShutdownTime: 3 * time.Second}}})
+	pod := newPod("removed", "slow-stop")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To(int64(30))
 	require.NoError(t, e.p.CreatePod(ctx, pod))
 	e.waitPod("removed", running)
 
-	require.NoError(t, e.p.DeletePod(ctx, deleting(pod, 1)))
+	require.NoError(t, e.p.DeletePod(ctx, deleting(pod, 30)))
 	// VK, once the pod left the API server, deletes what GetPod returns.
 	stored, err := e.p.GetPod(ctx, "default", "removed")
 	require.NoError(t, err)
