@@ -33,7 +33,11 @@
 # stops what `up` started, by PID, and removes the namespaces and links.
 # `smoke` checks: both nodes Ready, a pod on each (scheduled by
 # kube-scheduler), pod to pod across the nodes, a ClusterIP Service from
-# each node's pod, logs and exec through the API server. Needs root.
+# each node's pod, the Service's name through CoreDNS from each, logs and
+# exec through the API server. CoreDNS (KK_COREDNS_VERSION, v1.14.2) is
+# built from its Go module, cached beside the Kubernetes binaries, and runs
+# as kubeadm deploys it (kube-dns on 10.96.0.10), without forwarding. Needs
+# root.
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -46,6 +50,9 @@ CP_ADDR=10.123.0.1
 KUBELETS="${KK_CLUSTER_KUBELETS:-minikubelet minikubelet}"
 CP_WORK="${CDIR}/cp"
 KUBE_PROXY_BIN="${KK_APISERVER_CACHE}/kube-proxy-${KK_K8S_VERSION}"
+COREDNS_VERSION="${KK_COREDNS_VERSION:-v1.14.2}"
+COREDNS_BIN="${KK_APISERVER_CACHE}/coredns-${COREDNS_VERSION}"
+COREDNS_IMAGE="docker.io/local/coredns:${COREDNS_VERSION}"
 
 [[ "$(id -u)" == 0 ]] || kk_die "needs root (namespaces, containers)"
 
@@ -116,10 +123,12 @@ start_node() {
     in_ns "${ns}" bash "${HACK_DIR}/containerd-start.sh" >"${dir}/containerd-start.log" 2>&1 ||
     { tail -n 20 "${dir}/containerd-start.log"; kk_die "node ${n}: containerd did not start"; }
 
-  # The web server image the smoke test serves (busybox and pause are
-  # imported by containerd-start.sh).
+  # The web server image the smoke test serves and CoreDNS's (busybox and
+  # pause are imported by containerd-start.sh).
   ctr --address "${dir}/run/containerd.sock" --namespace k8s.io images import \
     --base-name "${KK_WEBSERVER_IMAGE%:*}" "${KK_IMAGES}/webserver.oci.tar" >/dev/null
+  ctr --address "${dir}/run/containerd.sock" --namespace k8s.io images import \
+    --base-name "${COREDNS_IMAGE%:*}" "${CDIR}/coredns.oci.tar" >/dev/null
   local token endpoint="unix://${dir}/run/containerd.sock"
   token="$(kk_kubeadm_token)"
   kk_kubeadm_token_secret "${token}" "$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)" | kubectl apply -f - >/dev/null
@@ -147,6 +156,110 @@ start_node() {
     --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256 --v=2 \
     >"${dir}/kube-proxy.log" 2>&1 </dev/null &
   echo $! >"${dir}/kube-proxy.pid"
+}
+
+# build_coredns: CoreDNS from its Go module (go install at
+# COREDNS_VERSION, outside any workspace), cached per version like the
+# Kubernetes binaries, and its image: the static binary alone.
+build_coredns() {
+  if [[ ! -x "${COREDNS_BIN}" || "${KK_REBUILD:-0}" == 1 ]]; then
+    kk_go_install "github.com/coredns/coredns@${COREDNS_VERSION}" "${COREDNS_BIN}"
+  fi
+  local root="${CDIR}/coredns-rootfs"
+  rm -rf "${root}"
+  mkdir -p "${root}/etc/coredns"
+  install -m 0755 "${COREDNS_BIN}" "${root}/coredns"
+  bash "${HACK_DIR}/oci-image.sh" "${CDIR}/coredns.oci.tar" "${COREDNS_IMAGE}" \
+    '{"Entrypoint":["/coredns"],"Cmd":["-conf","/etc/coredns/Corefile"],"WorkingDir":"/"}' "${root}"
+}
+
+# deploy_coredns: CoreDNS as kubeadm deploys it (a ServiceAccount and its
+# ClusterRole, the Corefile, two replicas, the kube-dns Service on
+# 10.96.0.10), without forwarding: names outside the cluster get no answer
+# and no traffic leaves the machine.
+deploy_coredns() {
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: coredns, namespace: kube-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:coredns"}
+rules:
+- {apiGroups: [""], resources: [endpoints, services, pods, namespaces], verbs: [list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:coredns"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:coredns"}
+subjects: [{kind: ServiceAccount, name: coredns, namespace: kube-system}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: coredns, namespace: kube-system}
+data:
+  Corefile: |
+    .:53 {
+        errors
+        health {
+           lameduck 5s
+        }
+        ready
+        kubernetes cluster.local in-addr.arpa ip6.arpa {
+           pods insecure
+           fallthrough in-addr.arpa ip6.arpa
+           ttl 30
+        }
+        prometheus :9153
+        cache 30
+        loop
+        reload
+        loadbalance
+    }
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {k8s-app: kube-dns}}
+  template:
+    metadata: {labels: {k8s-app: kube-dns}}
+    spec:
+      serviceAccountName: coredns
+      priorityClassName: system-cluster-critical
+      dnsPolicy: Default
+      containers:
+      - name: coredns
+        image: ${COREDNS_IMAGE}
+        imagePullPolicy: IfNotPresent
+        args: ["-conf", "/etc/coredns/Corefile"]
+        ports:
+        - {name: dns, containerPort: 53, protocol: UDP}
+        - {name: dns-tcp, containerPort: 53, protocol: TCP}
+        - {name: metrics, containerPort: 9153, protocol: TCP}
+        volumeMounts: [{name: config-volume, mountPath: /etc/coredns, readOnly: true}]
+        livenessProbe: {httpGet: {path: /health, port: 8080}, initialDelaySeconds: 60, timeoutSeconds: 5}
+        readinessProbe: {httpGet: {path: /ready, port: 8181}}
+      volumes:
+      - name: config-volume
+        configMap: {name: coredns, items: [{key: Corefile, path: Corefile}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  selector: {k8s-app: kube-dns}
+  clusterIP: 10.96.0.10
+  ports:
+  - {name: dns, port: 53, protocol: UDP}
+  - {name: dns-tcp, port: 53, protocol: TCP}
+  - {name: metrics, port: 9153, protocol: TCP}
+EOF
+  kubectl -n kube-system rollout status deployment/coredns --timeout=120s ||
+    kk_die "CoreDNS did not become ready"
 }
 
 # approve_serving: approve the nodes' serving CSRs, as join.sh's approver.
@@ -180,6 +293,7 @@ up() {
   mkdir -p "${CDIR}/bin"
   kk_share_dir "${CDIR}"
   (cd "${HACK_DIR}/.." && go build -o "${CDIR}/bin/minikubelet" ./examples/minikubelet)
+  build_coredns
   [[ " ${KUBELETS} " != *" upstream "* ]] || kk_build_upstream kubelet "${KK_KUBELET_BIN}"
   net_up
   kk_log "network up: ${CP_NS} and two nodes"
@@ -209,6 +323,7 @@ up() {
   done
   [[ "$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True)" == 2 ]] ||
     kk_die "the two nodes are not Ready after 120s; logs in ${CDIR}/n*/"
+  deploy_coredns
   kk_log "cluster up: kubectl: nsenter --net=/run/netns/${CP_NS} ${KK_KUBECTL_BIN} --kubeconfig ${CP_WORK}/controlplane/kubeconfig"
 }
 
@@ -290,6 +405,15 @@ EOF
         failed=1
       fi
     done
+  done
+  for p in client-1 client-2; do
+    if kubectl exec "${p}" -- nslookup web.default.svc.cluster.local >"${CDIR}/nslookup-${p}.txt" 2>&1 &&
+      grep -q "${svc}" "${CDIR}/nslookup-${p}.txt"; then
+      kk_log "ok   ${p}: web.default.svc.cluster.local is ${svc} (CoreDNS)"
+    else
+      kk_log "FAIL ${p}: nslookup web.default.svc.cluster.local: $(tr '\n' ' ' <"${CDIR}/nslookup-${p}.txt")"
+      failed=1
+    fi
   done
   for p in ${pods}; do
     kubectl logs "${p}" >/dev/null || { kk_log "FAIL logs ${p}"; failed=1; }
