@@ -303,6 +303,21 @@ EOF
   done
 }
 
+# sort_options: resolv.conf with the words of its options line sorted:
+# upstream kubelet merges a pod's dnsConfig options through a map, so their
+# order changes from one sandbox to the next (edns0 ndots:2, then ndots:2
+# edns0); the resolver does not care.
+sort_options() {
+  local line
+  while IFS= read -r line; do
+    if [[ "${line}" == "options "* ]]; then
+      printf 'options %s\n' "$(tr -s ' ' '\n' <<<"${line#options }" | sort | paste -sd ' ')"
+    else
+      printf '%s\n' "${line}"
+    fi
+  done
+}
+
 # mask_hosts: /etc/hosts with the pod's and the node's own addresses masked.
 mask_hosts() {
   sed -E -e "s/^${NODE_IP//./\\.}([[:space:]])/NODE_IP\\1/" -e 's/^10\.[0-9]+\.[0-9]+\.[0-9]+([[:space:]])/POD_IP\1/' \
@@ -371,7 +386,7 @@ join() {
   check logs bash -c "[ \"\$(${KK_KUBECTL_BIN} --kubeconfig ${CP_DIR}/kubeconfig -n ${NS} logs dns-cluster-first)\" = started ]"
   local p
   for p in cluster-first default host-net none; do
-    kubectl -n "${NS}" exec "dns-${p}" -- cat /etc/resolv.conf >"${OUT}/resolv-${p}.txt" 2>&1 || FAILED=1
+    kubectl -n "${NS}" exec "dns-${p}" -- cat /etc/resolv.conf 2>&1 | sort_options >"${OUT}/resolv-${p}.txt" || FAILED=1
     kubectl -n "${NS}" exec "dns-${p}" -- cat /etc/hosts 2>&1 | mask_hosts >"${OUT}/hosts-${p}.txt" || FAILED=1
   done
   check cluster-first-dns bash -c "grep -qx 'nameserver 10.96.0.10' ${OUT}/resolv-cluster-first.txt && grep -q '^search default.svc.cluster.local svc.cluster.local cluster.local' ${OUT}/resolv-cluster-first.txt"
