@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# hack/cluster.sh up|down|smoke: a Kubernetes cluster on one machine, in
+# hack/cluster.sh up|down|smoke|images: a Kubernetes cluster on one machine, in
 # network namespaces of its own, whose two nodes run kubeletkit (or upstream
 # kubelet): the base of the cluster [Conformance] suite (issue 37).
 #
@@ -332,6 +332,9 @@ down() {
   for n in 1 2; do
     local dir="${CDIR}/n${n}"
     stop_pidfile "${dir}/kube-proxy.pid" "${KUBE_PROXY_BIN}"
+    if [[ -e "/run/netns/$(node_ns "${n}")" && -d "${dir}/conformance" ]]; then
+      KK_WORK="${dir}" in_ns "$(node_ns "${n}")" bash "${HACK_DIR}/conformance-images.sh" registry-stop >/dev/null 2>&1 || true
+    fi
     [[ -f "${dir}/kubelet.bin" ]] && stop_pidfile "${dir}/kubelet.pid" "$(cat "${dir}/kubelet.bin")"
     if [[ -e "/run/netns/$(node_ns "${n}")" && -d "${dir}" ]]; then
       KK_WORK="${dir}" KK_CNI_BRIDGE_NAME=kkcni0 in_ns "$(node_ns "${n}")" bash "${HACK_DIR}/containerd-stop.sh" \
@@ -344,6 +347,26 @@ down() {
   net_down
   kk_unmount_under "${CDIR}"
   kk_log "cluster ${ID} down"
+}
+
+# images: the conformance images (hack/conformance-images.sh build, for
+# $KK_WORK) in every node's containerd, and a registry of them in each node's
+# network namespace on 127.0.0.1:5055, the name KUBE_TEST_REPO_LIST gives
+# them, for the specs that pull.
+images() {
+  local n dir ns
+  [[ -d "${KK_WORK}/conformance/images" ]] || kk_die "no conformance images: run hack/conformance-images.sh build"
+  for n in 1 2; do
+    dir="${CDIR}/n${n}"
+    ns="$(node_ns "${n}")"
+    mkdir -p "${dir}/conformance"
+    ln -sfn "${KK_WORK}/conformance/images" "${dir}/conformance/images"
+    KK_WORK="${dir}" bash "${HACK_DIR}/conformance-images.sh" import >"${dir}/images-import.log" 2>&1 ||
+      { tail -n 5 "${dir}/images-import.log"; kk_die "node ${n}: import failed"; }
+    KK_WORK="${dir}" in_ns "${ns}" bash "${HACK_DIR}/conformance-images.sh" registry-start >"${dir}/registry-start.log" 2>&1 ||
+      { tail -n 5 "${dir}/registry-start.log"; kk_die "node ${n}: registry failed"; }
+    kk_log "node $(node_name "${n}"): conformance images imported and served on its 127.0.0.1:5055"
+  done
 }
 
 smoke() {
@@ -428,5 +451,6 @@ case "${1:-}" in
 up) up ;;
 down) down ;;
 smoke) smoke ;;
-*) kk_die "usage: hack/cluster.sh up|down|smoke" ;;
+images) images ;;
+*) kk_die "usage: hack/cluster.sh up|down|smoke|images" ;;
 esac

@@ -1,4 +1,5 @@
 // Build module for upstream's node e2e suite (k8s.io/kubernetes/test/e2e_node),
+// the cluster suite (k8s.io/kubernetes/test/e2e, hack/cluster-conformance.sh),
 // the ginkgo CLI that runs it in parallel, and the agnhost image's binary:
 // hack/conformance.sh runs them against minikubelet and upstream kubelet. Like hack/apiserver it is a module of its
 // own, outside the root module and go.work, with every staging module replaced
@@ -7,7 +8,8 @@
 // go.sum holds the checksums of the suite's test-only imports (ginkgo, gomega,
 // system-validators...), which `go mod tidy` would drop because they are
 // imports of a dependency's tests: refresh it with
-// `GOWORK=off go test -c -mod=mod -o /dev/null k8s.io/kubernetes/test/e2e_node`,
+// `GOWORK=off go test -c -mod=mod -o /dev/null k8s.io/kubernetes/test/e2e_node`
+// and the same for k8s.io/kubernetes/test/e2e,
 // never with tidy. Update together with hack/apiserver/go.mod and
 // KK_K8S_VERSION in hack/lib.sh.
 module github.com/kubeletkit/kubeletkit/hack/e2enode
