@@ -316,6 +316,17 @@ up() {
     [[ "$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True)" == 2 ]] && break
     sleep 0.5
   done
+  # Ready is not serving: a node's kubelet API answers once its serving
+  # CSR is approved and issued, which can come after it turned Ready.
+  local served=0
+  for i in $(seq 120); do
+    approve_serving
+    served=0
+    for n in 1 2; do [[ -s "${CDIR}/n${n}/pki/kubelet-server-current.pem" ]] && served=$((served + 1)); done
+    ((served == 2)) && break
+    sleep 0.5
+  done
+  ((served == 2)) || kk_die "the nodes' serving certificates were not issued within 60s; logs in ${CDIR}/n*/"
   kubectl get nodes -o wide
   for n in 1 2; do
     kk_pid_alive "$(cat "${CDIR}/n${n}/kube-proxy.pid")" ||
