@@ -263,13 +263,7 @@ EOF
 }
 
 # approve_serving: approve the nodes' serving CSRs, as join.sh's approver.
-approve_serving() {
-  local name
-  for name in $(kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name}{"\t"}{.status.conditions[*].type}{"\n"}{end}' 2>/dev/null |
-    awk '$2 == "" { print $1 }'); do
-    kubectl certificate approve "${name}" >/dev/null 2>&1 || true
-  done
-}
+approve_serving() { kk_approve_serving_csrs >/dev/null; }
 
 stop_pidfile() {
   local file="$1" bin="$2" pid

@@ -164,12 +164,8 @@ write_cluster_objects() {
 # (or a serving-certificate approver) does; kube-controller-manager approves
 # only client certificates.
 approver() {
-  local name
   while true; do
-    for name in $(kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name}{"\t"}{.spec.username}{"\t"}{.status.conditions[*].type}{"\n"}{end}' 2>/dev/null |
-      awk -v u="system:node:${NODE}" '$2 == u && $3 == "" { print $1 }'); do
-      kubectl certificate approve "${name}" >/dev/null 2>&1 && kk_log "approved serving CSR ${name}"
-    done
+    kk_approve_serving_csrs "system:node:${NODE}"
     sleep 1
   done
 }

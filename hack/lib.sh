@@ -589,6 +589,19 @@ EOF
   for line in "$@"; do printf '%s\n' "${line}"; done
 }
 
+# kk_approve_serving_csrs [USER]: approve, with the caller's kubectl
+# function, every pending kubernetes.io/kubelet-serving CSR (of USER only,
+# when given), as an operator or a serving-certificate approver does:
+# kube-controller-manager approves only client certificates.
+kk_approve_serving_csrs() {
+  local user="${1:-}" name
+  for name in $(kubectl get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name}{"\t"}{.status.conditions[*].type}{"\t"}{.spec.username}{"\n"}{end}' 2>/dev/null |
+    awk -F'\t' -v u="${user}" '$2 == "" && (u == "" || $3 == u) { print $1 }'); do
+    kubectl certificate approve "${name}" >/dev/null 2>&1 && kk_log "approved serving CSR ${name}"
+  done
+  return 0
+}
+
 # kk_node_ip: the host's IPv4 address on its default route, for upstream
 # kubelet's --node-ip. Without it, a standalone kubelet resolves its node name
 # (its hostname, or --hostname-override) by DNS each time it builds its Node
