@@ -194,7 +194,7 @@ func tallyByArea(specs []Spec) (map[string]*Tally, []string) {
 
 func summarizeCmd(args []string, stdout io.Writer) (bool, error) {
 	fs := flag.NewFlagSet("summarize", flag.ContinueOnError)
-	report := fs.String("report", "", "ginkgo JSON report")
+	report := fs.String("report", "", "ginkgo JSON report (comma-separated: the reports of one run's parts)")
 	out := fs.String("out", "", "directory for passed.txt, failed.txt and summary.txt")
 	passList := fs.String("pass-list", "", "recorded pass list to check for regressions")
 	if err := fs.Parse(args); err != nil {
@@ -203,14 +203,9 @@ func summarizeCmd(args []string, stdout io.Writer) (bool, error) {
 	if *report == "" || *out == "" {
 		return false, errors.New("summarize needs --report and --out")
 	}
-	f, err := os.Open(*report)
+	specs, err := loadReports(*report)
 	if err != nil {
 		return false, err
-	}
-	defer f.Close()
-	specs, err := readReport(f)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", *report, err)
 	}
 	var passed, failed strings.Builder
 	for _, s := range specs {
@@ -309,114 +304,181 @@ func readLines(path string) ([]string, error) {
 	return lines, sc.Err()
 }
 
+// run is one run of a suite to compare: its name in the table and its
+// specs.
+type run struct {
+	name  string
+	specs []Spec
+}
+
+// runFlag collects the repeated --run NAME=REPORTS flags of compare.
+type runFlag []string
+
+func (r *runFlag) String() string     { return strings.Join(*r, " ") }
+func (r *runFlag) Set(v string) error { *r = append(*r, v); return nil }
+
 func compareCmd(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	up := fs.String("upstream", "", "report dir of upstream kubelet's run (with report.json)")
-	mini := fs.String("minikubelet", "", "report dir of minikubelet's run")
+	up := fs.String("upstream", "", "report dir of upstream kubelet's run (with report.json); the same as --run 'upstream kubelet=DIR'")
+	mini := fs.String("minikubelet", "", "report dir of minikubelet's run; the same as --run minikubelet=DIR")
+	var runs runFlag
+	fs.Var(&runs, "run", "NAME=DIR[,DIR...]: a run and the report dirs (with report.json) of its parts; repeated, the first is the reference")
 	md := fs.Bool("markdown", false, "print a markdown table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *up == "" || *mini == "" {
-		return errors.New("compare needs --upstream and --minikubelet")
+	var named []string
+	if *up != "" {
+		named = append(named, "upstream kubelet="+*up)
 	}
-	load := func(dir string) ([]Spec, error) {
-		f, err := os.Open(filepath.Join(dir, "report.json"))
-		if err != nil {
-			return nil, err
+	if *mini != "" {
+		named = append(named, "minikubelet="+*mini)
+	}
+	named = append(named, runs...)
+	if len(named) < 2 {
+		return errors.New("compare needs two runs or more: --upstream and --minikubelet, or --run NAME=DIR repeated")
+	}
+	loaded := make([]run, 0, len(named))
+	for _, nv := range named {
+		name, dirs, ok := strings.Cut(nv, "=")
+		if !ok || name == "" || dirs == "" {
+			return fmt.Errorf("--run %q: want NAME=DIR[,DIR...]", nv)
 		}
-		defer f.Close()
-		return readReport(f)
+		var reports []string
+		for _, d := range strings.Split(dirs, ",") {
+			reports = append(reports, filepath.Join(d, "report.json"))
+		}
+		specs, err := loadReports(strings.Join(reports, ","))
+		if err != nil {
+			return fmt.Errorf("run %s: %w", name, err)
+		}
+		loaded = append(loaded, run{name: name, specs: specs})
 	}
-	us, err := load(*up)
-	if err != nil {
-		return err
-	}
-	ms, err := load(*mini)
-	if err != nil {
-		return err
-	}
-	compare(w, us, ms, *md)
+	compare(w, loaded, *md)
 	return nil
 }
 
-// compare prints, per area, the specs each kubelet passed of the specs that
-// ran under either, then the specs upstream passed and minikubelet did not.
-func compare(w io.Writer, up, mini []Spec, markdown bool) {
-	type row struct{ up, mini, total int }
+// loadReports reads the ginkgo JSON reports of a comma-separated list of
+// paths, the parts of one run (a parallel and a serial part, say), and
+// returns their specs together, sorted by name.
+func loadReports(paths string) ([]Spec, error) {
+	var all []Spec
+	for _, p := range strings.Split(paths, ",") {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		specs, err := readReport(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		all = append(all, specs...)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	return all, nil
+}
+
+// compare prints, per area, how many specs each run passed and how many ran
+// under any of them, then, for every run after the first, the specs the
+// first passed and it did not.
+func compare(w io.Writer, runs []run, markdown bool) {
+	type row struct {
+		passed []int
+		total  int
+	}
 	rows := map[string]*row{}
-	ranUnder := map[string]bool{}
-	mark := func(specs []Spec) map[string]Spec {
-		m := map[string]Spec{}
-		for _, s := range specs {
-			m[s.Name] = s
-			if s.Outcome != Skipped && !ranUnder[s.Name] {
-				ranUnder[s.Name] = true
-				r := rows[s.Area]
-				if r == nil {
-					r = &row{}
-					rows[s.Area] = r
-				}
-				r.total++
+	ran := map[string]bool{}
+	byName := make([]map[string]Spec, len(runs))
+	for i, r := range runs {
+		byName[i] = map[string]Spec{}
+		for _, s := range r.specs {
+			byName[i][s.Name] = s
+			rw := rows[s.Area]
+			if rw == nil {
+				rw = &row{passed: make([]int, len(runs))}
+				rows[s.Area] = rw
 			}
-		}
-		return m
-	}
-	um, mm := mark(up), mark(mini)
-	var lost []string
-	for name, s := range um {
-		if s.Outcome == Passed {
-			rows[s.Area].up++
-			if mm[name].Outcome != Passed {
-				lost = append(lost, name)
+			if s.Outcome != Skipped && !ran[s.Name] {
+				ran[s.Name] = true
+				rw.total++
 			}
-		}
-	}
-	for _, s := range mm {
-		if s.Outcome == Passed {
-			rows[s.Area].mini++
+			if s.Outcome == Passed {
+				rw.passed[i]++
+			}
 		}
 	}
 	areas := make([]string, 0, len(rows))
-	for a := range rows {
-		areas = append(areas, a)
+	for a, rw := range rows {
+		if rw.total > 0 {
+			areas = append(areas, a)
+		}
 	}
 	sort.Strings(areas)
-	sort.Strings(lost)
-	var t row
+	total := row{passed: make([]int, len(runs))}
 	if markdown {
-		fmt.Fprintln(w, "| area | upstream kubelet passed | minikubelet passed | ran |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
+		fmt.Fprint(w, "| area |")
+		for _, r := range runs {
+			fmt.Fprintf(w, " %s passed |", r.name)
+		}
+		fmt.Fprintln(w, " ran |")
+		fmt.Fprintln(w, "| --- |"+strings.Repeat(" ---: |", len(runs)+1))
 	} else {
-		fmt.Fprintf(w, "%-60s %8s %11s %5s\n", "area", "upstream", "minikubelet", "ran")
+		fmt.Fprintf(w, "%-60s", "area")
+		for _, r := range runs {
+			fmt.Fprintf(w, " %*s", max(len(r.name), 8), r.name)
+		}
+		fmt.Fprintf(w, " %5s\n", "ran")
+	}
+	line := func(area string, rw *row, bold bool) {
+		b := ""
+		if bold {
+			b = "**"
+		}
+		if markdown {
+			fmt.Fprintf(w, "| %s%s%s |", b, area, b)
+			for _, n := range rw.passed {
+				fmt.Fprintf(w, " %s%d%s |", b, n, b)
+			}
+			fmt.Fprintf(w, " %s%d%s |\n", b, rw.total, b)
+			return
+		}
+		fmt.Fprintf(w, "%-60s", area)
+		for i, n := range rw.passed {
+			fmt.Fprintf(w, " %*d", max(len(runs[i].name), 8), n)
+		}
+		fmt.Fprintf(w, " %5d\n", rw.total)
 	}
 	for _, a := range areas {
-		r := rows[a]
-		t.up, t.mini, t.total = t.up+r.up, t.mini+r.mini, t.total+r.total
-		if markdown {
-			fmt.Fprintf(w, "| %s | %d | %d | %d |\n", a, r.up, r.mini, r.total)
-		} else {
-			fmt.Fprintf(w, "%-60s %8d %11d %5d\n", a, r.up, r.mini, r.total)
+		rw := rows[a]
+		for i, n := range rw.passed {
+			total.passed[i] += n
 		}
+		total.total += rw.total
+		line(a, rw, false)
 	}
-	if markdown {
-		fmt.Fprintf(w, "| **all** | **%d** | **%d** | **%d** |\n", t.up, t.mini, t.total)
-	} else {
-		fmt.Fprintf(w, "%-60s %8d %11d %5d\n", "all", t.up, t.mini, t.total)
-	}
-	fmt.Fprintf(w, "\nPassed under upstream kubelet, not under minikubelet (%d):\n", len(lost))
-	for _, n := range lost {
-		why := "not run"
-		if s, ok := mm[n]; ok {
-			why = string(s.Outcome)
-			if s.Failure != "" {
-				why += ": " + s.Failure
+	line("all", &total, markdown)
+	for i := 1; i < len(runs); i++ {
+		var lost []string
+		for _, s := range runs[0].specs {
+			if s.Outcome == Passed && byName[i][s.Name].Outcome != Passed {
+				lost = append(lost, s.Name)
 			}
 		}
-		if markdown {
-			fmt.Fprintf(w, "- %s — %s\n", n, why)
-		} else {
-			fmt.Fprintf(w, "  %s\n\t%s\n", n, why)
+		fmt.Fprintf(w, "\nPassed under %s, not under %s (%d):\n", runs[0].name, runs[i].name, len(lost))
+		for _, n := range lost {
+			why := "not run"
+			if s, ok := byName[i][n]; ok {
+				why = string(s.Outcome)
+				if s.Failure != "" {
+					why += ": " + s.Failure
+				}
+			}
+			if markdown {
+				fmt.Fprintf(w, "- %s — %s\n", n, why)
+			} else {
+				fmt.Fprintf(w, "  %s\n\t%s\n", n, why)
+			}
 		}
 	}
 }
@@ -450,8 +512,9 @@ func focusRegexp(names []string) string {
 
 func passedCmd(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("passed", flag.ContinueOnError)
-	report := fs.String("report", "", "ginkgo JSON report")
+	report := fs.String("report", "", "ginkgo JSON report (comma-separated: the reports of one run's parts)")
 	areasFile := fs.String("areas", "", "file of the areas to keep, one a line (empty: every area)")
+	maxRun := fs.Duration("max-runtime", 0, "leave out the specs that took longer (0: keep all): how a subset is kept short")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -469,14 +532,12 @@ func passedCmd(args []string, w io.Writer) error {
 			areas[n] = true
 		}
 	}
-	f, err := os.Open(*report)
+	specs, err := loadReports(*report)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	specs, err := readReport(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *report, err)
+	if *maxRun > 0 {
+		specs = slices.DeleteFunc(specs, func(s Spec) bool { return s.RunTime > *maxRun })
 	}
 	for _, n := range passedIn(specs, areas) {
 		fmt.Fprintln(w, n)

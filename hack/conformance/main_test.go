@@ -121,7 +121,7 @@ func TestCompare(t *testing.T) {
 		{Name: probe, Area: "Probing container", Outcome: Failed, Failure: "restart count 0"},
 	}
 	var out bytes.Buffer
-	compare(&out, up, mini, true)
+	compare(&out, []run{{"upstream kubelet", up}, {"minikubelet", mini}}, true)
 	assert.Equal(t, `| area | upstream kubelet passed | minikubelet passed | ran |
 | --- | ---: | ---: | ---: |
 | ContainerLogPath | 0 | 1 | 1 |
@@ -150,4 +150,55 @@ func TestPassedIn(t *testing.T) {
 	assert.Equal(t, []string{probe}, passedIn(specs, map[string]bool{"Probing container": true, "Pods": true}))
 	assert.Empty(t, passedIn(specs, map[string]bool{"Pods": true}), "Pods' only spec skipped itself")
 	assert.Equal(t, []string{probe}, passedIn(specs, nil))
+}
+
+func TestCompareRuns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "report.json"), []byte(content), 0o644))
+		return d
+	}
+	up := write("up", report)
+	// A run in two parts: the probe spec passed in the serial part.
+	miniPar := write("mini-par", `[{"SpecReports": [{"ContainerHierarchyTexts": ["[sig-node] ContainerLogPath [NodeConformance]", "Pod with a container"],
+		"LeafNodeType": "It", "LeafNodeText": "should print log to correct log path", "State": "passed"}]}]`)
+	miniSer := write("mini-ser", `[{"SpecReports": [{"ContainerHierarchyTexts": ["[sig-node] Probing container"], "LeafNodeType": "It",
+		"LeafNodeText": "should be restarted with a exec liveness probe [NodeConformance] [Conformance]", "State": "passed"}]}]`)
+	mixed := write("mixed", `[{"SpecReports": []}]`)
+	var out bytes.Buffer
+	require.NoError(t, compareCmd([]string{"--markdown", "--run", "upstream=" + up, "--run", "minikubelet=" + miniPar + "," + miniSer,
+		"--run", "mixed=" + mixed}, &out))
+	assert.Equal(t, `| area | upstream passed | minikubelet passed | mixed passed | ran |
+| --- | ---: | ---: | ---: | ---: |
+| ContainerLogPath | 0 | 1 | 0 | 1 |
+| Downward API volume | 0 | 0 | 0 | 1 |
+| Probing container | 1 | 1 | 0 | 1 |
+| **all** | **1** | **2** | **0** | **3** |
+
+Passed under upstream, not under minikubelet (0):
+
+Passed under upstream, not under mixed (1):
+- `+probe+` — not run
+`, out.String())
+
+	assert.ErrorContains(t, compareCmd([]string{"--run", "upstream=" + up}, &out), "two runs or more")
+	assert.ErrorContains(t, compareCmd([]string{"--run", "upstream=" + up, "--run", "nodir"}, &out), "want NAME=DIR")
+	assert.ErrorContains(t, compareCmd([]string{"--run", "a=" + up, "--run", "b=" + filepath.Join(dir, "missing")}, &out), "run b:")
+}
+
+func TestPassedCmdMaxRuntime(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "report.json")
+	require.NoError(t, os.WriteFile(rep, []byte(report), 0o644))
+	var out bytes.Buffer
+	require.NoError(t, passedCmd([]string{"--report", rep}, &out))
+	assert.Equal(t, probe+"\n", out.String())
+	out.Reset()
+	require.NoError(t, passedCmd([]string{"--report", rep, "--max-runtime", "1m"}, &out))
+	assert.Empty(t, out.String(), "the probe spec took 61s")
+	out.Reset()
+	require.NoError(t, passedCmd([]string{"--report", rep, "--max-runtime", "61s"}, &out))
+	assert.Equal(t, probe+"\n", out.String(), "a spec of exactly the limit is kept")
 }
