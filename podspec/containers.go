@@ -12,19 +12,6 @@ func IsSidecar(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
-// ContainerRestartPolicy returns the restart policy that applies to c in
-// pod: the container's own when set (a sidecar's is Always), else the
-// pod's (Always when empty).
-func ContainerRestartPolicy(pod *v1.Pod, c *v1.Container) v1.RestartPolicy {
-	if c.RestartPolicy != nil && *c.RestartPolicy != "" {
-		return v1.RestartPolicy(*c.RestartPolicy)
-	}
-	if pod.Spec.RestartPolicy == "" {
-		return v1.RestartPolicyAlways
-	}
-	return pod.Spec.RestartPolicy
-}
-
 // RestartsOnResize reports whether an in-place resize that changes
 // resource r of c restarts the container rather than updating it: its
 // resizePolicy for r says RestartContainer (the default is NotRequired).

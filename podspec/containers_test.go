@@ -11,26 +11,10 @@ import (
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
-func TestContainerRestartPolicy(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		pod       v1.RestartPolicy
-		container *v1.ContainerRestartPolicy
-		want      v1.RestartPolicy
-		sidecar   bool
-	}{
-		{"the pod's default", "", nil, v1.RestartPolicyAlways, false},
-		{"the pod's", v1.RestartPolicyNever, nil, v1.RestartPolicyNever, false},
-		{"a sidecar's over the pod's", v1.RestartPolicyNever, ptr.To(v1.ContainerRestartPolicyAlways), v1.RestartPolicyAlways, true},
-		{"an empty container policy is the pod's", v1.RestartPolicyOnFailure, ptr.To(v1.ContainerRestartPolicy("")), v1.RestartPolicyOnFailure, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := v1.Container{Name: "c", RestartPolicy: tc.container}
-			pod := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: tc.pod, InitContainers: []v1.Container{c}}}
-			assert.Equal(t, tc.want, podspec.ContainerRestartPolicy(pod, &pod.Spec.InitContainers[0]))
-			assert.Equal(t, tc.sidecar, podspec.IsSidecar(&pod.Spec.InitContainers[0]))
-		})
-	}
+func TestIsSidecar(t *testing.T) {
+	assert.False(t, podspec.IsSidecar(&v1.Container{}))
+	assert.False(t, podspec.IsSidecar(&v1.Container{RestartPolicy: ptr.To(v1.ContainerRestartPolicyNever)}))
+	assert.True(t, podspec.IsSidecar(&v1.Container{RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}))
 }
 
 func TestIsCritical(t *testing.T) {

@@ -10,9 +10,11 @@
 //     ContainerLimits (what cgroups and eviction sum), IsPodLevelResource.
 //   - Critical pods: IsCritical and SystemCriticalPriority (never evicted,
 //     preempt at admission, stopped last at shutdown).
-//   - Containers: IsSidecar (a restartable init container),
-//     ContainerRestartPolicy and RestartsOnResize (a container's
-//     resizePolicy).
+//   - Containers: IsSidecar (a restartable init container) and
+//     RestartsOnResize (a container's resizePolicy).
+//   - Restarts (container restart rules): RestartsAfterExit (the exit code
+//     against the container's rules, its own policy, then the pod's),
+//     RestartsAfterKill (after a failed probe) and MayRestart.
 //   - Where a pod came from: IsStatic, IsMirror, FullName and the config
 //     annotations (ConfigSourceAnnotation, ConfigMirrorAnnotation,
 //     ConfigHashAnnotation, ConfigSeenAnnotation).

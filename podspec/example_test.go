@@ -35,12 +35,12 @@ func Example() {
 	fmt.Println("QoS:", podspec.QOSClass(pod))
 	fmt.Println("cpu requested:", cpu.String())
 	fmt.Println("proxy is a sidecar:", podspec.IsSidecar(&pod.Spec.InitContainers[0]))
-	fmt.Println("migrate restarts:", podspec.ContainerRestartPolicy(pod, &pod.Spec.InitContainers[1]))
+	fmt.Println("migrate restarts after exit 1:", podspec.RestartsAfterExit(pod, &pod.Spec.InitContainers[1], 1))
 	// Output:
 	// full name: web-node1_default
 	// static: true critical: true
 	// QoS: Burstable
 	// cpu requested: 1100m
 	// proxy is a sidecar: true
-	// migrate restarts: Always
+	// migrate restarts after exit 1: true
 }

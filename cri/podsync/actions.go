@@ -87,8 +87,10 @@ type Actions struct {
 	// order: restartable ones (sidecars) that are not running and, last,
 	// NextInitContainer when it is set.
 	InitContainersToStart []int
-	// InitFailed: a regular init container failed under restartPolicy
-	// Never, so the pod has failed (KillPod is set as well).
+	// InitFailed: a regular init container failed and is not to be
+	// restarted (podspec.RestartsAfterExit: restartPolicy Never, its own or
+	// the pod's, and no rule restarting on its exit code), so the pod has
+	// failed (KillPod is set as well).
 	InitFailed bool
 	// ContainersToStart are indexes of app containers to start, in order.
 	ContainersToStart []int
@@ -135,34 +137,16 @@ type Probes struct {
 	StartupSucceeded func(containerID string) bool
 }
 
-// shouldRestart reports whether a container whose latest instance is st (nil:
-// never created) is to be (re)started under policy.
-func shouldRestart(policy v1.RestartPolicy, st *runtimeapi.ContainerStatus) bool {
-	if st == nil {
-		return true
-	}
-	switch st.GetState() {
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return false
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		// Created but never started: a previous sync failed in between.
-		return true
-	}
-	switch policy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return st.GetExitCode() != 0
-	}
-	return true
-}
-
 func running(st *runtimeapi.ContainerStatus) bool {
 	return st.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING
 }
 
+func exited(st *runtimeapi.ContainerStatus) bool {
+	return st.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED
+}
+
 func succeeded(st *runtimeapi.ContainerStatus) bool {
-	return st.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED && st.GetExitCode() == 0
+	return exited(st) && st.GetExitCode() == 0
 }
 
 // sandboxChange decides whether the pod needs a new sandbox.
@@ -202,25 +186,35 @@ func sandboxChange(pod *v1.Pod, status *cri.PodStatus) (create bool, attempt uin
 // pure function: it reads pod, status and probes and calls nothing else.
 // When nothing is to be done it allocates nothing.
 //
+// Whether a container that exited is restarted is podspec.RestartsAfterExit
+// (container restart rules: the container's restartPolicyRules on its exit
+// code, then its own restartPolicy, then the pod's); after a failed probe it
+// is podspec.RestartsAfterKill.
+//
 // The rules, in order:
 //   - A new sandbox is needed when there is none, more than one is ready, the
 //     newest is not ready, its network mode differs from the spec's
 //     hostNetwork, or a pod network sandbox has no IP. Then the pod is killed
 //     and restarted from its first init container (or its app containers,
-//     skipping those that succeeded under OnFailure) — except that a pod with
-//     restartPolicy Never whose containers already ran is only killed.
+//     skipping those that exited and are not to be restarted) — except that a
+//     pod that runs once (podspec.RunsOnce: restartPolicy Never and no
+//     container that may restart) whose containers already ran is only
+//     killed.
 //   - Init containers run one at a time in order; a regular one that exits 0
-//     lets the next start, one that fails is restarted (Always, OnFailure) or
-//     fails the pod (Never: KillPod and InitFailed). Sidecars (restartable
+//     lets the next start, one that fails is restarted when
+//     RestartsAfterExit says so, else fails the pod (KillPod and
+//     InitFailed). Sidecars (restartable
 //     init containers) are started in order and restarted whenever not
 //     running; a running sidecar counts as started once its startup probe,
 //     if it has one, succeeded. Once any app container exists, init is
 //     done.
 //   - App containers are started when never created or when their latest
-//     instance exited and the restart policy says so (Always; OnFailure with
-//     a non-zero exit). A running container is killed when its spec hash
-//     changed (and restarted), or its liveness or startup probe failed
-//     (restarted unless Never).
+//     instance exited and RestartsAfterExit says so: a Never pod restarts a
+//     container whose own policy is Always, or whose rule matches its exit
+//     code. A running container is killed when its spec hash changed (and
+//     restarted), or its liveness or startup probe failed (restarted unless
+//     RestartsAfterKill says no: the container's own policy, else the pod's,
+//     is Never).
 //   - A running app container or sidecar whose resources differ from its
 //     spec's (an in-place resize the node accepted) is updated in place
 //     (ContainersToUpdate), or restarted when its resizePolicy says
@@ -234,14 +228,14 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 	create, attempt, id, reason := sandboxChange(pod, status)
 	if create {
 		a.KillPod = true
-		if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(status.Containers) != 0 {
+		if podspec.RunsOnce(pod) && attempt != 0 && len(status.Containers) != 0 {
 			// A Never pod that ran is not started again.
 			return a
 		}
 		var apps []int
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
-			if podspec.ContainerRestartPolicy(pod, c) == v1.RestartPolicyOnFailure && succeeded(status.ContainerByName(c.Name)) {
+			if st := status.ContainerByName(c.Name); exited(st) && !podspec.RestartsAfterExit(pod, c, st.GetExitCode()) {
 				continue
 			}
 			apps = append(apps, i)
@@ -310,7 +304,6 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		st := status.ContainerByName(c.Name)
-		policy := podspec.ContainerRestartPolicy(pod, c)
 		if st.GetState() == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 			a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: st.GetId(), Name: c.Name, Reason: KillUnknownState,
 				Message: fmt.Sprintf("Container %s is in an unknown state, will be restarted", c.Name)})
@@ -318,7 +311,7 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 			continue
 		}
 		if !running(st) {
-			if shouldRestart(policy, st) {
+			if cri.ShouldStartContainer(pod, c, st) {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
 			continue
@@ -330,7 +323,7 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 			continue
 		}
 		if k, ok := probeKill(c, st, probes); ok {
-			if policy == v1.RestartPolicyNever {
+			if !podspec.RestartsAfterKill(pod, c) {
 				// Killed for good: say so, as upstream does.
 				k.Message = strings.TrimSuffix(k.Message, ", will be restarted")
 			} else {
@@ -402,8 +395,7 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 			}
 			return false
 		}
-		if st != nil && st.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED &&
-			podspec.ContainerRestartPolicy(pod, c) == v1.RestartPolicyNever {
+		if exited(st) && !podspec.RestartsAfterExit(pod, c, st.GetExitCode()) {
 			a.KillPod, a.InitFailed = true, true
 			a.InitContainersToStart, a.ContainersToKill = nil, nil
 			return false

@@ -89,6 +89,25 @@ func TestComputeActions(t *testing.T) {
 	withLiveness.LivenessProbe = &v1.Probe{}
 	withStartup := app
 	withStartup.StartupProbe = &v1.Probe{}
+	// Container restart rules (upstream's ContainerRestartRules, on by
+	// default since 1.35): a container's own restartPolicy and its
+	// restartPolicyRules decide its restart, not only the pod's policy.
+	own := func(c v1.Container, p v1.ContainerRestartPolicy, rules ...v1.ContainerRestartRule) v1.Container {
+		c.RestartPolicy, c.RestartPolicyRules = &p, rules
+		return c
+	}
+	on42 := v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}
+	always := own(app, v1.ContainerRestartPolicyAlways)
+	neverIn := own(app, v1.ContainerRestartPolicyNever)
+	retry42 := own(app, v1.ContainerRestartPolicyNever, on42)
+	live := own(app, v1.ContainerRestartPolicyAlways)
+	live.LivenessProbe = &v1.Probe{}
+	liveNever := own(app, v1.ContainerRestartPolicyNever, on42)
+	liveNever.LivenessProbe = &v1.Probe{}
+	init42 := own(i1, v1.ContainerRestartPolicyNever, on42)
+	initOnFailure := own(i1, v1.ContainerRestartPolicyOnFailure)
+	dead := []*runtimeapi.PodSandboxStatus{sbx("sb1", 0, false, "", false)}
 
 	tests := []struct {
 		name   string
@@ -201,6 +220,40 @@ func TestComputeActions(t *testing.T) {
 		{"sidecar liveness failed", newPod("", []v1.Container{func() v1.Container { c := sc; c.LivenessProbe = &v1.Probe{}; return c }()}, app),
 			status(ready(), cst("c1", app, running, 0, 0), cst("s1", func() v1.Container { c := sc; c.LivenessProbe = &v1.Probe{}; return c }(), running, 0, 0)),
 			podsync.Probes{Liveness: failed("s1")}, want{nextInit: -1, kills: []kill{{"sidecar", podsync.KillLivenessFailed}}, inits: []int{0}}},
+
+		// Container restart rules.
+		{"Never pod, container Always, exit 1: restart", newPod(v1.RestartPolicyNever, nil, always),
+			status(ready(), cst("c1", always, exited, 1, 0)), podsync.Probes{}, want{nextInit: -1, apps: []int{0}}},
+		{"Never pod, container Always, exit 0: restart", newPod(v1.RestartPolicyNever, nil, always),
+			status(ready(), cst("c1", always, exited, 0, 3)), podsync.Probes{}, want{nextInit: -1, apps: []int{0}}},
+		{"Always pod, container Never, exit 1: stays down", newPod(v1.RestartPolicyAlways, nil, neverIn, app2),
+			status(ready(), cst("c1", neverIn, exited, 1, 0), cst("c2", app2, running, 0, 0)), podsync.Probes{}, want{nextInit: -1}},
+		{"rule on 42, exit 42: restart", newPod(v1.RestartPolicyNever, nil, retry42),
+			status(ready(), cst("c1", retry42, exited, 42, 0)), podsync.Probes{}, want{nextInit: -1, apps: []int{0}}},
+		{"rule on 42, exit 1: the pod is done", newPod(v1.RestartPolicyNever, nil, retry42),
+			status(ready(), cst("c1", retry42, exited, 1, 1)), podsync.Probes{}, want{killPod: true, nextInit: -1}},
+		{"rule on 42 in an Always pod, exit 1: its own Never keeps it down", newPod(v1.RestartPolicyAlways, nil, retry42, app2),
+			status(ready(), cst("c1", retry42, exited, 1, 0), cst("c2", app2, running, 0, 0)), podsync.Probes{}, want{nextInit: -1}},
+		{"liveness failed, Never pod, container Always: restarted", newPod(v1.RestartPolicyNever, nil, live),
+			status(ready(), cst("c1", live, running, 0, 0)), podsync.Probes{Liveness: failed("c1")},
+			want{nextInit: -1, kills: []kill{{"app", podsync.KillLivenessFailed}}, apps: []int{0}}},
+		{"liveness failed, container Never with rules: rules need an exit code", newPod(v1.RestartPolicyAlways, nil, liveNever, app2),
+			status(ready(), cst("c1", liveNever, running, 0, 0), cst("c2", app2, running, 0, 0)), podsync.Probes{Liveness: failed("c1")},
+			want{nextInit: -1, kills: []kill{{"app", podsync.KillLivenessFailed}}}},
+		{"init rule on 42, exit 42: restart it", newPod(v1.RestartPolicyNever, []v1.Container{init42}, app),
+			status(ready(), cst("i1", init42, exited, 42, 0)), podsync.Probes{}, want{nextInit: 0, inits: []int{0}}},
+		{"init rule on 42, exit 1: pod failed", newPod(v1.RestartPolicyNever, []v1.Container{init42}, app),
+			status(ready(), cst("i1", init42, exited, 1, 0)), podsync.Probes{}, want{killPod: true, nextInit: -1, initFailed: true}},
+		{"init OnFailure in a Never pod, exit 1: restart it", newPod(v1.RestartPolicyNever, []v1.Container{initOnFailure}, app),
+			status(ready(), cst("i1", initOnFailure, exited, 1, 0)), podsync.Probes{}, want{nextInit: 0, inits: []int{0}}},
+		{"sandbox died, Never pod, a container may restart: new sandbox", newPod(v1.RestartPolicyNever, nil, always, app2),
+			status(dead, cst("c1", always, exited, 137, 0), cst("c2", app2, exited, 0, 0)), podsync.Probes{},
+			want{killPod: true, create: true, attempt: 1, nextInit: -1, apps: []int{0}}},
+		{"sandbox died, Never pod, rule matched the exit: new sandbox", newPod(v1.RestartPolicyNever, nil, retry42),
+			status(dead, cst("c1", retry42, exited, 42, 0)), podsync.Probes{},
+			want{killPod: true, create: true, attempt: 1, nextInit: -1, apps: []int{0}}},
+		{"sandbox died, Never pod, rule did not match: stay down", newPod(v1.RestartPolicyNever, nil, retry42),
+			status(dead, cst("c1", retry42, exited, 1, 0)), podsync.Probes{}, want{killPod: true, nextInit: -1}},
 
 		// Adoption: a restarted agent sees what runs and starts nothing new.
 		{"adoption after agent restart", newPod("", []v1.Container{i1, sc}, app, app2),

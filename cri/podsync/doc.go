@@ -11,9 +11,10 @@
 // where one is needed), containers to kill with a reason (spec hash
 // changed, liveness or startup probe failed, not in the spec), the next
 // init container, the sidecars (restartable init containers) to start and
-// the app containers to start, under each container's restart policy
-// (Always, OnFailure, Never). When nothing is to be done it allocates
-// nothing.
+// the app containers to start, under each container's restart decision
+// (podspec.RestartsAfterExit: the container's restartPolicyRules on its exit
+// code, then its own restartPolicy, then the pod's: Always, OnFailure,
+// Never). When nothing is to be done it allocates nothing.
 //
 // A Syncer performs plans:
 //
