@@ -26,8 +26,10 @@
 //     the termination message file or, with FallbackToLogsOnError after a
 //     failure, the log tail (80 lines, 2048 bytes);
 //   - the phase (Phase) from init containers, sidecars (restartable init
-//     containers), containers and the restart policy; a terminal phase,
-//     once in the API server or generated, is never left;
+//     containers), containers and whether each stopped one will restart
+//     (podspec.RestartsAfterExit: container restart rules, the container's
+//     own restartPolicy, else the pod's); a terminal phase, once in the API
+//     server or generated, is never left;
 //   - the conditions PodReadyToStartContainers, Initialized, Ready (with
 //     readiness gates read from the pod's conditions), ContainersReady and
 //     PodScheduled, with upstream's reasons and messages, each with a
@@ -36,10 +38,12 @@
 //   - pod IPs (one per family, the node's family first), host IPs (a
 //     host-network pod takes the node's), start time and QoS class.
 //
-// A container that can never run again (restart policy Never, or OnFailure
-// after a success) is never reported running again: Generate keeps its
-// terminated status, and Manager.Set refuses such a status
-// (ErrIllegalTransition), as upstream's status manager does.
+// A container that will not run again after its exit (restart policy Never,
+// or OnFailure after a success, the container's own or the pod's, and no
+// rule of its restartPolicyRules restarting on that exit code) is never
+// reported running again: Generate keeps its terminated status, and
+// Manager.Set refuses such a status (ErrIllegalTransition), as upstream's
+// status manager does.
 //
 // # The status Manager
 //

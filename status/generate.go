@@ -332,7 +332,7 @@ func (g *generator) containerStatuses(containers []v1.Container, previous []v1.C
 			if isInit && latest[i] != nil && latest[i].GetState() == runtimeapi.ContainerState_CONTAINER_EXITED && latest[i].GetExitCode() == 0 {
 				continue
 			}
-			if !shouldRestart(c, isInit, g.pod, latest[i]) {
+			if !cri.ShouldStartContainer(g.pod, c, latest[i]) {
 				continue
 			}
 			w, ok := g.in.Waiting.WaitingReason(g.pod.UID, c.Name)
@@ -353,7 +353,7 @@ func (g *generator) containerStatuses(containers []v1.Container, previous []v1.C
 		if oldStatus == nil || oldStatus.State.Terminated == nil || out[i].State.Terminated != nil {
 			continue
 		}
-		if canRestartAfter(g.pod, &containers[i], isInit, oldStatus.State.Terminated.ExitCode) {
+		if podspec.RestartsAfterExit(g.pod, &containers[i], oldStatus.State.Terminated.ExitCode) {
 			continue
 		}
 		prev := *oldStatus.DeepCopy()
@@ -364,45 +364,6 @@ func (g *generator) containerStatuses(containers []v1.Container, previous []v1.C
 		slices.SortFunc(out, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return out
-}
-
-// canRestartAfter says whether a container that terminated with exitCode may
-// leave the terminated state: upstream's transition guard.
-func canRestartAfter(pod *v1.Pod, c *v1.Container, isInit bool, exitCode int32) bool {
-	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
-		return true
-	}
-	if isInit && podspec.IsSidecar(c) {
-		return true
-	}
-	return exitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure
-}
-
-// shouldRestart is upstream's ShouldContainerBeRestarted: whether the next
-// sync starts the container again.
-func shouldRestart(c *v1.Container, isInit bool, pod *v1.Pod, latest *runtimeapi.ContainerStatus) bool {
-	if pod.DeletionTimestamp != nil {
-		return false
-	}
-	if latest == nil {
-		return true
-	}
-	switch latest.GetState() {
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return false
-	case runtimeapi.ContainerState_CONTAINER_UNKNOWN, runtimeapi.ContainerState_CONTAINER_CREATED:
-		return true
-	}
-	if isInit && podspec.IsSidecar(c) {
-		return true
-	}
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return latest.GetExitCode() != 0
-	}
-	return true
 }
 
 // convert turns one runtime instance of a container into an API status.

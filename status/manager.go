@@ -194,7 +194,7 @@ func (m *Manager) setLocked(pod *v1.Pod, st *v1.PodStatus, finished bool) error 
 	if e != nil {
 		old = &e.status
 	}
-	if err := checkTransition(old, st, &pod.Spec); err != nil {
+	if err := checkTransition(old, st, pod); err != nil {
 		return fmt.Errorf("set pod status %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
 	now := metav1.NewTime(m.clock.Now())

@@ -17,26 +17,30 @@ import (
 // shows a container running again although it can never run again.
 var ErrIllegalTransition = errors.New("illegal container state transition")
 
-// checkTransition is upstream's guard: under restart policy Never, and under
-// OnFailure after a success, a terminated container (or regular init
-// container) never leaves the terminated state.
-func checkTransition(old, next *v1.PodStatus, spec *v1.PodSpec) error {
+// checkTransition is upstream's guard: outside a pod whose restart policy is
+// Always, a terminated container (or regular init container) that is not to
+// be restarted after its exit code (podspec.RestartsAfterExit: its rules,
+// its own policy, the pod's) never leaves the terminated state.
+func checkTransition(old, next *v1.PodStatus, pod *v1.Pod) error {
+	spec := &pod.Spec
 	if spec.RestartPolicy == v1.RestartPolicyAlways || spec.RestartPolicy == "" {
 		return nil
 	}
 	check := func(olds, news []v1.ContainerStatus, init bool) error {
 		for i := range olds {
 			o := &olds[i]
+			if o.State.Terminated == nil {
+				continue
+			}
 			if init {
 				c := specContainer(spec.InitContainers, o.Name)
 				if c == nil {
 					return fmt.Errorf("%w: init container %q has a status but no spec", ErrIllegalTransition, o.Name)
 				}
-				if podspec.IsSidecar(c) {
+				if podspec.RestartsAfterExit(pod, c, o.State.Terminated.ExitCode) {
 					continue
 				}
-			}
-			if o.State.Terminated == nil || (o.State.Terminated.ExitCode != 0 && spec.RestartPolicy == v1.RestartPolicyOnFailure) {
+			} else if c := specContainer(spec.Containers, o.Name); c != nil && podspec.RestartsAfterExit(pod, c, o.State.Terminated.ExitCode) {
 				continue
 			}
 			if n := findStatus(news, o.Name); n != nil && n.State.Terminated == nil {

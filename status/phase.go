@@ -7,10 +7,12 @@ import (
 )
 
 // Phase returns the pod's phase from its init container and container
-// statuses, with upstream kubelet's rules:
+// statuses, with upstream kubelet's rules (getPhase, with container restart
+// rules on, as they are by default since 1.35):
 //
-//   - Failed when a regular init container failed and the restart policy
-//     is Never;
+//   - Failed when a regular init container failed and will not be
+//     restarted (podspec.RestartsAfterExit on its exit code: the
+//     container's rules, its own restartPolicy, else the pod's);
 //   - Pending while a regular init container has not succeeded, while a
 //     sidecar has not started (unless a regular container of the current
 //     sandbox already exists: podHasInitialized), or while a container
@@ -18,17 +20,22 @@ import (
 //   - Running when a container (or sidecar) runs and every container has a
 //     status;
 //   - when every container stopped: Succeeded or Failed if the pod is
-//     terminal (podIsTerminal), else Running under restart policy Always,
-//     Succeeded if all exited 0, Failed under Never, Running under
-//     OnFailure (a failed container restarts);
+//     terminal (podIsTerminal); else Running if any stopped container will
+//     be restarted (RestartsAfterExit on its last exit code: under the
+//     pod's Always every one, under OnFailure a failed one, under Never one
+//     whose own policy or rule says so), Succeeded if all exited 0, Failed
+//     otherwise;
 //   - Pending otherwise.
 //
-// A waiting container that terminated before counts as stopped; terminated
-// sidecars are ignored. Static pods never get a terminal phase from
-// podIsTerminal, as upstream.
+// A waiting container that terminated before counts as stopped, with the
+// exit code of that termination; terminated sidecars are ignored. Static
+// pods never get a terminal phase from podIsTerminal, as upstream.
 func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTerminal, podHasInitialized bool) v1.PodPhase {
 	spec := &pod.Spec
 	pendingInit, pendingSidecars, failedInit := 0, 0, 0
+	failed := func(c *v1.Container, t *v1.ContainerStateTerminated) bool {
+		return t.ExitCode != 0 && !podspec.RestartsAfterExit(pod, c, t.ExitCode)
+	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		if podspec.IsSidecar(c) {
@@ -41,12 +48,12 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 		case st.State.Running != nil:
 			pendingInit++
 		case st.State.Terminated != nil:
-			if st.State.Terminated.ExitCode != 0 {
+			if failed(c, st.State.Terminated) {
 				failedInit++
 			}
 		case st.State.Waiting != nil:
 			if t := st.LastTerminationState.Terminated; t != nil {
-				if t.ExitCode != 0 {
+				if failed(c, t) {
 					failedInit++
 				}
 			} else {
@@ -57,7 +64,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 		}
 	}
 
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	unknown, running, waiting, stopped, succeeded, restarting := 0, 0, 0, 0, 0, 0
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		if !podspec.IsSidecar(c) {
@@ -85,7 +92,8 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 		}
 	}
 	for i := range spec.Containers {
-		st := findStatus(statuses, spec.Containers[i].Name)
+		c := &spec.Containers[i]
+		st := findStatus(statuses, c.Name)
 		switch {
 		case st == nil:
 			unknown++
@@ -96,9 +104,15 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 			if st.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
+			if podspec.RestartsAfterExit(pod, c, st.State.Terminated.ExitCode) {
+				restarting++
+			}
 		case st.State.Waiting != nil:
-			if st.LastTerminationState.Terminated != nil {
+			if t := st.LastTerminationState.Terminated; t != nil {
 				stopped++
+				if podspec.RestartsAfterExit(pod, c, t.ExitCode) {
+					restarting++
+				}
 			} else {
 				waiting++
 			}
@@ -107,7 +121,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 		}
 	}
 
-	if failedInit > 0 && spec.RestartPolicy == v1.RestartPolicyNever {
+	if failedInit > 0 {
 		return v1.PodFailed
 	}
 	switch {
@@ -124,16 +138,13 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 			}
 			return v1.PodFailed
 		}
-		if spec.RestartPolicy == v1.RestartPolicyAlways || spec.RestartPolicy == "" {
+		if restarting > 0 {
 			return v1.PodRunning
 		}
 		if stopped == succeeded {
 			return v1.PodSucceeded
 		}
-		if spec.RestartPolicy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-		return v1.PodRunning
+		return v1.PodFailed
 	default:
 		return v1.PodPending
 	}
