@@ -17,6 +17,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/volume"
 )
@@ -147,7 +148,8 @@ func (c *podCgroups) start(ctx context.Context) error {
 // SyncPod: not for a pod whose termination was requested; a pod with
 // running containers and no cgroup (the agent restarted with
 // Cgroups.PerQOS newly on) is killed first so that it restarts inside the
-// hierarchy, and a run-once pod killed so is not given one.
+// hierarchy, and a run-once pod (podspec.RunsOnce) killed so is not given
+// one.
 func (c *podCgroups) ensure(ctx context.Context, pod *v1.Pod, st *v1.PodStatus) error {
 	if c.mgr == nil || c.view.workers.IsPodTerminationRequested(pod.UID) {
 		return nil
@@ -172,7 +174,7 @@ func (c *podCgroups) ensure(ctx context.Context, pod *v1.Pod, st *v1.PodStatus) 
 		}
 		break
 	}
-	if killed && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+	if killed && podspec.RunsOnce(pod) {
 		return nil
 	}
 	if err := c.mgr.UpdateQOS(c.qosPods()); err != nil {
