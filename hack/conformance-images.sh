@@ -41,7 +41,9 @@
 #                         at KK_K8S_VERSION, on the busybox rootfs (upstream's base is
 #                         alpine, whose userland is busybox) plus Debian 12's bash, curl,
 #                         nc (netcat-openbsd), ip and ss (iproute2), ipcs (util-linux),
-#                         dig and nslookup (bind9-dnsutils) with their shared libraries,
+#                         dig and nslookup (bind9-dnsutils), getent (libc-bin) with their
+#                         shared libraries, an /etc/nsswitch.conf of "hosts: files dns"
+#                         (musl's order, which the DNS specs' `getent hosts` relies on),
 #                         /var/registry/pause (tag "testing": our pause image) for
 #                         `agnhost fake-registry-server`, porter's certificate, /uploads,
 #                         user-defined-in-image (1000) in group-defined-in-image (50000).
@@ -395,10 +397,11 @@ build() {
   # agnhost: busybox, then Debian's tools, then agnhost and its files.
   # Where alpine's packages put them. busybox also has nc, ip, ipcs and
   # nslookup applets in /bin; as in upstream's image, the real tools come
-  # first in PATH (or replace the applet, for ip).
+  # first in PATH (or replace the applet, for ip). busybox has no getent:
+  # the DNS specs' queriers run `getent hosts NAME` for /etc/hosts entries.
   stage_tools "${r}/debian" "${r}/agnhost-tools" /bin/bash:/bin/bash /usr/bin/curl:/usr/bin/curl \
     /bin/nc.openbsd:/usr/bin/nc /bin/ip:/sbin/ip /bin/ss:/usr/sbin/ss /usr/bin/ipcs:/usr/bin/ipcs \
-    /usr/bin/dig:/usr/bin/dig /usr/bin/nslookup:/usr/bin/nslookup
+    /usr/bin/dig:/usr/bin/dig /usr/bin/nslookup:/usr/bin/nslookup /usr/bin/getent:/usr/bin/getent
   stage_fake_registry "${IMG_DIR}/pause.oci.tar" "${r}/agnhost-registry"
   local a="${r}/agnhost" mod
   mod="$(cd "${E2ENODE_DIR}" && GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' k8s.io/kubernetes)"
@@ -410,6 +413,11 @@ build() {
   printf 'user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh\n' >>"${a}/etc/passwd"
   printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >>"${a}/etc/group"
   chown 1000:1000 "${a}/home/user-defined-in-image"
+  # glibc without an nsswitch.conf asks DNS before /etc/hosts, and a "no such
+  # name" answer ends the lookup; musl (upstream's libc) reads /etc/hosts first.
+  printf '%s: files\n' passwd group shadow networks protocols services >"${a}/etc/nsswitch.conf"
+  printf 'hosts: files dns\n' >>"${a}/etc/nsswitch.conf"
+  chmod 0644 "${a}/etc/nsswitch.conf"
   # Both tags hold the same agnhost, but as two images (the label differs), as
   # upstream's are: removing one by ID (image GC, RemoveImage) must not remove
   # the other.
