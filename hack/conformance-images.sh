@@ -126,6 +126,20 @@ EOF
   mv -f "${CI_ENV}.new" "${CI_ENV}"
 }
 
+# check_manifest MODULE_DIR NAME:TAG...: fail unless upstream's manifest.go
+# (test/utils/image at KK_K8S_VERSION) names each image NAME with tag TAG, so
+# that a version bump that moves a tag fails here, not in a spec that waits
+# for an image nobody built.
+check_manifest() {
+  local manifest="$1/test/utils/image/manifest.go" pair
+  shift
+  [[ -f "${manifest}" ]] || kk_die "no ${manifest}"
+  for pair in "$@"; do
+    grep -Fq "\"${pair%%:*}\", \"${pair#*:}\"}" "${manifest}" ||
+      kk_die "${manifest} does not name ${pair}: update this script's tags"
+  done
+}
+
 # ---------------------------------------------------------------- inputs
 install_packages() {
   local missing=() p
@@ -235,22 +249,28 @@ build_agnhost() {
   mv -f "${AGNHOST_BIN}.new" "${AGNHOST_BIN}"
 }
 
-# build_crane: crane from the Go module proxy, cached per version.
-build_crane() {
-  if [[ "${KK_REBUILD:-0}" != 1 && -x "${CRANE_BIN}" ]]; then
+# build_go_main MODULE VERSION PKG OUT: the command PKG of MODULE at VERSION,
+# static and trimmed, into OUT unless OUT exists (KK_REBUILD=1 builds it
+# anyway). It builds in a throwaway module that requires MODULE, so that no
+# repository go.mod or go.work is involved, and so that MODULE's own replace
+# directives (etcd's server module has some) are ignored instead of failing
+# as `go install PKG@VERSION` fails on them.
+build_go_main() {
+  local module="$1" version="$2" pkg="$3" out="$4" tmp name
+  name="$(basename "${out}")"
+  if [[ "${KK_REBUILD:-0}" != 1 && -x "${out}" ]]; then
+    kk_log "${name}: cached ${out}"
     return 0
   fi
-  local tmp
   tmp="$(mktemp -d)"
-  kk_log "crane ${CRANE_VERSION}: building"
-  mkdir -p "$(dirname "${CRANE_BIN}")"
-  # A throwaway module, so that no repository go.mod or go.work is involved.
-  (cd "${tmp}" && printf 'module kubeletkit.local/crane\n' >go.mod &&
-    GOWORK=off GOFLAGS=-mod=mod go get "github.com/google/go-containerregistry@${CRANE_VERSION}" >&2 &&
+  kk_log "${name}: building ${pkg} from ${module}@${version}"
+  mkdir -p "$(dirname "${out}")"
+  (cd "${tmp}" && printf 'module kubeletkit.local/build\n' >go.mod &&
+    GOWORK=off GOFLAGS=-mod=mod go get "${module}@${version}" >&2 &&
     GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 \
-      go build -trimpath -ldflags='-s -w' -o "${CRANE_BIN}.new" github.com/google/go-containerregistry/cmd/crane) ||
-    { rm -rf "${tmp}"; kk_die "crane build failed"; }
-  mv -f "${CRANE_BIN}.new" "${CRANE_BIN}"
+      go build -trimpath -ldflags='-s -w -buildid=' -o "${out}.new" "${pkg}") ||
+    { rm -rf "${tmp}"; kk_die "${name}: build failed"; }
+  mv -f "${out}.new" "${out}"
   rm -rf "${tmp}"
 }
 
@@ -371,10 +391,16 @@ build() {
   build_busybox
   build_debian_rootfs
   build_agnhost
+  local mod
+  mod="$(cd "${E2ENODE_DIR}" && GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' k8s.io/kubernetes)"
+  [[ -n "${mod}" ]] || kk_die "k8s.io/kubernetes is not in the Go module cache: run build with network access"
+  check_manifest "${mod}" busybox:1.37.0-1 agnhost:2.63.0 agnhost:2.55 pause:3.10.2 nginx:1.15-4 nginx:1.27-0 \
+    nonewprivs:1.4 nonroot:1.5 glibc-dns-testing:2.0.0
   # crane serves the registry that registry-start runs inside conformance.sh's
   # network namespace, where the module proxy cannot be reached: it is built
   # here, with everything else that needs the network.
-  build_crane
+  build_go_main github.com/google/go-containerregistry "${CRANE_VERSION}" \
+    github.com/google/go-containerregistry/cmd/crane "${CRANE_BIN}"
   mkdir -p "${IMG_DIR}" "${r}"
   write_repo_list
 
@@ -403,8 +429,7 @@ build() {
     /bin/nc.openbsd:/usr/bin/nc /bin/ip:/sbin/ip /bin/ss:/usr/sbin/ss /usr/bin/ipcs:/usr/bin/ipcs \
     /usr/bin/dig:/usr/bin/dig /usr/bin/nslookup:/usr/bin/nslookup /usr/bin/getent:/usr/bin/getent
   stage_fake_registry "${IMG_DIR}/pause.oci.tar" "${r}/agnhost-registry"
-  local a="${r}/agnhost" mod
-  mod="$(cd "${E2ENODE_DIR}" && GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' k8s.io/kubernetes)"
+  local a="${r}/agnhost"
   rm -rf "${a}" && mkdir -p "${a}/uploads" "${a}/etc" "${a}/home/user-defined-in-image"
   install -m 0755 "${AGNHOST_BIN}" "${a}/agnhost"
   ln -s agnhost "${a}/agnhost-2"
