@@ -2,10 +2,12 @@
 # shellcheck source-path=SCRIPTDIR
 # hack/conformance-images.sh: the container images that the [NodeConformance]
 # specs of upstream's node e2e suite (k8s.io/kubernetes/test/e2e_node at
-# KK_K8S_VERSION) run, built offline, plus a local registry for the specs that
-# pull. Used by hack/conformance.sh. Needs root, a Debian 12 machine, Go, and
-# hack/containerd-setup.sh run for the same KK_WORK (it builds hack/pause,
-# hack/webserver and hack/nnp, which three images reuse).
+# KK_K8S_VERSION) and the [Conformance] specs of its cluster suite
+# (k8s.io/kubernetes/test/e2e) run, built offline, plus a local registry for
+# the specs that pull. Used by hack/conformance.sh and hack/cluster.sh images.
+# Needs root, a Debian 12 machine, Go, and hack/containerd-setup.sh run for the
+# same KK_WORK (it builds hack/pause, hack/webserver and hack/nnp, which three
+# images reuse).
 #
 # Usage: conformance-images.sh build | import | registry-start | registry-stop | env
 #
@@ -32,7 +34,8 @@
 # KK_CONFORMANCE_REGISTRY (127.0.0.1:PORT), KK_CONFORMANCE_IMAGES (the archive dir),
 # KK_CONFORMANCE_PAUSE_IMAGE (the suite's pause image after remapping).
 #
-# What is built, and from what (see hack/README.md for which specs use each image):
+# What is built, and from what (hack/README.md says which specs use each image
+# and how close it is to upstream's):
 #   busybox 1.37.0-1      upstream's busybox 1.37.0 source (the orig tarball of Debian
 #                         trixie's busybox source package, sha256 pinned below), built
 #                         static with `make defconfig`, as the docker library's image;
@@ -44,14 +47,36 @@
 #                         dig and nslookup (bind9-dnsutils), getent (libc-bin) with their
 #                         shared libraries, an /etc/nsswitch.conf of "hosts: files dns"
 #                         (musl's order, which the DNS specs' `getent hosts` relies on),
+#                         an /etc/os-release naming Alpine Linux as what it stands in for,
 #                         /var/registry/pause (tag "testing": our pause image) for
 #                         `agnhost fake-registry-server`, porter's certificate, /uploads,
 #                         user-defined-in-image (1000) in group-defined-in-image (50000).
+#   nautilus 1.8, kitten 1.8  the agnhost image plus /nautilus.jpg or /kitten.jpg and
+#                         /data.json from the module's test/images/{nautilus,kitten}/html,
+#                         Cmd test-webserver (serves / on :80), as upstream's.
 #   pause 3.10.2          hack/pause as /pause, user 65535:65535.
 #   nginx 1.15-4, 1.27-0  the busybox rootfs plus hack/webserver as /usr/sbin/nginx on :80.
 #   nonewprivs 1.4        the busybox rootfs plus hack/nnp as setuid /usr/local/bin/nnp.
 #   nonroot 1.5           a Debian 12 minbase rootfs (debootstrap), user 1234.
-#   glibc-dns-testing 2.0.0  the same Debian 12 rootfs (bookworm-slim plus dnsutils upstream).
+#   glibc-dns-testing 2.0.0  the same Debian 12 rootfs (bookworm-slim plus dnsutils
+#                         upstream; the cluster suite's "jessie" DNS querier).
+#   sample-apiserver 1.29.2  k8s.io/sample-apiserver at KK_K8S_VERSION's staging version
+#                         (v0.36.3), built in a throwaway module, as /sample-apiserver on
+#                         the busybox rootfs (upstream's is alpine).
+#   etcd 3.6.8-0          go.etcd.io/etcd/server/v3 at ETCD_VERSION (manifest.go's tag,
+#                         checked) as /usr/local/bin/etcd, nothing else (upstream's is
+#                         distroless).
+# The cluster suite's [Conformance] specs (v1.36.3) run busybox, agnhost 2.63.0 and
+# pause (most of them) and these: agnhost 2.55 (StatefulSet webservers: test-webserver,
+# readiness on /localhost.crt, which the specs mv to /tmp and back; the Deployment, Pods
+# lifecycle and kubectl diff specs), nginx 1.15-4 (garbage collector, ReplicationController
+# lifecycle, Endpoints, EndpointSlices, PodTemplates, pod generation), glibc-dns-testing
+# (the DNS specs' "jessie" querier: sh, seq, dig +search and +short, getent hosts; the
+# agnhost querier runs the same), nautilus (kubectl Update Demo: data.json through the
+# pod proxy), kitten (ImageVolume: /data.json and /etc/os-release of the image mounted
+# as a volume, pulled with Always), sample-apiserver and etcd (Aggregator: the sample API
+# server with etcd on 127.0.0.1:2379 in its pod). nginx 1.27-0, nonroot and nonewprivs
+# only the node suite runs. manifest.go of v1.36.3 has no httpd image.
 #
 # Debian packages installed by build (apt-get, when missing): debootstrap, gcc, make,
 # libc6-dev, bzip2. The busybox source comes from deb.debian.org (trixie's deb-src)
@@ -61,7 +86,8 @@
 #   KK_WORK                       work dir (default /tmp/kubeletkit-e2e)
 #   KK_APISERVER_CACHE            cache of slow builds (default $KK_WORK/bin); build keeps
 #                                 conformance/{busybox-1.37.0,agnhost-<k8s version>,
-#                                 debian-bookworm-<key>.tar} and crane-<version> there
+#                                 debian-bookworm-<key>.tar,etcd-<version>,
+#                                 sample-apiserver-<version>} and crane-<version> there
 #   KK_CONFORMANCE_REGISTRY_PORT  the local registry's port on 127.0.0.1 (default 5055;
 #                                 it is part of every image name, so a change rebuilds)
 #   KK_CRANE_VERSION              github.com/google/go-containerregistry version (v0.22.1)
@@ -91,6 +117,12 @@ BUSYBOX_VERSION=1.37.0
 # sha256 of busybox-1.37.0.tar.bz2 as released by busybox.net, which is Debian's
 # busybox_1.37.0.orig.tar.bz2.
 BUSYBOX_SHA256=3311dff32e746499f4df0d5df04d7eb396382d7e108bb9250e7b519b837043a4
+# The etcd beside the sample API server in the Aggregator spec's pod: manifest.go
+# names etcd:3.6.8-0 (checked by build).
+ETCD_VERSION=v3.6.8
+# The sample API server: k8s.io/sample-apiserver of KK_K8S_VERSION's minor
+# (v1.36.3: v0.36.3), whatever tag manifest.go gives its image.
+SAMPLE_APISERVER_VERSION="v0.${KK_K8S_VERSION#v1.}"
 DEBIAN_MIRROR=http://deb.debian.org/debian
 # The Debian 12 rootfs of nonroot and glibc-dns-testing, and the source of
 # agnhost's extra tools.
@@ -382,6 +414,13 @@ build_image() {
   printf '%s\n' "${ref}" >"${IMG_DIR}/${name}.oci.tar.ref"
 }
 
+# agnhost_config CMD STANDS_IN_FOR: the config of an image whose entrypoint
+# is /agnhost, with upstream's ports, and a label that tells the images apart.
+agnhost_config() {
+  printf '{"Env":[%s],"Entrypoint":["/agnhost"],"Cmd":["%s"],%s,"WorkingDir":"/","Labels":{"io.kubeletkit.stands-in-for":"%s"}}' \
+    "${IMAGE_PATH_ENV}" "$1" '"ExposedPorts":{"80/tcp":{},"8080/tcp":{},"8081/tcp":{},"9376/tcp":{},"5000/tcp":{}}' "$2"
+}
+
 build() {
   local t0=${SECONDS} r="${CI_DIR}/rootfs" e2e="${REGISTRY}/e2e-test-images" f
   for f in pause webserver nnp; do
@@ -395,7 +434,11 @@ build() {
   mod="$(cd "${E2ENODE_DIR}" && GOWORK=off GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' k8s.io/kubernetes)"
   [[ -n "${mod}" ]] || kk_die "k8s.io/kubernetes is not in the Go module cache: run build with network access"
   check_manifest "${mod}" busybox:1.37.0-1 agnhost:2.63.0 agnhost:2.55 pause:3.10.2 nginx:1.15-4 nginx:1.27-0 \
-    nonewprivs:1.4 nonroot:1.5 glibc-dns-testing:2.0.0
+    nonewprivs:1.4 nonroot:1.5 glibc-dns-testing:2.0.0 nautilus:1.8 kitten:1.8 sample-apiserver:1.29.2 \
+    "etcd:${ETCD_VERSION#v}-0"
+  build_go_main go.etcd.io/etcd/server/v3 "${ETCD_VERSION}" go.etcd.io/etcd/server/v3 "${CACHE}/etcd-${ETCD_VERSION}"
+  build_go_main k8s.io/sample-apiserver "${SAMPLE_APISERVER_VERSION}" k8s.io/sample-apiserver \
+    "${CACHE}/sample-apiserver-${SAMPLE_APISERVER_VERSION}"
   # crane serves the registry that registry-start runs inside conformance.sh's
   # network namespace, where the module proxy cannot be reached: it is built
   # here, with everything else that needs the network.
@@ -442,15 +485,26 @@ build() {
   # name" answer ends the lookup; musl (upstream's libc) reads /etc/hosts first.
   printf '%s: files\n' passwd group shadow networks protocols services >"${a}/etc/nsswitch.conf"
   printf 'hosts: files dns\n' >>"${a}/etc/nsswitch.conf"
-  chmod 0644 "${a}/etc/nsswitch.conf"
+  # The ImageVolume spec reads the kitten image's /etc/os-release and looks
+  # for "Alpine Linux": this one says which image it stands in for.
+  printf '%s\n' 'NAME="kubeletkit busybox rootfs, standing in for Alpine Linux"' 'ID=kubeletkit-busybox' \
+    'ID_LIKE=alpine' 'PRETTY_NAME="kubeletkit busybox rootfs, standing in for Alpine Linux"' >"${a}/etc/os-release"
+  chmod 0644 "${a}/etc/nsswitch.conf" "${a}/etc/os-release"
   # Both tags hold the same agnhost, but as two images (the label differs), as
   # upstream's are: removing one by ID (image GC, RemoveImage) must not remove
   # the other.
-  local agn_config tag
+  local tag pic
   for tag in 2.63.0 2.55; do
-    agn_config="{\"Env\":[${IMAGE_PATH_ENV}],\"Entrypoint\":[\"/agnhost\"],\"Cmd\":[\"pause\"],\"ExposedPorts\":{\"80/tcp\":{},\"8080/tcp\":{},\"8081/tcp\":{},\"9376/tcp\":{},\"5000/tcp\":{}},\"WorkingDir\":\"/\",\"Labels\":{\"io.kubeletkit.stands-in-for\":\"agnhost:${tag}\"}}"
-    build_image "agnhost-${tag}" "${e2e}/agnhost:${tag}" "${agn_config}" \
+    build_image "agnhost-${tag}" "${e2e}/agnhost:${tag}" "$(agnhost_config pause "agnhost:${tag}")" \
       "${r}/busybox" "${r}/agnhost-tools" "${r}/agnhost-registry" "${a}"
+  done
+  # nautilus and kitten: upstream's are agnhost 2.63.0 plus a picture and a
+  # data.json that names it, served from / by test-webserver.
+  for pic in nautilus kitten; do
+    rm -rf "${r:?}/${pic}" && mkdir -p "${r}/${pic}"
+    install -m 0644 "${mod}/test/images/${pic}/html/${pic}.jpg" "${mod}/test/images/${pic}/html/data.json" "${r}/${pic}/"
+    build_image "${pic}" "${e2e}/${pic}:1.8" "$(agnhost_config test-webserver "${pic}:1.8")" \
+      "${r}/busybox" "${r}/agnhost-tools" "${r}/agnhost-registry" "${a}" "${r}/${pic}"
   done
 
   # nginx stand-ins: hack/webserver as nginx on :80 over the busybox rootfs.
@@ -468,11 +522,29 @@ build() {
   build_image nonewprivs "${e2e}/nonewprivs:1.4" \
     "{\"Env\":[${IMAGE_PATH_ENV}],\"Cmd\":[\"nnp\"],\"WorkingDir\":\"/\"}" "${r}/busybox" "${r}/nonewprivs"
 
+  # sample-apiserver: /sample-apiserver on the busybox rootfs (upstream's base
+  # is alpine); the Aggregator spec gives it its flags and certificates.
+  rm -rf "${r}/sample-apiserver" && mkdir -p "${r}/sample-apiserver"
+  install -m 0755 "${CACHE}/sample-apiserver-${SAMPLE_APISERVER_VERSION}" "${r}/sample-apiserver/sample-apiserver"
+  build_image sample-apiserver "${e2e}/sample-apiserver:1.29.2" \
+    "{\"Env\":[${IMAGE_PATH_ENV}],\"Entrypoint\":[\"/sample-apiserver\"],\"WorkingDir\":\"/\"}" \
+    "${r}/busybox" "${r}/sample-apiserver"
+
+  # etcd: the binary alone, where the spec's command runs it; upstream's image
+  # is distroless (no shell either). Its default data dir is ./default.etcd.
+  rm -rf "${r}/etcd" && mkdir -p "${r}/etcd/usr/local/bin" "${r}/etcd/tmp"
+  chmod 1777 "${r}/etcd/tmp"
+  install -m 0755 "${CACHE}/etcd-${ETCD_VERSION}" "${r}/etcd/usr/local/bin/etcd"
+  build_image etcd "${REGISTRY}/etcd:${ETCD_VERSION#v}-0" \
+    "{\"Env\":[${IMAGE_PATH_ENV}],\"Cmd\":[\"/usr/local/bin/etcd\"],\"ExposedPorts\":{\"2379/tcp\":{},\"2380/tcp\":{}},\"WorkingDir\":\"/\"}" \
+    "${r}/etcd"
+
   # Archives of a name no longer built (e.g. after a port change) go.
   for f in "${IMG_DIR}"/*.oci.tar; do
     [[ -f "${f}.inputs" ]] || continue
     case "$(basename "${f}" .oci.tar)" in
-      busybox | pause | nonroot | glibc-dns-testing | agnhost-2.63.0 | agnhost-2.55 | nginx | nginx-new | nonewprivs) ;;
+      busybox | pause | nonroot | glibc-dns-testing | agnhost-2.63.0 | agnhost-2.55 | nautilus | kitten | nginx | \
+        nginx-new | nonewprivs | sample-apiserver | etcd) ;;
       *) rm -f "${f}" "${f}.inputs" "${f}.ref" ;;
     esac
   done
