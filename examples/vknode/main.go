@@ -15,7 +15,9 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/certificate"
 
 	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
@@ -51,6 +54,14 @@ type config struct {
 	port                                                                      int
 	verbose                                                                   bool
 	cgroupsPerQOS                                                             bool
+
+	// The node's certificates (certs.go).
+	bootstrapKubeconfig, certDir, tlsCertFile, tlsKeyFile string
+	rotateServerCertificates                              bool
+
+	// The pods' DNS: agent.NodeOptions.ClusterDNS and ClusterDomain.
+	clusterDNS    []string
+	clusterDomain string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -62,7 +73,22 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.endpoint, "container-runtime-endpoint", "", "CRI endpoint (unix:///run/containerd/containerd.sock); empty runs the embedded fake runtime")
 	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "vknode"), "directory for pod data and logs")
 	fs.StringVar(&c.podLogsDir, "pod-logs-dir", "", "directory of the containers' log files (upstream's podLogsDir); empty means ROOT-DIR/logs")
-	fs.IntVar(&c.port, "port", 0, "port of virtual-kubelet's kubelet API over TLS, a self-signed certificate under ROOT-DIR/pki (0: none)")
+	fs.IntVar(&c.port, "port", 0, "port of virtual-kubelet's kubelet API over TLS (0: none); its certificate: --tls-cert-file's, one by CSR (--rotate-server-certificates) or a self-signed one under --cert-dir")
+	fs.StringVar(&c.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "credentials (a bootstrap token) to ask for the node's client certificate with, when --kubeconfig is missing or its certificate expired; --kubeconfig is then written, naming CERT-DIR/kubelet-client-current.pem")
+	fs.StringVar(&c.certDir, "cert-dir", "", "directory of the node's certificates: by CSR (kubelet-client-*.pem, kubelet-server-*.pem) and the self-signed kubelet.crt; empty means ROOT-DIR/pki")
+	fs.StringVar(&c.tlsCertFile, "tls-cert-file", "", "serving certificate of the kubelet API (PEM, with its chain), reloaded when it changes; needs --port and --tls-private-key-file")
+	fs.StringVar(&c.tlsKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
+	fs.BoolVar(&c.rotateServerCertificates, "rotate-server-certificates", false, "the kubelet API's serving certificate by CSR (kubernetes.io/kubelet-serving, for the node's name and IPs), renewed before it expires; needs --port, excludes --tls-cert-file")
+	fs.Func("cluster-dns", "IP addresses of the cluster's DNS servers, comma-separated, repeatable: the nameservers of ClusterFirst pods (without: they get the host's, as Default pods)", func(s string) error {
+		for ip := range strings.SplitSeq(s, ",") {
+			if net.ParseIP(ip) == nil {
+				return fmt.Errorf("%q is not an IP address", ip)
+			}
+			c.clusterDNS = append(c.clusterDNS, ip)
+		}
+		return nil
+	})
+	fs.StringVar(&c.clusterDomain, "cluster-domain", "", "the cluster's DNS domain (cluster.local in most clusters): ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains")
 	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle that signs the client certificates the kubelet API accepts (the API server's kubelet-client certificate: kubectl logs, exec, port-forward)")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "the node's IP address, in its status and in the serving certificate (default: the machine's first non-loopback address)")
 	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", false, "put pods in upstream's cgroup hierarchy with node allocatable enforced on kubepods (agent.Options.Cgroups.PerQOS, cgroupfs), as minikubelet's flag; needs root and a container runtime endpoint")
@@ -83,6 +109,19 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--client-ca-file needs --port: it is the kubelet API's")
 	case c.nodeIP != "" && net.ParseIP(c.nodeIP) == nil:
 		return nil, fmt.Errorf("--node-ip=%s: not an IP address", c.nodeIP)
+	case (c.tlsCertFile == "") != (c.tlsKeyFile == ""):
+		return nil, errors.New("--tls-cert-file and --tls-private-key-file go together")
+	case c.tlsCertFile != "" && c.port == 0:
+		return nil, errors.New("--tls-cert-file needs --port: it is the kubelet API's")
+	case c.rotateServerCertificates && c.port == 0:
+		return nil, errors.New("--rotate-server-certificates needs --port: it is the kubelet API's")
+	case c.rotateServerCertificates && c.tlsCertFile != "":
+		return nil, errors.New("--rotate-server-certificates and --tls-cert-file are two sources of one certificate: give one")
+	}
+	if d := strings.TrimSuffix(c.clusterDomain, "."); d != "" {
+		if errs := validation.IsDNS1123Subdomain(d); len(errs) > 0 {
+			return nil, fmt.Errorf("--cluster-domain=%s: %v", c.clusterDomain, errs)
+		}
 	}
 	if errs := validation.IsDNS1123Subdomain(c.nodeName); len(errs) > 0 {
 		return nil, fmt.Errorf("--node-name=%s: %v", c.nodeName, errs)
@@ -100,6 +139,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := bootstrap(ctx, c, log); err != nil {
+		return err
+	}
 	client, err := newClient(c.kubeconfig)
 	if err != nil {
 		return err
@@ -115,7 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer crt.Close()
 		rt = crt
 	}
-	p, n, err := newNode(c, client, rt, log)
+	nd, err := newNode(c, client, rt, log)
 	if err != nil {
 		return err
 	}
@@ -124,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		runtime = c.endpoint
 	}
 	fmt.Fprintf(stdout, "vknode: virtual-kubelet node %q, runtime %s\n", c.nodeName, runtime)
-	return runNode(ctx, p, n, log, stdout)
+	return runNode(ctx, nd, log, stdout)
 }
 
 // newClient is the API server's client of kubeconfig, with upstream
@@ -159,8 +201,8 @@ func nodeSpec(c *config) v1.Node {
 	}
 }
 
-// newNode builds the provider and virtual-kubelet's node around it.
-func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog.Logger) (*vkprovider.Provider, *nodeutil.Node, error) {
+// agentOptions are the agent's options the flags give.
+func agentOptions(c *config, rt agent.Runtime) agent.Options {
 	// The QoS cgroups only for a real runtime's processes, kubepods
 	// limited to the allocatable as minikubelet's default.
 	qos := c.cgroupsPerQOS && c.endpoint != ""
@@ -168,14 +210,29 @@ func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog
 	if qos {
 		enforce = []string{agent.EnforcePods}
 	}
-	opts := vkprovider.Options{
-		Agent:  agent.Options{Runtime: rt, RootDir: c.rootDir, Logs: agent.LogOptions{Dir: c.podLogsDir}, Cgroups: agent.CgroupOptions{PerQOS: qos, EnforceNodeAllocatable: enforce}},
-		Client: client,
-		Logger: log,
-	}
+	o := agent.Options{Runtime: rt, RootDir: c.rootDir, Logs: agent.LogOptions{Dir: c.podLogsDir},
+		Cgroups: agent.CgroupOptions{PerQOS: qos, EnforceNodeAllocatable: enforce}}
 	if c.nodeIP != "" {
-		opts.Agent.Node.HostIPs = []string{c.nodeIP}
+		o.Node.HostIPs = []string{c.nodeIP}
 	}
+	// ClusterFirst pods' resolv.conf is the agent's, as minikubelet's.
+	o.Node.ClusterDNS = c.clusterDNS
+	o.Node.ClusterDomain = c.clusterDomain
+	return o
+}
+
+// vkNode is what runNode runs: the provider, virtual-kubelet's node around
+// it, and the serving certificate's manager when the kubelet API's
+// certificate comes by CSR (nil otherwise).
+type vkNode struct {
+	p       *vkprovider.Provider
+	n       *nodeutil.Node
+	serving certificate.Manager
+}
+
+// newNode builds the provider and virtual-kubelet's node around it.
+func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog.Logger) (*vkNode, error) {
+	opts := vkprovider.Options{Agent: agentOptions(c, rt), Client: client, Logger: log}
 	nodeOpts := []nodeutil.NodeOpt{nodeutil.WithClient(client), func(cfg *nodeutil.NodeConfig) error {
 		cfg.NodeSpec = nodeSpec(c)
 		// The agent resolves the containers' environment as a kubelet.
@@ -183,35 +240,39 @@ func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog
 		cfg.HTTPListenAddr = net.JoinHostPort("", strconv.Itoa(c.port))
 		return nil
 	}}
+	nd := &vkNode{}
+	var built atomic.Pointer[vkprovider.Provider]
 	if c.port != 0 {
-		o, err := apiOptions(c, client)
+		o, m, err := apiOptions(c, client, addressesOf(c, &built), log)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		nodeOpts = append(nodeOpts, o...)
+		nd.serving = m
 	}
-	var p *vkprovider.Provider
-	n, err := nodeutil.NewNode(c.nodeName, vkprovider.NewProviderFunc(opts, func(b *vkprovider.Provider) { p = b }), nodeOpts...)
+	n, err := nodeutil.NewNode(c.nodeName, vkprovider.NewProviderFunc(opts, func(b *vkprovider.Provider) { built.Store(b) }), nodeOpts...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return p, n, nil
+	nd.p, nd.n = built.Load(), n
+	return nd, nil
 }
 
 // apiOptions serve virtual-kubelet's kubelet API (logs, exec, attach,
 // port-forward, stats, resource metrics, through the provider) over TLS
-// with a self-signed certificate kept under ROOT-DIR/pki, authenticating
-// client certificates of --client-ca-file and bearer tokens (TokenReview),
-// and authorizing with SubjectAccessReview (virtual-kubelet's WebhookAuth),
-// as upstream kubelet with x509 and webhook authentication.
-func apiOptions(c *config, client kubernetes.Interface) ([]nodeutil.NodeOpt, error) {
-	t := server.TLSOptions{CertDir: filepath.Join(c.rootDir, "pki"), Host: c.nodeName}
-	if ip := net.ParseIP(c.nodeIP); ip != nil {
-		t.IPs = []net.IP{ip}
+// with the certificate servingTLS says, authenticating client
+// certificates of --client-ca-file and bearer tokens (TokenReview), and
+// authorizing with SubjectAccessReview (virtual-kubelet's WebhookAuth), as
+// upstream kubelet with x509 and webhook authentication. The manager is
+// the serving certificate's, with --rotate-server-certificates.
+func apiOptions(c *config, client kubernetes.Interface, addresses func() []v1.NodeAddress, log *slog.Logger) ([]nodeutil.NodeOpt, certificate.Manager, error) {
+	t, m, err := servingTLS(c, client, addresses, log)
+	if err != nil {
+		return nil, nil, err
 	}
 	tlsConfig, _, err := server.TLSConfig(t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var authOpts []nodeutil.WebhookAuthOption
 	if c.clientCAFile != "" {
@@ -223,11 +284,11 @@ func apiOptions(c *config, client kubernetes.Interface) ([]nodeutil.NodeOpt, err
 		// goroutine of its own for the node's lifetime.
 		bundle, err := os.ReadFile(c.clientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("--client-ca-file: %w", err)
+			return nil, nil, fmt.Errorf("--client-ca-file: %w", err)
 		}
 		ca, err := dynamiccertificates.NewStaticCAContent("client-ca-bundle", bundle)
 		if err != nil {
-			return nil, fmt.Errorf("--client-ca-file %s: %w", c.clientCAFile, err)
+			return nil, nil, fmt.Errorf("--client-ca-file %s: %w", c.clientCAFile, err)
 		}
 		authOpts = append(authOpts, func(cfg *nodeutil.WebhookAuthConfig) error {
 			cfg.AuthnConfig.ClientCertificateCAContentProvider = ca
@@ -236,19 +297,25 @@ func apiOptions(c *config, client kubernetes.Interface) ([]nodeutil.NodeOpt, err
 	}
 	auth, err := nodeutil.WebhookAuth(client, c.nodeName, authOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("kubelet API authentication: %w", err)
+		return nil, nil, fmt.Errorf("kubelet API authentication: %w", err)
 	}
 	mux := http.NewServeMux()
 	return []nodeutil.NodeOpt{nodeutil.AttachProviderRoutes(mux), func(cfg *nodeutil.NodeConfig) error {
 		cfg.TLSConfig = tlsConfig
 		cfg.Handler = nodeutil.WithAuth(auth, mux)
 		return nil
-	}}, nil
+	}}, m, nil
 }
 
-// runNode runs the provider and the node side by side until ctx ends or
-// either fails, and returns once both have returned.
-func runNode(ctx context.Context, p *vkprovider.Provider, n *nodeutil.Node, log *slog.Logger, stdout io.Writer) error {
+// runNode runs the provider and the node side by side, and the serving
+// certificate's manager, until ctx ends or either fails, and returns once
+// all have stopped.
+func runNode(ctx context.Context, nd *vkNode, log *slog.Logger, stdout io.Writer) error {
+	p, n := nd.p, nd.n
+	if nd.serving != nil {
+		nd.serving.Start()
+		defer nd.serving.Stop()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

@@ -50,16 +50,28 @@ func TestMain(m *testing.M) {
 
 func TestParseFlags(t *testing.T) {
 	c, err := parseFlags([]string{"--kubeconfig", "/k", "--node-name", "kk-node", "--container-runtime-endpoint", "unix:///run/c.sock",
-		"--root-dir", "/r", "--pod-logs-dir", "/l", "--port", "10250", "--node-ip", "192.0.2.7", "-v"}, io.Discard)
+		"--root-dir", "/r", "--pod-logs-dir", "/l", "--port", "10250", "--node-ip", "192.0.2.7", "-v",
+		"--bootstrap-kubeconfig", "/b", "--cert-dir", "/p", "--rotate-server-certificates",
+		"--cluster-dns", "10.96.0.10,fd00::a", "--cluster-dns=10.96.0.11", "--cluster-domain", "cluster.local"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, &config{kubeconfig: "/k", nodeName: "kk-node", endpoint: "unix:///run/c.sock", rootDir: "/r", podLogsDir: "/l",
-		port: 10250, nodeIP: "192.0.2.7", verbose: true}, c)
+		port: 10250, nodeIP: "192.0.2.7", verbose: true, bootstrapKubeconfig: "/b", certDir: "/p", rotateServerCertificates: true,
+		clusterDNS: []string{"10.96.0.10", "fd00::a", "10.96.0.11"}, clusterDomain: "cluster.local"}, c)
+	assert.Equal(t, "/p", c.pkiDir())
+
+	c, err = parseFlags([]string{"--kubeconfig", "/k", "--node-name", "kk-node", "--port", "10250",
+		"--tls-cert-file", "/s.crt", "--tls-private-key-file", "/s.key"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "/s.crt", c.tlsCertFile)
+	assert.Equal(t, "/s.key", c.tlsKeyFile)
 
 	c, err = parseFlags([]string{"--kubeconfig", "/k", "--node-name", "kk-node"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(os.TempDir(), "vknode"), c.rootDir)
 	assert.Zero(t, c.port, "no kubelet API unless asked for")
 	assert.Empty(t, c.endpoint, "the embedded fake runtime")
+	assert.Equal(t, filepath.Join(c.rootDir, "pki"), c.pkiDir())
+	assert.Empty(t, c.clusterDNS, "ClusterFirst pods get the host's resolver")
 }
 
 func TestFlagErrors(t *testing.T) {
@@ -74,6 +86,14 @@ func TestFlagErrors(t *testing.T) {
 		{append([]string{"--port", "-1"}, required...), "--port=-1: not a port"},
 		{append([]string{"--node-ip", "nope"}, required...), "--node-ip=nope: not an IP address"},
 		{append([]string{"--client-ca-file", "/ca.crt"}, required...), "--client-ca-file needs --port"},
+		{append([]string{"--cluster-dns", "10.96.0.10,nope"}, required...), `"nope" is not an IP address`},
+		{append([]string{"--cluster-domain", "Cluster_Local"}, required...), "--cluster-domain=Cluster_Local"},
+		{append([]string{"--port", "1", "--tls-cert-file", "/s.crt"}, required...), "--tls-cert-file and --tls-private-key-file go together"},
+		{append([]string{"--port", "1", "--tls-private-key-file", "/s.key"}, required...), "--tls-cert-file and --tls-private-key-file go together"},
+		{append([]string{"--tls-cert-file", "/s.crt", "--tls-private-key-file", "/s.key"}, required...), "--tls-cert-file needs --port"},
+		{append([]string{"--rotate-server-certificates"}, required...), "--rotate-server-certificates needs --port"},
+		{append([]string{"--port", "1", "--rotate-server-certificates", "--tls-cert-file", "/s.crt", "--tls-private-key-file", "/s.key"}, required...), "give one"},
+		{append([]string{"--bootstrap-kubeconfig", "/nonexistent/bootstrap.conf"}, required...), "bootstrap kubeconfig /nonexistent/bootstrap.conf"},
 		{[]string{"--kubeconfig", "/k", "--node-name", "KK_Node"}, "--node-name=KK_Node"},
 		{append([]string{"--no-such-flag"}, required...), "no-such-flag"},
 		{append(required, "extra"), "unexpected arguments"},
@@ -99,8 +119,9 @@ func TestNodeJoins(t *testing.T) {
 	require.NoError(t, l.Close())
 	c := &config{nodeName: "kk-node", rootDir: t.TempDir(), port: port, nodeIP: "127.0.0.1"}
 	client := fake.NewClientset()
-	p, n, err := newNode(c, client, nil, slog.New(slog.DiscardHandler))
+	nd, err := newNode(c, client, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
+	assert.Nil(t, nd.serving, "a self-signed certificate: no CSR")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	nodes, err := client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
@@ -108,7 +129,7 @@ func TestNodeJoins(t *testing.T) {
 	defer nodes.Stop()
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- runNode(ctx, p, n, slog.New(slog.DiscardHandler), &out) }()
+	go func() { done <- runNode(ctx, nd, slog.New(slog.DiscardHandler), &out) }()
 	defer func() {
 		cancel()
 		select {
@@ -182,8 +203,9 @@ func TestKubeletAPIClientCertificates(t *testing.T) {
 
 	caFile, clientCert := clientCA(t)
 	_, otherCert := clientCA(t)
-	opts, err := apiOptions(&config{nodeName: "kk-node", rootDir: t.TempDir(), port: 1, clientCAFile: caFile}, client)
+	opts, m, err := apiOptions(&config{nodeName: "kk-node", rootDir: t.TempDir(), port: 1, clientCAFile: caFile}, client, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
+	assert.Nil(t, m)
 	var cfg nodeutil.NodeConfig
 	for _, o := range opts {
 		require.NoError(t, o(&cfg))
