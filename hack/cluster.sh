@@ -6,6 +6,7 @@
 #
 #   bash hack/containerd-setup.sh && bash hack/controlplane-setup.sh
 #   KK_CLUSTER_KUBELETS="minikubelet minikubelet" bash hack/cluster.sh up
+#   # or "upstream upstream", "vknode vknode", "minikubelet vknode", ...
 #   bash hack/cluster.sh smoke
 #   bash hack/cluster.sh down
 #
@@ -22,9 +23,13 @@
 # Each node: its own containerd (hack/containerd-start.sh, KK_WORK
 # $KK_WORK/cluster/nN, entered into the node's network namespace only, so
 # that mounts propagate as on a host), the kubelet named in
-# KK_CLUSTER_KUBELETS (minikubelet or upstream) joined as `kubeadm join`
-# joins it (a bootstrap token, hack/join.sh's kubeadm objects), in a
-# private mount namespace (kk_isolate), node name kkc-nN; and kube-proxy
+# KK_CLUSTER_KUBELETS (minikubelet, upstream, or vknode:
+# examples/vknode, virtual-kubelet's node library with
+# examples/vkprovider, docs/cluster.md says what it lacks) joined as
+# `kubeadm join` joins it (a bootstrap token, hack/join.sh's kubeadm
+# objects, a client certificate for system:node:kkc-nN and a serving one
+# by CSR signed with the cluster's CA), in a private mount namespace
+# (kk_isolate), node name kkc-nN; and kube-proxy
 # (iptables mode, --masquerade-all: without br_netfilter, which is the
 # host's, a pod's reply to a Service's client on the same bridge would skip
 # conntrack).
@@ -141,7 +146,18 @@ start_node() {
   case "${kubelet}" in
   minikubelet) cmd=("${CDIR}/bin/minikubelet" "${cmd[@]}" -v) ;;
   upstream) cmd=("${KK_KUBELET_BIN}" "${cmd[@]}" --v=2) ;;
-  *) kk_die "unknown kubelet ${kubelet} (minikubelet or upstream)" ;;
+  vknode)
+    # virtual-kubelet's node takes flags, not the kubelet configuration:
+    # the same bootstrap token, cert dir and serving CSR, the kubelet API
+    # on 10250 with the cluster's client CA, the cluster DNS. (Its
+    # healthz, read-only port and static pods: it has none.)
+    cmd=("${CDIR}/bin/vknode" --bootstrap-kubeconfig="${dir}/bootstrap-kubelet.conf"
+      --kubeconfig="${dir}/kubelet.conf" --cert-dir="${dir}/pki" --rotate-server-certificates
+      --root-dir="${dir}/root" --pod-logs-dir="${dir}/pod-logs" --node-name="${name}" --node-ip="$(node_ip "${n}")"
+      --container-runtime-endpoint="${endpoint}" --port=10250 --client-ca-file="${KK_CLIENT_CA_FILE}"
+      --cluster-dns=10.96.0.10 --cluster-domain=cluster.local -v)
+    ;;
+  *) kk_die "unknown kubelet ${kubelet} (minikubelet, upstream or vknode)" ;;
   esac
   kk_isolate "${dir}/var-lib-kubelet" "${cmd[@]}"
   setsid nsenter --net="/run/netns/${ns}" -- "${KK_ISOLATED_CMD[@]}" >"${dir}/kubelet.log" 2>&1 </dev/null &
@@ -287,6 +303,7 @@ up() {
   mkdir -p "${CDIR}/bin"
   kk_share_dir "${CDIR}"
   (cd "${HACK_DIR}/.." && go build -o "${CDIR}/bin/minikubelet" ./examples/minikubelet)
+  [[ " ${KUBELETS} " != *" vknode "* ]] || (cd "${HACK_DIR}/.." && go build -o "${CDIR}/bin/vknode" ./examples/vknode)
   build_coredns
   [[ " ${KUBELETS} " != *" upstream "* ]] || kk_build_upstream kubelet "${KK_KUBELET_BIN}"
   net_up
