@@ -160,7 +160,22 @@ start_node() {
   *) kk_die "unknown kubelet ${kubelet} (minikubelet, upstream or vknode)" ;;
   esac
   kk_isolate "${dir}/var-lib-kubelet" "${cmd[@]}"
-  setsid nsenter --net="/run/netns/${ns}" -- "${KK_ISOLATED_CMD[@]}" >"${dir}/kubelet.log" 2>&1 </dev/null &
+  # Supervised as kubeadm's kubelet.service supervises a kubelet
+  # (Restart=always, RestartSec=10): a kubelet that exits or panics is
+  # started again after 10 seconds, with a "kk-supervise:" line in its log.
+  # The supervisor leads a session of its own (setsid); on SIGTERM it stops
+  # the kubelet and waits for it.
+  # shellcheck disable=SC2016 # expanded by the supervisor's bash
+  setsid bash -c 'trap '\''[[ -z "${c:-}" ]] || { kill -TERM "${c}"; wait "${c}"; } 2>/dev/null; exit 0'\'' TERM INT
+    while :; do
+      "$@" &
+      c=$!
+      wait "${c}"
+      rc=$?
+      echo "kk-supervise: $(date -u +%H:%M:%S) the kubelet exited with status ${rc}; starting it again in 10s"
+      sleep 10 &
+      wait $!
+    done' kk-supervise nsenter --net="/run/netns/${ns}" -- "${KK_ISOLATED_CMD[@]}" >"${dir}/kubelet.log" 2>&1 </dev/null &
   echo $! >"${dir}/kubelet.pid"
   printf '%s\n' "${cmd[0]}" >"${dir}/kubelet.bin"
 
@@ -357,7 +372,14 @@ down() {
     if [[ -e "/run/netns/$(node_ns "${n}")" && -d "${dir}/conformance" ]]; then
       KK_WORK="${dir}" in_ns "$(node_ns "${n}")" bash "${HACK_DIR}/conformance-images.sh" registry-stop >/dev/null 2>&1 || true
     fi
-    [[ -f "${dir}/kubelet.bin" ]] && stop_pidfile "${dir}/kubelet.pid" "$(cat "${dir}/kubelet.bin")"
+    if [[ -f "${dir}/kubelet.bin" && -f "${dir}/kubelet.pid" ]]; then
+      local sup
+      sup="$(tr -dc '0-9' <"${dir}/kubelet.pid")"
+      stop_pidfile "${dir}/kubelet.pid" "$(cat "${dir}/kubelet.bin")"
+      # The supervisor's session, in case it was killed before its kubelet
+      # (only our processes are in it).
+      [[ -z "${sup}" ]] || kill -KILL -- "-${sup}" 2>/dev/null || true
+    fi
     if [[ -e "/run/netns/$(node_ns "${n}")" && -d "${dir}" ]]; then
       KK_WORK="${dir}" KK_CNI_BRIDGE_NAME=kkcni0 in_ns "$(node_ns "${n}")" bash "${HACK_DIR}/containerd-stop.sh" \
         >"${dir}/containerd-stop.log" 2>&1 || kk_log "node ${n}: containerd-stop failed; see ${dir}/containerd-stop.log"
