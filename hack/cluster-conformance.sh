@@ -54,7 +54,9 @@ E2E_BIN="${KK_APISERVER_CACHE}/e2e.test-${KK_K8S_VERSION}"
 GINKGO_BIN="${KK_APISERVER_CACHE}/ginkgo-${KK_K8S_VERSION}"
 PROCS="${KK_CLUSTER_PROCS:-8}"
 TIMEOUT="${KK_CLUSTER_TIMEOUT:-2h}"
-TOOL="${CDIR}/bin/conformance"
+# Outside CDIR, which cluster.sh up makes anew.
+TOOL="${KK_WORK}/tools/conformance"
+MEM_PEAK="${KK_WORK}/tools/cluster-mem-peak"
 MODE=run
 PASS_LIST=""
 ONLY=0
@@ -165,7 +167,7 @@ kubelet_hwm() {
 
 # full: the whole run as one command (see the header).
 full() {
-  local t0=${SECONDS} start sampler="" base rc=0 n
+  local t0=${SECONDS} start base rc=0 n
   start="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   bash "${HACK_DIR}/containerd-setup.sh"
   bash "${HACK_DIR}/controlplane-setup.sh"
@@ -174,17 +176,17 @@ full() {
   # The machine's memory in use (MemTotal - MemAvailable) before the
   # cluster, then its peak every 5 seconds while the cluster runs.
   base="$(awk '/^MemTotal:/ {t=$2} /^MemAvailable:/ {a=$2} END {print t-a}' /proc/meminfo)"
-  mkdir -p "${CDIR}"
-  printf '%s\n' "${base}" >"${CDIR}/mem-peak"
+  mkdir -p "$(dirname "${MEM_PEAK}")"
+  printf '%s\n' "${base}" >"${MEM_PEAK}"
   (
     while :; do
-      awk -v f="${CDIR}/mem-peak" '/^MemTotal:/ {t=$2} /^MemAvailable:/ {a=$2}
+      awk -v f="${MEM_PEAK}" '/^MemTotal:/ {t=$2} /^MemAvailable:/ {a=$2}
         END {getline p <f; close(f); if (t-a > p) {print t-a >f}}' /proc/meminfo
       sleep 5
     done
   ) &
-  sampler=$!
-  trap 'kill "${sampler}" 2>/dev/null || true; bash "${HACK_DIR}/cluster.sh" down' EXIT
+  SAMPLER=$!
+  trap 'kill "${SAMPLER}" 2>/dev/null || true; bash "${HACK_DIR}/cluster.sh" down' EXIT
   local t_up=${SECONDS}
   bash "${HACK_DIR}/cluster.sh" up
   bash "${HACK_DIR}/cluster.sh" images
@@ -192,9 +194,9 @@ full() {
   KK_CLUSTER_SERIAL=1 suite || rc=$?
   local hwm=() peak
   for n in 1 2; do hwm+=("$(kubelet_hwm "${n}")"); done
-  kill "${sampler}" 2>/dev/null || true
-  wait "${sampler}" 2>/dev/null || true
-  peak="$(cat "${CDIR}/mem-peak")"
+  kill "${SAMPLER}" 2>/dev/null || true
+  wait "${SAMPLER}" 2>/dev/null || true
+  peak="$(cat "${MEM_PEAK}")"
   {
     printf 'kubelets: %s\n' "${KK_CLUSTER_KUBELETS:-minikubelet minikubelet}"
     printf 'started: %s\n' "${start}"
