@@ -164,6 +164,14 @@ func Generate(in Input) (v1.PodStatus, error) {
 		s.Phase = pod.Status.Phase
 	}
 
+	// The IPs come before the probe results, as upstream's: a readiness
+	// probe the prober triggers from this status connects to its pod IP.
+	setIPs(pod, &s, in.Runtime, in.HostIPs)
+	if len(s.PodIPs) == 0 && len(old.PodIPs) > 0 {
+		// The sandbox is gone or stopped (a finished pod): the pod keeps
+		// the last IPs it had, as upstream's.
+		s.PodIP, s.PodIPs = old.PodIP, slices.Clone(old.PodIPs)
+	}
 	if in.Probes != nil {
 		// The prober gets its own copy, so that s itself stays on the
 		// stack when there is no prober.
@@ -176,12 +184,6 @@ func Generate(in Input) (v1.PodStatus, error) {
 	}
 
 	s.Conditions = g.conditions(&s, now)
-	setIPs(pod, &s, in.Runtime, in.HostIPs)
-	if len(s.PodIPs) == 0 && len(old.PodIPs) > 0 {
-		// The sandbox is gone or stopped (a finished pod): the pod keeps
-		// the last IPs it had, as upstream's.
-		s.PodIP, s.PodIPs = old.PodIP, slices.Clone(old.PodIPs)
-	}
 	s.StartTime = startTime(old, now)
 	return s, nil
 }

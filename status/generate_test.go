@@ -684,6 +684,21 @@ func TestGenerateIPsAndQoS(t *testing.T) {
 		assert.Equal(t, []v1.PodIP{{IP: "10.0.0.5"}}, s.PodIPs)
 		checkCond(t, s, v1.PodInitialized, condWant{v1.ConditionTrue, ReasonPodCompleted, ""})
 	})
+	t.Run("the prober sees the pod's IPs", func(t *testing.T) {
+		// A readiness probe the prober triggers from the status being
+		// generated connects to its pod IP: an empty one made the probe
+		// dial ":port" ("connection refused") in upstream's cluster suite.
+		pod := mkPod(v1.RestartPolicyAlways, nil, withProbe(ctr("a"), false, true))
+		var seen []string
+		probes := ProbeResultsFunc(func(_ *v1.Pod, s *v1.PodStatus) { seen = append(seen, s.PodIP) })
+		s, err := Generate(Input{Pod: pod, Runtime: rt(running("a", "a1", 1, 0)), Probes: probes, Now: at(3)})
+		require.NoError(t, err)
+		done := rt(exited("a", "a1", 1, 0, 1, "Error"))
+		done.IPs = nil // the sandbox was stopped: the last IPs are kept
+		_, err = Generate(Input{Pod: pod, Runtime: done, Old: &s, Probes: probes, Now: at(5)})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"10.0.0.5", "10.0.0.5"}, seen)
+	})
 	t.Run("status QoS is kept", func(t *testing.T) {
 		p := mkPod(v1.RestartPolicyAlways, nil, q("", ""))
 		p.Status.QOSClass = v1.PodQOSGuaranteed
