@@ -300,8 +300,18 @@ start_apiserver() {
   # On loopback nothing can reach the kubernetes Service's endpoint: none is
   # kept. On another address (a cluster in network namespaces,
   # hack/cluster.sh) it is the Service's endpoint, as on a real cluster.
-  local endpoints=(--endpoint-reconciler-type=none)
-  [[ "${ADDRESS}" == 127.0.0.1 ]] || endpoints=(--advertise-address="${ADDRESS}" --endpoint-reconciler-type=lease)
+  local endpoints=(--endpoint-reconciler-type=none) issuer="${SA_ISSUER}"
+  if [[ "${ADDRESS}" != 127.0.0.1 ]]; then
+    # The control plane's namespace runs no kube-proxy, so a Service's
+    # ClusterIP means nothing there: the API server calls webhooks,
+    # conversion webhooks and aggregated APIs at their endpoints' pod IPs
+    # (routed to the nodes), as a control plane without kube-proxy does. Its
+    # self-signed serving certificate names kubernetes.default.svc but not
+    # the cluster.local name, so that is the issuer pods can discover
+    # (upstream's OIDC discovery spec fetches it from a pod).
+    endpoints=(--advertise-address="${ADDRESS}" --endpoint-reconciler-type=lease --enable-aggregator-routing=true)
+    issuer="https://kubernetes.default.svc"
+  fi
   if [[ "${CLUSTER}" == 1 ]]; then
     cluster=(--client-ca-file="${CLIENT_CA}" --enable-bootstrap-token-auth
       --kubelet-certificate-authority="${CLIENT_CA}")
@@ -313,7 +323,7 @@ start_apiserver() {
     --etcd-servers="${ETCD_URL}" \
     --bind-address="${ADDRESS}" --secure-port="${port}" \
     --token-auth-file="${TOKENS}" \
-    --service-account-issuer="${SA_ISSUER}" \
+    --service-account-issuer="${issuer}" \
     --service-account-key-file="${SA_KEY}" \
     --service-account-signing-key-file="${SA_KEY}" \
     --service-cluster-ip-range=10.96.0.0/16 \
