@@ -350,6 +350,7 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	if j.shared == nil {
 		run("volume sources", j.volumes.Run)
 		run("services", j.services.Run)
+		run("node watch", j.nodes.Watch)
 	}
 	wg.Wait()
 	return first

@@ -297,6 +297,26 @@ func TestJoinedAgent(t *testing.T) {
 		assert.NotEmpty(t, mirror.Annotations[podspec.ConfigMirrorAnnotation])
 		assert.Contains(t, eventReasons(client, "web"), "Started")
 
+		// A label another client puts on the Node counts for the next pod's
+		// nodeSelector at once (the node watch), not at the next status
+		// update 10s later: upstream's cluster suite labels a node and
+		// creates such a pod right after.
+		nd, err := client.CoreV1().Nodes().Get(ctx2, "n1", metav1.GetOptions{})
+		require.NoError(t, err)
+		nd.Labels["e2e-label"] = "42"
+		_, err = client.CoreV1().Nodes().Update(ctx2, nd, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		selected := apiPod("default", "selected", "u2", "n1")
+		selected.Spec.NodeSelector = map[string]string{"e2e-label": "42"}
+		_, err = client.CoreV1().Pods("default").Create(ctx2, selected, metav1.CreateOptions{})
+		require.NoError(t, err)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		got, err = client.CoreV1().Pods("default").Get(ctx2, "selected", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, v1.PodRunning, got.Status.Phase, "admitted: %s", got.Status.Message)
+
 		cancel()
 		require.NoError(t, <-done)
 	})

@@ -156,10 +156,10 @@ func (s *NodeSink) InitialNode(st v1.NodeStatus) *v1.Node {
 	}
 }
 
-// Node returns the Node as the sink last read it from the API server (at
-// each status update: its labels and taints, which the agent's admission
-// matches pods against), or an error before the first read. It is an
-// agent.Options.Node.
+// Node returns the Node as the sink last read it from the API server (from
+// Watch, when it runs, and at each status update: its labels and taints,
+// which the agent's admission matches pods against), or an error before
+// the first read. It is an agent.Options.Node.
 func (s *NodeSink) Node() (*v1.Node, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -306,9 +306,7 @@ func (s *NodeSink) patchStatus(ctx context.Context, st v1.NodeStatus, fromCache 
 	if !s.Registered() { // SkipRegistration: someone else registered it
 		s.setRegistered(cur.UID)
 	}
-	s.mu.Lock()
-	s.last = cur.DeepCopy()
-	s.mu.Unlock()
+	s.observe(cur)
 	want := cur.DeepCopy()
 	want.Status = *st.DeepCopy()
 	patch, err := twoWayPatch(cur, want, v1.Node{})

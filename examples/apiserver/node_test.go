@@ -250,3 +250,42 @@ func TestNodeSinkRegistrationRefused(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err))
 	assert.Equal(t, 1, count(client.Actions(), "create", "nodes", ""))
 }
+
+func TestNodeSinkWatch(t *testing.T) {
+	// Admission sees a label others set on the Node as soon as the API
+	// server has it, as upstream's kubelet sees it through its node
+	// informer: upstream's cluster suite labels a node and at once creates
+	// pods whose nodeSelector asks for that label.
+	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "5"}, Status: nodeStatus(v1.ConditionTrue)}
+	other := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{"not": "mine"}}}
+	s, client := newNodeSink(t, apiserver.NodeSinkOptions{}, existing, other)
+	_, err := s.Node()
+	require.Error(t, err, "nothing read yet")
+
+	runUntilEnd(t, s.Watch)
+	require.Eventually(t, func() bool { _, err := s.Node(); return err == nil }, waitFor, time.Millisecond)
+	n, err := s.Node()
+	require.NoError(t, err)
+	assert.Equal(t, "n1", n.Name, "its own Node, not another")
+	require.Eventually(t, func() bool {
+		for _, a := range client.Actions() {
+			if w, ok := a.(k8stesting.WatchAction); ok && w.GetResource().Resource == "nodes" {
+				return w.GetWatchRestrictions().Fields.String() == "metadata.name=n1"
+			}
+		}
+		return false
+	}, waitFor, time.Millisecond, "the watch selects the node by name")
+
+	labelled := existing.DeepCopy()
+	labelled.Labels = map[string]string{"kubernetes.io/e2e-9b1c": "42"}
+	labelled.ResourceVersion = "7"
+	_, err = client.CoreV1().Nodes().Update(t.Context(), labelled, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { n, _ := s.Node(); return n.Labels["kubernetes.io/e2e-9b1c"] == "42" }, waitFor, time.Millisecond)
+	n, err = s.Node()
+	require.NoError(t, err)
+	n.Labels["changed"] = "by the caller"
+	again, err := s.Node()
+	require.NoError(t, err)
+	assert.NotContains(t, again.Labels, "changed", "Node returns a copy")
+}
