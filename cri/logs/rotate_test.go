@@ -326,12 +326,16 @@ func TestRotatorRun(t *testing.T) {
 	_, path := e.start("ticker")
 	r := newRotator(t, e, logs.RotatorOptions{MaxSize: 1000, Interval: 30 * time.Second})
 	e.clk.Step(10 * time.Second)
+	// The container's log timer waits on the clock too: Run is waiting once
+	// there is one waiter more than the container's alone.
+	waitFor(t, "the container's log timer", e.clk.HasWaiters)
+	others := e.clk.Waiters()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	rotations := func() int { return len(e.rt.CallsOf(fake.ReopenContainerLog)) }
 	waitFor(t, "the first round, at once", func() bool { return rotations() == 1 })
-	waitFor(t, "Run to wait", e.clk.HasWaiters)
+	waitFor(t, "Run to wait", func() bool { return e.clk.Waiters() > others })
 	e.clk.Step(29 * time.Second) // the ticker fills the log meanwhile
 	assert.Equal(t, 1, rotations(), "not before Interval")
 	e.clk.Step(time.Second)
