@@ -236,6 +236,26 @@ for r in sorted(set(rows)):
 '
 }
 
+# pending_csrs: how many of the node's CSRs have no condition yet.
+pending_csrs() {
+  kubectl get csr -o jsonpath='{range .items[*]}{.status.conditions[*].type}{"\t"}{.spec.username}{"\n"}{end}' |
+    awk -F'\t' -v u="system:node:${NODE}" '$1 == "" && $2 == u' | wc -l
+}
+
+# settle_csrs: before the CSRs are compared, let a rotation in flight land.
+# With two-minute certificates the node asks for its next one every minute
+# or so, and a CSR made a moment before the comparison would still be pending
+# (its approval, by the approver or kube-controller-manager, a second away).
+settle_csrs() {
+  local i
+  for ((i = 0; i < 30; i++)); do
+    kk_approve_serving_csrs "system:node:${NODE}"
+    [[ "$(pending_csrs)" == 0 ]] && return 0
+    sleep 1
+  done
+  kk_log "${NODE}: CSRs still pending after 30s"
+}
+
 # node_facts: the Node object's labels, taints, address types (values masked
 # but the node's IP and name), capacity and allocatable.
 node_facts() {
@@ -405,6 +425,7 @@ join() {
   check logs-after-rotation bash -c "[ \"\$(${KK_KUBECTL_BIN} --kubeconfig ${CP_DIR}/kubeconfig -n ${NS} logs dns-cluster-first)\" = started ]"
   check exec-after-rotation bash -c "[ \"\$(${KK_KUBECTL_BIN} --kubeconfig ${CP_DIR}/kubeconfig -n ${NS} exec dns-cluster-first -- echo hi)\" = hi ]"
   check still-ready node_ready
+  settle_csrs
   csr_facts >"${OUT}/csrs.txt" 2>&1 || FAILED=1
   node_facts >"${OUT}/node.json" 2>&1 || FAILED=1
 
