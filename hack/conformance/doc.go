@@ -8,7 +8,7 @@
 //	conformance compare --upstream DIR --minikubelet DIR [--markdown]
 //	conformance compare --run NAME=DIR[,DIR...] --run NAME=DIR... [--markdown]
 //	conformance focus FILE
-//	conformance passed --report report.json [--areas FILE] [--max-runtime DUR]
+//	conformance passed --report report.json [--areas FILE] [--max-runtime DUR] [--per-area N]
 //
 // summarize writes DIR/passed.txt and DIR/failed.txt (one spec a line, by its
 // full text; failed.txt adds the first line of each failure, indented) and
@@ -34,7 +34,10 @@
 // passed prints the specs of a run that passed, one a line, limited to the
 // areas the file names (one a line, as summary.txt writes them) and, with
 // --max-runtime, to the specs that took no longer: how a pass list such as
-// hack/conformance/curated.passed is recorded.
+// hack/conformance/curated.passed is recorded. --per-area N keeps the N
+// fastest of each area (ties by name); a line "AREA | N" of the areas file
+// caps that area alone, "AREA | all" keeps all of it: how the cluster
+// suite's list samples every area and keeps a CI run short.
 //
 // summarize and passed take several reports, comma-separated, as the parts
 // of one run.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -513,23 +515,26 @@ func focusRegexp(names []string) string {
 func passedCmd(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("passed", flag.ContinueOnError)
 	report := fs.String("report", "", "ginkgo JSON report (comma-separated: the reports of one run's parts)")
-	areasFile := fs.String("areas", "", "file of the areas to keep, one a line (empty: every area)")
+	areasFile := fs.String("areas", "", `file of the areas to keep, one a line, each alone or as "AREA | N" or "AREA | all" (empty: every area)`)
 	maxRun := fs.Duration("max-runtime", 0, "leave out the specs that took longer (0: keep all): how a subset is kept short")
+	perArea := fs.Int("per-area", 0, `keep at most this many specs of each area, the fastest (0: all); an area's own "| N" overrides it`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *report == "" {
 		return errors.New("passed needs --report")
 	}
-	var areas map[string]bool
+	if *perArea < 0 {
+		return fmt.Errorf("--per-area %d: want 0 (all) or more", *perArea)
+	}
+	var areas map[string]int
 	if *areasFile != "" {
-		names, err := readLines(*areasFile)
+		lines, err := readLines(*areasFile)
 		if err != nil {
 			return err
 		}
-		areas = make(map[string]bool, len(names))
-		for _, n := range names {
-			areas[n] = true
+		if areas, err = parseAreas(lines, *perArea); err != nil {
+			return fmt.Errorf("%s: %w", *areasFile, err)
 		}
 	}
 	specs, err := loadReports(*report)
@@ -539,18 +544,73 @@ func passedCmd(args []string, w io.Writer) error {
 	if *maxRun > 0 {
 		specs = slices.DeleteFunc(specs, func(s Spec) bool { return s.RunTime > *maxRun })
 	}
-	for _, n := range passedIn(specs, areas) {
+	for _, n := range passedIn(specs, areas, *perArea) {
 		fmt.Fprintln(w, n)
 	}
 	return nil
 }
 
+// parseAreas reads the lines of an areas file: an area's name, alone or
+// followed by "| N" (keep at most N of its specs) or "| all". An area
+// without a cap of its own takes perArea (0: all of its specs).
+func parseAreas(lines []string, perArea int) (map[string]int, error) {
+	areas := make(map[string]int, len(lines))
+	for _, l := range lines {
+		name, limit, capped := strings.Cut(l, "|")
+		name = strings.TrimSpace(name)
+		if name == "" {
+			return nil, fmt.Errorf("line %q: no area name", l)
+		}
+		n := perArea
+		if capped {
+			limit = strings.TrimSpace(limit)
+			if limit == "all" {
+				n = 0
+			} else if v, err := strconv.Atoi(limit); err == nil && v >= 1 {
+				n = v
+			} else {
+				return nil, fmt.Errorf(`area %q: cap %q, want a number of specs (1 or more) or "all"`, name, limit)
+			}
+		}
+		areas[name] = n
+	}
+	return areas, nil
+}
+
 // passedIn returns the passed specs of the given areas (every area when
-// areas is nil).
-func passedIn(specs []Spec, areas map[string]bool) []string {
-	var out []string
+// areas is nil), in the reports' order. An area's cap (its value in areas,
+// or perArea when areas is nil; 0: none) keeps its fastest specs, ties
+// broken by name, so that a list drawn from one run is the same each time.
+func passedIn(specs []Spec, areas map[string]int, perArea int) []string {
+	byArea := map[string][]Spec{}
+	var kept []Spec
 	for _, s := range specs {
-		if s.Outcome == Passed && (areas == nil || areas[s.Area]) {
+		if _, listed := areas[s.Area]; s.Outcome != Passed || (areas != nil && !listed) {
+			continue
+		}
+		kept = append(kept, s)
+		byArea[s.Area] = append(byArea[s.Area], s)
+	}
+	keep := map[string]bool{}
+	for area, ss := range byArea {
+		n := perArea
+		if areas != nil {
+			n = areas[area]
+		}
+		if n > 0 && n < len(ss) {
+			ss = slices.Clone(ss)
+			slices.SortFunc(ss, func(a, b Spec) int {
+				return cmp.Or(cmp.Compare(a.RunTime, b.RunTime), strings.Compare(a.Name, b.Name))
+			})
+			ss = ss[:n]
+		}
+		for _, s := range ss {
+			keep[s.Name] = true
+		}
+	}
+	var out []string
+	for _, s := range kept {
+		if keep[s.Name] {
 			out = append(out, s.Name)
 		}
 	}

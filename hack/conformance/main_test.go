@@ -147,9 +147,46 @@ func TestFocusRegexp(t *testing.T) {
 func TestPassedIn(t *testing.T) {
 	specs, err := readReport(strings.NewReader(report))
 	require.NoError(t, err)
-	assert.Equal(t, []string{probe}, passedIn(specs, map[string]bool{"Probing container": true, "Pods": true}))
-	assert.Empty(t, passedIn(specs, map[string]bool{"Pods": true}), "Pods' only spec skipped itself")
-	assert.Equal(t, []string{probe}, passedIn(specs, nil))
+	assert.Equal(t, []string{probe}, passedIn(specs, map[string]int{"Probing container": 0, "Pods": 0}, 0))
+	assert.Empty(t, passedIn(specs, map[string]int{"Pods": 0}, 0), "Pods' only spec skipped itself")
+	assert.Equal(t, []string{probe}, passedIn(specs, nil, 0))
+}
+
+func TestPassedInCaps(t *testing.T) {
+	spec := func(area, name string, secs int, o Outcome) Spec {
+		return Spec{Name: area + " " + name, Area: area, Outcome: o, RunTime: time.Duration(secs) * time.Second}
+	}
+	specs := []Spec{
+		spec("DNS", "slow", 30, Passed), spec("DNS", "fast", 5, Passed), spec("DNS", "failed", 1, Failed),
+		spec("DNS", "b tie", 10, Passed), spec("DNS", "a tie", 10, Passed),
+		spec("Pods", "one", 40, Passed), spec("Pods", "two", 50, Passed),
+		spec("Secrets", "one", 1, Passed),
+	}
+	for _, tc := range []struct {
+		name    string
+		areas   map[string]int
+		perArea int
+		want    []string
+	}{
+		{"no caps", nil, 0, []string{"DNS slow", "DNS fast", "DNS b tie", "DNS a tie", "Pods one", "Pods two", "Secrets one"}},
+		{"the fastest two of each area, ties by name, in the reports' order", nil, 2, []string{"DNS fast", "DNS a tie", "Pods one", "Pods two", "Secrets one"}},
+		{"an area's own cap", map[string]int{"DNS": 1, "Pods": 0}, 0, []string{"DNS fast", "Pods one", "Pods two"}},
+		{"a cap above the area's size keeps all", map[string]int{"Pods": 5}, 0, []string{"Pods one", "Pods two"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, passedIn(specs, tc.areas, tc.perArea))
+		})
+	}
+}
+
+func TestParseAreas(t *testing.T) {
+	got, err := parseAreas([]string{"Pods", "DNS | 3", "Services |all", "  Kubectl logs  "}, 2)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"Pods": 2, "DNS": 3, "Services": 0, "Kubectl logs": 2}, got)
+	for _, bad := range []string{"DNS | 0", "DNS | -1", "DNS | three", "DNS |", " | 2"} {
+		_, err := parseAreas([]string{bad}, 0)
+		assert.Error(t, err, bad)
+	}
 }
 
 func TestCompareRuns(t *testing.T) {
@@ -201,4 +238,9 @@ func TestPassedCmdMaxRuntime(t *testing.T) {
 	out.Reset()
 	require.NoError(t, passedCmd([]string{"--report", rep, "--max-runtime", "61s"}, &out))
 	assert.Equal(t, probe+"\n", out.String(), "a spec of exactly the limit is kept")
+
+	areas := filepath.Join(dir, "areas")
+	require.NoError(t, os.WriteFile(areas, []byte("# comment\nProbing container | nine\n"), 0o644))
+	assert.ErrorContains(t, passedCmd([]string{"--report", rep, "--areas", areas}, &out), areas+`: area "Probing container": cap "nine"`)
+	assert.ErrorContains(t, passedCmd([]string{"--report", rep, "--per-area", "-1"}, &out), "--per-area -1")
 }
