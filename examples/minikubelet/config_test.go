@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"os"
@@ -205,5 +206,17 @@ func TestConfigErrors(t *testing.T) {
 				assert.ErrorContains(t, err, w)
 			}
 		})
+	}
+}
+
+// TestHelp: -h and --help print the usage and return flag.ErrHelp, which
+// main turns into exit status 0, as upstream kubelet's --help.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var stderr bytes.Buffer
+		err := run(t.Context(), []string{arg}, io.Discard, &stderr)
+		require.ErrorIs(t, err, flag.ErrHelp, arg)
+		assert.Contains(t, stderr.String(), "-config", arg)
+		assert.Contains(t, stderr.String(), "-root-dir", arg)
 	}
 }

@@ -32,6 +32,9 @@ import (
 func main() {
 	// run stops on SIGINT and SIGTERM (unless --shutdown-signal takes it).
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h, --help: the usage is printed, and asked for (exit 0, as upstream kubelet's)
+		}
 		fmt.Fprintln(os.Stderr, "minikubelet:", err)
 		os.Exit(1)
 	}

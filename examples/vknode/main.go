@@ -43,6 +43,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h, --help: the usage is printed, and asked for (exit 0, as upstream kubelet's)
+		}
 		fmt.Fprintln(os.Stderr, "vknode:", err)
 		os.Exit(1)
 	}

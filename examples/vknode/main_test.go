@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -271,4 +272,15 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestHelp: -h and --help print the usage and return flag.ErrHelp, which
+// main turns into exit status 0.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var stderr bytes.Buffer
+		err := run(t.Context(), []string{arg}, io.Discard, &stderr)
+		require.ErrorIs(t, err, flag.ErrHelp, arg)
+		assert.Contains(t, stderr.String(), "-kubeconfig", arg)
+	}
 }
