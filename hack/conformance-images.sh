@@ -600,8 +600,10 @@ registry_start() {
       </dev/null >>"${REG_LOG}" 2>&1 &
     deadline=$((SECONDS + 10))
     until curl -fsS -o /dev/null "http://${REGISTRY}/v2/" 2>/dev/null; do
-      pid="$(kk_pidfile_pid "${REG_PIDFILE}" is_our_registry)"
-      if ((SECONDS >= deadline)) || { [[ -s "${REG_PIDFILE}" ]] && [[ -z "${pid}" ]]; }; then
+      # Dead once the PID the file names is gone: the file is written
+      # before the exec, so a live PID may not be crane's yet.
+      pid="$(tr -dc '0-9' <"${REG_PIDFILE}" 2>/dev/null || true)"
+      if ((SECONDS >= deadline)) || { [[ -n "${pid}" ]] && ! kk_pid_alive "${pid}"; }; then
         tail -n 20 "${REG_LOG}" >&2 || true
         kk_die "registry did not answer on http://${REGISTRY}/v2/; see ${REG_LOG}"
       fi
