@@ -48,9 +48,11 @@ func (b *blocks) newVolumes() (*volume.Manager, error) {
 	// Secrets live on a tmpfs and subPaths are pinned by bind mounts, as
 	// upstream; an agent that cannot mount keeps secrets in the root dir
 	// and hands subPaths over unpinned instead, and says so.
+	// On the embedded fake runtime no container sees a mount: nothing to
+	// warn about.
 	cannotMount := b.opts.Security.NoMounts
-	if cannotMount {
-		b.log.Warn("Not running as root: secret and projected volumes are kept on disk under the root dir instead of a tmpfs, and subPaths are not pinned by bind mounts", "rootDir", b.opts.RootDir)
+	if cannotMount && b.fakeRT == nil {
+		b.log.Warn("The agent does not mount (not running as root, or Security.NoMounts): secret and projected volumes are kept on disk under the root dir instead of a tmpfs, and subPaths are not pinned by bind mounts", "rootDir", b.opts.RootDir)
 	}
 	view := b.view
 	return volume.New(volume.Options{

@@ -108,7 +108,11 @@
 // --node-ip, --cluster-dns (comma-separated, repeatable),
 // --cluster-domain, --resolv-conf (/etc/resolv.conf, upstream's default;
 // "" for none; pods' DNS as upstream's: docs/podsync.md#dns),
-// --root-dir, --address, --port, --read-only-port,
+// --root-dir (/tmp/minikubelet; on the embedded fake runtime without
+// --kubeconfig, a fresh directory per run, removed at exit, since that
+// runtime's containers die with the process: a root kept from an earlier
+// run would show its pods' logs as restarts), --address, --port,
+// --read-only-port,
 // --tls-cert-file, --tls-private-key-file (reloaded when they change),
 // --cert-dir, --client-ca-file,
 // --bootstrap-kubeconfig (a bootstrap token: when --kubeconfig is missing

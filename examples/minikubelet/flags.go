@@ -32,6 +32,9 @@ type config struct {
 	configFile, configDir                             string
 	embedded                                          bool // the embedded fake runtime, not kc's endpoint
 	kubeconfig, nodeLabels, nodeIP, nodeName, rootDir string
+	// freshRoot: rootDir is this run's own (see freshRootDir), removed at
+	// exit.
+	freshRoot bool
 	hostnameOverride, certDir, objectPath, linksDir   string
 	runOnce, verbose                                  bool
 	runOnceTimeout                                    time.Duration
@@ -58,7 +61,7 @@ func ownFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.objectPath, "object-manifest-path", "", "directory of ConfigMap and Secret manifests (one per file) for pods' configMap, secret and projected volumes")
 	fs.StringVar(&c.nodeName, "node-name", "", "node name (default: the host name)")
 	fs.StringVar(&c.hostnameOverride, "hostname-override", "", "the node's name and kubernetes.io/hostname label instead of the host name, as upstream's --hostname-override")
-	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "minikubelet"), "directory for pod data and logs")
+	fs.StringVar(&c.rootDir, "root-dir", filepath.Join(os.TempDir(), "minikubelet"), "directory for pod data and logs; on the embedded fake runtime without --kubeconfig, the default is a fresh directory per run, removed at exit (the runtime's containers do not outlive the process)")
 	fs.StringVar(&c.linksDir, "container-log-links-dir", "", "directory that gets a link to each container's log file, as upstream's /var/log/containers; empty: no links")
 	fs.StringVar(&c.certDir, "cert-dir", "", "where the self-signed serving certificate, or the certificates by CSR (kubelet-client-current.pem, kubelet-server-current.pem), are kept (default ROOT-DIR/pki)")
 	fs.StringVar(&c.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: when --kubeconfig is missing or its client certificate is not valid, a client certificate is asked for by CSR (kubernetes.io/kube-apiserver-client-kubelet), kept under --cert-dir, and --kubeconfig written to use it; a refused token or CSR is retried")

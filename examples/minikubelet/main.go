@@ -64,6 +64,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	c.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	if c.configFile == "" && c.kubeconfig == "" && !c.set["container-runtime-endpoint"] && !c.set["root-dir"] {
+		root, err := freshRootDir()
+		if err != nil {
+			return nil, err
+		}
+		c.rootDir, c.freshRoot = root, true
+	}
 	kc, err := kubeletconfig.Load(kubeletconfig.Files{Config: c.configFile, DropInDir: c.configDir})
 	if err != nil {
 		return nil, err
@@ -150,6 +157,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c.freshRoot {
+		defer removeFreshRoot(c.rootDir, stderr)
+	}
 	level := slog.LevelWarn
 	if c.verbose || c.kc.Logging.Verbosity > 0 {
 		level = slog.LevelDebug
@@ -225,7 +235,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if !c.embedded {
 			runtime = c.kc.ContainerRuntimeEndpoint
 		}
-		fmt.Fprintf(stdout, "minikubelet: node %q, runtime %s, manifests %s", a.NodeName(), runtime, opts.Sources.ManifestPath)
+		fmt.Fprintf(stdout, "minikubelet: node %q, runtime %s, manifests %s, root %s", a.NodeName(), runtime, opts.Sources.ManifestPath, opts.RootDir)
 		if opts.HTTP.Listen != "" {
 			fmt.Fprintf(stdout, ", http://%s/pods", opts.HTTP.Listen)
 		}
@@ -250,6 +260,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	cfg := c.cfg
 	opts := cfg.Agent
 	opts.NodeName, opts.RootDir, opts.Logger = c.nodeName, c.rootDir, log
+	if c.freshRoot {
+		opts.Security.NoMounts = true // nothing mounted under a root removed at exit
+	}
 	opts.Sources.ObjectPath, opts.Logs.LinksDir = c.objectPath, c.linksDir
 	if c.nodeIP != "" {
 		opts.Node.HostIPs = []string{c.nodeIP}
