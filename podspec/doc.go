@@ -14,7 +14,9 @@
 //     RestartsOnResize (a container's resizePolicy).
 //   - Restarts (container restart rules): RestartsAfterExit (the exit code
 //     against the container's rules, its own policy, then the pod's),
-//     RestartsAfterKill (after a failed probe) and MayRestart.
+//     RestartsAfterKill (after a failed probe), MayRestart, and the
+//     rule that restarts the whole pod in place: RestartsAllContainers,
+//     AllContainersCouldRestart.
 //   - Where a pod came from: IsStatic, IsMirror, FullName and the config
 //     annotations (ConfigSourceAnnotation, ConfigMirrorAnnotation,
 //     ConfigHashAnnotation, ConfigSeenAnnotation).

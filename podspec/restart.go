@@ -7,29 +7,34 @@ import (
 )
 
 // The restart decision of a container, as upstream decides it with the
-// ContainerRestartRules feature (beta and on by default since 1.35). A
-// container's own restartPolicy (and, with it, its restartPolicyRules)
+// ContainerRestartRules feature (beta and on by default since 1.35) and
+// RestartAllContainersOnContainerExits (beta and on by default since 1.36).
+// A container's own restartPolicy (and, with it, its restartPolicyRules)
 // overrides the pod's for that container alone: a Never pod may keep
-// restarting one container, an Always pod may let one container stay down.
-// Each kubelet block asks these three functions and never reads
+// restarting one container, an Always pod may let one container stay down,
+// and a rule with action RestartAllContainers restarts the whole pod in
+// place. Each kubelet block asks these functions and never reads
 // pod.Spec.RestartPolicy to decide a restart.
 
 // RestartsAfterExit reports whether c, a container of pod whose latest
 // instance exited with exitCode, is to be started again. Only when c sets
 // its own restartPolicy are its restartPolicyRules read, in order: the
-// first rule whose exitCodes match decides, and a Restart action restarts
-// (a matching rule with another action, such as RestartAllContainers, falls
-// through to the policy, as upstream's single-container decision does).
-// When no rule decides, c's own policy applies (Always: yes, OnFailure: a
-// non-zero exit, Never: no), else the pod's (empty means Always).
+// first rule whose exitCodes match decides, and both of its actions
+// restart: Restart the container alone, RestartAllContainers every
+// container of the pod (RestartsAllContainers says which). When no rule
+// decides, c's own policy applies (Always: yes, OnFailure: a non-zero
+// exit, Never: no), else the pod's (empty means Always).
 //
 // A sidecar (restartPolicy Always) is always restarted. For a regular init
 // container the same decision is upstream's: its exit 0 lets the next one
 // start instead, so callers ask only about failed init containers.
 func RestartsAfterExit(pod *v1.Pod, c *v1.Container, exitCode int32) bool {
 	if c.RestartPolicy != nil {
-		if r := matchingRule(c, exitCode); r != nil && r.Action == v1.ContainerRestartRuleActionRestart {
-			return true
+		if r := matchingRule(c, exitCode); r != nil {
+			switch r.Action {
+			case v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers:
+				return true
+			}
 		}
 		switch *c.RestartPolicy {
 		case v1.ContainerRestartPolicyAlways:
@@ -61,9 +66,11 @@ func RestartsAfterKill(pod *v1.Pod, c *v1.Container) bool {
 }
 
 // MayRestart reports whether c can be restarted at all, whatever its exit
-// code: its own policy is not Never or one of its rules restarts, or, when
-// it has no policy of its own, the pod's is not Never. A Never pod none of
-// whose containers may restart runs once.
+// code: its own policy is not Never or one of its rules has action
+// Restart, or, when it has no policy of its own, the pod's is not Never.
+// A Never pod none of whose containers may restart runs once. As
+// upstream's IsContainerRestartable, a RestartAllContainers rule does not
+// count: such a pod restarts in its sandbox, never in a new one.
 func MayRestart(pod *v1.Pod, c *v1.Container) bool {
 	if c.RestartPolicy != nil {
 		for _, r := range c.RestartPolicyRules {
@@ -114,4 +121,35 @@ func RunsOnce(pod *v1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// RestartsAllContainers reports whether c's exit with exitCode restarts
+// every container of its pod in place (upstream's
+// RestartAllContainersOnContainerExits): the first of c's
+// restartPolicyRules whose exitCodes match exitCode has action
+// RestartAllContainers (the API server accepts rules only beside a
+// container's own restartPolicy). The kubelet then kills and removes every
+// container of the pod, init containers included, and runs the pod again
+// from its first init container in the same sandbox.
+func RestartsAllContainers(c *v1.Container, exitCode int32) bool {
+	r := matchingRule(c, exitCode)
+	return r != nil && r.Action == v1.ContainerRestartRuleActionRestartAllContainers
+}
+
+// AllContainersCouldRestart reports whether any container or init
+// container of pod has a rule with action RestartAllContainers, whatever
+// its exit codes (upstream's AllContainersCouldRestart): such a pod's
+// status carries the AllContainersRestarting condition, and any of its
+// containers may leave the terminated state.
+func AllContainersCouldRestart(pod *v1.Pod) bool {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			for _, r := range list[i].RestartPolicyRules {
+				if r.Action == v1.ContainerRestartRuleActionRestartAllContainers {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

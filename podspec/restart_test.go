@@ -58,7 +58,8 @@ func TestRestartsAfterExit(t *testing.T) {
 		{"NotIn with no values matches every code", v1.RestartPolicyNever, never, []v1.ContainerRestartRule{notInNone}, map[int32]bool{0: true, 42: true}},
 		{"rules are read only with a container policy", v1.RestartPolicyNever, nil, []v1.ContainerRestartRule{in42}, map[int32]bool{42: false}},
 		{"a rule cannot keep down a container its policy restarts", v1.RestartPolicyNever, always, []v1.ContainerRestartRule{in42}, map[int32]bool{1: true, 42: true}},
-		{"the first matching rule decides", v1.RestartPolicyNever, never, []v1.ContainerRestartRule{allOn42, in42}, map[int32]bool{42: false}},
+		{"RestartAllContainers restarts (the whole pod)", v1.RestartPolicyNever, never, []v1.ContainerRestartRule{allOn42}, map[int32]bool{0: false, 1: false, 42: true}},
+		{"the first matching rule decides", v1.RestartPolicyNever, never, []v1.ContainerRestartRule{allOn42, in42}, map[int32]bool{42: true}},
 		{"a later rule matches when an earlier does not", v1.RestartPolicyNever, never, []v1.ContainerRestartRule{notInNone, in42}, map[int32]bool{1: true}},
 		{"an unknown operator never matches", v1.RestartPolicyNever, never, []v1.ContainerRestartRule{badOp42, in42}, map[int32]bool{42: true, 1: false}},
 		{"a rule without exit codes never matches", v1.RestartPolicyNever, never, []v1.ContainerRestartRule{noExitCode}, map[int32]bool{1: false}},
@@ -70,6 +71,45 @@ func TestRestartsAfterExit(t *testing.T) {
 			})
 		}
 	}
+}
+
+// RestartsAllContainers is upstream's match of a RestartAllContainers rule
+// (ShouldAllContainersRestart, getContainersToReset): the first rule whose
+// exit codes match decides.
+func TestRestartsAllContainers(t *testing.T) {
+	never, always := ptr.To(v1.ContainerRestartPolicyNever), ptr.To(v1.ContainerRestartPolicyAlways)
+	for _, tc := range []struct {
+		name  string
+		own   *v1.ContainerRestartPolicy
+		rules []v1.ContainerRestartRule
+		exits map[int32]bool
+	}{
+		{"no rules", never, nil, map[int32]bool{0: false, 42: false}},
+		{"a RestartAllContainers rule on 42", never, []v1.ContainerRestartRule{allOn42}, map[int32]bool{0: false, 1: false, 42: true}},
+		{"on a sidecar's exit", always, []v1.ContainerRestartRule{allOn42}, map[int32]bool{1: false, 42: true}},
+		{"a Restart rule only", never, []v1.ContainerRestartRule{in42}, map[int32]bool{42: false}},
+		{"an earlier Restart rule wins", never, []v1.ContainerRestartRule{in42, allOn42}, map[int32]bool{42: false}},
+		{"an earlier rule that does not match", never, []v1.ContainerRestartRule{inNone, allOn42}, map[int32]bool{42: true}},
+		{"NotIn", never, []v1.ContainerRestartRule{rule(v1.ContainerRestartRuleActionRestartAllContainers, v1.ContainerRestartRuleOnExitCodesOpNotIn, 0)}, map[int32]bool{0: false, 3: true}},
+	} {
+		for code, want := range tc.exits {
+			t.Run(fmt.Sprintf("%s/exit=%d", tc.name, code), func(t *testing.T) {
+				_, c := restartPod(v1.RestartPolicyNever, tc.own, tc.rules...)
+				assert.Equal(t, want, podspec.RestartsAllContainers(c, code))
+			})
+		}
+	}
+}
+
+func TestAllContainersCouldRestart(t *testing.T) {
+	never := ptr.To(v1.ContainerRestartPolicyNever)
+	pod, _ := restartPod(v1.RestartPolicyNever, never, in42)
+	assert.False(t, podspec.AllContainersCouldRestart(pod), "a Restart rule")
+	pod, _ = restartPod(v1.RestartPolicyNever, never, in42, allOn42)
+	assert.True(t, podspec.AllContainersCouldRestart(pod), "whatever the exit codes")
+	pod, _ = restartPod(v1.RestartPolicyNever, nil)
+	pod.Spec.InitContainers = []v1.Container{{Name: "init", RestartPolicy: never, RestartPolicyRules: []v1.ContainerRestartRule{allOn42}}}
+	assert.True(t, podspec.AllContainersCouldRestart(pod), "an init container's rule")
 }
 
 func TestRestartsAfterKill(t *testing.T) {
