@@ -63,6 +63,20 @@ type ContainerToKill struct {
 	Message string
 }
 
+// ContainerToReset is one instance of an init or app container that a
+// reset (ComputeResetActions: the pod restarts all its containers in
+// place) removes from the runtime, after killing it if it may run.
+type ContainerToReset struct {
+	// ID is the CRI container ID, Name the container's name in the spec.
+	ID, Name string
+	// Kill: the instance has not exited (running, created or in an
+	// unknown state), so it is stopped first, without grace.
+	Kill bool
+	// Source: the instance exited with a code that one of its container's
+	// RestartAllContainers rules matches; it caused the reset.
+	Source bool
+}
+
 // Actions is the plan ComputeActions returns for one pod: what SyncPod does
 // next. Indexes refer to pod.Spec.InitContainers and pod.Spec.Containers.
 type Actions struct {
@@ -101,13 +115,17 @@ type Actions struct {
 	// ContainersToUpdate are running containers (app containers and
 	// sidecars) whose resources change in place, in spec order.
 	ContainersToUpdate []ContainerToUpdate
+	// ContainersToReset are the instances a reset removes, in the order
+	// it removes them (only ComputeResetActions sets it, and only when
+	// KillPod is false: KillPod stops everything).
+	ContainersToReset []ContainerToReset
 }
 
 // Nothing reports whether the plan does nothing.
 func (a Actions) Nothing() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 &&
 		len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0 &&
-		len(a.ContainersToUpdate) == 0
+		len(a.ContainersToUpdate) == 0 && len(a.ContainersToReset) == 0
 }
 
 // ProbeResults tells whether a probe of one kind (liveness or startup) has
@@ -223,6 +241,12 @@ func sandboxChange(pod *v1.Pod, status *cri.PodStatus) (create bool, attempt uin
 //     compare, as upstream.
 //   - Running containers with no spec entry are killed.
 //   - When no app container is running or to be started, the pod is killed.
+//
+// A container whose exit a RestartAllContainers rule matches is restarted
+// like any other (RestartsAfterExit says yes), as upstream's
+// computePodActions does when the pod is not marked for a restart of all
+// its containers; when its status says it is (the AllContainersRestarting
+// condition), the plan is ComputeResetActions' instead.
 func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 	a := Actions{NextInitContainer: -1}
 	create, attempt, id, reason := sandboxChange(pod, status)
@@ -343,6 +367,55 @@ func ComputeActions(pod *v1.Pod, status *cri.PodStatus, probes Probes) Actions {
 		a.ContainersToKill = nil
 		a.InitContainersToStart = nil
 	}
+	return a
+}
+
+// ComputeResetActions returns the plan for a pod whose status says all its
+// containers are restarting in place (the AllContainersRestarting condition,
+// which a container's exit matched by a RestartAllContainers rule sets):
+// upstream's computePodActions with restartAllContainers. It is a pure
+// function, as ComputeActions.
+//
+// Every instance the runtime holds of every init and app container is to
+// be removed (ContainersToReset), after a kill without grace (at least
+// MinimumGracePeriod, no preStop hook) when it has not exited, in
+// upstream's order: the app containers that did not cause the reset, then
+// the init containers that did not, then the app containers whose exit did
+// (Source), then such init containers; each in spec order. Ephemeral
+// containers and the sandbox stay. Nothing is started: once every instance
+// is gone the pod's status no longer says AllContainersRestarting, and
+// ComputeActions starts the pod over from its first init container in the
+// same sandbox, with the restart counts taken on from the containers' log
+// files. A pod whose sandbox needs replacing is killed and given a new
+// sandbox, as ComputeActions would, and nothing else; the reset comes at
+// the next sync.
+func ComputeResetActions(pod *v1.Pod, status *cri.PodStatus) Actions {
+	a := Actions{NextInitContainer: -1}
+	create, attempt, id, reason := sandboxChange(pod, status)
+	if create {
+		a.KillPod, a.CreateSandbox, a.SandboxAttempt, a.SandboxReason = true, true, attempt, reason
+		return a
+	}
+	a.SandboxID = id
+	var sources []ContainerToReset
+	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			c := &list[i]
+			for _, st := range status.ContainersByName(c.Name) {
+				r := ContainerToReset{ID: st.GetId(), Name: c.Name}
+				switch {
+				case !exited(st):
+					r.Kill = true
+				case podspec.RestartsAllContainers(c, st.GetExitCode()):
+					r.Source = true
+					sources = append(sources, r)
+					continue
+				}
+				a.ContainersToReset = append(a.ContainersToReset, r)
+			}
+		}
+	}
+	a.ContainersToReset = append(a.ContainersToReset, sources...)
 	return a
 }
 

@@ -16,6 +16,13 @@
 // code, then its own restartPolicy, then the pod's: Always, OnFailure,
 // Never). When nothing is to be done it allocates nothing.
 //
+// A pod whose status says AllContainersRestarting (a container exited with
+// a code one of its RestartAllContainers rules matches: package status) is
+// reset instead: ComputeResetActions plans the kill without grace and the
+// removal of every instance of its init and app containers, the cause
+// last, and ResetPod performs it; the next SyncPod starts the pod over from
+// its first init container in the same sandbox.
+//
 // A Syncer performs plans:
 //
 //	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, Recorder: rec})

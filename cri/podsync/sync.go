@@ -72,6 +72,7 @@ var (
 	ErrCreatePodSandbox      = errors.New("CreatePodSandboxError")
 	ErrKillContainer         = errors.New("KillContainerError")
 	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
+	ErrRemoveContainer       = errors.New("RemoveContainerError")
 	ErrInvalidPod            = errors.New("invalid pod")
 )
 
@@ -85,6 +86,9 @@ const (
 	StepStartContainer Step = "StartContainer"
 	StepInitContainer  Step = "InitContainer"
 	StepKillContainer  Step = "KillContainer"
+	// StepRemoveContainer: a reset (ResetPod) killed, if it ran, and
+	// removed one container instance.
+	StepRemoveContainer Step = "RemoveContainer"
 )
 
 // StepResult is the outcome of one step.
@@ -156,13 +160,37 @@ func CheckRunnable(pod *v1.Pod) error {
 // the others (except that a failed init container stops what follows it);
 // every runtime call is bounded by ctx.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus) Result {
+	return s.syncPod(ctx, pod, status, false)
+}
+
+// ResetPod is SyncPod for a pod whose status says all its containers are
+// restarting in place (the AllContainersRestarting condition, set once a
+// container exits with a code one of its RestartAllContainers rules
+// matches): upstream's SyncPod with restartAllContainers. It follows
+// ComputeResetActions' plan: every instance of every init and app
+// container, the source of the reset last, is killed without grace if it
+// has not exited (a Killing event, "killing") and removed, its log file
+// and log link kept, one StepRemoveContainer each; the first failure ends
+// the reset, and the next tries again. Nothing is started: the caller
+// syncs the pod again at once (SyncPod), which starts it over from its
+// first init container in the same sandbox.
+func (s *Syncer) ResetPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus) Result {
+	return s.syncPod(ctx, pod, status, true)
+}
+
+func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, reset bool) Result {
 	if err := CheckRunnable(pod); err != nil {
 		return Result{Steps: []StepResult{{Step: StepCreateSandbox, Err: fmt.Errorf("sync pod: %w", err)}}}
 	}
 	if status == nil {
 		status = &cri.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
-	a := ComputeActions(pod, status, s.probes)
+	var a Actions
+	if reset {
+		a = ComputeResetActions(pod, status)
+	} else {
+		a = ComputeActions(pod, status, s.probes)
+	}
 	res := Result{Actions: a}
 	if a.KillPod {
 		if a.CreateSandbox && len(status.Sandboxes) != 0 {
@@ -178,6 +206,13 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		for _, k := range a.ContainersToKill {
 			c := findContainer(pod, k.Name)
 			res.Steps = append(res.Steps, s.killContainer(ctx, pod, c, status.ContainerByID(k.ID), status.IPs, probeGracePeriod(pod, c, k.Reason), k.Message))
+		}
+		for _, r := range a.ContainersToReset {
+			step := s.resetContainer(ctx, pod, status, r)
+			res.Steps = append(res.Steps, step)
+			if step.Err != nil {
+				return res
+			}
 		}
 	}
 
@@ -244,6 +279,28 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		res.Steps = append(res.Steps, s.startContainer(ctx, pod, status, sb, c, cri.ContainerTypeRegular))
 	}
 	return res
+}
+
+// resetContainer kills (without grace, as upstream: its preStop hook is
+// skipped and it gets MinimumGracePeriod) and removes one instance for a
+// reset. The log file stays, so that the next instance's restart count goes
+// on from it, and so does its log link, as upstream's removal with
+// keepLogs.
+func (s *Syncer) resetContainer(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, r ContainerToReset) StepResult {
+	step := StepResult{Step: StepRemoveContainer, Target: r.Name, ContainerID: r.ID}
+	if r.Kill {
+		zero := int64(0)
+		st := status.ContainerByID(r.ID)
+		if k := s.killContainer(ctx, pod, findContainer(pod, r.Name), st, status.IPs, &zero, "killing"); k.Err != nil {
+			step.Message, step.Err = k.Err.Error(), k.Err
+			return step
+		}
+	}
+	if err := s.rt.RemoveContainer(ctx, r.ID); err != nil {
+		step.Message = err.Error()
+		step.Err = fmt.Errorf("remove container %s (%s): %w: %w", r.Name, r.ID, ErrRemoveContainer, err)
+	}
+	return step
 }
 
 func (s *Syncer) sandboxFailed(pod *v1.Pod, res Result, err error) Result {
