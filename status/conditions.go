@@ -32,14 +32,15 @@ const (
 
 // IsOwnedCondition reports whether the node owns conditions of type t
 // (PodScheduled, Initialized, ContainersReady, Ready,
-// PodReadyToStartContainers, and the resize conditions PodResizePending and
-// PodResizeInProgress): Generate computes the first five and the agent the
-// resize ones, and the status Manager never takes them from the API
-// server. Conditions of other types belong to their writers and are kept.
+// PodReadyToStartContainers, AllContainersRestarting, and the resize
+// conditions PodResizePending and PodResizeInProgress): Generate computes
+// the first six and the agent the resize ones, and the status Manager
+// never takes them from the API server. Conditions of other types belong
+// to their writers and are kept.
 func IsOwnedCondition(t v1.PodConditionType) bool {
 	switch t {
 	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady, v1.PodReadyToStartContainers,
-		v1.PodResizePending, v1.PodResizeInProgress:
+		v1.AllContainersRestarting, v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false
@@ -48,9 +49,11 @@ func IsOwnedCondition(t v1.PodConditionType) bool {
 // conditions returns the status's conditions: those of other writers from
 // the API status, DisruptionTarget from the last status, then the node's own,
 // each with a transition time that moves only when its status changes.
+// AllContainersRestarting comes last, in a pod that has a
+// RestartAllContainers rule, without an observedGeneration, as upstream's.
 func (g *generator) conditions(s *v1.PodStatus, now time.Time) []v1.PodCondition {
 	pod := g.pod
-	conds := make([]v1.PodCondition, 0, len(pod.Status.Conditions)+5)
+	conds := make([]v1.PodCondition, 0, len(pod.Status.Conditions)+6)
 	for _, c := range pod.Status.Conditions {
 		if !IsOwnedCondition(c.Type) {
 			conds = append(conds, *c.DeepCopy())
@@ -61,9 +64,18 @@ func (g *generator) conditions(s *v1.PodStatus, now time.Time) []v1.PodCondition
 	}
 	gen := pod.Generation
 	ready := ContainersReadyCondition(pod, s.InitContainerStatuses, s.ContainerStatuses, s.Phase)
+	initialized := InitializedCondition(pod, s.InitContainerStatuses, s.ContainerStatuses, s.Phase)
+	if initialized.Reason == ReasonContainersNotInitialized {
+		// Once initialized, a pod stays so while its init containers run
+		// again (a restart of all its containers in place), as upstream's
+		// with RestartAllContainersOnContainerExits.
+		if o := findCondition(g.old.Conditions, v1.PodInitialized); o != nil && o.Status == v1.ConditionTrue {
+			initialized = v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+		}
+	}
 	conds = append(conds,
 		ReadyToStartContainersCondition(pod, g.rt),
-		InitializedCondition(pod, s.InitContainerStatuses, s.ContainerStatuses, s.Phase),
+		initialized,
 		readyFrom(pod, ready, conds),
 		ready,
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue},
@@ -72,6 +84,11 @@ func (g *generator) conditions(s *v1.PodStatus, now time.Time) []v1.PodCondition
 	for i := len(conds) - 5; i < len(conds); i++ {
 		conds[i].ObservedGeneration = gen
 		SetTransitionTime(&conds[i], g.old.Conditions, t)
+	}
+	if podspec.AllContainersCouldRestart(pod) {
+		c := AllContainersRestartingCondition(pod, g.rt, g.old, s.Phase)
+		SetTransitionTime(&c, g.old.Conditions, t)
+		conds = append(conds, c)
 	}
 	return conds
 }

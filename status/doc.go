@@ -35,6 +35,12 @@
 //     PodScheduled, with upstream's reasons and messages, each with a
 //     transition time that moves only when its status changes; conditions
 //     of other writers are kept;
+//   - in a pod that has a RestartAllContainers rule, the condition
+//     AllContainersRestarting: True from the exit that such a rule matches
+//     until the runtime holds none of the pod's containers (the caller then
+//     resets the pod: AllContainersRestarting, cri/podsync's ResetPod),
+//     the removed containers waiting as RestartingAllContainers with one
+//     more restart;
 //   - pod IPs (one per family, the node's family first), host IPs (a
 //     host-network pod takes the node's), start time and QoS class.
 //

@@ -121,6 +121,10 @@ func Generate(in Input) (v1.PodStatus, error) {
 		now = time.Now()
 	}
 	g := generator{in: in, pod: pod, old: old, rt: in.Runtime}
+	// Is the pod restarting all its containers in place (a
+	// RestartAllContainers rule matched an exit)? Then the containers the
+	// runtime no longer holds are shown as removed for that restart.
+	g.restartingAll = shouldAllContainersRestart(pod, in.Runtime, old)
 
 	var s v1.PodStatus
 	s.ObservedGeneration = pod.Generation
@@ -202,6 +206,9 @@ type generator struct {
 	pod *v1.Pod
 	old *v1.PodStatus
 	rt  *cri.PodStatus
+	// restartingAll: the pod restarts all its containers in place
+	// (upstream's podRestarting).
+	restartingAll bool
 }
 
 // Default waiting reasons (upstream's).
@@ -286,13 +293,19 @@ func (g *generator) containerStatuses(containers []v1.Container, previous []v1.C
 
 	// A container that was running and that the runtime no longer shows
 	// was stopped behind our back: show it waiting to restart with an
-	// unknown termination, not as never started.
+	// unknown termination, not as never started. While the pod restarts
+	// all its containers in place, a container removed for it (running
+	// or terminated before) waits with a termination that says so.
 	for i := range containers {
 		c := &containers[i]
 		if latest[i] != nil {
 			continue
 		}
 		oldStatus := findStatusAt(previous, c.Name, i)
+		if oldStatus != nil && g.restartingAll && oldStatus.State.Waiting == nil {
+			out[i] = restartingAll(out[i], oldStatus)
+			continue
+		}
 		if oldStatus == nil || oldStatus.State.Terminated != nil || oldStatus.State.Running == nil {
 			continue
 		}
@@ -349,8 +362,12 @@ func (g *generator) containerStatuses(containers []v1.Container, previous []v1.C
 		}
 	}
 
-	// A container that can never run again stays terminated.
+	// A container that can never run again stays terminated (unless the
+	// pod restarts all its containers in place).
 	for i := range containers {
+		if g.restartingAll {
+			break
+		}
 		oldStatus := findStatusAt(previous, containers[i].Name, i)
 		if oldStatus == nil || oldStatus.State.Terminated == nil || out[i].State.Terminated != nil {
 			continue
@@ -427,8 +444,12 @@ func (g *generator) convert(cs *runtimeapi.ContainerStatus, old *v1.ContainerSta
 		}
 	default:
 		if old != nil && old.State.Running != nil {
+			reason := ReasonContainerStatusUnknown
+			if g.restartingAll {
+				reason = ReasonRestartingAllContainers
+			}
 			st.State.Terminated = &v1.ContainerStateTerminated{
-				Reason:   ReasonContainerStatusUnknown,
+				Reason:   reason,
 				Message:  msgVanishedOnTerminate,
 				ExitCode: 137,
 			}

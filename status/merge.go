@@ -18,12 +18,19 @@ import (
 var ErrIllegalTransition = errors.New("illegal container state transition")
 
 // checkTransition is upstream's guard: outside a pod whose restart policy is
-// Always, a terminated container (or regular init container) that is not to
-// be restarted after its exit code (podspec.RestartsAfterExit: its rules,
-// its own policy, the pod's) never leaves the terminated state.
+// Always or that may restart all its containers in place
+// (podspec.AllContainersCouldRestart), a terminated container (or regular
+// init container) that is not to be restarted after its exit code
+// (podspec.RestartsAfterExit: its rules, its own policy, the pod's) never
+// leaves the terminated state.
 func checkTransition(old, next *v1.PodStatus, pod *v1.Pod) error {
 	spec := &pod.Spec
 	if spec.RestartPolicy == v1.RestartPolicyAlways || spec.RestartPolicy == "" {
+		return nil
+	}
+	if podspec.AllContainersCouldRestart(pod) {
+		// Any container may run again: the pod may restart all of them in
+		// place.
 		return nil
 	}
 	check := func(olds, news []v1.ContainerStatus, init bool) error {

@@ -28,13 +28,21 @@ import (
 //   - Pending otherwise.
 //
 // A waiting container that terminated before counts as stopped, with the
-// exit code of that termination; terminated sidecars are ignored. Static
-// pods never get a terminal phase from podIsTerminal, as upstream.
+// exit code of that termination; terminated sidecars are ignored. A
+// container removed by a restart of all the pod's containers (its
+// termination's reason RestartingAllContainers) will be restarted
+// (RestartAllContainersOnContainerExits). Static pods never get a terminal
+// phase from podIsTerminal, as upstream.
 func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTerminal, podHasInitialized bool) v1.PodPhase {
 	spec := &pod.Spec
 	pendingInit, pendingSidecars, failedInit := 0, 0, 0
+	// A container removed by a restart of all the pod's containers is
+	// restarting, whatever its exit code says.
+	restarts := func(c *v1.Container, t *v1.ContainerStateTerminated) bool {
+		return podspec.RestartsAfterExit(pod, c, t.ExitCode) || removedByRestartAll(t)
+	}
 	failed := func(c *v1.Container, t *v1.ContainerStateTerminated) bool {
-		return t.ExitCode != 0 && !podspec.RestartsAfterExit(pod, c, t.ExitCode)
+		return t.ExitCode != 0 && !restarts(c, t)
 	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
@@ -104,13 +112,13 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTermin
 			if st.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
-			if podspec.RestartsAfterExit(pod, c, st.State.Terminated.ExitCode) {
+			if restarts(c, st.State.Terminated) {
 				restarting++
 			}
 		case st.State.Waiting != nil:
 			if t := st.LastTerminationState.Terminated; t != nil {
 				stopped++
-				if podspec.RestartsAfterExit(pod, c, t.ExitCode) {
+				if restarts(c, t) {
 					restarting++
 				}
 			} else {
