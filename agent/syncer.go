@@ -96,6 +96,7 @@ func (s *podSyncer) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit
 // SyncPod brings a pod to its spec: status first (from the runtime state the
 // workers waited for), then the pod's directories, then the runtime.
 func (s *podSyncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _ *v1.Pod) (bool, error) {
+	desired := pod
 	// The pod runs as the node allocated it: a resize not accepted (yet)
 	// changes nothing.
 	pod, _ = s.alloc.AllocatedPod(pod)
@@ -132,7 +133,20 @@ func (s *podSyncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _
 	if err != nil {
 		return false, fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
-	res := s.podsync.SyncPod(ctx, pod, rs)
+	var res podsync.Result
+	if status.AllContainersRestarting(&st) {
+		// A container's exit matched a RestartAllContainers rule: every
+		// container goes, and the pod starts over, as upstream's.
+		res = s.podsync.ResetPod(ctx, pod, rs)
+		if removed(res) {
+			// Sync again at once to start it, as upstream does, rather
+			// than at the next resync: the status now says the
+			// containers are gone, so that sync starts them.
+			defer s.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: desired})
+		}
+	} else {
+		res = s.podsync.SyncPod(ctx, pod, rs)
+	}
 	for _, step := range res.Steps {
 		if step.Step == podsync.StepResizePodInPlace && step.Err != nil && s.alloc.ResizeFailed(pod, step.Message) {
 			// The failure shows at once, not at the retry.
@@ -144,6 +158,19 @@ func (s *podSyncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _
 	s.countStarts(res)
 	s.refreshAfter(ctx, pod, res)
 	return false, res.Err()
+}
+
+// removed reports whether a reset removed a container and failed nowhere.
+func removed(res podsync.Result) bool {
+	if res.Err() != nil {
+		return false
+	}
+	for _, st := range res.Steps {
+		if st.Step == podsync.StepRemoveContainer {
+			return true
+		}
+	}
+	return false
 }
 
 // SyncTerminatingPod stops the pod's containers within the grace period and

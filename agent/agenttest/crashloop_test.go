@@ -88,8 +88,8 @@ func line(p *v1.Pod) string {
 		fmt.Fprintf(&b, "(%s)", p.Status.Reason)
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
-			b.WriteString(" Ready")
+		if (c.Type == v1.PodReady || c.Type == v1.AllContainersRestarting) && c.Status == v1.ConditionTrue {
+			b.WriteString(" " + string(c.Type))
 		}
 	}
 	write := func(prefix string, cs []v1.ContainerStatus) {
