@@ -113,7 +113,8 @@ func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
 // The kubelet API serves kubectl's WebSockets with upstream kubelet's
 // translator, and the node declares ExtendWebSocketsToKubelet, unless
 // --extend-websockets-to-kubelet=false; without a kubelet API there is
-// nothing to declare.
+// nothing to declare. RestartAllContainersOnContainerExits is declared
+// always.
 func TestWebSocketsOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -121,10 +122,10 @@ func TestWebSocketsOptions(t *testing.T) {
 		api      bool
 		declared []string
 	}{
-		{"by default", nil, true, []string{agent.ExtendWebSocketsToKubelet}},
-		{"turned off", []string{"--extend-websockets-to-kubelet=false"}, false, nil},
-		{"no kubelet API", []string{"--port", "0"}, false, nil},
-		{"runonce", []string{"--runonce"}, false, nil},
+		{"by default", nil, true, []string{agent.ExtendWebSocketsToKubelet, agent.RestartAllContainersOnContainerExits}},
+		{"turned off", []string{"--extend-websockets-to-kubelet=false"}, false, []string{agent.RestartAllContainersOnContainerExits}},
+		{"no kubelet API", []string{"--port", "0"}, false, []string{agent.RestartAllContainersOnContainerExits}},
+		{"runonce", []string{"--runonce"}, false, []string{agent.RestartAllContainersOnContainerExits}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

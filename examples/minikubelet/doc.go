@@ -66,7 +66,9 @@
 // (examples/websockets) and declares ExtendWebSocketsToKubelet in the
 // Node's status.declaredFeatures, so that the API server sends them on
 // instead of translating them to SPDY itself;
-// --extend-websockets-to-kubelet=false turns both off.
+// --extend-websockets-to-kubelet=false turns both off. It also declares
+// RestartAllContainersOnContainerExits, so that the scheduler places on it
+// the pods whose container restart rules restart all their containers.
 //
 // It prints a line whenever a pod's phase or container states change.
 // SIGINT or SIGTERM stops the agent and leaves the containers running, as a

@@ -281,6 +281,7 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 			opts.Node.DeclaredFeatures = append(opts.Node.DeclaredFeatures, agent.ExtendWebSocketsToKubelet)
 		}
 	}
+	opts.Node.DeclaredFeatures = append(opts.Node.DeclaredFeatures, agent.RestartAllContainersOnContainerExits)
 	if err := cgroupOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
 	}
