@@ -56,6 +56,9 @@ const (
 	// runtime could not say whether the image is present.
 	EventInspectFailed = "InspectFailed"
 	EventFailedKillPod = "FailedKillPod"
+	// EventFailedPrepareDynamicResources: the pod's resource claims could
+	// not be prepared (Options.DynamicResources); its sandbox waits.
+	EventFailedPrepareDynamicResources = "FailedPrepareDynamicResources"
 )
 
 // Errors a step's Err wraps, one per waiting reason, for errors.Is.
@@ -158,7 +161,13 @@ func CheckRunnable(pod *v1.Pod) error {
 // the pod's spec: it computes the plan with ComputeActions and performs it,
 // returning one StepResult per step. Failures of one container do not stop
 // the others (except that a failed init container stops what follows it);
-// every runtime call is bounded by ctx.
+// every runtime call is bounded by ctx. Before a sandbox is created, the
+// pod's resource claims are prepared (Options.DynamicResources): when they
+// cannot be, SyncPod records a FailedPrepareDynamicResources event
+// ("Failed to prepare dynamic resources: ...") and returns with nothing
+// created and no error, as upstream's does: the pod waits in
+// ContainerCreating, and the next sync (the pod worker's resync) tries
+// again.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus) Result {
 	return s.syncPod(ctx, pod, status, false)
 }
@@ -216,6 +225,17 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		}
 	}
 
+	if a.CreateSandbox {
+		// The devices of the pod's resource claims come before its
+		// sandbox, as upstream's. A pod whose claims cannot be prepared
+		// is held: nothing is created, the sync ends without an error,
+		// as upstream's does, and the next one tries again.
+		if err := s.opts.DynamicResources.PrepareResources(ctx, pod); err != nil {
+			s.event(pod, v1.EventTypeWarning, EventFailedPrepareDynamicResources, "Failed to prepare dynamic resources: %v", err)
+			s.log.Info("Failed to prepare dynamic resources", "pod", podDesc(pod), "err", err)
+			return res
+		}
+	}
 	if !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0 {
 		if len(a.ContainersToUpdate) != 0 {
 			res.Steps = append(res.Steps, s.resize(ctx, pod, a.ContainersToUpdate))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/dra"
 )
 
 // ErrMissingDependency is wrapped by New's error when a required dependency
@@ -67,6 +68,15 @@ func (f CredentialsFunc) Credentials(ctx context.Context, pod *v1.Pod, image str
 	return f(ctx, pod, image)
 }
 
+// ResourcePreparer prepares what a pod's resource claims (Dynamic Resource
+// Allocation) give it, before its sandbox is created: package dra's
+// Manager. An error holds the pod (see SyncPod).
+type ResourcePreparer interface {
+	PrepareResources(ctx context.Context, pod *v1.Pod) error
+}
+
+var _ ResourcePreparer = (*dra.Manager)(nil)
+
 // Options configures a Syncer. Runtime is required; every other zero value
 // is the documented default.
 type Options struct {
@@ -107,6 +117,10 @@ type Options struct {
 	// of its containers (package cgroups). Nil: only the containers are
 	// resized.
 	PodCgroups PodCgroupResizer
+	// DynamicResources prepares the pods' resource claims before their
+	// sandboxes are created. Nil: a dra.Manager that reads no claims, so
+	// that a pod with a claim is held, never run without its devices.
+	DynamicResources ResourcePreparer
 }
 
 // Syncer drives pods through the CRI: SyncPod, KillPod and
@@ -159,6 +173,13 @@ func New(opts Options) (*Syncer, error) {
 	}
 	if opts.BackoffMax <= 0 {
 		opts.BackoffMax = DefaultBackoffMax
+	}
+	if opts.DynamicResources == nil {
+		m, err := dra.New(dra.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("podsync: %w", err)
+		}
+		opts.DynamicResources = m
 	}
 	return &Syncer{
 		rt: opts.Runtime, config: config, probes: opts.Probes, recorder: opts.Recorder,

@@ -60,3 +60,16 @@ func (r *Recorder) TakeReasons() []string {
 	r.events = nil
 	return out
 }
+
+// TakeStrings returns the events recorded so far as strings
+// (Event.String), oldest first, and forgets those events.
+func (r *Recorder) TakeStrings() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.String())
+	}
+	r.events = nil
+	return out
+}
