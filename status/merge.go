@@ -151,7 +151,8 @@ func equalByNode(a, b *v1.PodStatus) bool {
 }
 
 // merge returns the status to write over the sink's current status api:
-// the node's status with the conditions of other writers kept, a terminal
+// the node's status with the conditions of other writers and the resource
+// claims' statuses kept, a terminal
 // phase held back while containers may still run, and readiness forced
 // false in a terminal phase.
 func merge(api, next v1.PodStatus, couldHaveRunning bool, now metav1.Time) v1.PodStatus {
@@ -174,7 +175,12 @@ func merge(api, next v1.PodStatus, couldHaveRunning bool, now metav1.Time) v1.Po
 		}
 	}
 	next.Conditions = conds
+	// The claims' statuses belong to the controllers that write them (the
+	// resourceclaim controller, the scheduler), as upstream's status
+	// manager keeps them.
 	next.ResourceClaimStatuses = api.ResourceClaimStatuses
+	next.ExtendedResourceClaimStatus = api.ExtendedResourceClaimStatus
+	next.NodeAllocatableResourceClaimStatuses = api.NodeAllocatableResourceClaimStatuses
 	if toTerminal && couldHaveRunning {
 		next.Phase, next.Reason, next.Message = api.Phase, api.Reason, api.Message
 	}
