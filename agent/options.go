@@ -12,6 +12,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
@@ -155,6 +156,15 @@ type ClusterOptions struct {
 	// (containerconfig.Options.RuntimeClasses). Nil: a runtime class's
 	// name is its handler, and only a pod's own overhead counts.
 	RuntimeClasses containerconfig.RuntimeClasses
+	// ResourceClaims reads the ResourceClaims of pods that have
+	// spec.resourceClaims (an API server's, resource.k8s.io/v1), which
+	// package dra checks before the pod's sandbox is created. The node
+	// registers no DRA driver, so a pod whose claim was allocated a device
+	// is never run: it waits in ContainerCreating with upstream's
+	// FailedPrepareDynamicResources event ("... DRA driver NAME is not
+	// registered") at each sync. Nil: no claim can be read, and such a pod
+	// waits the same way ("... no source of ResourceClaims").
+	ResourceClaims dra.Claims
 }
 
 // SourceOptions are the node's own pod sources, upstream's static pods, and

@@ -6,15 +6,21 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/prober"
 )
 
 // newPodSync builds cri/podsync's syncer over the runtime (a pull gives a
 // starting pod's slot in the start gate back) and the container config
 // builder over the volumes, the environment's sources, the devices, the
-// cgroups and the runtime's features.
+// cgroups and the runtime's features; a pod's resource claims are prepared
+// by a dra.Manager over the API server's claims (Cluster.ResourceClaims).
 func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 	opts, log := b.opts, b.log
+	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims})
+	if err != nil {
+		return nil, err
+	}
 	var sandboxCgroups containerconfig.SandboxCgroups
 	var podCgroups podsync.PodCgroupResizer
 	if b.cgroups.mgr != nil {
@@ -39,7 +45,8 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 			LogRoot: opts.logsDir(), PodsDir: opts.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
 			ClusterDNS: opts.Node.ClusterDNS, ClusterDomain: opts.Node.ClusterDomain, ResolvConf: opts.Node.resolvConf(),
 		},
-		PodCgroups: podCgroups,
+		PodCgroups:       podCgroups,
+		DynamicResources: claims,
 		Probes: podsync.Probes{
 			Liveness:         podsync.ProbeResultsFunc(func(id string) bool { r, ok := pr.Liveness().Get(id); return ok && r == prober.Failure }),
 			Startup:          podsync.ProbeResultsFunc(func(id string) bool { r, ok := pr.Startup().Get(id); return ok && r == prober.Failure }),

@@ -8,11 +8,15 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/status"
@@ -21,7 +25,7 @@ import (
 
 // apiServer is the node's API server, in memory: the pods bound to the
 // node, their statuses, the static pods' statuses (as their mirror pods
-// would hold them) and events. The pods reach the agent as a complete list
+// would hold them), events and ResourceClaims. The pods reach the agent as a complete list
 // (OpSet) after every change of spec or metadata, as examples/apiserver's
 // pod source sends them; status writes come back to the agent only when
 // Node.Resend sends the pods again.
@@ -37,12 +41,41 @@ type apiServer struct {
 	static map[types.UID]*v1.Pod // static pods as last written
 	nextID int
 	events []Event
+	claims map[string]*resourcev1.ResourceClaim // by namespace/name
 }
 
 var (
 	_ status.Sink         = (*apiServer)(nil)
 	_ agent.EventRecorder = (*apiServer)(nil)
+	_ dra.Claims          = (*apiServer)(nil)
 )
+
+// ResourceClaim returns a copy of the claim, or the API server's NotFound.
+func (s *apiServer) ResourceClaim(_ context.Context, namespace, name string) (*resourcev1.ResourceClaim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.claims[key(namespace, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: resourcev1.GroupName, Resource: "resourceclaims"}, name)
+	}
+	return c.DeepCopy(), nil
+}
+
+// setClaim stores a copy of c.
+func (s *apiServer) setClaim(c *resourcev1.ResourceClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claims == nil {
+		s.claims = map[string]*resourcev1.ResourceClaim{}
+	}
+	ns := c.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	c = c.DeepCopy()
+	c.Namespace = ns
+	s.claims[key(ns, c.Name)] = c
+}
 
 func newAPIServer(clk *Clock, nodeName string) *apiServer {
 	return &apiServer{clock: clk, nodeName: nodeName, updates: make(chan syncloop.PodUpdate), changed: make(chan struct{}, 1),

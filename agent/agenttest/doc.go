@@ -67,7 +67,8 @@
 // Status writes do not come back to the agent as pod updates (upstream
 // kubelet ignores them too, but for a terminal phase). There are no mirror
 // pods, services, configMaps or secrets unless the test gives them
-// (Options.Agent.Cluster.VolumeSources, Options.Agent.Cluster.Services).
+// (Options.Agent.Cluster.VolumeSources, Options.Agent.Cluster.Services);
+// ResourceClaims are the ones SetResourceClaim stored.
 // HTTP probes and hooks would dial the fake runtime's pod IPs, which
 // nothing serves; script exec probes instead.
 package agenttest

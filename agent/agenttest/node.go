@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,7 +26,8 @@ import (
 type Options struct {
 	// Agent are the agent's options. NewNode sets Clock, Runtime,
 	// Cluster.Updates, Cluster.StatusSink and Cluster.Recorder; it fills
-	// in, where they are zero, NodeName ("node1"), Node.HostIPs
+	// in, where they are zero, Cluster.ResourceClaims (the claims of
+	// SetResourceClaim), NodeName ("node1"), Node.HostIPs
 	// (192.0.2.10), Node.ClusterDNS (10.96.0.10, a kubeadm cluster's, with
 	// Node.ClusterDomain cluster.local; a non-nil empty ClusterDNS is a
 	// node without cluster DNS), Node.ResolvConf (agent.ResolvConfNone: the
@@ -109,6 +111,9 @@ func NewNode(t testing.TB, opts Options) *Node {
 	rt := fake.New(fake.Options{Clock: clk, Rules: opts.Rules, Images: opts.Images, Logger: o.Logger})
 	api := newAPIServer(clk, o.NodeName)
 	o.Runtime, o.Cluster.Updates, o.Cluster.StatusSink, o.Cluster.Recorder = rt, api.updates, api, api
+	if o.Cluster.ResourceClaims == nil {
+		o.Cluster.ResourceClaims = api
+	}
 	a, err := agent.New(o)
 	if err != nil {
 		rt.Close()
@@ -300,6 +305,15 @@ func (n *Node) DeletePodWithGrace(namespace, name string, seconds int64) {
 func (n *Node) Resend() {
 	n.api.notify()
 	n.Settle()
+}
+
+// SetResourceClaim stores a ResourceClaim in the API server, replacing one
+// of the same namespace (default when empty) and name: what the node reads
+// for a pod whose spec.resourceClaims name it. The node registers no DRA
+// driver, so a pod whose claim was allocated a device waits in
+// ContainerCreating (see agent.ClusterOptions.ResourceClaims).
+func (n *Node) SetResourceClaim(c *resourcev1.ResourceClaim) {
+	n.api.setClaim(c)
 }
 
 // Pod returns the pod as the API server holds it, with the status the node
