@@ -16,8 +16,8 @@ import (
 // Node authorizer requires), creating and deleting mirror pods, patching pod
 // statuses, the Node and its status, its Lease in kube-node-lease,
 // events, and listing and watching services. Reading a pod, the configMaps
-// and secrets of volumes and creating service account tokens are
-// authorized per object (the Node authorizer
+// and secrets of volumes, the ResourceClaims of pods and creating service
+// account tokens are authorized per object (the Node authorizer
 // allows only those of pods bound to the node), so they cannot be reviewed
 // in general; a refusal there is reported where it happens, on the pod
 // (FailedMount) and in the log.

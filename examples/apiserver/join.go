@@ -185,6 +185,7 @@ func (j *Joined) ServiceAccounts() *ServiceAccounts { return &ServiceAccounts{cl
 //	MirrorPods      the static pods' mirror pods (MirrorPods)
 //	Recorder        events, written while Run runs and dropped otherwise
 //	Services        the services for containers' environment (Services)
+//	ResourceClaims  the pods' ResourceClaims (ResourceClaims)
 //
 // VolumeSources become configMaps, secrets and tokens from the API server
 // (WatchingSources, through KeptSources with a LocalState) only when opts
@@ -226,6 +227,7 @@ func (j *Joined) Apply(opts *agent.Options) error {
 		VolumeSources:  volumes,
 		Services:       j.services,
 		RuntimeClasses: opts.Cluster.RuntimeClasses,
+		ResourceClaims: NewResourceClaims(j.client),
 	}
 	if j.state != nil {
 		opts.HTTP.HealthChecks = append(opts.HTTP.HealthChecks, j.HealthCheck())

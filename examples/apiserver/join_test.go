@@ -97,6 +97,7 @@ func TestApply(t *testing.T) {
 			assert.IsType(t, &apiserver.MirrorPods{}, opts.Cluster.MirrorPods)
 			assert.NotNil(t, opts.Cluster.Recorder)
 			assert.IsType(t, &apiserver.Services{}, opts.Cluster.Services)
+			assert.IsType(t, &apiserver.ResourceClaims{}, opts.Cluster.ResourceClaims)
 			assert.True(t, opts.Cluster.ReportHostIPs)
 			if tt.ownVolumes {
 				assert.Equal(t, own, opts.Cluster.VolumeSources)
