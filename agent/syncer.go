@@ -141,7 +141,12 @@ func (s *podSyncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _
 		if removed(res) {
 			// Sync again at once to start it, as upstream does, rather
 			// than at the next resync: the status now says the
-			// containers are gone, so that sync starts them.
+			// containers are gone, so that sync starts them. The update
+			// carries the newest desired pod, so that it does not undo
+			// one that came during this sync.
+			if p, ok := s.pods.GetPodByUID(pod.UID); ok {
+				desired = p
+			}
 			defer s.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: desired})
 		}
 	} else {
