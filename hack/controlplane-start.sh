@@ -108,6 +108,9 @@ CA_FILE="${KK_CP_DIR}/ca.crt"
 CLIENT_CA="${PKI}/client-ca.crt"
 CLIENT_CA_KEY="${PKI}/client-ca.key"
 KUBELET_CLIENT="${PKI}/apiserver-kubelet-client"
+FRONT_PROXY_CA="${PKI}/front-proxy-ca.crt"
+FRONT_PROXY_CA_KEY="${PKI}/front-proxy-ca.key"
+FRONT_PROXY_CLIENT="${PKI}/front-proxy-client"
 SA_ISSUER="https://kubernetes.default.svc.cluster.local"
 
 # The node name goes into the token file and the node's identity: it must be
@@ -193,25 +196,37 @@ write_credentials() {
 # write_client_pki: the client CA kubelets trust (--client-ca-file) and the
 # client certificate it signs for kube-apiserver (--kubelet-client-*): CN
 # kube-apiserver-kubelet-client, no organization, for client
-# authentication only, as kubeadm issues it. Both valid for ten years.
+# authentication only, as kubeadm issues it; then the front proxy's CA and
+# client certificate (CN front-proxy-client), with which the API server's
+# aggregator calls aggregated API servers, which trust that CA for its
+# X-Remote-* request headers (--requestheader-*, --proxy-client-*), as
+# kubeadm's front-proxy-ca and front-proxy-client.
 write_client_pki() {
-  local ext="${PKI}/openssl-client.cnf"
+  write_ca_and_client "${CLIENT_CA}" "${CLIENT_CA_KEY}" kubeletkit-client-ca "${KUBELET_CLIENT}" kube-apiserver-kubelet-client
+  write_ca_and_client "${FRONT_PROXY_CA}" "${FRONT_PROXY_CA_KEY}" kubeletkit-front-proxy-ca "${FRONT_PROXY_CLIENT}" front-proxy-client
+}
+
+# write_ca_and_client CA_CRT CA_KEY CA_CN CLIENT CLIENT_CN: a CA and the
+# client certificate it signs (CLIENT.crt, CLIENT.key: client
+# authentication only, no organization), both valid for ten years.
+write_ca_and_client() {
+  local ca="$1" ca_key="$2" ca_cn="$3" client="$4" client_cn="$5" ext="${PKI}/openssl-client.cnf"
   (
     umask 077
     openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 \
-      -keyout "${CLIENT_CA_KEY}" -out "${CLIENT_CA}" -subj "/CN=kubeletkit-client-ca" \
+      -keyout "${ca_key}" -out "${ca}" -subj "/CN=${ca_cn}" \
       -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null ||
-      kk_die "openssl: cannot create the client CA"
-    openssl req -newkey rsa:2048 -nodes -sha256 -keyout "${KUBELET_CLIENT}.key" -out "${KUBELET_CLIENT}.csr" \
-      -subj "/CN=kube-apiserver-kubelet-client" 2>/dev/null || kk_die "openssl: cannot create the kubelet client key"
+      kk_die "openssl: cannot create the CA ${ca_cn}"
+    openssl req -newkey rsa:2048 -nodes -sha256 -keyout "${client}.key" -out "${client}.csr" \
+      -subj "/CN=${client_cn}" 2>/dev/null || kk_die "openssl: cannot create the key of ${client_cn}"
     printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
       "extendedKeyUsage=clientAuth" >"${ext}"
-    openssl x509 -req -sha256 -days 3650 -in "${KUBELET_CLIENT}.csr" -CA "${CLIENT_CA}" -CAkey "${CLIENT_CA_KEY}" \
-      -set_serial "0x$(openssl rand -hex 16)" -extfile "${ext}" -out "${KUBELET_CLIENT}.crt" 2>/dev/null ||
-      kk_die "openssl: cannot sign the kubelet client certificate"
+    openssl x509 -req -sha256 -days 3650 -in "${client}.csr" -CA "${ca}" -CAkey "${ca_key}" \
+      -set_serial "0x$(openssl rand -hex 16)" -extfile "${ext}" -out "${client}.crt" 2>/dev/null ||
+      kk_die "openssl: cannot sign the certificate of ${client_cn}"
   )
-  rm -f "${KUBELET_CLIENT}.csr" "${ext}"
-  chmod 0644 "${CLIENT_CA}" "${KUBELET_CLIENT}.crt"
+  rm -f "${client}.csr" "${ext}"
+  chmod 0644 "${ca}" "${client}.crt"
 }
 
 # launch NAME PIDFILE LOG CMD...: start CMD detached (setsid) with its output
@@ -310,6 +325,12 @@ start_apiserver() {
     # the cluster.local name, so that is the issuer pods can discover
     # (upstream's OIDC discovery spec fetches it from a pod).
     endpoints=(--advertise-address="${ADDRESS}" --endpoint-reconciler-type=lease --enable-aggregator-routing=true)
+    # The aggregator authenticates to aggregated API servers as the front
+    # proxy, which they trust for the user in X-Remote-User and friends.
+    endpoints+=(--requestheader-client-ca-file="${FRONT_PROXY_CA}" --requestheader-allowed-names=front-proxy-client
+      --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group
+      --requestheader-extra-headers-prefix=X-Remote-Extra- --proxy-client-cert-file="${FRONT_PROXY_CLIENT}.crt"
+      --proxy-client-key-file="${FRONT_PROXY_CLIENT}.key")
     issuer="https://kubernetes.default.svc"
   fi
   if [[ "${CLUSTER}" == 1 ]]; then
