@@ -72,6 +72,9 @@ var (
 	}()
 	imageRefRegexp = regexp.MustCompile(imageRefPattern)
 	imageIDRegexp  = regexp.MustCompile(`^[a-f0-9]{64}$`)
+	// digestRegexp is the go-digest library's grammar of a digest whose
+	// algorithm it does not know.
+	digestRegexp = regexp.MustCompile(`^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
 )
 
 // digestHexLengths are the digest algorithms upstream kubelet knows, and
@@ -106,16 +109,61 @@ func ValidateImageName(image string) error {
 		return errors.New("repository name must not be more than 255 characters")
 	}
 	if m[4] != "" {
-		algorithm, hex, _ := strings.Cut(m[4], ":")
-		n, known := digestHexLengths[algorithm]
-		switch {
-		case !known:
-			return errors.New("unsupported digest algorithm")
-		case len(hex) != n:
-			return errors.New("invalid checksum digest length")
-		case strings.ToLower(hex) != hex:
-			return errors.New("invalid checksum digest format")
+		return validateDigest(m[4])
+	}
+	return nil
+}
+
+// SplitImageReference splits an image reference as it is written, with no
+// default applied, into its name (domain, if any, and path), tag and
+// digest, checking it as the reference library's Parse does (upstream
+// kubelet's records of pulled images key credentials by the name so
+// split): "busybox:1.36" is ("busybox", "1.36", ""), and
+// "quay.io/org/app:v1@sha256:…" is ("quay.io/org/app", "v1", "sha256:…").
+// The errors are the library's: "invalid reference format", "repository
+// name must be lowercase", "repository name must have at least one
+// component", "repository name must not be more than 255 characters",
+// and a digest's "invalid checksum digest format", "unsupported digest
+// algorithm" or "invalid checksum digest length".
+func SplitImageReference(ref string) (name, tag, digest string, err error) {
+	m := imageRefRegexp.FindStringSubmatch(ref)
+	switch {
+	case m == nil && ref == "":
+		return "", "", "", errors.New("repository name must have at least one component")
+	case m == nil && imageRefRegexp.MatchString(strings.ToLower(ref)):
+		return "", "", "", errors.New("repository name must be lowercase")
+	case m == nil:
+		return "", "", "", errors.New("invalid reference format")
+	}
+	if len(m[2]) > 255 {
+		return "", "", "", errors.New("repository name must not be more than 255 characters")
+	}
+	if m[4] != "" {
+		if err := validateDigest(m[4]); err != nil {
+			return "", "", "", err
 		}
+	}
+	name = m[2]
+	if m[1] != "" {
+		name = m[1] + "/" + m[2]
+	}
+	return name, m[3], m[4], nil
+}
+
+// validateDigest checks a digest as the go-digest library does, for the
+// algorithms upstream kubelet knows.
+func validateDigest(d string) error {
+	algorithm, hex, _ := strings.Cut(d, ":")
+	n, known := digestHexLengths[algorithm]
+	switch {
+	case !known && !digestRegexp.MatchString(d):
+		return errors.New("invalid checksum digest format")
+	case !known:
+		return errors.New("unsupported digest algorithm")
+	case len(hex) != n:
+		return errors.New("invalid checksum digest length")
+	case strings.ToLower(hex) != hex:
+		return errors.New("invalid checksum digest format")
 	}
 	return nil
 }

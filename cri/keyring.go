@@ -18,14 +18,44 @@ import (
 // zero value is empty and ready; it is not safe for concurrent use.
 type Keyring struct {
 	index []string
-	creds map[string][]*runtimeapi.AuthConfig
+	creds map[string][]TrackedAuth
 }
 
-// Add files auth under its location: a scheme and a /v1/ or /v2/ path
-// prefix are dropped, as upstream's. A location that is not a URL is
-// skipped, as upstream skips it. Credentials added for one location are
-// tried in the order they were added.
+// TrackedAuth is registry credentials with where they come from, as
+// upstream's keyring tracks them for its records of which credentials
+// pulled an image (package cri/pullrecords): a pod's image pull secret, a
+// credential provider plugin that was given a token of the pod's service
+// account, or (neither) the node's own, which any pod on the node may use.
+type TrackedAuth struct {
+	// Auth are the credentials.
+	Auth *runtimeapi.AuthConfig
+	// Secret is the image pull secret they were read from, if any.
+	Secret *ObjectID
+	// ServiceAccount is the service account whose token a credential
+	// provider plugin was given for them, if any.
+	ServiceAccount *ObjectID
+	// Hash identifies the credentials without holding them: upstream's
+	// hash of a pull secret's entry (the hex SHA-256 of its username,
+	// password and email as JSON). Empty when not computed.
+	Hash string
+}
+
+// ObjectID names an API object: a secret or a service account.
+type ObjectID struct {
+	Namespace, Name, UID string
+}
+
+// Add files auth under its location, as the node's own credentials
+// (AddTracked with no source).
 func (k *Keyring) Add(location string, auth *runtimeapi.AuthConfig) {
+	k.AddTracked(location, TrackedAuth{Auth: auth})
+}
+
+// AddTracked files credentials under their location: a scheme and a /v1/
+// or /v2/ path prefix are dropped, as upstream's. A location that is not a
+// URL is skipped, as upstream skips it. Credentials added for one location
+// are tried in the order they were added.
+func (k *Keyring) AddTracked(location string, auth TrackedAuth) {
 	value := location
 	if !strings.HasPrefix(value, "https://") && !strings.HasPrefix(value, "http://") {
 		value = "https://" + value
@@ -43,7 +73,7 @@ func (k *Keyring) Add(location string, auth *runtimeapi.AuthConfig) {
 		key += path
 	}
 	if k.creds == nil {
-		k.creds = map[string][]*runtimeapi.AuthConfig{}
+		k.creds = map[string][]TrackedAuth{}
 	}
 	if _, ok := k.creds[key]; !ok {
 		k.index = append(k.index, key)
@@ -58,7 +88,20 @@ func (k *Keyring) Add(location string, auth *runtimeapi.AuthConfig) {
 // Lookup returns the credentials for a normalized repository
 // (ImageRepository), the most specific location first.
 func (k *Keyring) Lookup(repo string) []*runtimeapi.AuthConfig {
-	var out []*runtimeapi.AuthConfig
+	tracked := k.LookupTracked(repo)
+	if len(tracked) == 0 {
+		return nil
+	}
+	out := make([]*runtimeapi.AuthConfig, len(tracked))
+	for i, t := range tracked {
+		out[i] = t.Auth
+	}
+	return out
+}
+
+// LookupTracked is Lookup with where each of the credentials comes from.
+func (k *Keyring) LookupTracked(repo string) []TrackedAuth {
+	var out []TrackedAuth
 	for _, key := range k.index {
 		if LocationMatches(key, repo) {
 			out = append(out, k.creds[key]...)

@@ -167,8 +167,10 @@
 // no rule matches refuses the connection with containerd's message, as a
 // pod where nothing listens.
 //
-// SetPullBehavior gives pulls of an image latency or failure, and says
-// what the registry serves for it (image ID, USER).
+// SetPullBehavior gives pulls of an image latency or failure, makes the
+// registry require credentials for it (PullBehavior.Auth: a pull with
+// none or others is refused), and says what the registry serves for it
+// (image ID, USER).
 //
 // InjectFault makes any method (named by a Method constant) fail with an
 // error, wait a latency, or hang until the caller's ctx ends, for every

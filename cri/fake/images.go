@@ -42,6 +42,13 @@ type PullBehavior struct {
 	// before any colon, as Uid when it is a number and as Username
 	// otherwise. Empty means no user.
 	User string
+	// Auth, when set, are the credentials the registry requires for the
+	// reference: a pull without credentials, or with another username or
+	// password, fails (after Latency) as containerd's does when the
+	// registry refuses it ("pull access denied, …"; "… 401 Unauthorized"
+	// for wrong credentials). A registry without Auth serves anyone, with
+	// or without credentials.
+	Auth *runtimeapi.AuthConfig
 }
 
 // SetPullBehavior scripts the pulls of ref (in any spelling that normalizes
@@ -265,9 +272,9 @@ func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, 
 }
 
 // PullImage implements cri.ImageManager. Any reference can be pulled unless
-// Options.Registry limits them; SetPullBehavior adds latency or failure, or
-// says which image (ID, user) the registry serves. It returns the image ID,
-// as containerd.
+// Options.Registry limits them; SetPullBehavior adds latency or failure,
+// requires credentials, or says which image (ID, user) the registry
+// serves. It returns the image ID, as containerd.
 func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	if err := r.enter(ctx, PullImage, &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: sandboxConfig}); err != nil {
 		return "", err
@@ -286,6 +293,14 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, au
 	}
 	if b.Err != nil {
 		return "", fmt.Errorf("failed to pull and unpack image %q: %w", norm, b.Err)
+	}
+	if want := b.Auth; want != nil {
+		switch {
+		case auth.GetUsername() == "" && auth.GetPassword() == "":
+			return "", fmt.Errorf("failed to pull and unpack image %q: failed to resolve reference %q: pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials", norm, norm)
+		case auth.GetUsername() != want.GetUsername() || auth.GetPassword() != want.GetPassword():
+			return "", fmt.Errorf("failed to pull and unpack image %q: failed to resolve reference %q: failed to authorize: failed to fetch oauth token: unexpected status from GET request to https://%s/token: 401 Unauthorized", norm, norm, registryHost(norm))
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -314,6 +329,12 @@ func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, au
 	img := r.addImageLocked(pulled)
 	r.log.Debug("image pulled", "ref", norm, "id", img.Id)
 	return img.Id, nil
+}
+
+// registryHost is the registry of a normalized reference.
+func registryHost(norm string) string {
+	host, _, _ := strings.Cut(norm, "/")
+	return host
 }
 
 // imageUser splits an image config's USER as containerd reports it in

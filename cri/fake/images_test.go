@@ -163,6 +163,30 @@ func TestPullImageRegistryAndBehavior(t *testing.T) {
 	})
 }
 
+// A registry that requires credentials refuses a pull without them, or
+// with others, and serves one with them.
+func TestPullImageRequiresCredentials(t *testing.T) {
+	e := newEnv(t, fake.Options{Images: []string{}})
+	e.rt.SetPullBehavior("registry.example/team/app:1", fake.PullBehavior{Auth: &runtimeapi.AuthConfig{Username: "alice", Password: "s3cret"}})
+	pull := func(auth *runtimeapi.AuthConfig) error {
+		_, err := e.rt.PullImage(t.Context(), &runtimeapi.ImageSpec{Image: "registry.example/team/app:1"}, auth, nil)
+		return err
+	}
+	assert.EqualError(t, pull(nil), `failed to pull and unpack image "registry.example/team/app:1": failed to resolve reference "registry.example/team/app:1": `+
+		`pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials`)
+	assert.EqualError(t, pull(&runtimeapi.AuthConfig{Username: "alice", Password: "guess"}), `failed to pull and unpack image "registry.example/team/app:1": failed to resolve reference "registry.example/team/app:1": `+
+		`failed to authorize: failed to fetch oauth token: unexpected status from GET request to https://registry.example/token: 401 Unauthorized`)
+	resp, err := e.rt.ImageStatus(t.Context(), &runtimeapi.ImageSpec{Image: "registry.example/team/app:1"}, false)
+	require.NoError(t, err)
+	assert.Nil(t, resp.Image, "refused pulls leave nothing")
+	require.NoError(t, pull(&runtimeapi.AuthConfig{Username: "alice", Password: "s3cret"}))
+	resp, err = e.rt.ImageStatus(t.Context(), &runtimeapi.ImageSpec{Image: "registry.example/team/app:1"}, false)
+	require.NoError(t, err)
+	assert.NotNil(t, resp.Image)
+	require.NoError(t, e.rt.RemoveImage(t.Context(), &runtimeapi.ImageSpec{Image: "registry.example/team/app:1"}))
+	require.NoError(t, pull(&runtimeapi.AuthConfig{Username: "alice", Password: "s3cret", ServerAddress: "registry.example"}), "only the username and password count")
+}
+
 func TestPullImageServedImage(t *testing.T) {
 	uid := func(v int64) *runtimeapi.Int64Value { return &runtimeapi.Int64Value{Value: v} }
 	cases := []struct {

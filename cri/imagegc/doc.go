@@ -21,6 +21,11 @@
 //     InvalidDiskCapacity event. Run logs a failure once and, from the
 //     second failure in a row, records an ImageGCFailed event.
 //
+// After a pass that removed images, Options.AfterFree is told which images
+// are left (the IDs of every image the runtime still has), as upstream's
+// post-GC hooks: the node's records of pulled images (cri/pullrecords)
+// forget those of the images that went.
+//
 // A failed removal does not stop the others; the errors are joined. The
 // manager's state is in memory: after a restart every image counts as first
 // seen at the first pass, so MinAge protects them all for its length, as

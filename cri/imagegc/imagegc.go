@@ -129,6 +129,13 @@ type Options struct {
 	NodeRef *v1.ObjectReference
 	// Logger receives logs. Nil means discard.
 	Logger *slog.Logger
+	// AfterFree is called after a pass that removed images to free space
+	// or for their age (GarbageCollect over the high threshold or past
+	// MaxAge, DeleteUnusedImages), with the IDs of every image the runtime
+	// still has and when the pass began, as upstream's post-GC hooks:
+	// cri/pullrecords.Manager.Prune forgets the records of the images that
+	// are gone. Nil: none.
+	AfterFree func(ctx context.Context, remaining []string, began time.Time)
 }
 
 // record is what the manager knows of one image.
@@ -208,6 +215,7 @@ func (m *Manager) DeleteUnusedImages(ctx context.Context) error {
 	}
 	freed, err := m.free(ctx, m.candidates(), math.MaxUint64, now)
 	m.log.Info("Deleted unused images", "freedBytes", freed)
+	m.afterFree(ctx, now)
 	if err != nil {
 		return fmt.Errorf("delete unused images: %w", err)
 	}
@@ -245,7 +253,9 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	}
 	candidates := m.candidates()
 	var errs []error
+	freeing := false
 	if old := m.tooOld(candidates, now); len(old) > 0 {
+		freeing = true
 		freed, err := m.free(ctx, old, math.MaxUint64, now)
 		m.log.Info("Removed images unused for longer than the maximum age", "maxAge", m.o.Policy.MaxAge, "images", len(old), "freedBytes", freed)
 		if err != nil {
@@ -257,6 +267,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	// The bytes that must be available at the low threshold.
 	target := capacity * uint64(100-m.o.Policy.LowThresholdPercent) / 100
 	if usage >= m.o.Policy.HighThresholdPercent && target > available {
+		freeing = true
 		toFree := target - available
 		m.log.Info("Image filesystem usage is over the high threshold, freeing bytes down to the low threshold",
 			"usage", usage, "highThreshold", m.o.Policy.HighThresholdPercent, "lowThreshold", m.o.Policy.LowThresholdPercent, "bytesToFree", toFree)
@@ -269,10 +280,26 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 			errs = append(errs, errors.New(msg))
 		}
 	}
+	if freeing {
+		m.afterFree(ctx, now)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("image garbage collection: %w", err)
 	}
 	return nil
+}
+
+// afterFree calls Options.AfterFree with the images left.
+func (m *Manager) afterFree(ctx context.Context, began time.Time) {
+	if m.o.AfterFree == nil {
+		return
+	}
+	remaining := make([]string, 0, len(m.records))
+	for id := range m.records {
+		remaining = append(remaining, id)
+	}
+	slices.Sort(remaining)
+	m.o.AfterFree(ctx, remaining, began)
 }
 
 // Run runs GarbageCollect at once and then every Period until ctx ends.

@@ -354,3 +354,35 @@ func TestNewValidates(t *testing.T) {
 	}
 	assert.NoError(t, imagegc.DefaultPolicy().Validate())
 }
+
+// AfterFree follows every pass that removed images, with every image left
+// (those in use and pinned too) and when the pass began; a pass under the
+// high threshold calls nothing.
+func TestAfterFree(t *testing.T) {
+	e := lruEnv(t)
+	e.use("u2")
+	type call struct {
+		remaining []string
+		began     time.Time
+	}
+	var calls []call
+	m, err := imagegc.New(imagegc.Options{Runtime: e.rt, Clock: e.clk, PinnedImages: []string{pause},
+		Policy: imagegc.Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute},
+		Fs:     func(context.Context) (uint64, uint64, error) { return e.capacity.Load(), e.available.Load(), nil },
+		AfterFree: func(_ context.Context, remaining []string, began time.Time) {
+			calls = append(calls, call{remaining, began})
+		}})
+	require.NoError(t, err)
+	e.capacity.Store(1000)
+	e.available.Store(1000)
+	require.NoError(t, m.GarbageCollect(t.Context()))
+	assert.Empty(t, calls, "nothing to free")
+	e.clk.Step(time.Minute)
+	e.available.Store(0)
+	require.NoError(t, m.GarbageCollect(t.Context()))
+	require.Len(t, calls, 1)
+	assert.Equal(t, call{[]string{"sha256:u1", "sha256:u2"}, e.clk.Now()}, calls[0], "n1 and n2 removed; u2, in use, is left too")
+	require.NoError(t, m.DeleteUnusedImages(t.Context()))
+	require.Len(t, calls, 2)
+	assert.Equal(t, []string{"sha256:u2"}, calls[1].remaining)
+}

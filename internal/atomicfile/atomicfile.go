@@ -13,6 +13,14 @@ func WriteJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return Write(path, b)
+}
+
+// Write writes b to path atomically: to a temporary file in the same
+// directory (named ".<base>.<random>", mode 0600), synced, then renamed
+// over path; a failure removes the temporary file and leaves path as it
+// was.
+func Write(path string, b []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
