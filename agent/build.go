@@ -21,6 +21,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/logs"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
@@ -155,7 +156,8 @@ type blocks struct {
 	devices      *devices.Manager      // nil without Node.DevicePluginDir
 	cgroups      *podCgroups           // its manager is nil without Cgroups.PerQOS
 	podsync      *podsync.Syncer
-	stats        stats.Provider // nil, with statsErr saying why, without a measurement
+	pullRecords  *pullrecords.Manager // nil with Node.PulledImages.Off
+	stats        stats.Provider       // nil, with statsErr saying why, without a measurement
 	statsErr     error
 	imageGC      *imagegc.Manager
 	evict        *eviction.Manager // nil when disabled
@@ -242,6 +244,9 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	}
 	b.cgroups = &podCgroups{mgr: mgr, opts: opts.Cgroups, node: opts.Node, classes: opts.Cluster.RuntimeClasses, rootDir: opts.RootDir,
 		view: view, cache: b.cache, events: b.events, log: log}
+	if b.pullRecords, err = b.newPullRecords(); err != nil {
+		return nil, err
+	}
 	if b.podsync, err = b.newPodSync(memoryCapacity); err != nil {
 		return nil, err
 	}

@@ -293,7 +293,7 @@ func TestFailingLivenessProbeRestartsTheContainer(t *testing.T) {
 		assert.True(t, strings.HasPrefix(events[4], "1s Warning Unhealthy: Liveness probe failed: "), events[4])
 		assert.Equal(t, []string{
 			`1s Normal Killing: Container app failed liveness probe, will be restarted`,
-			`1s Normal Pulled: Container image "busybox:1.36" already present on machine`,
+			`1s Normal Pulled: Container image "busybox:1.36" already present on machine and can be accessed by the pod`,
 			`1s Normal Created: Created container: app`,
 			`1s Normal Started: Started container app`,
 		}, events[5:9])

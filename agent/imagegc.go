@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -19,6 +20,10 @@ func (b *blocks) newImageGC() (*imagegc.Manager, error) {
 	if p := b.stats; p != nil {
 		fs = func(ctx context.Context) (uint64, uint64, error) { return imageFs(ctx, p) }
 	}
+	var afterFree func(context.Context, []string, time.Time)
+	if r := b.pullRecords; r != nil {
+		afterFree = r.Prune
+	}
 	m, err := imagegc.New(imagegc.Options{
 		Runtime:  b.rt,
 		Clock:    b.clock,
@@ -28,6 +33,8 @@ func (b *blocks) newImageGC() (*imagegc.Manager, error) {
 		Recorder: b.events,
 		NodeRef:  &v1.ObjectReference{Kind: "Node", Name: b.opts.NodeName},
 		Logger:   b.log.With("component", "image-gc"),
+		// The records of the images removed are forgotten.
+		AfterFree: afterFree,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("image GC: %w", err)

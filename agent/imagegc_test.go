@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -16,6 +17,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
 )
 
@@ -81,11 +83,18 @@ func imageIDs(t *testing.T, n *agenttest.Node) []string {
 }
 
 // Under image filesystem pressure, eviction removes the unused images
-// first, and evicts nobody once that relieves the pressure.
+// first, and evicts nobody once that relieves the pressure; the records of
+// the images removed (cri/pullrecords) go with them.
 func TestImageFsPressureRemovesUnusedImagesBeforeEvicting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &imageFsStats{}
+		root := t.TempDir()
+		records, err := pullrecords.OpenStore(filepath.Join(root, pullrecords.DirName))
+		require.NoError(t, err)
+		require.NoError(t, records.WriteRecord(&pullrecords.Record{ImageRef: "sha256:unused", LastUpdated: time.Now().Add(-time.Hour),
+			Credentials: map[string]pullrecords.Credentials{"example.com/old": {NodePodsAccessible: true}}}))
 		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{
+			RootDir: root,
 			// Threshold collection off (100%) and no minimum age: only
 			// eviction removes images here.
 			ImageGC:  imagegc.Policy{HighThresholdPercent: 100, LowThresholdPercent: 80},
@@ -119,6 +128,13 @@ func TestImageFsPressureRemovesUnusedImagesBeforeEvicting(t *testing.T) {
 		assert.Equal(t, v1.ConditionTrue, nodeCondition(n, v1.NodeDiskPressure), "within the transition period (5m)")
 		assert.Equal(t, []string{"10s Warning EvictionThresholdMet: Attempting to reclaim ephemeral-storage"}, eventsAbout(n, start, "Node node1"))
 		assert.Empty(t, eventsAbout(n, start.Add(time.Second), "Pod default/app"), "not evicted")
+
+		_, ok, err := records.Record("sha256:unused")
+		require.NoError(t, err)
+		assert.False(t, ok, "the removed image's record is forgotten")
+		_, ok, err = records.Record(imageIDs(t, n)[0])
+		require.NoError(t, err)
+		assert.True(t, ok, "busybox's, which the node pulled for app, stays")
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/status"
@@ -193,6 +194,32 @@ type SourceOptions struct {
 	ObjectPath string
 }
 
+// PulledImagesOptions configure the records of pulled images (package
+// cri/pullrecords), kept under RootDir/image_manager as upstream's
+// kubelet keeps them: a pod whose container's image is present, with pull
+// policy IfNotPresent or Never, uses it only if the policy lets it or if
+// credentials the pod has (a pull secret's, or its service account's
+// through a credential provider plugin) pulled it, or if no credentials or
+// the node's own did; otherwise the image is pulled with the pod's
+// credentials (Never: the container fails with ErrImageNeverPull).
+type PulledImagesOptions struct {
+	// VerificationPolicy is upstream's
+	// imagePullCredentialsVerificationPolicy: NeverVerify,
+	// NeverVerifyPreloadedImages (images the node did not pull need no
+	// credentials), NeverVerifyAllowlistedImages or AlwaysVerify. Empty
+	// means NeverVerifyPreloadedImages, upstream's default; another value
+	// fails New.
+	VerificationPolicy pullrecords.Policy
+	// Allowlist is upstream's preloadedImagesVerificationAllowlist: the
+	// images any pod may use under NeverVerifyAllowlistedImages (image
+	// names without tag or digest, or prefixes ending in "/*"); only with
+	// that policy, else New fails, as upstream's validation.
+	Allowlist []string
+	// Off keeps no records, and lets any pod use any image present:
+	// upstream with the KubeletEnsureSecretPulledImages feature gate off.
+	Off bool
+}
+
 // NodeOptions describe the node the agent is: what it reports in its
 // status and what it admits pods against.
 type NodeOptions struct {
@@ -243,6 +270,11 @@ type NodeOptions struct {
 	// provider plugins: cri/credentialprovider.Providers, from
 	// --image-credential-provider-config). Nil: none.
 	ImageCredentials podsync.Credentials
+	// PulledImages are the records of which credentials pulled which
+	// image, and when a pod must show its own for an image already on the
+	// node (upstream's KubeletEnsureSecretPulledImages, on by default
+	// since 1.35). The zero value is upstream's default.
+	PulledImages PulledImagesOptions
 	// ClusterDNS are the addresses of the cluster's DNS servers
 	// (upstream's clusterDNS, --cluster-dns), each an IP address: the only
 	// nameservers of ClusterFirst pods. Empty: none, and ClusterFirst

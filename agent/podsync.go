@@ -11,10 +11,11 @@ import (
 )
 
 // newPodSync builds cri/podsync's syncer over the runtime (a pull gives a
-// starting pod's slot in the start gate back) and the container config
-// builder over the volumes, the environment's sources, the devices, the
-// cgroups and the runtime's features; a pod's resource claims are prepared
-// by a dra.Manager over the API server's claims (Cluster.ResourceClaims).
+// starting pod's slot in the start gate back) and the records of pulled
+// images, and the container config builder over the volumes, the
+// environment's sources, the devices, the cgroups and the runtime's
+// features; a pod's resource claims are prepared by a dra.Manager over the
+// API server's claims (Cluster.ResourceClaims).
 func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 	opts, log := b.opts, b.log
 	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims})
@@ -32,6 +33,10 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 	}
 	cms, secrets := b.envSources()
 	pr := b.prober
+	var records podsync.PullRecords
+	if b.pullRecords != nil {
+		records = b.pullRecords
+	}
 	return podsync.New(podsync.Options{
 		Runtime: pullPausing{Runtime: b.rt, slots: cri.NewPullSlots(pullSlots(opts.Node.MaxParallelImagePulls))}, Recorder: b.events, Logger: log.With("component", "podsync"), Clock: b.clock,
 		Config: containerconfig.Options{
@@ -54,6 +59,7 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 		},
 		ContainerLogLinksDir: opts.Logs.LinksDir,
 		Credentials:          opts.Node.ImageCredentials,
+		PullRecords:          records,
 		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
 	})
 }

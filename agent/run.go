@@ -86,6 +86,17 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 		b.syncer.runtimeName = v.GetRuntimeName()
 		return nil
 	}})
+	if r := b.pullRecords; r != nil {
+		// Before any pod syncs: the records are read, and the pulls a
+		// restart interrupted turned into records of the images the
+		// runtime has.
+		rs = append(rs, runnable{name: "pulled-image-records", start: func(ctx context.Context) error {
+			if err := r.Open(ctx, a.rt); err != nil {
+				return fmt.Errorf("agent: %w", err)
+			}
+			return nil
+		}})
+	}
 	if b.devices != nil {
 		rs = append(rs, runnable{name: "device-checkpoint", start: func(context.Context) error {
 			if err := b.devices.Listen(); err != nil {

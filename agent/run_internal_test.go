@@ -24,7 +24,7 @@ func TestRunnablesInStartOrder(t *testing.T) {
 		return n
 	}
 	stats := &evictiontest.Stats{} // the same parts on every OS
-	a, err := New(Options{RootDir: t.TempDir(), Eviction: EvictionOptions{Stats: stats}, Node: NodeOptions{ResolvConf: ResolvConfNone}})
+	a, err := New(Options{RootDir: t.TempDir(), Eviction: EvictionOptions{Stats: stats}, Node: NodeOptions{ResolvConf: ResolvConfNone, PulledImages: PulledImagesOptions{Off: true}}})
 	require.NoError(t, err)
 	t.Cleanup(a.fakeRT.Close)
 	assert.Equal(t, []string{"directories", "runtime-version", "first-relist", "fake-runtime",
@@ -43,7 +43,7 @@ func TestRunnablesInStartOrder(t *testing.T) {
 	})
 	require.NoError(t, err)
 	t.Cleanup(a.fakeRT.Close)
-	assert.Equal(t, []string{"directories", "http-listener", "kubelet-api-listener", "runtime-version", "device-checkpoint",
+	assert.Equal(t, []string{"directories", "http-listener", "kubelet-api-listener", "runtime-version", "pulled-image-records", "device-checkpoint",
 		"cgroups", "first-relist", "fake-runtime",
 		"pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes",
 		"devices", "objects", "file-source", "http-source", "api-source", "fake-streaming", "resolv-conf",

@@ -183,6 +183,24 @@ func Load(configPath string, opts Options) (*Providers, error) {
 // account (nil, or no spec.serviceAccountName) when it requires one, nor
 // when the service account lacks a required annotation.
 func (p *Providers) Credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+	tracked := p.TrackedCredentials(ctx, pod, image)
+	if len(tracked) == 0 {
+		return nil
+	}
+	out := make([]*runtimeapi.AuthConfig, len(tracked))
+	for i, t := range tracked {
+		out[i] = t.Auth
+	}
+	return out
+}
+
+// TrackedCredentials is Credentials with where each comes from
+// (podsync.TrackedCredentials): a provider that was given a token of the
+// pod's service account gives credentials of that service account
+// (cri.TrackedAuth.ServiceAccount: its namespace, name and UID), which the
+// records of pulled images keep so that only pods of that service account
+// may use the image without a pull; the others' are the node's own.
+func (p *Providers) TrackedCredentials(ctx context.Context, pod *v1.Pod, image string) []cri.TrackedAuth {
 	repo := cri.ImageRepository(image)
 	var k cri.Keyring
 	taken := map[string]bool{}
@@ -190,7 +208,7 @@ func (p *Providers) Credentials(ctx context.Context, pod *v1.Pod, image string) 
 		if !pl.matches(repo) {
 			continue
 		}
-		auth, err := pl.provide(ctx, pod, repo)
+		auth, sa, err := pl.provide(ctx, pod, repo)
 		if errors.Is(err, errNotAsked) {
 			// A pod's opt-in, or out: upstream logs it only verbosely.
 			p.log.Debug("Credential provider plugin not invoked", "provider", pl.cfg.Name, "image", repo, "pod", podRef(pod), "err", err)
@@ -206,10 +224,10 @@ func (p *Providers) Credentials(ctx context.Context, pod *v1.Pod, image string) 
 				continue
 			}
 			taken[loc] = true
-			k.Add(loc, &runtimeapi.AuthConfig{Username: a.Username, Password: a.Password})
+			k.AddTracked(loc, cri.TrackedAuth{Auth: &runtimeapi.AuthConfig{Username: a.Username, Password: a.Password}, ServiceAccount: sa.id})
 		}
 	}
-	return k.Lookup(repo)
+	return k.LookupTracked(repo)
 }
 
 // matches says whether one of the plugin's matchImages covers repo.
@@ -238,10 +256,10 @@ func cacheKeys(repo, saKey string) []string {
 
 // provide returns the plugin's answer for repo pulled for pod: from the
 // cache, from a run already under way for it, or from a new run.
-func (pl *plugin) provide(ctx context.Context, pod *v1.Pod, repo string) (map[string]credentialproviderv1.AuthConfig, error) {
+func (pl *plugin) provide(ctx context.Context, pod *v1.Pod, repo string) (map[string]credentialproviderv1.AuthConfig, serviceAccount, error) {
 	sa, err := pl.serviceAccount(ctx, pod)
 	if err != nil {
-		return nil, err
+		return nil, sa, err
 	}
 	now := pl.clock.Now()
 	keys := cacheKeys(repo, sa.key)
@@ -250,7 +268,7 @@ func (pl *plugin) provide(ctx context.Context, pod *v1.Pod, repo string) (map[st
 		if c, ok := pl.cache[key]; ok {
 			if now.Before(c.expires) {
 				pl.mu.Unlock()
-				return c.auth, nil
+				return c.auth, sa, nil
 			}
 			delete(pl.cache, key)
 		}
@@ -260,9 +278,9 @@ func (pl *plugin) provide(ctx context.Context, pod *v1.Pod, repo string) (map[st
 		pl.mu.Unlock()
 		select {
 		case <-r.done:
-			return r.auth, nil
+			return r.auth, sa, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, sa, ctx.Err()
 		}
 	}
 	r := &run{done: make(chan struct{})}
@@ -281,7 +299,7 @@ func (pl *plugin) provide(ctx context.Context, pod *v1.Pod, repo string) (map[st
 	}
 	pl.mu.Unlock()
 	close(r.done)
-	return r.auth, err
+	return r.auth, sa, err
 }
 
 // store caches an answer under the key its cacheKeyType names, for its

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
 )
 
 // errNotAsked is wrapped by provide's error when the plugin is not run for
@@ -32,6 +34,8 @@ type serviceAccount struct {
 	token       string
 	annotations map[string]string
 	key         string
+	// id names the service account, for the records of pulled images.
+	id *cri.ObjectID
 }
 
 // serviceAccount gets, for a provider with tokenAttributes, the pod's
@@ -72,7 +76,7 @@ func (pl *plugin) serviceAccount(ctx context.Context, pod *v1.Pod) (serviceAccou
 	if err != nil {
 		return serviceAccount{}, err
 	}
-	sa := serviceAccount{token: token, annotations: annotations}
+	sa := serviceAccount{token: token, annotations: annotations, id: &cri.ObjectID{Namespace: ns, Name: name, UID: string(got.UID)}}
 	sa.key = serviceAccountKey(ns, name, string(got.UID), annotations, ta.CacheType, sa.token)
 	return sa, nil
 }

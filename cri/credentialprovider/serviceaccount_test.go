@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/credentialprovider"
 )
 
@@ -331,4 +332,30 @@ func TestNewRefusesTokenAttributesWithoutServiceAccounts(t *testing.T) {
 	assert.Contains(t, err.Error(), "providers[0].tokenAttributes: service account tokens for credential provider plugins are not supported by this node")
 	_, err = credentialprovider.New(credentialprovider.Options{Config: cfg, BinDir: pluginDir, ServiceAccounts: newFakeServiceAccounts()})
 	assert.NoError(t, err)
+}
+
+// TrackedCredentials says whose credentials a provider's are: a service
+// account's when the provider was given its token (for the records of
+// pulled images), the node's own otherwise; the credentials themselves
+// are Credentials'.
+func TestTrackedCredentials(t *testing.T) {
+	sas := newFakeServiceAccounts(serviceAccount("builder", "sa-uid", nil))
+	f := newTokenFixture(t, time.Hour, tokenAttributes(kubeletconfigv1.ServiceAccountServiceAccountTokenCacheType, false), sas)
+	got := f.p.TrackedCredentials(t.Context(), podOf("web", "builder"), "eu.registry.example/team/app:1.0")
+	require.Len(t, got, 1)
+	assert.Equal(t, &cri.ObjectID{Namespace: "team", Name: "builder", UID: "sa-uid"}, got[0].ServiceAccount)
+	assert.Nil(t, got[0].Secret)
+	assert.Equal(t, "user-for-eu.registry.example/team/app", got[0].Auth.GetUsername())
+	again := f.p.TrackedCredentials(t.Context(), podOf("web-2", "builder"), "eu.registry.example/team/app:1.0")
+	require.Len(t, again, 1)
+	assert.Equal(t, got[0].ServiceAccount, again[0].ServiceAccount, "from the cache too")
+
+	none := f.p.TrackedCredentials(t.Context(), podOf("static", ""), "eu.registry.example/team/app:1.0")
+	require.Len(t, none, 1, "no service account, none required: the plugin runs without a token")
+	assert.Nil(t, none[0].ServiceAccount, "the node's own")
+
+	plain := newFixture(t, time.Hour)
+	own := plain.p.TrackedCredentials(t.Context(), podOf("web", "builder"), "eu.registry.example/team/app:1.0")
+	require.Len(t, own, 1)
+	assert.Nil(t, own[0].ServiceAccount, "a provider without tokenAttributes gives the node's own")
 }

@@ -2,7 +2,9 @@ package podsync
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,22 @@ const EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 // goes without credentials. A secret that cannot be parsed is an error
 // naming it (never its content).
 func PullAuths(secrets []*v1.Secret, image string) ([]*runtimeapi.AuthConfig, error) {
+	tracked, err := TrackedPullAuths(secrets, image)
+	if err != nil || len(tracked) == 0 {
+		return nil, err
+	}
+	out := make([]*runtimeapi.AuthConfig, len(tracked))
+	for i, t := range tracked {
+		out[i] = t.Auth
+	}
+	return out, nil
+}
+
+// TrackedPullAuths is PullAuths with where each of the credentials comes
+// from: the secret's namespace, name and UID, and upstream's hash of the
+// entry (AuthHash), for the records of which credentials pulled an image
+// (package cri/pullrecords).
+func TrackedPullAuths(secrets []*v1.Secret, image string) ([]cri.TrackedAuth, error) {
 	var k cri.Keyring
 	for _, sec := range secrets {
 		var cfg map[string]dockerConfigEntry
@@ -49,19 +67,43 @@ func PullAuths(secrets []*v1.Secret, image string) ([]*runtimeapi.AuthConfig, er
 		default:
 			continue
 		}
+		from := &cri.ObjectID{Namespace: sec.Namespace, Name: sec.Name, UID: string(sec.UID)}
 		for _, loc := range slices.Sorted(maps.Keys(cfg)) {
 			// In name order, so that credentials for one location keep a
 			// stable order within a secret.
-			k.Add(loc, &runtimeapi.AuthConfig{Username: cfg[loc].Username, Password: cfg[loc].Password})
+			e := cfg[loc]
+			k.AddTracked(loc, cri.TrackedAuth{
+				Auth:   &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password},
+				Secret: from,
+				Hash:   AuthHash(e.Username, e.Password, e.Email),
+			})
 		}
 	}
-	return k.Lookup(cri.ImageRepository(image)), nil
+	return k.LookupTracked(cri.ImageRepository(image)), nil
+}
+
+// AuthHash is upstream's hash of registry credentials, which its records
+// of pulled images keep instead of the credentials: the hex SHA-256 of
+// {"username":…,"password":…,"email":…} as JSON, empty fields left out.
+// Equal credentials in two secrets have the same hash.
+func AuthHash(username, password, email string) string {
+	b, err := json.Marshal(struct {
+		Username string `json:"username,omitempty"`
+		Password string `json:"password,omitempty"`
+		Email    string `json:"email,omitempty"`
+	}{username, password, email})
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // dockerConfigEntry is one registry's credentials in a docker config; an
 // "auth" field (base64 of user:password) overrides username and password.
+// The email only counts in the entry's hash.
 type dockerConfigEntry struct {
-	Username, Password string
+	Username, Password, Email string
 }
 
 // errBadAuth is the error of an "auth" field that is not base64(user:password).
@@ -71,12 +113,13 @@ func (e *dockerConfigEntry) UnmarshalJSON(b []byte) error {
 	var raw struct {
 		Username string `json:"username"`
 		Password string `json:"password"`
+		Email    string `json:"email"`
 		Auth     string `json:"auth"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	e.Username, e.Password = raw.Username, raw.Password
+	e.Username, e.Password, e.Email = raw.Username, raw.Password, raw.Email
 	if raw.Auth == "" {
 		return nil
 	}

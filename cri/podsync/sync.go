@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
@@ -472,7 +474,11 @@ func PullPolicy(c *v1.Container) v1.PullPolicy {
 	return v1.PullIfNotPresent
 }
 
-// ensureImage makes the container's image present per its pull policy.
+// ensureImage makes the container's image present per its pull policy,
+// as upstream's EnsureImageExists: a present image is used as it is unless
+// the pull records (Options.PullRecords) say the pod must show its
+// credentials for it, in which case it is pulled with them (and a Never
+// pod fails as if the image were absent).
 func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, string, error, error) {
 	// An image reference that does not parse (an empty one included) is
 	// InvalidImageName, before the runtime is asked anything.
@@ -483,6 +489,11 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	policy := PullPolicy(c)
 	spec := &runtimeapi.ImageSpec{Image: c.Image}
+	// The pod's credentials for the image are looked up once, and no
+	// earlier than needed (its pull secrets read, the node's plugins
+	// asked), as upstream's.
+	auths := sync.OnceValues(func() ([]cri.TrackedAuth, error) { return s.trackedAuths(ctx, pod, c.Image) })
+	records := s.opts.PullRecords
 	// With pull policy Always the image is pulled whether present or not,
 	// so the runtime is not asked first, as upstream.
 	if policy != v1.PullAlways {
@@ -493,8 +504,27 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 			return "", ReasonImageInspectError, ErrImageInspect, &messageError{msg: msg, err: fmt.Errorf("inspect image %q: %w", c.Image, err)}
 		}
 		if img := resp.GetImage(); img != nil {
-			s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
-			return img.GetId(), "", nil, nil
+			if records == nil {
+				s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
+				return img.GetId(), "", nil, nil
+			}
+			must, err := records.MustPull(ctx, c.Image, img.GetId(), func() (pullrecords.PodCredentials, error) {
+				a, err := auths()
+				return pullrecords.PodCredentialsOf(a), err
+			})
+			if err != nil {
+				// The pod's credentials could not be looked up (a pull
+				// secret that does not parse): as a pull that cannot have
+				// them.
+				return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: err.Error(), err: fmt.Errorf("credentials for image %q: %w", c.Image, err)}
+			}
+			if !must {
+				s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine and can be accessed by the pod", c.Image)
+				return img.GetId(), "", nil, nil
+			}
+			// Present, but the pod must show its credentials: a pull with
+			// them, or, for a Never pod, the absent image's failure, which
+			// does not reveal that the image is there.
 		}
 	}
 	if policy == v1.PullNever {
@@ -518,10 +548,22 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		}
 		return "", ReasonImagePullBackOff, ErrImagePullBackOff, errors.New(msg)
 	}
+	// Upstream records the intent before its back-off check and drops it
+	// at once when backing off; recording it here, just before the pull,
+	// leaves the same records.
+	if records != nil {
+		if err := records.RecordIntent(c.Image); err != nil {
+			msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", c.Image, err)
+			return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: msg, err: err}
+		}
+	}
 	s.event(pod, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
 	start := s.clock.Now()
-	ref, msg, err := s.pull(ctx, pod, spec, sbConfig)
+	ref, used, msg, err := s.pull(ctx, spec, sbConfig, auths)
 	if err != nil {
+		if records != nil {
+			records.RecordFailed(c.Image)
+		}
 		s.mu.Lock()
 		s.pullBackoff.next(key, now)
 		s.pullBackoff.setNote(key, ReasonErrImagePull+": "+msg)
@@ -529,45 +571,65 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		s.event(pod, v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %s", c.Image, msg)
 		return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: msg, err: fmt.Errorf("pull image %q: %w", c.Image, err)}
 	}
+	if records != nil {
+		records.RecordPulled(c.Image, ref, pullrecords.CredentialsOf(used))
+	}
 	s.event(pod, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %s", c.Image, s.clock.Since(start))
 	return ref, "", nil, nil
 }
 
-// pull pulls an image with the credentials of the pod's imagePullSecrets
-// that match it, each in turn until one works (without any when none
-// match), as upstream does. msg is a failure's waiting message: the
-// runtime's own, or upstream's list of them when several credentials
-// failed.
-func (s *Syncer) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig) (ref, msg string, err error) {
-	auths, err := PullAuths(s.pullSecrets(ctx, pod), spec.GetImage())
+// trackedAuths are the credentials to try for image pulled for pod, in
+// order: those of the pod's imagePullSecrets that match it, then the
+// node's own (upstream's union of the keyrings), each with where it
+// comes from.
+func (s *Syncer) trackedAuths(ctx context.Context, pod *v1.Pod, image string) ([]cri.TrackedAuth, error) {
+	auths, err := TrackedPullAuths(s.pullSecrets(ctx, pod), image)
 	if err != nil {
-		return "", err.Error(), err
+		return nil, err
 	}
-	if s.opts.Credentials != nil {
-		// The node's keyring after the pod's, as upstream's union of them.
-		auths = append(auths, s.opts.Credentials.Credentials(ctx, pod, spec.GetImage())...)
+	switch creds := s.opts.Credentials.(type) {
+	case nil:
+	case TrackedCredentials:
+		auths = append(auths, creds.TrackedCredentials(ctx, pod, image)...)
+	default:
+		for _, a := range creds.Credentials(ctx, pod, image) {
+			auths = append(auths, cri.TrackedAuth{Auth: a})
+		}
 	}
-	if len(auths) == 0 {
+	return auths, nil
+}
+
+// pull pulls an image with the credentials auths gives, each in turn until
+// one works (without any when there are none), as upstream does, and
+// returns the runtime's reference and the credentials that worked (nil for
+// none). msg is a failure's waiting message: the runtime's own, or
+// upstream's list of them when several credentials failed.
+func (s *Syncer) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig, auths func() ([]cri.TrackedAuth, error)) (ref string, used *cri.TrackedAuth, msg string, err error) {
+	tracked, err := auths()
+	if err != nil {
+		return "", nil, err.Error(), err
+	}
+	if len(tracked) == 0 {
 		ref, err := s.rt.PullImage(ctx, spec, nil, sbConfig)
 		if err != nil {
-			return "", cri.RuntimeMessage(err), err
+			return "", nil, cri.RuntimeMessage(err), err
 		}
-		return ref, "", nil
+		return ref, nil, "", nil
 	}
 	var errs []error
 	var msgs []string
-	for _, auth := range auths {
-		ref, err := s.rt.PullImage(ctx, spec, auth, sbConfig)
+	for i := range tracked {
+		ref, err := s.rt.PullImage(ctx, spec, tracked[i].Auth, sbConfig)
 		if err == nil {
-			return ref, "", nil
+			return ref, &tracked[i], "", nil
 		}
 		errs = append(errs, err)
 		msgs = append(msgs, cri.RuntimeMessage(err))
 	}
 	if len(msgs) == 1 {
-		return "", msgs[0], errs[0]
+		return "", nil, msgs[0], errs[0]
 	}
-	return "", "[" + strings.Join(msgs, ", ") + "]", errors.Join(errs...)
+	return "", nil, "[" + strings.Join(msgs, ", ") + "]", errors.Join(errs...)
 }
 
 // lastExited returns the newest instance of the named container that has

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/dra"
 )
 
@@ -59,6 +60,39 @@ type EventRecorder interface {
 type Credentials interface {
 	Credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
 }
+
+// TrackedCredentials is an optional extension of Credentials, found by
+// type assertion: the node's credentials with where they come from, so
+// that the records of which credentials pulled an image
+// (Options.PullRecords) tell a service account's token given to a
+// credential provider plugin (cri.TrackedAuth.ServiceAccount) from the
+// node's own, which every pod may use. Credentials without it are the
+// node's own. cri/credentialprovider.Providers has it.
+type TrackedCredentials interface {
+	TrackedCredentials(ctx context.Context, pod *v1.Pod, image string) []cri.TrackedAuth
+}
+
+// PullRecords keeps the records of which credentials pulled which image
+// and says whether a pod may use an image present on the node without
+// pulling it with its own credentials: upstream's image pull manager, its
+// KubeletEnsureSecretPulledImages feature. *pullrecords.Manager (package
+// cri/pullrecords) implements it; it must be safe for concurrent use.
+type PullRecords interface {
+	// MustPull says whether a pod must have image (the container's image
+	// field), present as imageRef, pulled with its own credentials; pod
+	// looks them up, only if they matter, and its error is MustPull's.
+	MustPull(ctx context.Context, image, imageRef string, pod func() (pullrecords.PodCredentials, error)) (bool, error)
+	// RecordIntent is called before a pull of image; its error stops the
+	// pull. Each call is matched by one RecordPulled or RecordFailed.
+	RecordIntent(image string) error
+	// RecordPulled records that image was pulled as imageRef with creds
+	// (pullrecords.CredentialsOf the credentials that worked).
+	RecordPulled(image, imageRef string, creds pullrecords.Credentials)
+	// RecordFailed records that a pull of image failed.
+	RecordFailed(image string)
+}
+
+var _ PullRecords = (*pullrecords.Manager)(nil)
 
 // CredentialsFunc adapts a function to Credentials.
 type CredentialsFunc func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
@@ -110,6 +144,17 @@ type Options struct {
 	// cri/credentialprovider), tried after those of the pod's
 	// imagePullSecrets. Nil: none.
 	Credentials Credentials
+	// PullRecords, when set, are the records of which credentials pulled
+	// which image (cri/pullrecords.Manager, upstream's
+	// KubeletEnsureSecretPulledImages): a container whose image is present
+	// is started without a pull only when they say its pod may use it (the
+	// Pulled event then says "… already present on machine and can be
+	// accessed by the pod"); otherwise the image is pulled with the pod's
+	// credentials, and with pull policy Never the container fails with
+	// ErrImageNeverPull as if the image were absent. Every pull records its
+	// intent, then the credentials that worked. Nil: any pod uses any
+	// image present, as upstream with the feature off.
+	PullRecords PullRecords
 	// BackoffInitial and BackoffMax are the crash-loop and image pull
 	// backoff delays (zero: DefaultBackoffInitial, DefaultBackoffMax).
 	BackoffInitial, BackoffMax time.Duration
