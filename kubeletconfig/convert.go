@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/server"
@@ -153,6 +154,7 @@ var honouredGates = map[string]bool{
 	"GracefulNodeShutdown":                   true, // locked on upstream
 	"GracefulNodeShutdownBasedOnPodPriority": true, // Shutdown.ByPodPriority
 	"KubeletCrashLoopBackOffMax":             true, // Timings.BackoffMax
+	"KubeletEnsureSecretPulledImages":        true, // Node.PulledImages (false: Off)
 }
 
 // Convert turns a defaulted, validated configuration into the agent's
@@ -360,7 +362,8 @@ func (c *converter) dns() {
 	}
 }
 
-// pods maps the pods capacity and the bound on image pulls.
+// pods maps the pods capacity, the bound on image pulls and the records of
+// pulled images.
 func (c *converter) pods() {
 	kc, o := c.kc, &c.cfg.Agent
 	o.Node.MaxPods = int64(kc.MaxPods)
@@ -372,6 +375,13 @@ func (c *converter) pods() {
 	default:
 		o.Node.MaxParallelImagePulls = -1 // no bound
 	}
+	// Which credentials pulled which image (KubeletEnsureSecretPulledImages).
+	if !gates(kc)["KubeletEnsureSecretPulledImages"] {
+		o.Node.PulledImages.Off = true
+		return
+	}
+	o.Node.PulledImages.VerificationPolicy = pullrecords.Policy(kc.ImagePullCredentialsVerificationPolicy)
+	o.Node.PulledImages.Allowlist = slices.Clone(kc.PreloadedImagesVerificationAllowlist)
 }
 
 // resources maps the reservations and the eviction thresholds.

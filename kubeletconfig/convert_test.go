@@ -13,6 +13,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/kubeletconfig"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
@@ -237,4 +238,30 @@ func TestConvertOffValues(t *testing.T) {
 	assert.Nil(t, cfg.Agent.HTTP.API)
 	assert.Empty(t, cfg.Agent.Cgroups.EnforceNodeAllocatable)
 	assert.Equal(t, []eviction.Threshold{}, cfg.Agent.Eviction.Thresholds, "no thresholds, not the defaults")
+}
+
+// imagePullCredentialsVerificationPolicy and its allowlist reach the
+// records of pulled images (Node.PulledImages); the policy's default is
+// upstream's, and the KubeletEnsureSecretPulledImages gate off keeps no
+// records.
+func TestConvertPulledImages(t *testing.T) {
+	cfg, err := convert(t, func(*kubeletv1beta1.KubeletConfiguration) {})
+	require.NoError(t, err)
+	assert.Equal(t, agent.PulledImagesOptions{VerificationPolicy: pullrecords.NeverVerifyPreloadedImages}, cfg.Agent.Node.PulledImages)
+
+	cfg, err = convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.FeatureGates = map[string]bool{"KubeletEnsureSecretPulledImages": true}
+		kc.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.NeverVerifyAllowlistedImages
+		kc.PreloadedImagesVerificationAllowlist = []string{"registry.k8s.io/pause", "registry.example/public/*"}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, agent.PulledImagesOptions{VerificationPolicy: pullrecords.NeverVerifyAllowlistedImages,
+		Allowlist: []string{"registry.k8s.io/pause", "registry.example/public/*"}}, cfg.Agent.Node.PulledImages)
+
+	cfg, err = convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.FeatureGates = map[string]bool{"KubeletEnsureSecretPulledImages": false}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, agent.PulledImagesOptions{Off: true}, cfg.Agent.Node.PulledImages)
+	assert.False(t, cfg.FeatureGates["KubeletEnsureSecretPulledImages"])
 }

@@ -55,6 +55,9 @@ func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
 	if gates(kc)["KubeletCrashLoopBackOffMax"] && kc.CrashLoopBackOff.MaxContainerRestartPeriod == nil {
 		kc.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: 5 * time.Minute}
 	}
+	if gates(kc)["KubeletEnsureSecretPulledImages"] && kc.ImagePullCredentialsVerificationPolicy == "" {
+		kc.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.NeverVerifyPreloadedImages
+	}
 }
 
 // orDuration sets *d to def when it is zero.

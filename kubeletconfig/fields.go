@@ -28,6 +28,7 @@ var mapped = map[string]bool{
 	"crashLoopBackOff": true, "seccompDefault": true, "registerWithTaints": true, "registerNode": true,
 	"containerRuntimeEndpoint": true, "clusterDNS": true, "clusterDomain": true, "resolvConf": true,
 	"maxPods": true, "serializeImagePulls": true, "maxParallelImagePulls": true, "podPidsLimit": true,
+	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
 }
 
 // ignored are the fields upstream itself does not act on in the

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/kubeletconfig"
 )
 
@@ -35,6 +37,8 @@ func TestGoldenFiles(t *testing.T) {
 			assert.Equal(t, "/etc/resolv.conf", o.Node.ResolvConf)
 			assert.Equal(t, int64(110), o.Node.MaxPods)
 			assert.Zero(t, o.Node.MaxParallelImagePulls, "pulls serialised, upstream's default")
+			assert.Equal(t, agent.PulledImagesOptions{VerificationPolicy: pullrecords.NeverVerifyPreloadedImages}, o.Node.PulledImages,
+				"upstream's default since 1.35: images the node pulled need the credentials that pulled them")
 			assert.Equal(t, "/etc/kubernetes/manifests", o.Sources.ManifestPath)
 			assert.Equal(t, "/var/log/pods", o.Logs.Dir)
 			assert.Equal(t, "systemd", o.Cgroups.Driver)

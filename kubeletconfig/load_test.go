@@ -84,6 +84,10 @@ func TestDefaultsDerived(t *testing.T) {
 	kubeletconfig.SetDefaults(kc)
 	assert.Equal(t, int64(-1), *kc.PodPidsLimit)
 	assert.Equal(t, 5*time.Minute, kc.CrashLoopBackOff.MaxContainerRestartPeriod.Duration)
+	assert.Equal(t, kubeletv1beta1.NeverVerifyPreloadedImages, kc.ImagePullCredentialsVerificationPolicy, "KubeletEnsureSecretPulledImages is on in 1.36")
+	kc = &kubeletv1beta1.KubeletConfiguration{FeatureGates: map[string]bool{"KubeletEnsureSecretPulledImages": false}}
+	kubeletconfig.SetDefaults(kc)
+	assert.Empty(t, kc.ImagePullCredentialsVerificationPolicy, "no default with the gate off")
 }
 
 // Drop-ins ending in .conf merge over the file in lexical order: scalars

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 )
 
 // ErrInvalid is wrapped by Validate's errors.
@@ -27,7 +29,7 @@ var gateDefaults = map[string]bool{
 	"KubeletCrashLoopBackOffMax":             false,
 	"MemoryQoS":                              false,
 	"NodeLogQuery":                           false,
-	"KubeletEnsureSecretPulledImages":        false,
+	"KubeletEnsureSecretPulledImages":        true,
 	"EventedPLEG":                            false,
 	"ExtendWebSocketsToKubelet":              true,
 }
@@ -255,7 +257,11 @@ func (v *validator) misc() {
 	default:
 		v.fail(false, "option %q specified for hairpinMode (--hairpin-mode). Valid options are %q, %q or %q", m, kubeletv1beta1.HairpinNone, kubeletv1beta1.HairpinVeth, kubeletv1beta1.PromiscuousBridge)
 	}
-	if !v.gate["KubeletEnsureSecretPulledImages"] {
+	if v.gate["KubeletEnsureSecretPulledImages"] {
+		for _, err := range pullrecords.CheckPolicy(pullrecords.Policy(kc.ImagePullCredentialsVerificationPolicy), kc.PreloadedImagesVerificationAllowlist) {
+			v.fail(false, "%v", err)
+		}
+	} else {
 		v.fail(kc.ImagePullCredentialsVerificationPolicy == "", "`imagePullCredentialsVerificationPolicy` must not be set if KubeletEnsureSecretPulledImages feature gate is not enabled")
 		v.fail(len(kc.PreloadedImagesVerificationAllowlist) == 0, "`preloadedImagesVerificationAllowlist` must not be set if KubeletEnsureSecretPulledImages feature gate is not enabled")
 	}

@@ -72,6 +72,22 @@ func TestValidate(t *testing.T) {
 		{"crash loop without gate", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: time.Minute}
 		}, []string{"invalid configuration: FeatureGate KubeletCrashLoopBackOffMax not enabled, CrashLoopBackOff.MaxContainerRestartPeriod must not be set"}},
+		{"image pull credentials policy", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ImagePullCredentialsVerificationPolicy = "Sometimes" },
+			[]string{`invalid configuration: option "Sometimes" specified for imagePullCredentialsVerificationPolicy. Valid options are "NeverVerify", "NeverVerifyPreloadedImages", "NeverVerifyAllowlistedImages" or "AlwaysVerify"`}},
+		{"allowlist beside another policy", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.PreloadedImagesVerificationAllowlist = []string{"registry.example/*"}
+		}, []string{"invalid configuration: can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\""}},
+		{"allowlist pattern", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.NeverVerifyAllowlistedImages
+			kc.PreloadedImagesVerificationAllowlist = []string{"registry.example/*", "registry.example/app:1"}
+		}, []string{"invalid configuration: invalid image pattern in `preloadedImagesVerificationAllowlist`: neither tag nor digest is accepted in an image reference: registry.example/app:1"}},
+		{"image pull credentials without the gate", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.FeatureGates = map[string]bool{"KubeletEnsureSecretPulledImages": false}
+			kc.PreloadedImagesVerificationAllowlist = []string{"registry.example/*"}
+		}, []string{
+			"invalid configuration: `imagePullCredentialsVerificationPolicy` must not be set if KubeletEnsureSecretPulledImages feature gate is not enabled",
+			"invalid configuration: `preloadedImagesVerificationAllowlist` must not be set if KubeletEnsureSecretPulledImages feature gate is not enabled",
+		}},
 		{"runOnce", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.RunOnce = true },
 			[]string{"invalid configuration: runOnce (--runOnce) true, Runonce mode has been deprecated and should not be set"}},
 	} {

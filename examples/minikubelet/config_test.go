@@ -17,6 +17,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 )
 
 // kubeadmConfig is /var/lib/kubelet/config.yaml as kubeadm writes it, but
@@ -152,6 +155,7 @@ evictionHard:
 	assert.Equal(t, int64(250), opts.Node.MaxPods)
 	assert.Equal(t, int64(4096), opts.Cgroups.PodPidsLimit, "the flag over the drop-in")
 	assert.Zero(t, opts.Node.MaxParallelImagePulls, "serialised, upstream's default")
+	assert.Equal(t, agent.PulledImagesOptions{VerificationPolicy: pullrecords.NeverVerifyPreloadedImages}, opts.Node.PulledImages, "upstream's default")
 
 	v, err := opts.HTTP.API.Configz.KubeletConfig()
 	require.NoError(t, err)

@@ -39,7 +39,8 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletv1beta1.KubeletConfi
 	kc.EnableSystemLogHandler, kc.EnableSystemLogQuery, kc.FailSwapOn = ptr.To(false), ptr.To(false), ptr.To(false)
 	kc.EnableServer = ptr.To(opts.HTTP.API != nil)
 	kc.FeatureGates = map[string]bool{"EventedPLEG": opts.EventedPLEG,
-		agent.ExtendWebSocketsToKubelet: opts.HTTP.API != nil && opts.HTTP.API.WebSockets != nil}
+		agent.ExtendWebSocketsToKubelet:   opts.HTTP.API != nil && opts.HTTP.API.WebSockets != nil,
+		"KubeletEnsureSecretPulledImages": !opts.Node.PulledImages.Off}
 	if api := opts.HTTP.API; api != nil {
 		if err := apiSettings(kc, api, root); err != nil {
 			return nil, err

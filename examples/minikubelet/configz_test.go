@@ -78,6 +78,7 @@ func TestConfigzDefaults(t *testing.T) {
 	assert.Equal(t, ptr.To(false), got.FailSwapOn)
 	assert.Equal(t, ptr.To(true), got.SerializeImagePulls)
 	assert.Nil(t, got.MaxParallelImagePulls)
+	assert.Equal(t, kubeletconfig.NeverVerifyPreloadedImages, got.ImagePullCredentialsVerificationPolicy, "upstream's default, run")
 	assert.Equal(t, ptr.To("/etc/resolv.conf"), got.ResolverConfig)
 	assert.Empty(t, got.ClusterDNS)
 	assert.Equal(t, ptr.To(false), got.SeccompDefault)
@@ -104,7 +105,7 @@ func TestConfigzDefaults(t *testing.T) {
 	assert.Equal(t, "10Mi", got.ContainerLogMaxSize)
 	assert.Equal(t, ptr.To[int32](5), got.ContainerLogMaxFiles)
 	assert.Equal(t, &metav1.Duration{Duration: 10 * time.Second}, got.ContainerLogMonitorInterval)
-	assert.Equal(t, map[string]bool{"EventedPLEG": false, "ExtendWebSocketsToKubelet": true}, got.FeatureGates)
+	assert.Equal(t, map[string]bool{"EventedPLEG": false, "ExtendWebSocketsToKubelet": true, "KubeletEnsureSecretPulledImages": true}, got.FeatureGates)
 	assert.Equal(t, ptr.To(false), got.RegisterNode)
 }
 
@@ -205,12 +206,12 @@ func TestConfigzFromFlags(t *testing.T) {
 			assert.Equal(t, "1Mi", kc.ContainerLogMaxSize)
 			assert.Equal(t, ptr.To[int32](3), kc.ContainerLogMaxFiles)
 			assert.Equal(t, duration(20*time.Second), kc.NodeStatusUpdateFrequency)
-			assert.Equal(t, map[string]bool{"EventedPLEG": true, "ExtendWebSocketsToKubelet": true}, kc.FeatureGates)
+			assert.Equal(t, map[string]bool{"EventedPLEG": true, "ExtendWebSocketsToKubelet": true, "KubeletEnsureSecretPulledImages": true}, kc.FeatureGates)
 		},
 	}, {
 		name: "no WebSockets on the kubelet API", args: []string{"--extend-websockets-to-kubelet=false"},
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
-			assert.Equal(t, map[string]bool{"EventedPLEG": false, "ExtendWebSocketsToKubelet": false}, kc.FeatureGates)
+			assert.Equal(t, map[string]bool{"EventedPLEG": false, "ExtendWebSocketsToKubelet": false, "KubeletEnsureSecretPulledImages": true}, kc.FeatureGates)
 		},
 	}, {
 		name: "no eviction thresholds", args: []string{"--eviction-hard", ""},

@@ -105,7 +105,12 @@
 // provider plugins, package cri/credentialprovider: both or neither; the
 // configuration a file or a directory of them, read and checked at start,
 // its plugins found in the directory by their names; docs/credentialprovider.md),
-// --config, --config-dir,
+// --config, --config-dir (imagePullCredentialsVerificationPolicy and
+// preloadedImagesVerificationAllowlist, as upstream, come only from the
+// file: a pod whose image the node pulled with other pods' credentials must
+// show its own, the records kept under ROOT-DIR/image_manager;
+// featureGates KubeletEnsureSecretPulledImages false keeps none;
+// docs/feature-gates.md),
 // --node-name, --hostname-override (the node's name, as upstream's),
 // --node-ip, --cluster-dns (comma-separated, repeatable),
 // --cluster-domain, --resolv-conf (/etc/resolv.conf, upstream's default;
