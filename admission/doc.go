@@ -8,7 +8,11 @@
 // refusal. HandlerFunc and PodHandlerFunc adapt functions (the eviction
 // block's Manager.Admit is one). The agent's chain is upstream's: the
 // pod's validity, eviction under node pressure, sysctls, the operating
-// system, supplementalGroupsPolicy, the predicates, AppArmor.
+// system, supplementalGroupsPolicy, the predicates, AppArmor, the node
+// features the pod needs (NodeFeatures: a pod needing a feature the node
+// does not declare in status.declaredFeatures is refused with
+// PodFeatureUnsupported, "Pod requires node features that are not
+// available: RestartAllContainersOnContainerExits").
 //
 // Predicates is upstream's predicate handler, against the Node a
 // NodeGetter returns: the operating system (AdmitOS), then the checks the

@@ -39,8 +39,10 @@ const (
 // supplementalGroupsPolicy the runtime cannot apply, the devices of device
 // plugins (when Node.DevicePluginDir is set), the predicates
 // (resources against the node's allocatable, node affinity and selector,
-// node name, host ports, NoExecute taints), then AppArmor, then the node's
-// shutdown (NodeShutdown while it shuts down). Nil parts are left out.
+// node name, host ports, NoExecute taints), then AppArmor, then the node
+// features the pod needs and the node does not declare
+// (PodFeatureUnsupported), then the node's shutdown (NodeShutdown while it
+// shuts down). Nil parts are left out.
 func newAdmission(b *blocks, preempt admission.PreemptorFunc) (admission.Chain, error) {
 	pred, err := admission.NewPredicates(admission.PredicateOptions{
 		Node:      admission.NodeGetterFunc(b.nodeView.admissionNode),
@@ -68,7 +70,7 @@ func newAdmission(b *blocks, preempt admission.PreemptorFunc) (admission.Chain, 
 		// upstream's resource allocation handler comes before them.
 		chain = append(chain, b.devices)
 	}
-	chain = append(chain, pred, admission.AppArmor{HostEnabled: b.appArmor})
+	chain = append(chain, pred, admission.AppArmor{HostEnabled: b.appArmor}, admission.NodeFeatures(declaredFeatures(b.opts)))
 	if b.shutdown.Enabled() {
 		// Last, as upstream's shutdown manager.
 		chain = append(chain, admission.PodHandlerFunc(b.shutdown.Admit))

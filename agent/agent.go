@@ -53,7 +53,8 @@ type Timings struct {
 	// again (20s).
 	SourcePeriod time.Duration
 	// BackoffInitial and BackoffMax are the crash-loop and image-pull
-	// backoffs (10s doubling to 5m).
+	// backoffs (10s doubling to 5m; the crash loop's most is
+	// Node.MaxContainerRestartPeriod when that is set).
 	BackoffInitial, BackoffMax time.Duration
 	// WorkerBackOff is how long after a failed sync a pod is synced again
 	// (10s, plus up to 50% jitter).

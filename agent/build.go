@@ -66,6 +66,10 @@ func New(opts Options) (*Agent, error) {
 	if opts.Cluster.LeaseDuration < 0 || opts.Cluster.LeaseDuration%time.Second != 0 {
 		return nil, fmt.Errorf("agent: Cluster.LeaseDuration %s is not a positive number of seconds: %w", opts.Cluster.LeaseDuration, ErrInvalidOptions)
 	}
+	if p := opts.Node.MaxContainerRestartPeriod; p != 0 && (p < time.Second || p > 300*time.Second) {
+		return nil, fmt.Errorf("agent: Node.MaxContainerRestartPeriod %s must be between 1s and 300s, as upstream's crashLoopBackOff.maxContainerRestartPeriod: %w",
+			p, ErrInvalidOptions)
+	}
 	if slices.Contains(opts.Node.DeclaredFeatures, ExtendWebSocketsToKubelet) && (opts.HTTP.API == nil || opts.HTTP.API.WebSockets == nil) {
 		return nil, fmt.Errorf("agent: the node declares %s (Node.DeclaredFeatures), and its kubelet API has no WebSockets to serve them (HTTP.API.WebSockets): %w",
 			ExtendWebSocketsToKubelet, ErrInvalidOptions)
@@ -203,7 +207,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	}
 	// The handler first, empty: the PLEG hands it its events.
 	h := &handler{podView: view, alloc: b.alloc, devices: b.devices, rt: b.rt, mirrors: opts.Cluster.MirrorPods,
-		rootDir: opts.RootDir, events: b.events, clock: b.clock, log: log}
+		declared: declaredFeatures(opts), rootDir: opts.RootDir, events: b.events, clock: b.clock, log: log}
 	b.handler = h
 	if opts.EventedPLEG {
 		b.pleg, err = pleg.NewEvented(pleg.EventedOptions{Runtime: b.rt, Cache: b.cache, Clock: b.clock,

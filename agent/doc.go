@@ -80,9 +80,11 @@
 // authorized): container logs, exec, attach, port-forward, run and the
 // stats summary, the agent being every node interface the server asks for.
 // With APIOptions.WebSockets it serves kubectl's WebSocket protocols next to
-// the runtime, and the node may declare ExtendWebSocketsToKubelet
-// (Options.Node.DeclaredFeatures) so that the API server sends them on
-// instead of translating them itself. With Options.HTTP.Healthz it serves
+// the runtime, and the node declares ExtendWebSocketsToKubelet so that the
+// API server sends them on instead of translating them itself: the node
+// declares in status.declaredFeatures exactly the features its blocks
+// implement (status/node.DeclaredFeatures; Options.Node.DeclaredFeatures
+// adds the caller's own). With Options.HTTP.Healthz it serves
 // upstream's healthz port, what kubeadm join waits for (package server's
 // Healthz: /healthz only, plain HTTP, retried every 5s while the port is
 // taken).

@@ -3,6 +3,7 @@ package agent
 import (
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -37,10 +38,12 @@ type handler struct {
 	mirrors   MirrorPods
 	// forgetters forget a finished pod that is no longer desired.
 	forgetters []podForgetter
-	rootDir    string
-	events     EventRecorder
-	clock      Clock
-	log        *slog.Logger
+	// declared are the node's declared features (status.declaredFeatures).
+	declared []string
+	rootDir  string
+	events   EventRecorder
+	clock    Clock
+	log      *slog.Logger
 }
 
 var _ syncloop.SyncHandler = (*handler)(nil)
@@ -117,9 +120,13 @@ func (h *handler) reject(pod *v1.Pod, reason, msg string) {
 // (allocation.Manager.HandleResize).
 func (h *handler) HandlePodUpdates(pods []*v1.Pod) {
 	for _, pod := range pods {
+		old, had := h.pods.GetPodByUID(pod.UID)
 		h.pods.Update(pod)
 		if podspec.IsMirror(pod) || h.records.isRejected(pod.UID) {
 			continue
+		}
+		if had {
+			h.checkUpdateFeatures(old, pod)
 		}
 		if !h.workers.IsPodTerminationRequested(pod.UID) {
 			h.alloc.HandleResize(pod)
@@ -127,6 +134,31 @@ func (h *handler) HandlePodUpdates(pods []*v1.Pod) {
 		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: pod})
 	}
 	h.alloc.Flush()
+}
+
+// EventFailedNodeDeclaredFeaturesCheck is upstream's event for a pod update
+// that needs node features the node does not declare.
+const EventFailedNodeDeclaredFeaturesCheck = "FailedNodeDeclaredFeaturesCheck"
+
+// checkUpdateFeatures warns, as upstream kubelet does, of a pod update
+// that needs node features the node does not declare
+// (podspec.NodeFeaturesForUpdate: a pod-level resize, say), which an API
+// server older than 1.36 lets through: a Warning event
+// FailedNodeDeclaredFeaturesCheck. The update goes on to the pod's worker
+// all the same; the node does not act on what it lacks.
+func (h *handler) checkUpdateFeatures(old, pod *v1.Pod) {
+	var missing []string
+	for _, name := range podspec.NodeFeaturesForUpdate(old, pod) {
+		if !slices.Contains(h.declared, name) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := strings.Join(missing, ", ")
+	h.log.Error("Pod requires node features that are not available", "pod", podDesc(pod), "missingFeatures", msg)
+	h.events.Eventf(pod, v1.EventTypeWarning, EventFailedNodeDeclaredFeaturesCheck, "Pod requires node features that are not available: %s", msg)
 }
 
 // HandlePodRemoves terminates pods that left the configuration; the room

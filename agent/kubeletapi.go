@@ -9,7 +9,9 @@ import (
 	"strconv"
 
 	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/server"
+	"github.com/kubeletkit/kubeletkit/status/node"
 )
 
 // APIOptions configure the kubelet API (package server's secure server,
@@ -60,11 +62,26 @@ type APIOptions struct {
 	WebSockets server.WebSocketTranslator
 }
 
-// ExtendWebSocketsToKubelet is the node feature (in
-// Options.Node.DeclaredFeatures) that tells the API server to send kubectl's WebSockets on to the node's
-// kubelet API instead of translating them to SPDY itself: upstream kubelet
-// 1.36 declares it, and serves them as APIOptions.WebSockets does.
-const ExtendWebSocketsToKubelet = "ExtendWebSocketsToKubelet"
+// ExtendWebSocketsToKubelet is the node feature that tells the API server
+// to send kubectl's WebSockets on to the node's kubelet API instead of
+// translating them to SPDY itself: upstream kubelet 1.36 declares it, and
+// serves them as APIOptions.WebSockets does. The agent declares it when
+// APIOptions.WebSockets is set (declaredFeatures).
+const ExtendWebSocketsToKubelet = podspec.NodeFeatureExtendWebSocketsToKubelet
+
+// declaredFeatures are the features the node declares in its status:
+// those the blocks it runs implement (node.DeclaredFeatures: the kubelet
+// API's WebSockets when APIOptions.WebSockets serves them; the resize of
+// init containers, since the allocation block and podsync always run),
+// then the caller's Options.Node.DeclaredFeatures. The node status sorts
+// them and lists each once.
+func declaredFeatures(opts Options) []string {
+	api := opts.HTTP.API
+	return append(node.DeclaredFeatures(node.Capabilities{
+		WebSockets:    api != nil && api.WebSockets != nil,
+		InPlaceResize: true,
+	}), opts.Node.DeclaredFeatures...)
+}
 
 // listenAPI opens the kubelet API's listener and reports its port in the
 // node's status.

@@ -64,7 +64,6 @@ func TestKubeletAPI(t *testing.T) {
 	n := newNodeWith(t, agent.Options{
 		HTTP: agent.HTTPOptions{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin,
 			Configz: configz, WebSockets: v5Translator{}}},
-		Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
 	})
 	n.a.FakeRuntime().SetRules([]fake.Rule{{Name: "web", Behavior: fake.Behavior{Stdout: []string{"hello from web"}}}})
 	n.write("web.yaml", `
@@ -153,7 +152,9 @@ spec:
 	require.True(t, ok)
 	_, port, _ := strings.Cut(addr.String(), ":")
 	assert.Equal(t, port, itoa(st.DaemonEndpoints.KubeletEndpoint.Port), "daemonEndpoints")
-	assert.Equal(t, []string{agent.ExtendWebSocketsToKubelet}, st.DeclaredFeatures)
+	// The agent declares what its blocks implement: the WebSockets it
+	// serves, the in-place resize of init containers.
+	assert.Equal(t, []string{agent.ExtendWebSocketsToKubelet, "InPlacePodVerticalScalingInitContainers"}, st.DeclaredFeatures)
 }
 
 // v5Translator answers the requests a WebSocketTranslator is given with
@@ -169,9 +170,9 @@ func (v5Translator) TunnelHandler(http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "tunnelled") })
 }
 
-// The node declares ExtendWebSocketsToKubelet only when its kubelet API
-// serves the WebSockets the API server then sends it; it declares only
-// names the API server accepts.
+// A caller may declare ExtendWebSocketsToKubelet only when the kubelet API
+// serves the WebSockets the API server then sends it (the agent declares
+// it then anyway); it declares only names the API server accepts.
 func TestNewChecksDeclaredFeatures(t *testing.T) {
 	api := &agent.APIOptions{Listen: "127.0.0.1:0", WebSockets: v5Translator{}}
 	for _, tc := range []struct {
@@ -180,7 +181,7 @@ func TestNewChecksDeclaredFeatures(t *testing.T) {
 		sentinel error // nil: New succeeds
 	}{
 		{"WebSockets declared and served", agent.Options{HTTP: agent.HTTPOptions{API: api}, Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}}, nil},
-		{"WebSockets served, not declared", agent.Options{HTTP: agent.HTTPOptions{API: api}}, nil},
+		{"WebSockets served, declared by the agent", agent.Options{HTTP: agent.HTTPOptions{API: api}}, nil},
 		{"WebSockets declared without a kubelet API", agent.Options{Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}}},
 			agent.ErrInvalidOptions},
 		{"WebSockets declared, not served", agent.Options{

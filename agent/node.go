@@ -32,7 +32,7 @@ func (b *blocks) newNodeStatus() (*node.Controller, error) {
 		Addresses:          addrs,
 		StatusUpdatePeriod: b.opts.Timings.NodeStatus,
 		StatusReportPeriod: b.opts.Timings.NodeStatusReport,
-		DeclaredFeatures:   b.opts.Node.DeclaredFeatures,
+		DeclaredFeatures:   declaredFeatures(b.opts),
 		Reservation:        b.nodeView.reservation,
 		Logger:             b.log.With("component", "node-status"),
 	}

@@ -231,13 +231,18 @@ type NodeOptions struct {
 	// their beta spellings), for the nodeSelector and node affinity of the
 	// pods admitted when Cluster.Node is nil.
 	Labels map[string]string
-	// DeclaredFeatures are the features the node declares in its status
-	// (status.declaredFeatures, upstream's NodeDeclaredFeatures), listed
-	// sorted, once each; empty leaves the field unset. The API server reads
-	// them: ExtendWebSocketsToKubelet makes it send kubectl's WebSockets on
-	// to the node, which must then serve them (HTTP.API.WebSockets), so New
-	// refuses the one without the other. A name the API server would refuse
-	// fails New too.
+	// DeclaredFeatures are features the node declares in its status
+	// (status.declaredFeatures, upstream's NodeDeclaredFeatures) beside
+	// those the agent declares itself, exactly the ones its blocks
+	// implement (node.DeclaredFeatures): ExtendWebSocketsToKubelet when
+	// HTTP.API.WebSockets serves kubectl's WebSockets, and
+	// InPlacePodVerticalScalingInitContainers (init containers are resized
+	// in place). They are for what the caller implements outside
+	// kubeletkit's blocks. The status lists them all sorted, once each. The
+	// API server reads them: ExtendWebSocketsToKubelet makes it send
+	// kubectl's WebSockets on to the node, which must then serve them, so
+	// New refuses it here without HTTP.API.WebSockets. A name the API
+	// server would refuse fails New too.
 	DeclaredFeatures []string
 	// Machine describes the node's hardware for its status. Nil means this
 	// machine (node.LocalMachine, its ephemeral storage the filesystem of
@@ -265,6 +270,15 @@ type NodeOptions struct {
 	// waiting for its turn gives its start slot back (podworkers'
 	// StartGate), as it does while the pull runs.
 	MaxParallelImagePulls int32
+	// MaxContainerRestartPeriod is the longest a crashing container waits
+	// before it is restarted (CrashLoopBackOff), upstream's
+	// crashLoopBackOff.maxContainerRestartPeriod (KubeletCrashLoopBackOffMax,
+	// beta and on by default since 1.35): the back-off doubles from 10s,
+	// or from this period when it is shorter, up to it. Image pulls keep
+	// their back-off, and a crash loop starts over only after 10 minutes
+	// without a crash, as upstream. Zero: 5 minutes, upstream's default.
+	// Upstream's range, 1s to 300s, is enforced: anything else fails New.
+	MaxContainerRestartPeriod time.Duration
 	// ImageCredentials are the node's own registry credentials, tried
 	// after those of a pod's imagePullSecrets (upstream's image credential
 	// provider plugins: cri/credentialprovider.Providers, from

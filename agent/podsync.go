@@ -61,6 +61,7 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 		Credentials:          opts.Node.ImageCredentials,
 		PullRecords:          records,
 		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
+		MaxContainerRestartPeriod: opts.Node.MaxContainerRestartPeriod,
 	})
 }
 

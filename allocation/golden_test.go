@@ -28,15 +28,17 @@ import (
 // Commands:
 //
 //	node cpu=Q memory=Q pods=N | node error      the node's allocatable (default cpu=4 memory=8Gi pods=110)
-//	pod <name> cpu=Q memory=Q [prio=N] [static] [sidecar] [burstable]
+//	pod <name> cpu=Q memory=Q [prio=N] [static] [sidecar] [init] [burstable]
 //	                                             a pod on the node (container app; a sidecar proxy
-//	                                             with cpu=100m memory=64Mi), not admitted yet
+//	                                             with cpu=100m memory=64Mi; a regular init container
+//	                                             setup with cpu=100m memory=64Mi), not admitted yet
 //	admit <name>                                 the agent's admission: the pod as allocated is
 //	                                             allocated, a resize asked meanwhile weighed, Flush
-//	resize <name> [cpu=Q] [memory=Q] [proxy-cpu=Q]
+//	resize <name> [cpu=Q] [memory=Q] [proxy-cpu=Q] [setup-cpu=Q]
 //	                                             the API asks new resources (generation+1):
 //	                                             HandleResize, then Flush
-//	spec <name> [cpu=Q] [memory=Q] [proxy-cpu=Q] the same change unheard of (the node is down)
+//	spec <name> [cpu=Q] [memory=Q] [proxy-cpu=Q] [setup-cpu=Q]
+//	                                             the same change unheard of (the node is down)
 //	weigh <name>                                 Manager.AdmitResize, which changes nothing
 //	view <name>                                  the pod as allocated (AllocatedPod)
 //	runtime <name> stale|actuated|unknown        CheckResizeInProgress with the runtime running the
@@ -371,11 +373,27 @@ func newPod(t *testing.T, name string, opts map[string]string) *v1.Pod {
 		p.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "envoy", RestartPolicy: &always,
 			Resources: requirements("100m", "64Mi", burstable)}}
 	}
+	if _, ok := opts["init"]; ok {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: "setup", Image: "busybox",
+			Resources: requirements("100m", "64Mi", burstable)})
+	}
 	return p
 }
 
+// initContainer is the pod's init container of that name.
+func initContainer(t *testing.T, pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	t.Fatalf("pod %s has no init container %s", pod.Name, name)
+	return nil
+}
+
 // resize changes pod's spec as the API's resize subresource would: the
-// app container's cpu and memory, the sidecar's cpu, the generation.
+// app container's cpu and memory, the sidecar's and the regular init
+// container's cpu, the generation.
 func resize(t *testing.T, pod *v1.Pod, opts map[string]string) {
 	set := func(c *v1.Container, name v1.ResourceName, v string) {
 		q := resource.MustParse(v)
@@ -391,7 +409,9 @@ func resize(t *testing.T, pod *v1.Pod, opts map[string]string) {
 		case "memory":
 			set(&pod.Spec.Containers[0], v1.ResourceMemory, v)
 		case "proxy-cpu":
-			set(&pod.Spec.InitContainers[0], v1.ResourceCPU, v)
+			set(initContainer(t, pod, "proxy"), v1.ResourceCPU, v)
+		case "setup-cpu":
+			set(initContainer(t, pod, "setup"), v1.ResourceCPU, v)
 		default:
 			t.Fatalf("resize %s: %s", pod.Name, k)
 		}

@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-
-	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // podAllocation is what the node allocated to one pod: the resources of
@@ -60,13 +58,14 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// resizable calls f with each container a resize may change: the sidecars
-// (restartable init containers) and the app containers, in spec order.
+// resizable calls f with each container a resize may change, in spec
+// order: the init containers, sidecars and regular ones alike (upstream's
+// IsResizableContainer with InPlacePodVerticalScalingInitContainers, beta
+// and on by default since 1.36), then the app containers. Ephemeral
+// containers have no resources to resize.
 func resizable(pod *v1.Pod, f func(c *v1.Container)) {
 	for i := range pod.Spec.InitContainers {
-		if podspec.IsSidecar(&pod.Spec.InitContainers[i]) {
-			f(&pod.Spec.InitContainers[i])
-		}
+		f(&pod.Spec.InitContainers[i])
 	}
 	for i := range pod.Spec.Containers {
 		f(&pod.Spec.Containers[i])

@@ -153,7 +153,7 @@ var honouredGates = map[string]bool{
 	"ExtendWebSocketsToKubelet":              true, // the caller's WebSocket translator
 	"GracefulNodeShutdown":                   true, // locked on upstream
 	"GracefulNodeShutdownBasedOnPodPriority": true, // Shutdown.ByPodPriority
-	"KubeletCrashLoopBackOffMax":             true, // Timings.BackoffMax
+	"KubeletCrashLoopBackOffMax":             true, // Node.MaxContainerRestartPeriod
 	"KubeletEnsureSecretPulledImages":        true, // Node.PulledImages (false: Off)
 }
 
@@ -336,7 +336,8 @@ func (c *converter) node() {
 			nodeshutdown.PriorityGracePeriod{Priority: p.Priority, GracePeriodSeconds: p.ShutdownGracePeriodSeconds})
 	}
 	if p := kc.CrashLoopBackOff.MaxContainerRestartPeriod; p != nil {
-		o.Timings.BackoffMax = p.Duration
+		// The crash loop's alone: image pulls keep their back-off.
+		o.Node.MaxContainerRestartPeriod = p.Duration
 	}
 	o.ImageGC = imagegc.Policy{HighThresholdPercent: int(deref(kc.ImageGCHighThresholdPercent)),
 		LowThresholdPercent: int(deref(kc.ImageGCLowThresholdPercent)),

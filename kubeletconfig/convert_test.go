@@ -77,7 +77,8 @@ func TestConvertHonoured(t *testing.T) {
 	assert.Equal(t, 5*time.Second, o.Timings.SourcePeriod)
 	assert.Equal(t, 20*time.Second, o.Timings.NodeStatus)
 	assert.Equal(t, 5*time.Minute, o.Timings.NodeStatusReport)
-	assert.Equal(t, time.Minute, o.Timings.BackoffMax)
+	assert.Equal(t, time.Minute, o.Node.MaxContainerRestartPeriod, "the crash loop's maximum")
+	assert.Zero(t, o.Timings.BackoffMax, "image pulls keep their back-off")
 	assert.Equal(t, "10.0.0.1:11255", o.HTTP.Listen)
 	require.NotNil(t, o.HTTP.API)
 	assert.Equal(t, "10.0.0.1:11250", o.HTTP.API.Listen)
@@ -143,6 +144,11 @@ func TestConvertRefused(t *testing.T) {
 	}{
 		{"cpu manager", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.CPUManagerPolicy = "static" },
 			[]string{"cpuManagerPolicy"}, `kubelet config: cpuManagerPolicy "static": not supported by this node (no CPU manager)`},
+		{"cpu and topology manager options", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.CPUManagerPolicyOptions = map[string]string{"full-pcpus-only": "true"}
+			kc.TopologyManagerPolicy = "single-numa-node"
+			kc.TopologyManagerPolicyOptions = map[string]string{"prefer-closest-numa-nodes": "true"}
+		}, []string{"cpuManagerPolicyOptions", "topologyManagerPolicy", "topologyManagerPolicyOptions"}, `topologyManagerPolicy "single-numa-node"`},
 		{"several", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.PodsPerCore = 10
 			kc.StaticPodURLHeader = map[string][]string{"a": {"b"}}
@@ -161,6 +167,12 @@ func TestConvertRefused(t *testing.T) {
 			[]string{"logging.format"}, `logging.format "json"`},
 		{"swap", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.MemorySwap.SwapBehavior = "LimitedSwap" },
 			[]string{"memorySwap"}, `memorySwap {"swapBehavior":"LimitedSwap"}`},
+		// What gates on by default in 1.36 let validation pass, the node
+		// does not do: refused by name, not as invalid.
+		{"gates on in 1.36", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.CPUCFSQuotaPeriod = ptrTo(duration(50 * time.Millisecond)) // CustomCPUCFSQuotaPeriod
+			kc.EnableSystemLogQuery = ptrTo(true)                         // NodeLogQuery
+		}, []string{"cpuCFSQuotaPeriod", "enableSystemLogQuery"}, `cpuCFSQuotaPeriod "50ms": not supported by this node`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := convert(t, tc.set)

@@ -80,7 +80,9 @@ func TestDefaultsDerived(t *testing.T) {
 	kubeletconfig.SetDefaults(kc)
 	assert.Equal(t, 20*time.Second, kc.NodeStatusReportFrequency.Duration)
 	assert.False(t, *kc.SerializeImagePulls)
-	kc = &kubeletv1beta1.KubeletConfiguration{PodPidsLimit: ptrTo[int64](-5), FeatureGates: map[string]bool{"KubeletCrashLoopBackOffMax": true}}
+	// KubeletCrashLoopBackOffMax is beta and on by default since 1.35: the
+	// crash loop's maximum defaults to 5m, unless the gate is off.
+	kc = &kubeletv1beta1.KubeletConfiguration{PodPidsLimit: ptrTo[int64](-5)}
 	kubeletconfig.SetDefaults(kc)
 	assert.Equal(t, int64(-1), *kc.PodPidsLimit)
 	assert.Equal(t, 5*time.Minute, kc.CrashLoopBackOff.MaxContainerRestartPeriod.Duration)
@@ -88,6 +90,9 @@ func TestDefaultsDerived(t *testing.T) {
 	kc = &kubeletv1beta1.KubeletConfiguration{FeatureGates: map[string]bool{"KubeletEnsureSecretPulledImages": false}}
 	kubeletconfig.SetDefaults(kc)
 	assert.Empty(t, kc.ImagePullCredentialsVerificationPolicy, "no default with the gate off")
+	kc = &kubeletv1beta1.KubeletConfiguration{FeatureGates: map[string]bool{"KubeletCrashLoopBackOffMax": false}}
+	kubeletconfig.SetDefaults(kc)
+	assert.Nil(t, kc.CrashLoopBackOff.MaxContainerRestartPeriod)
 }
 
 // Drop-ins ending in .conf merge over the file in lexical order: scalars

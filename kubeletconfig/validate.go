@@ -18,17 +18,18 @@ import (
 var ErrInvalid = errors.New("invalid kubelet configuration")
 
 // gateDefaults are the 1.36 defaults of the feature gates that defaulting
-// and validation look at; a configuration's featureGates override them.
+// and validation look at (v1.36.3's pkg/features/kube_features.go); a
+// configuration's featureGates override them.
 var gateDefaults = map[string]bool{
 	"GracefulNodeShutdown":                   true,
 	"GracefulNodeShutdownBasedOnPodPriority": true,
-	"CustomCPUCFSQuotaPeriod":                false,
+	"CustomCPUCFSQuotaPeriod":                true,
 	"ImageMaximumGCAge":                      true,
 	"RotateKubeletServerCertificate":         true,
 	"NodeSwap":                               true,
-	"KubeletCrashLoopBackOffMax":             false,
+	"KubeletCrashLoopBackOffMax":             true,
 	"MemoryQoS":                              false,
-	"NodeLogQuery":                           false,
+	"NodeLogQuery":                           true,
 	"KubeletEnsureSecretPulledImages":        true,
 	"EventedPLEG":                            false,
 	"ExtendWebSocketsToKubelet":              true,

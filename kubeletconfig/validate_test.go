@@ -70,6 +70,7 @@ func TestValidate(t *testing.T) {
 		{"hairpin", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HairpinMode = "loop" },
 			[]string{`invalid configuration: option "loop" specified for hairpinMode (--hairpin-mode). Valid options are "none", "hairpin-veth" or "promiscuous-bridge"`}},
 		{"crash loop without gate", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.FeatureGates = map[string]bool{"KubeletCrashLoopBackOffMax": false}
 			kc.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: time.Minute}
 		}, []string{"invalid configuration: FeatureGate KubeletCrashLoopBackOffMax not enabled, CrashLoopBackOff.MaxContainerRestartPeriod must not be set"}},
 		{"image pull credentials policy", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ImagePullCredentialsVerificationPolicy = "Sometimes" },
@@ -88,6 +89,15 @@ func TestValidate(t *testing.T) {
 			"invalid configuration: `imagePullCredentialsVerificationPolicy` must not be set if KubeletEnsureSecretPulledImages feature gate is not enabled",
 			"invalid configuration: `preloadedImagesVerificationAllowlist` must not be set if KubeletEnsureSecretPulledImages feature gate is not enabled",
 		}},
+		{"crash loop unset with the gate", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.CrashLoopBackOff.MaxContainerRestartPeriod = nil
+		}, []string{"invalid configuration: FeatureGate KubeletCrashLoopBackOffMax is enabled, CrashLoopBackOff.MaxContainerRestartPeriod must be set"}},
+		{"crash loop too short", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: 500 * time.Millisecond}
+		}, []string{"invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: 0.5 seconds) must be set between 1s and 300s"}},
+		{"crash loop too long", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: 301 * time.Second}
+		}, []string{"invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: 301 seconds) must be set between 1s and 300s"}},
 		{"runOnce", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.RunOnce = true },
 			[]string{"invalid configuration: runOnce (--runOnce) true, Runonce mode has been deprecated and should not be set"}},
 	} {

@@ -22,6 +22,9 @@
 //     ConfigHashAnnotation, ConfigSeenAnnotation).
 //   - Security: AppArmorProfile (field, deprecated annotation, pod) and
 //     NormalizeSysctlName.
+//   - Node features: the names a node declares in status.declaredFeatures
+//     (NodeFeature*, upstream's nodedeclaredfeatures) and those a pod needs
+//     of its node (RequiredNodeFeatures).
 //
 // Every function is pure, reads its pod and never modifies it, and is safe
 // for concurrent use.

@@ -10,9 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
 // Pods refused at admission through the API server keep the status the
@@ -67,5 +69,39 @@ func TestAdmissionThroughTheAPIServer(t *testing.T) {
 		require.True(t, ok)
 		mem := st.Allocatable[v1.ResourceMemory]
 		assert.Equal(t, alloc, mem.Value(), "the allocatable the Node reports is the one admission counts against")
+	})
+}
+
+// A pod that needs a node feature the node does not declare is refused as
+// upstream kubelet 1.36 refuses it (its declared features admit handler):
+// a RestartAllContainers rule, which the node does not carry out yet,
+// makes the pod Failed with PodFeatureUnsupported and a Warning event of
+// that reason, and does not run it; a pod beside it is unaffected.
+func TestAdmissionRefusesUndeclaredNodeFeatures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		restartAll := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "restart-all"},
+			Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{{Name: "app", Image: "busybox",
+				RestartPolicy: ptr.To(v1.ContainerRestartPolicyNever),
+				RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+					ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}}}}
+		n.AddPod(restartAll)
+		n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}}})
+		n.Step(10 * time.Second)
+
+		p := n.Pod("default", "restart-all")
+		assert.Equal(t, v1.PodFailed, p.Status.Phase)
+		assert.Equal(t, "PodFeatureUnsupported", p.Status.Reason)
+		assert.Equal(t, "Pod was rejected: Pod requires node features that are not available: RestartAllContainersOnContainerExits", p.Status.Message)
+		assert.Empty(t, p.Status.ContainerStatuses)
+		assert.Empty(t, n.Runtime().CallsOf(fake.RunPodSandbox)[1:], "only the plain pod's sandbox")
+		var reasons []string
+		for _, e := range n.Events() {
+			if e.Object == "Pod default/restart-all" {
+				reasons = append(reasons, e.Type+" "+e.Reason)
+			}
+		}
+		assert.Equal(t, []string{"Warning PodFeatureUnsupported"}, reasons)
+		assert.Equal(t, v1.PodRunning, n.Pod("default", "plain").Status.Phase)
 	})
 }

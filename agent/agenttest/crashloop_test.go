@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
@@ -160,5 +161,39 @@ func TestCrashLoopBackOffIsDeterministic(t *testing.T) {
 	first := crashLoop(t)
 	for i := 1; i < runs; i++ {
 		require.Equal(t, first, crashLoop(t), "run %d", i)
+	}
+}
+
+// With Node.MaxContainerRestartPeriod (upstream's
+// crashLoopBackOff.maxContainerRestartPeriod, KubeletCrashLoopBackOffMax,
+// beta and on by default since 1.35) at 30s, the crash loop doubles from
+// 10s up to 30s instead of 5m: restarts at 1s, 11s, 31s, then every 30s.
+func TestCrashLoopBackOffMaxContainerRestartPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{
+			Agent: agent.Options{Node: agent.NodeOptions{MaxContainerRestartPeriod: 30 * time.Second}},
+			Rules: []fake.Rule{{Command: []string{"false"}, Behavior: fake.Behavior{Outcome: fake.Exit, ExitCode: 1}}},
+		})
+		start := n.Now()
+		n.AddPod(pod("crash", v1.Container{Name: "app", Image: "busybox:1.36", Command: []string{"false"}}))
+		var restarts []string
+		seen := int32(0)
+		for range 3 * 60 {
+			n.Step(time.Second)
+			p := n.Pod("default", "crash")
+			if c := p.Status.ContainerStatuses; len(c) == 1 && c[0].RestartCount > seen {
+				seen = c[0].RestartCount
+				restarts = append(restarts, n.Now().Sub(start).String())
+			}
+		}
+		assert.Equal(t, []string{"1s", "11s", "31s", "1m1s", "1m31s", "2m1s", "2m31s"}, restarts)
+	})
+}
+
+// A period outside upstream's range, 1s to 300s, fails New.
+func TestMaxContainerRestartPeriodRange(t *testing.T) {
+	for _, p := range []time.Duration{500 * time.Millisecond, 301 * time.Second, -time.Second} {
+		_, err := agent.New(agent.Options{NodeName: "n", RootDir: t.TempDir(), Node: agent.NodeOptions{MaxContainerRestartPeriod: p}})
+		assert.ErrorIs(t, err, agent.ErrInvalidOptions, "%s", p)
 	}
 }

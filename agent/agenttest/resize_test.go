@@ -190,3 +190,103 @@ func TestResizeAllocationCheckpoint(t *testing.T) {
 		assert.NotContains(t, string(b), "500m", "a pod gone is forgotten")
 	})
 }
+
+// A regular init container is resized in place while it runs, as upstream
+// v1.36 does under InPlacePodVerticalScalingInitContainers (beta, on by
+// default) and its e2e spec "should support resizing a non-sidecar init
+// container" checks: the resize is allocated, the running container is
+// updated without a restart, its status's allocatedResources and
+// resources follow, and back again. The node declares the feature, without
+// which the API server refuses such a resize.
+func TestInPlaceResizeInitContainer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		st, ok := n.Agent().NodeStatus()
+		require.True(t, ok)
+		assert.Contains(t, st.DeclaredFeatures, "InPlacePodVerticalScalingInitContainers")
+		assert.NotContains(t, st.DeclaredFeatures, "InPlacePodLevelResourcesVerticalScaling")
+
+		rl := func(cpu, memory string) v1.ResourceRequirements {
+			l := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory)}
+			return v1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+		}
+		pod := resizePod("init", "100m", "64Mi")
+		// A command that never exits, to resize the init container while it
+		// runs (the fake runtime runs it until it is stopped).
+		pod.Spec.InitContainers = []v1.Container{{Name: "init-c1", Image: "busybox", Command: []string{"tail", "-f", "/dev/null"},
+			Resources: rl("100m", "64Mi")}}
+		n.AddPod(pod)
+		n.Step(5 * time.Second)
+		p := n.Pod("default", "init")
+		require.Len(t, p.Status.InitContainerStatuses, 1)
+		ics := p.Status.InitContainerStatuses[0]
+		require.NotNil(t, ics.State.Running)
+		id := ics.ContainerID
+
+		for _, want := range []struct{ cpu, memory string }{{"200m", "128Mi"}, {"100m", "64Mi"}} {
+			p = n.Pod("default", "init").DeepCopy()
+			p.Spec.InitContainers[0].Resources = rl(want.cpu, want.memory)
+			p.Generation++
+			n.UpdatePod(p)
+			n.Step(5 * time.Second)
+			p = n.Pod("default", "init")
+			ics = p.Status.InitContainerStatuses[0]
+			assert.Equal(t, id, ics.ContainerID, "resized in place, not restarted")
+			assert.NotNil(t, ics.State.Running)
+			assert.Zero(t, ics.RestartCount)
+			assert.Equal(t, want.cpu, ics.AllocatedResources.Cpu().String())
+			assert.Equal(t, want.memory, ics.AllocatedResources.Memory().String())
+			if assert.NotNil(t, ics.Resources) {
+				assert.Equal(t, want.cpu, ics.Resources.Limits.Cpu().String())
+				assert.Equal(t, want.cpu, ics.Resources.Requests.Cpu().String())
+				assert.Equal(t, want.memory, ics.Resources.Limits.Memory().String())
+			}
+			assert.Nil(t, condition(p, v1.PodResizePending))
+			assert.Nil(t, condition(p, v1.PodResizeInProgress))
+			assert.Empty(t, p.Status.ContainerStatuses[0].ContainerID, "the app container waits for init")
+		}
+		assert.Equal(t, []string{allocation.EventResizeStarted, allocation.EventResizeCompleted,
+			allocation.EventResizeStarted, allocation.EventResizeCompleted}, eventReasons(n, "Resize"))
+		got := n.Runtime().CallsOf(fake.UpdateContainerResources)
+		require.NotEmpty(t, got)
+		last := got[len(got)-1].Request.(*runtimeapi.UpdateContainerResourcesRequest)
+		assert.Equal(t, int64(64<<20), last.GetLinux().GetMemoryLimitInBytes())
+		assert.Equal(t, int64(10000), last.GetLinux().GetCpuQuota())
+	})
+}
+
+// An update that needs a node feature the node does not declare (a resize
+// of pod-level resources, which a 1.36 API server refuses for this node,
+// but an older one lets through) gets upstream kubelet's Warning event
+// FailedNodeDeclaredFeaturesCheck; a resize of an init container, which
+// the node declares, gets none.
+func TestUpdateNeedingUndeclaredFeature(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{})
+		pod := resizePod("web", "500m", "256Mi")
+		pod.Spec.InitContainers = []v1.Container{{Name: "setup", Image: "busybox",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}
+		n.AddPod(pod)
+		n.Step(5 * time.Second)
+
+		p := n.Pod("default", "web").DeepCopy()
+		p.Spec.InitContainers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("200m")
+		p.Generation++
+		n.UpdatePod(p)
+		n.Step(time.Second)
+		assert.Empty(t, eventReasons(n, "FailedNodeDeclaredFeaturesCheck"))
+
+		p = n.Pod("default", "web").DeepCopy()
+		p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}
+		p.Generation++
+		n.UpdatePod(p)
+		n.Step(time.Second)
+		var got []string
+		for _, e := range n.Events() {
+			if e.Reason == agent.EventFailedNodeDeclaredFeaturesCheck {
+				got = append(got, e.Type+" "+e.Message)
+			}
+		}
+		assert.Equal(t, []string{"Warning Pod requires node features that are not available: InPlacePodLevelResourcesVerticalScaling"}, got)
+	})
+}

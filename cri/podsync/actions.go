@@ -112,8 +112,8 @@ type Actions struct {
 	// (pod.Spec.EphemeralContainers) never started yet, in a sandbox that
 	// is kept. An ephemeral container runs once: it is never restarted.
 	EphemeralContainersToStart []int
-	// ContainersToUpdate are running containers (app containers and
-	// sidecars) whose resources change in place, in spec order.
+	// ContainersToUpdate are running containers (app containers, sidecars
+	// and regular init containers) whose resources change in place.
 	ContainersToUpdate []ContainerToUpdate
 	// ContainersToReset are the instances a reset removes, in the order
 	// it removes them (only ComputeResetActions sets it, and only when
@@ -233,12 +233,13 @@ func sandboxChange(pod *v1.Pod, status *cri.PodStatus) (create bool, attempt uin
 //     restarted), or its liveness or startup probe failed (restarted unless
 //     RestartsAfterKill says no: the container's own policy, else the pod's,
 //     is Never).
-//   - A running app container or sidecar whose resources differ from its
-//     spec's (an in-place resize the node accepted) is updated in place
-//     (ContainersToUpdate), or restarted when its resizePolicy says
-//     RestartContainer for a resource that changes; static pods are never
-//     resized, and a runtime that reports no resources leaves nothing to
-//     compare, as upstream.
+//   - A running app container, sidecar (once started) or regular init
+//     container whose resources differ from its spec's (an in-place resize
+//     the node accepted) is updated in place (ContainersToUpdate), or
+//     restarted when its resizePolicy says RestartContainer for a resource
+//     that changes (the API server allows that policy on no regular init
+//     container); static pods are never resized, and a runtime that
+//     reports no resources leaves nothing to compare, as upstream.
 //   - Running containers with no spec entry are killed.
 //   - When no app container is running or to be started, the pod is killed.
 //
@@ -457,6 +458,10 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 				// Later init containers wait until this sidecar has started.
 				return false
 			}
+			if !a.resizeAction(pod, c, st, i, true) {
+				// Restarted for its resize: later init containers wait.
+				return false
+			}
 			continue
 		}
 		if succeeded(st) {
@@ -465,6 +470,11 @@ func (a *Actions) walkInit(pod *v1.Pod, status *cri.PodStatus, probes Probes) bo
 		if running(st) {
 			if k, ok := probeKill(c, st, probes); ok {
 				a.ContainersToKill = append(a.ContainersToKill, k)
+			} else {
+				// Resized in place while it runs, as upstream's
+				// InPlacePodVerticalScalingInitContainers (beta, on by
+				// default since 1.36).
+				a.resizeAction(pod, c, st, i, true)
 			}
 			return false
 		}

@@ -18,12 +18,14 @@ const (
 
 // backoff is a per-key exponential delay, as upstream's flowcontrol.Backoff
 // behaves: each Next doubles the delay (initial, 2×, ... up to max), and a
-// key whose last update is more than 2×max before the event starts over.
-// Not safe for concurrent use; the Syncer guards it.
+// key whose last update is more than reset before the event starts over
+// (flowcontrol's default is 2×max; upstream's crash loop keeps 10 minutes
+// whatever its max, its HasExpiredFunc). Not safe for concurrent use; the
+// Syncer guards it.
 type backoff struct {
-	clock        clock.PassiveClock
-	initial, max time.Duration
-	entries      map[string]*backoffEntry
+	clock               clock.PassiveClock
+	initial, max, reset time.Duration
+	entries             map[string]*backoffEntry
 }
 
 type backoffEntry struct {
@@ -34,12 +36,14 @@ type backoffEntry struct {
 	note string
 }
 
-func newBackoff(c clock.PassiveClock, initial, max time.Duration) *backoff {
-	return &backoff{clock: c, initial: initial, max: max, entries: map[string]*backoffEntry{}}
+// newBackoff returns a backoff from initial (at most max) up to max, whose
+// keys start over after reset without an event.
+func newBackoff(c clock.PassiveClock, initial, max, reset time.Duration) *backoff {
+	return &backoff{clock: c, initial: min(initial, max), max: max, reset: reset, entries: map[string]*backoffEntry{}}
 }
 
 func (b *backoff) expired(e *backoffEntry, event time.Time) bool {
-	return event.Sub(e.lastUpdate) > 2*b.max
+	return event.Sub(e.lastUpdate) > b.reset
 }
 
 // inBackoffSince reports whether the key is still backing off from an event

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -212,4 +213,65 @@ func TestContainerdTerminationMessageAndLog(t *testing.T) {
 	logb, err := os.ReadFile(st.GetLogPath())
 	require.NoError(t, err)
 	assert.Contains(t, string(logb), "stdout F hello")
+}
+
+// A running regular init container is resized in place on containerd
+// (upstream's InPlacePodVerticalScalingInitContainers): the same
+// container, which then reports the new CPU quota and memory limit.
+func TestContainerdResizesRunningInitContainer(t *testing.T) {
+	h := newCtrdHarness(t)
+	// Where the node accounts swap, the swap limit follows the memory
+	// limit, as the agent sets it (runc refuses a memory limit above the
+	// swap limit on cgroup v1).
+	var err error
+	h.s, err = podsync.New(podsync.Options{Runtime: h.c, Clock: h.clk, Config: containerconfig.Options{LogRoot: t.TempDir(), PodsDir: h.pods,
+		MemorySwapController: swapAccounted()}})
+	require.NoError(t, err)
+	sized := func(cpu, memory string) v1.Container {
+		c := h.ctr("init", "sleep", "3600")
+		l := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory)}
+		c.Resources = v1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+		return c
+	}
+	p := h.pod(v1.RestartPolicyAlways, []v1.Container{sized("100m", "64Mi")}, h.ctr("app", "sleep", "3600"))
+	require.NoError(t, h.sync(p).Err())
+	st := h.status(p).ContainerByName("init")
+	require.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, st.GetState())
+	if st.GetResources().GetLinux() == nil {
+		t.Skip("this containerd reports no container resources: nothing to compare, as upstream")
+	}
+	id := st.GetId()
+
+	p.Spec.InitContainers[0] = sized("200m", "128Mi")
+	r := h.sync(p)
+	require.NoError(t, r.Err())
+	require.Len(t, r.Actions.ContainersToUpdate, 1)
+	st = h.status(p).ContainerByName("init")
+	assert.Equal(t, id, st.GetId(), "resized in place, not restarted")
+	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, st.GetState())
+	assert.Equal(t, int64(128<<20), st.GetResources().GetLinux().GetMemoryLimitInBytes())
+	assert.Equal(t, int64(20000), st.GetResources().GetLinux().GetCpuQuota())
+	assert.True(t, podsync.ResizeDone(&p.Spec.InitContainers[0], st))
+	assert.True(t, h.sync(p).Actions.Nothing(), "nothing left to do while init runs")
+}
+
+// swapAccounted says whether this machine's cgroups account swap, as the
+// agent asks (cgroup v1's memory.memsw.limit_in_bytes, or v2's
+// memory.swap.max in this process's cgroup).
+func swapAccounted() bool {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		b, err := os.ReadFile("/proc/self/cgroup")
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "0::"); ok {
+				_, err := os.Stat(filepath.Join("/sys/fs/cgroup", rest, "memory.swap.max"))
+				return err == nil
+			}
+		}
+		return false
+	}
+	_, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
+	return err == nil
 }

@@ -69,8 +69,8 @@ type PodCgroupResizer interface {
 type ContainerToUpdate struct {
 	// ID is the CRI container ID; Name the container's name in the spec.
 	ID, Name string
-	// Init says Index is in pod.Spec.InitContainers (a sidecar), else in
-	// pod.Spec.Containers.
+	// Init says Index is in pod.Spec.InitContainers (a sidecar or a
+	// regular init container), else in pod.Spec.Containers.
 	Init  bool
 	Index int
 	// Current are the resources the runtime reports for the container;

@@ -119,6 +119,78 @@ func TestComputeActionsResizesSidecars(t *testing.T) {
 	assert.Equal(t, 0, a.ContainersToUpdate[0].Index)
 }
 
+// While init runs, a started sidecar and the running regular init
+// container are resized in place, as upstream's computeInitContainerActions
+// (the regular one under InPlacePodVerticalScalingInitContainers, beta and
+// on by default since 1.36); nothing else starts meanwhile.
+func TestComputeActionsResizesDuringInit(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	proxyWas, proxyNow := sized("proxy", "100m", "", ""), sized("proxy", "200m", "", "")
+	proxyWas.RestartPolicy, proxyNow.RestartPolicy = &always, &always
+	setupWas, setupNow := sized("setup", "100m", "100m", "64Mi"), sized("setup", "200m", "200m", "128Mi")
+	app := ctr("app")
+	pod := newPod(v1.RestartPolicyAlways, []v1.Container{proxyNow, setupNow}, app)
+	a := podsync.ComputeActions(pod, status(ready(),
+		withResources(cst("p1", proxyNow, running, 0, 0), proxyWas),
+		withResources(cst("i1", setupNow, running, 0, 0), setupWas)), podsync.Probes{})
+	require.Len(t, a.ContainersToUpdate, 2, "%+v", a)
+	for i, want := range []struct {
+		id, name string
+		index    int
+		desired  v1.Container
+	}{{"p1", "proxy", 0, proxyNow}, {"i1", "setup", 1, setupNow}} {
+		u := a.ContainersToUpdate[i]
+		assert.Equal(t, want.id, u.ID)
+		assert.Equal(t, want.name, u.Name)
+		assert.True(t, u.Init)
+		assert.Equal(t, want.index, u.Index)
+		assert.Equal(t, containerconfig.Resources(&want.desired).String(), u.Desired.String())
+	}
+	assert.Empty(t, a.ContainersToKill)
+	assert.Empty(t, a.InitContainersToStart)
+	assert.Empty(t, a.ContainersToStart)
+
+	// Once the regular init container runs its spec's resources, nothing
+	// is left to do but wait for it.
+	a = podsync.ComputeActions(pod, status(ready(),
+		withResources(cst("p1", proxyNow, running, 0, 0), proxyNow),
+		withResources(cst("i1", setupNow, running, 0, 0), setupNow)), podsync.Probes{})
+	assert.True(t, a.Nothing(), "%+v", a)
+}
+
+// SyncPod applies a running regular init container's resize with
+// UpdateContainerResources, growing the pod's cgroup first, without
+// restarting it.
+func TestSyncPodResizesRunningInitContainer(t *testing.T) {
+	h := newHarness(t)
+	cg := &cgroupCalls{}
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, PodCgroups: cg, Config: containerconfig.Options{LogRoot: t.TempDir()}})
+	require.NoError(t, err)
+	h.s = s
+	pod := newPod(v1.RestartPolicyAlways, []v1.Container{sized("setup", "100m", "100m", "64Mi")}, ctr("app"))
+	require.NoError(t, h.sync(pod).Err())
+	st := h.status(pod)
+	require.NotNil(t, st.ContainerByName("setup"))
+	require.Nil(t, st.ContainerByName("app"), "the init container still runs")
+	id := st.ContainerByName("setup").GetId()
+	h.rec.TakeReasons()
+
+	resized := pod.DeepCopy()
+	resized.Spec.InitContainers[0] = sized("setup", "200m", "200m", "128Mi")
+	r := h.sync(resized)
+	require.NoError(t, r.Err())
+	require.Len(t, r.Steps, 1)
+	assert.Equal(t, podsync.StepResizePodInPlace, r.Steps[0].Step)
+	assert.Equal(t, []bool{true, false}, cg.grow)
+	assert.Empty(t, h.rec.TakeReasons(), "an in-place resize restarts nothing")
+	got := h.status(resized).ContainerByName("setup")
+	assert.Equal(t, id, got.GetId(), "resized in place, not restarted")
+	assert.True(t, podsync.ResizeDone(&resized.Spec.InitContainers[0], got))
+	assert.Equal(t, int64(128<<20), got.GetResources().GetLinux().GetMemoryLimitInBytes())
+	assert.Equal(t, int64(20000), got.GetResources().GetLinux().GetCpuQuota())
+	assert.True(t, h.sync(resized).Actions.Nothing())
+}
+
 // cgroupCalls records PodCgroupResizer calls.
 type cgroupCalls struct {
 	grow []bool

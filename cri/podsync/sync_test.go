@@ -157,6 +157,87 @@ func TestSyncPodCrashLoopBackOff(t *testing.T) {
 	assert.Equal(t, "back-off 10s restarting failed container=app pod=web_default(uid-1)", s.Message)
 }
 
+// crashLoop syncs a crashing container's pod through its restarts and
+// returns the back-off delays it waited, each waited out to the second.
+func (h *harness) crashLoop(pod *v1.Pod, restarts int) []string {
+	h.t.Helper()
+	var delays []string
+	for range restarts {
+		s := step(h.t, h.sync(pod), "app")
+		if s.Err == nil {
+			delays = append(delays, "0s")
+			continue
+		}
+		var be *podsync.BackoffError
+		require.ErrorAs(h.t, s.Err, &be)
+		wait := be.Until.Sub(h.clk.Now())
+		delays = append(delays, wait.String())
+		h.clk.Step(wait)
+		require.NoError(h.t, step(h.t, h.sync(pod), "app").Err, "after %s", wait)
+	}
+	return delays
+}
+
+// With upstream's crashLoopBackOff.maxContainerRestartPeriod
+// (KubeletCrashLoopBackOffMax, beta and on by default since 1.35), the
+// crash loop doubles up to it instead of 5m; one shorter than 10s is the
+// first delay too (upstream's newCrashLoopBackOff). A crash loop still
+// starts over only after 10 minutes without a crash, and image pulls keep
+// their own back-off.
+func TestSyncPodMaxContainerRestartPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		max  time.Duration
+		want []string
+	}{
+		{0, []string{"0s", "10s", "20s", "40s", "1m20s", "2m40s", "5m0s", "5m0s"}},
+		{30 * time.Second, []string{"0s", "10s", "20s", "30s", "30s", "30s"}},
+		{5 * time.Second, []string{"0s", "5s", "5s", "5s"}},
+		{time.Second, []string{"0s", "1s", "1s"}},
+	} {
+		t.Run(tc.max.String(), func(t *testing.T) {
+			h := newHarness(t, exitRule(3, 0))
+			s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec,
+				MaxContainerRestartPeriod: tc.max, Config: containerconfig.Options{LogRoot: t.TempDir()}})
+			require.NoError(t, err)
+			h.s = s
+			pod := newPod(v1.RestartPolicyAlways, nil, crasher("app"))
+			require.NoError(t, h.sync(pod).Err()) // the first start
+			assert.Equal(t, tc.want, h.crashLoop(pod, len(tc.want)))
+
+			// A run longer than twice the maximum, but shorter than 10
+			// minutes, does not start the back-off over.
+			if tc.max == 0 {
+				return
+			}
+			h.rt.SetRules([]fake.Rule{exitRule(3, 2*tc.max+time.Second)})
+			h.clk.Step(tc.max)
+			require.NoError(t, step(t, h.sync(pod), "app").Err)
+			h.clk.Step(2*tc.max + time.Second)
+			st := step(t, h.sync(pod), "app")
+			require.ErrorIs(t, st.Err, podsync.ErrCrashLoopBackOff)
+			assert.Contains(t, st.Message, fmt.Sprintf("back-off %s restarting", tc.max))
+		})
+	}
+
+	t.Run("image pulls", func(t *testing.T) {
+		h := newHarness(t)
+		s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec,
+			MaxContainerRestartPeriod: time.Second, Config: containerconfig.Options{LogRoot: t.TempDir()}})
+		require.NoError(t, err)
+		h.s = s
+		h.rt.SetPullBehavior("example.com/app:2", fake.PullBehavior{Err: errors.New("manifest unknown")})
+		pod := newPod("", nil, v1.Container{Name: "app", Image: "example.com/app:2"})
+		require.ErrorIs(t, step(t, h.sync(pod), "app").Err, podsync.ErrImagePull)
+		h.clk.Step(9 * time.Second)
+		require.ErrorIs(t, step(t, h.sync(pod), "app").Err, podsync.ErrImagePullBackOff, "10s, not the crash loop's 1s")
+	})
+
+	rt := fake.New(fake.Options{})
+	defer rt.Close()
+	_, err := podsync.New(podsync.Options{Runtime: rt, MaxContainerRestartPeriod: -time.Second})
+	assert.ErrorIs(t, err, podsync.ErrInvalidOptions)
+}
+
 // A container its liveness probe kills restarts at once while no earlier
 // instance has exited; after that it backs off from its predecessor's exit,
 // as upstream's: the kill goes ahead, the start waits.

@@ -24,6 +24,9 @@ import (
 // is missing.
 var ErrMissingDependency = errors.New("missing dependency")
 
+// ErrInvalidOptions is wrapped by New's error for an option out of range.
+var ErrInvalidOptions = errors.New("invalid options")
+
 // Runtime is the part of CRI the Syncer drives: sandboxes, containers,
 // exec for lifecycle hooks, a container's stats (its memory usage before an
 // in-place resize shrinks its limit) and images. It is composed of cri's
@@ -156,8 +159,18 @@ type Options struct {
 	// image present, as upstream with the feature off.
 	PullRecords PullRecords
 	// BackoffInitial and BackoffMax are the crash-loop and image pull
-	// backoff delays (zero: DefaultBackoffInitial, DefaultBackoffMax).
+	// backoff delays (zero: DefaultBackoffInitial, DefaultBackoffMax): the
+	// first delay, doubled up to the most. Either back-off starts over
+	// after 2×BackoffMax (10 minutes) without a failure.
 	BackoffInitial, BackoffMax time.Duration
+	// MaxContainerRestartPeriod caps the crash-loop back-off instead of
+	// BackoffMax: upstream's crashLoopBackOff.maxContainerRestartPeriod
+	// (KubeletCrashLoopBackOffMax, beta and on by default since 1.35;
+	// its configuration allows 1s to 300s). The first delay is lowered to
+	// it when it is shorter; the image pull back-off is left as it is, and
+	// a crash loop still starts over only after 2×BackoffMax without a
+	// crash (upstream's 10 minutes). Zero: BackoffMax. Negative fails New.
+	MaxContainerRestartPeriod time.Duration
 	// PodCgroups resizes the pod's own cgroup around an in-place resize
 	// of its containers (package cgroups). Nil: only the containers are
 	// resized.
@@ -197,6 +210,9 @@ func New(opts Options) (*Syncer, error) {
 	if opts.Runtime == nil {
 		return nil, fmt.Errorf("podsync: runtime: %w", ErrMissingDependency)
 	}
+	if opts.MaxContainerRestartPeriod < 0 {
+		return nil, fmt.Errorf("podsync: MaxContainerRestartPeriod %s: %w", opts.MaxContainerRestartPeriod, ErrInvalidOptions)
+	}
 	if opts.Config.Images == nil {
 		opts.Config.Images = opts.Runtime
 	}
@@ -226,11 +242,15 @@ func New(opts Options) (*Syncer, error) {
 		}
 		opts.DynamicResources = m
 	}
+	crashMax := opts.BackoffMax
+	if opts.MaxContainerRestartPeriod > 0 {
+		crashMax = opts.MaxContainerRestartPeriod
+	}
 	return &Syncer{
 		rt: opts.Runtime, config: config, probes: opts.Probes, recorder: opts.Recorder,
 		clock: opts.Clock, log: opts.Logger, opts: opts,
-		crashBackoff: newBackoff(opts.Clock, opts.BackoffInitial, opts.BackoffMax),
-		pullBackoff:  newBackoff(opts.Clock, opts.BackoffInitial, opts.BackoffMax),
+		crashBackoff: newBackoff(opts.Clock, opts.BackoffInitial, crashMax, 2*opts.BackoffMax),
+		pullBackoff:  newBackoff(opts.Clock, opts.BackoffInitial, opts.BackoffMax, 2*opts.BackoffMax),
 		reasons:      map[reasonKey]v1.ContainerStateWaiting{},
 	}, nil
 }

@@ -23,7 +23,6 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/examples/websockets"
 )
 
@@ -111,21 +110,20 @@ func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
 }
 
 // The kubelet API serves kubectl's WebSockets with upstream kubelet's
-// translator, and the node declares ExtendWebSocketsToKubelet, unless
-// --extend-websockets-to-kubelet=false; without a kubelet API there is
-// nothing to declare. RestartAllContainersOnContainerExits is declared
-// always.
+// translator (and the agent declares ExtendWebSocketsToKubelet for it),
+// unless --extend-websockets-to-kubelet=false; without a kubelet API there
+// is nothing to serve. minikubelet declares nothing of its own: the agent
+// declares what its blocks implement.
 func TestWebSocketsOptions(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		args     []string
-		api      bool
-		declared []string
+		name string
+		args []string
+		api  bool
 	}{
-		{"by default", nil, true, []string{agent.ExtendWebSocketsToKubelet, agent.RestartAllContainersOnContainerExits}},
-		{"turned off", []string{"--extend-websockets-to-kubelet=false"}, false, []string{agent.RestartAllContainersOnContainerExits}},
-		{"no kubelet API", []string{"--port", "0"}, false, []string{agent.RestartAllContainersOnContainerExits}},
-		{"runonce", []string{"--runonce"}, false, []string{agent.RestartAllContainersOnContainerExits}},
+		{"by default", nil, true},
+		{"turned off", []string{"--extend-websockets-to-kubelet=false"}, false},
+		{"no kubelet API", []string{"--port", "0"}, false},
+		{"runonce", []string{"--runonce"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -139,7 +137,7 @@ func TestWebSocketsOptions(t *testing.T) {
 			} else if opts.HTTP.API != nil {
 				assert.Nil(t, opts.HTTP.API.WebSockets)
 			}
-			assert.Equal(t, tc.declared, opts.Node.DeclaredFeatures)
+			assert.Empty(t, opts.Node.DeclaredFeatures)
 		})
 	}
 }

@@ -276,9 +276,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		api.TLS.CertDir = c.certDir
 		if cfg.FeatureGates[agent.ExtendWebSocketsToKubelet] {
 			// As upstream kubelet 1.36: kubectl's WebSockets are translated
-			// next to the runtime, and the API server told to send them on.
+			// next to the runtime, and the agent tells the API server
+			// (status.declaredFeatures) to send them on.
 			api.WebSockets = websockets.Translator{}
-			opts.Node.DeclaredFeatures = append(opts.Node.DeclaredFeatures, agent.ExtendWebSocketsToKubelet)
 		}
 	}
 	opts.Node.DeclaredFeatures = append(opts.Node.DeclaredFeatures, agent.RestartAllContainersOnContainerExits)

@@ -17,12 +17,11 @@
 // where the API server's translator is known to lose the end of a session's
 // output (kubernetes/kubernetes#124571: an exec's tty line, tar's last
 // stderr line under kubectl cp). With Translator in
-// agent.APIOptions.WebSockets and agent.ExtendWebSocketsToKubelet in
-// agent.Options.Node.DeclaredFeatures, a node gets the path upstream
-// kubelet gets, translated next to the runtime by the same code:
+// agent.APIOptions.WebSockets, which makes the agent declare
+// agent.ExtendWebSocketsToKubelet, a node gets the path upstream kubelet
+// gets, translated next to the runtime by the same code:
 //
 //	opts.HTTP.API.WebSockets = websockets.Translator{}
-//	opts.Node.DeclaredFeatures = append(opts.Node.DeclaredFeatures, agent.ExtendWebSocketsToKubelet)
 //
 // examples/minikubelet does so unless --extend-websockets-to-kubelet=false.
 //

@@ -7,18 +7,18 @@ import (
 	"github.com/kubeletkit/kubeletkit/examples/websockets"
 )
 
-// A node's kubelet API with upstream kubelet's WebSocket translation, and
-// the feature that tells the API server to use it.
+// A node's kubelet API with upstream kubelet's WebSocket translation; the
+// agent then declares agent.ExtendWebSocketsToKubelet, the feature that
+// tells the API server to use it.
 func Example() {
 	opts := agent.Options{
 		HTTP: agent.HTTPOptions{API: &agent.APIOptions{Listen: ":10250", WebSockets: websockets.Translator{}}},
-		Node: agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
 	}
 	a, err := agent.New(opts)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(a.NodeName() != "", opts.Node.DeclaredFeatures)
-	// Output: true [ExtendWebSocketsToKubelet]
+	fmt.Println(a.NodeName() != "")
+	// Output: true
 }

@@ -86,7 +86,6 @@ spec:
 		Sources:  agent.SourceOptions{ManifestPath: manifests},
 		Out:      out,
 		HTTP:     agent.HTTPOptions{API: &agent.APIOptions{Listen: "127.0.0.1:0", Anonymous: true, WebSockets: websockets.Translator{}}},
-		Node:     agent.NodeOptions{DeclaredFeatures: []string{agent.ExtendWebSocketsToKubelet}},
 		Eviction: agent.EvictionOptions{Thresholds: []eviction.Threshold{}},
 	})
 	require.NoError(t, err)

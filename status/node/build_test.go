@@ -140,6 +140,9 @@ func TestBuildStatusResourcesInfoImages(t *testing.T) {
 	assert.Equal(t, "containerd://2.1.0", s.NodeInfo.ContainerRuntimeVersion)
 	assert.Equal(t, "v1.37.0", s.NodeInfo.KubeletVersion)
 	assert.Equal(t, "6.8.0", s.NodeInfo.KernelVersion)
+	// Upstream's DisableNodeKubeProxyVersion (locked on since 1.36): the
+	// kubelet reports no kube-proxy version.
+	assert.Empty(t, s.NodeInfo.KubeProxyVersion) //nolint:staticcheck // the deprecated field stays empty, as upstream's
 	assert.Equal(t, int32(10250), s.DaemonEndpoints.KubeletEndpoint.Port)
 	assert.Len(t, s.Addresses, 2)
 	require.Len(t, s.Images, node.MaxImages)
