@@ -32,9 +32,6 @@ type config struct {
 	configFile, configDir                             string
 	embedded                                          bool // the embedded fake runtime, not kc's endpoint
 	kubeconfig, nodeLabels, nodeIP, nodeName, rootDir string
-	// freshRoot: rootDir is this run's own (see freshRootDir), removed at
-	// exit.
-	freshRoot bool
 	hostnameOverride, certDir, objectPath, linksDir   string
 	runOnce, verbose                                  bool
 	runOnceTimeout                                    time.Duration
@@ -48,6 +45,10 @@ type config struct {
 	servingAddrs                                      *addressSource            // with serverTLSBootstrap: follows the agent run builds
 	runtimeName                                       string                    // what the runtime at the endpoint said it is (CRI Version)
 	set                                               map[string]bool           // the flags given
+
+	// freshRoot: rootDir is this run's own (see freshRootDir), removed at
+	// exit.
+	freshRoot bool
 }
 
 // ownFlags are minikubelet's flags that are no field of a
