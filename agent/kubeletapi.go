@@ -72,14 +72,17 @@ const ExtendWebSocketsToKubelet = podspec.NodeFeatureExtendWebSocketsToKubelet
 // declaredFeatures are the features the node declares in its status:
 // those the blocks it runs implement (node.DeclaredFeatures: the kubelet
 // API's WebSockets when APIOptions.WebSockets serves them; the resize of
-// init containers, since the allocation block and podsync always run),
+// init containers, since the allocation block and podsync always run; the
+// restart rule action RestartAllContainers, which podsync's ResetPod and
+// the status block always carry out),
 // then the caller's Options.Node.DeclaredFeatures. The node status sorts
 // them and lists each once.
 func declaredFeatures(opts Options) []string {
 	api := opts.HTTP.API
 	return append(node.DeclaredFeatures(node.Capabilities{
-		WebSockets:    api != nil && api.WebSockets != nil,
-		InPlaceResize: true,
+		WebSockets:           api != nil && api.WebSockets != nil,
+		InPlaceResize:        true,
+		RestartAllContainers: true,
 	}), opts.Node.DeclaredFeatures...)
 }
 

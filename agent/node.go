@@ -50,11 +50,3 @@ func (b *blocks) newNodeStatus() (*node.Controller, error) {
 	}
 	return node.New(opts)
 }
-
-// RestartAllContainersOnContainerExits is the node feature (in
-// Options.Node.DeclaredFeatures) that tells the scheduler the node honours
-// container restart rules with action RestartAllContainers: upstream
-// kubelet 1.36 declares it, and places on a node only where it is declared
-// the pods that have such a rule. Every agent honours them (cri/podsync's
-// ResetPod, status's AllContainersRestarting condition).
-const RestartAllContainersOnContainerExits = "RestartAllContainersOnContainerExits"

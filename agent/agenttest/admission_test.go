@@ -74,30 +74,27 @@ func TestAdmissionThroughTheAPIServer(t *testing.T) {
 
 // A pod that needs a node feature the node does not declare is refused as
 // upstream kubelet 1.36 refuses it (its declared features admit handler):
-// a RestartAllContainers rule, which the node does not carry out yet,
-// makes the pod Failed with PodFeatureUnsupported and a Warning event of
-// that reason, and does not run it; a pod beside it is unaffected.
+// a host-network pod in a user namespace (hostUsers: false), which needs
+// UserNamespacesHostNetworkSupport (off by default upstream, not declared),
+// becomes Failed with PodFeatureUnsupported and a Warning event of that
+// reason, and does not run; a pod beside it is unaffected.
 func TestAdmissionRefusesUndeclaredNodeFeatures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := agenttest.NewNode(t, agenttest.Options{})
-		restartAll := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "restart-all"},
-			Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{{Name: "app", Image: "busybox",
-				RestartPolicy: ptr.To(v1.ContainerRestartPolicyNever),
-				RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
-					ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}}}}
-		n.AddPod(restartAll)
+		n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "userns-host-net"},
+			Spec: v1.PodSpec{HostNetwork: true, HostUsers: ptr.To(false), Containers: []v1.Container{{Name: "app", Image: "busybox"}}}})
 		n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}}})
 		n.Step(10 * time.Second)
 
-		p := n.Pod("default", "restart-all")
+		p := n.Pod("default", "userns-host-net")
 		assert.Equal(t, v1.PodFailed, p.Status.Phase)
 		assert.Equal(t, "PodFeatureUnsupported", p.Status.Reason)
-		assert.Equal(t, "Pod was rejected: Pod requires node features that are not available: RestartAllContainersOnContainerExits", p.Status.Message)
+		assert.Equal(t, "Pod was rejected: Pod requires node features that are not available: UserNamespacesHostNetworkSupport", p.Status.Message)
 		assert.Empty(t, p.Status.ContainerStatuses)
 		assert.Empty(t, n.Runtime().CallsOf(fake.RunPodSandbox)[1:], "only the plain pod's sandbox")
 		var reasons []string
 		for _, e := range n.Events() {
-			if e.Object == "Pod default/restart-all" {
+			if e.Object == "Pod default/userns-host-net" {
 				reasons = append(reasons, e.Type+" "+e.Reason)
 			}
 		}

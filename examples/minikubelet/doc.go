@@ -66,9 +66,8 @@
 // (examples/websockets) and declares ExtendWebSocketsToKubelet in the
 // Node's status.declaredFeatures, so that the API server sends them on
 // instead of translating them to SPDY itself;
-// --extend-websockets-to-kubelet=false turns both off. It also declares
-// RestartAllContainersOnContainerExits, so that the scheduler places on it
-// the pods whose container restart rules restart all their containers.
+// --extend-websockets-to-kubelet=false turns both off. The agent declares
+// the other features its blocks implement (status/node.DeclaredFeatures).
 //
 // It prints a line whenever a pod's phase or container states change.
 // SIGINT or SIGTERM stops the agent and leaves the containers running, as a

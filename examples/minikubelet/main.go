@@ -281,7 +281,6 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 			api.WebSockets = websockets.Translator{}
 		}
 	}
-	opts.Node.DeclaredFeatures = append(opts.Node.DeclaredFeatures, agent.RestartAllContainersOnContainerExits)
 	if err := cgroupOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
 	}

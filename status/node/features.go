@@ -19,19 +19,23 @@ type Capabilities struct {
 	// container; podsync.ComputeActions updates a running one), so such
 	// a node implements InPlacePodVerticalScalingInitContainers.
 	InPlaceResize bool
+	// RestartAllContainers: the node carries out the container restart
+	// rule action RestartAllContainers (cri/podsync's ResetPod and the
+	// status block's AllContainersRestarting condition, as the agent
+	// always does), upstream's RestartAllContainersOnContainerExits.
+	RestartAllContainers bool
 }
 
 // DeclaredFeatures returns the node features a node with caps implements,
 // for status.declaredFeatures (Options.DeclaredFeatures), sorted:
-// ExtendWebSocketsToKubelet with WebSockets and
-// InPlacePodVerticalScalingInitContainers with InPlaceResize. It declares
+// ExtendWebSocketsToKubelet with WebSockets,
+// InPlacePodVerticalScalingInitContainers with InPlaceResize and
+// RestartAllContainersOnContainerExits with RestartAllContainers. It declares
 // no feature the node lacks, so that the API server, the scheduler and the
 // node's admission (admission.NodeFeatures) refuse what the node would not
 // do instead of the node ignoring it: InPlacePodLevelResourcesVerticalScaling
 // is never declared (neither allocation nor podsync resizes pod-level
-// resources yet), nor RestartAllContainersOnContainerExits (cri/podsync
-// does not carry out the rule action RestartAllContainers yet), nor
-// UserNamespacesHostNetworkSupport (off by default upstream).
+// resources yet), nor UserNamespacesHostNetworkSupport (off by default upstream).
 func DeclaredFeatures(caps Capabilities) []string {
 	var out []string
 	if caps.WebSockets {
@@ -39,6 +43,9 @@ func DeclaredFeatures(caps Capabilities) []string {
 	}
 	if caps.InPlaceResize {
 		out = append(out, podspec.NodeFeatureInPlacePodVerticalScalingInitContainers)
+	}
+	if caps.RestartAllContainers {
+		out = append(out, podspec.NodeFeatureRestartAllContainersOnContainerExits)
 	}
 	slices.Sort(out)
 	return out

@@ -26,12 +26,14 @@ func TestDeclaredFeatures(t *testing.T) {
 		{"in-place resize", node.Capabilities{InPlaceResize: true}, []string{"InPlacePodVerticalScalingInitContainers"}},
 		{"both", node.Capabilities{WebSockets: true, InPlaceResize: true},
 			[]string{"ExtendWebSocketsToKubelet", "InPlacePodVerticalScalingInitContainers"}},
+		{"restart all containers", node.Capabilities{RestartAllContainers: true}, []string{"RestartAllContainersOnContainerExits"}},
+		{"all", node.Capabilities{WebSockets: true, InPlaceResize: true, RestartAllContainers: true},
+			[]string{"ExtendWebSocketsToKubelet", "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := node.DeclaredFeatures(tc.caps)
 			assert.Equal(t, tc.want, got)
 			assert.NotContains(t, got, podspec.NodeFeatureInPlacePodLevelResourcesVerticalScaling)
-			assert.NotContains(t, got, podspec.NodeFeatureRestartAllContainersOnContainerExits)
 			// Every name is one the API server accepts.
 			_, err := node.New(node.Options{NodeName: "n", Sink: &nodetest.Sink{}, Runtime: nodetest.NewRuntime("x", "1"), Machine: nodetest.Machine{},
 				Clock: clocktesting.NewFakeClock(t0), DeclaredFeatures: got})
