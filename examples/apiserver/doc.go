@@ -58,6 +58,13 @@
 //     default labels), then patches nodes/status; leases are owned by the
 //     Node. With SkipRegistration (--register-node=false) it only patches
 //     the status of a Node someone else created.
+//   - NodeWatcher is admission.NodeGetter (agent.Options.Cluster.Node):
+//     the node's Node as the API server has it, from a watch of that Node
+//     alone, so that labels and taints others set count at admission as
+//     soon as the server has them; of two reads, the newer resource
+//     version wins. NodeSink.Node answers from the sink's own watcher,
+//     which NodeSink.Watch runs and each status update's read feeds too;
+//     examples/vkprovider, whose Node VK writes, runs one alone.
 //   - NewRecorder returns client-go's record.EventRecorder (component
 //     "kubelet", host the node), whose Eventf the blocks take as it is.
 //     GatedRecorder can be handed to an agent before that recorder runs:
@@ -180,9 +187,10 @@
 // reflector in the caller's goroutine (with a LocalState, and one goroutine
 // that serves it when the first list fails) and returns when ctx has ended
 // and both have stopped. WatchingSources.Run starts one reflector goroutine
-// per watched object and returns once they have all ended. Joined.Run runs
-// the agent and three adapters in goroutines of its own and returns once
-// they have ended. TokenReviewAuthenticator reviews a token in a goroutine
+// per watched object and returns once they have all ended. NodeWatcher.Run
+// (and NodeSink.Watch) runs its reflector in the caller's goroutine until
+// ctx ends. Joined.Run runs the agent and three adapters in goroutines of
+// its own and returns once they have ended. TokenReviewAuthenticator reviews a token in a goroutine
 // that every request with that token waits for, bounded by 30s rather than
 // by the first request's deadline. Every other type is safe for concurrent
 // use and does its I/O in the caller's goroutine, bounded by the caller's

@@ -88,12 +88,12 @@ type NodeSink struct {
 	o        NodeSinkOptions
 	log      *slog.Logger
 	clock    clock.Clock
+	watcher  *NodeWatcher // the Node as last read, for admission
 
 	mu         sync.Mutex
 	registered bool
 	regFailing bool // the last registration attempt failed: warned already
 	nodeUID    types.UID
-	last       *v1.Node // as last read, for admission
 }
 
 var (
@@ -128,7 +128,12 @@ func NewNodeSink(client kubernetes.Interface, nodeName string, opts NodeSinkOpti
 	if r.Max <= 0 {
 		r.Max = untilAnswered.Max
 	}
-	return &NodeSink{client: client, nodeName: nodeName, o: opts, log: orDiscard(opts.Logger).With("node", nodeName), clock: orClock(opts.Clock)}, nil
+	w, err := NewNodeWatcher(client, NodeWatcherOptions{NodeName: nodeName, Logger: opts.Logger, Clock: opts.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("new node sink: %w", err)
+	}
+	return &NodeSink{client: client, nodeName: nodeName, o: opts, log: orDiscard(opts.Logger).With("node", nodeName), clock: orClock(opts.Clock),
+		watcher: w}, nil
 }
 
 // DefaultLabels are the labels the agent owns on its Node: hostname, OS and
@@ -159,15 +164,8 @@ func (s *NodeSink) InitialNode(st v1.NodeStatus) *v1.Node {
 // Node returns the Node as the sink last read it from the API server (from
 // Watch, when it runs, and at each status update: its labels and taints,
 // which the agent's admission matches pods against), or an error before
-// the first read. It is an agent.Options.Node.
-func (s *NodeSink) Node() (*v1.Node, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.last == nil {
-		return nil, fmt.Errorf("node %s: not read yet", s.nodeName)
-	}
-	return s.last.DeepCopy(), nil
-}
+// the first read. It is an agent.Options.Cluster.Node.
+func (s *NodeSink) Node() (*v1.Node, error) { return s.watcher.Node() }
 
 // Registered reports whether the Node has been registered (or found).
 func (s *NodeSink) Registered() bool {
@@ -306,7 +304,7 @@ func (s *NodeSink) patchStatus(ctx context.Context, st v1.NodeStatus, fromCache 
 	if !s.Registered() { // SkipRegistration: someone else registered it
 		s.setRegistered(cur.UID)
 	}
-	s.observe(cur)
+	s.watcher.observe(cur)
 	want := cur.DeepCopy()
 	want.Status = *st.DeepCopy()
 	patch, err := twoWayPatch(cur, want, v1.Node{})
