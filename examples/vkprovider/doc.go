@@ -85,6 +85,21 @@
 // the status and renewing the Lease while pings fail. Leases are VK's: the
 // agent gets none.
 //
+// Admission matches pods' nodeSelector, node affinity and the NoExecute
+// taints they must tolerate against a Node. With Options.Client (and no
+// Agent.Cluster.Node of the caller's), it is the Node as the API server
+// has it: Run watches that Node alone (examples/apiserver's NodeWatcher,
+// a field selector on its name), as upstream kubelet admits against its
+// node informer's copy, so that labels and taints others set on the Node
+// count as soon as the server has them (upstream's cluster suite labels
+// a node and at once creates pods that select the label). Its labels are
+// those VK registered and others added: register the default ones
+// (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch), as
+// examples/vknode does, or pods that select them are refused. Without a
+// client, and until the watch has read the Node, the agent admits against
+// its own Node: its name, the default labels and Agent.Node.Labels, no
+// taints.
+//
 // # The kubelet API
 //
 // nodeutil.Provider's methods go to the agent: GetContainerLogs to
@@ -102,7 +117,7 @@
 //
 // New starts nothing. Run runs the agent, the pod feed, the status and
 // node notifiers and, with a client, the API server's volume sources and
-// services, until ctx ends, and returns once every goroutine it started
+// services and the watch of the Node, until ctx ends, and returns once every goroutine it started
 // and every request's stream has ended. Every method is safe for
 // concurrent use and callable before Run; VK's callbacks are called from
 // Run's goroutines only.

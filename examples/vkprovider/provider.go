@@ -18,6 +18,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 
+	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
@@ -35,6 +36,8 @@ type Options struct {
 	// Cluster.NodeStatusSink, which must be nil, and sets
 	// Cluster.ReportHostIPs (pods report their host IPs, as under an API
 	// server). Cluster.Leases must be nil: VK keeps the Node's Lease.
+	// Cluster.Node nil, with Client, means the API server's Node, watched
+	// by the provider (see Client).
 	// NodeName must be the Node's name; empty means Node's.
 	Agent agent.Options
 	// Client is the API server VK talks to, with the node's credentials.
@@ -45,7 +48,13 @@ type Options struct {
 	// events are recorded as upstream kubelet's (NewRecorder), and a
 	// finished deleted pod is deleted from the API server at once, as
 	// upstream's status manager does (VK would wait for the end of its
-	// grace period).
+	// grace period). With it too, unless Agent.Cluster.Node is set, pods
+	// are admitted against the Node as the API server has it, followed by a
+	// watch of that Node (examples/apiserver's NodeWatcher): nodeSelector
+	// and node affinity match the labels others set on it, and its taints
+	// count. Without a client, and until the watch has read the Node, the
+	// agent admits against its own Node: its name, the default labels and
+	// Agent.Node.Labels, no taints.
 	Client kubernetes.Interface
 	// Pods lists the API server's pods bound to the node, as VK's informer
 	// holds them (nodeutil.ProviderConfig.Pods). Optional. With it, the
@@ -80,12 +89,13 @@ type Provider struct {
 	notify  *notifier
 	node    *nodeNotifier
 
-	// With Options.Client: the API server's volume sources, services and
-	// events, and the deleter of finished pods.
+	// With Options.Client: the API server's volume sources, services,
+	// events and Node, and the deleter of finished pods.
 	volumes  *apiserver.WatchingSources
 	services *apiserver.Services
 	deleter  *apiserver.StatusSink
 	recorder *apiserver.GatedRecorder
+	nodes    *apiserver.NodeWatcher // set by New when the agent admits against it
 
 	// lifetime ends when Run returns, and with it every request's stream;
 	// requests counts the goroutines those streams run.
@@ -157,6 +167,10 @@ func New(opts Options) (*Provider, error) {
 		return nil, fmt.Errorf("new provider: %w", err)
 	}
 	p.agent = ag
+	if err := p.watchNode(); err != nil {
+		end()
+		return nil, err
+	}
 	p.node.base = opts.Node.DeepCopy()
 	if p.node.base == nil {
 		p.node.base = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: ag.NodeName()}}
@@ -192,6 +206,33 @@ func (p *Provider) useClient(a *agent.Options) error {
 		p.recorder = &apiserver.GatedRecorder{}
 		a.Cluster.Recorder = p.recorder
 	}
+	if p.watchesNode() {
+		// The watcher needs the node's name, which the agent settles
+		// (the host name when none is given): watchNode builds it once
+		// the agent is built, before it can admit a pod.
+		a.Cluster.Node = admission.NodeGetterFunc(func() (*v1.Node, error) { return p.nodes.Node() })
+	}
+	return nil
+}
+
+// watchesNode reports whether the agent admits pods against the API
+// server's Node as the provider's watcher has it.
+func (p *Provider) watchesNode() bool {
+	return p.opts.Client != nil && p.opts.Agent.Cluster.Node == nil
+}
+
+// watchNode builds the watcher of the API server's Node when the agent
+// admits against it.
+func (p *Provider) watchNode() error {
+	if !p.watchesNode() {
+		return nil
+	}
+	var err error
+	p.nodes, err = apiserver.NewNodeWatcher(p.opts.Client, apiserver.NodeWatcherOptions{NodeName: p.agent.NodeName(),
+		Logger: p.log.With("component", "api-node")})
+	if err != nil {
+		return fmt.Errorf("new provider: %w", err)
+	}
 	return nil
 }
 
@@ -202,7 +243,8 @@ func (p *Provider) Agent() *agent.Agent { return p.agent }
 
 // Run runs the agent and what feeds it until ctx ends: the desired pods to
 // the agent, the agent's pod and node statuses to VK's callbacks, and, with
-// Options.Client, the API server's volume sources, services and events;
+// Options.Client, the API server's volume sources, services, events and
+// the watch of the Node pods are admitted against;
 // with the agent's embedded fake runtime (and no Agent.HTTP.API, which serves
 // it), the fake runtime's streaming server for exec, attach and
 // port-forward. When one part fails, Run ends the others. It returns once
@@ -261,6 +303,9 @@ func (p *Provider) Run(ctx context.Context) error {
 	}
 	if p.services != nil {
 		run("services", p.services.Run)
+	}
+	if p.nodes != nil {
+		run("node watch", p.nodes.Run)
 	}
 	wg.Wait()
 	return first
