@@ -360,7 +360,10 @@ func newAutonomyPods(node, ns, suffix, image, cfgName, crashDir string) autonomy
 			fmt.Sprintf(`n=$(cat /runs/n 2>/dev/null || echo 0); echo $((n+1)) >/runs/n; if [ "$n" -lt %d ]; then sleep 2; exit 1; fi; exec sleep 3600`, crashLoops)}}),
 		withCfg: pod("cfg", v1.Container{Name: "app", Command: []string{"sleep", "3600"}, VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}}),
 		live: pod("live", v1.Container{Name: "app", Command: []string{"sleep", "3600"},
-			LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 5}}),
+			// A timeout far above what "true" takes: the test counts
+			// restarts exactly, and a loaded machine once made three
+			// exec probes in a row outlast the default second.
+			LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 5, TimeoutSeconds: 10}}),
 		doomed: pod("doomed", v1.Container{Name: "app", Command: []string{"sleep", "3600"}}),
 		fresh:  pod("fresh", v1.Container{Name: "app", Command: []string{"sleep", "3600"}}),
 	}
