@@ -4,6 +4,3 @@ package agent
 
 // nodePIDs: no task limit is known off Linux.
 func nodePIDs() (uint64, bool) { return 0, false }
-
-// memorySwapController: no cgroups off Linux.
-func memorySwapController() bool { return false }

@@ -3,6 +3,7 @@ package agent
 import (
 	"path/filepath"
 
+	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
@@ -46,7 +47,7 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 			UserNamespaces:          b.features.handlerSupportsUserNamespaces,
 			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
-			MemorySwapController: b.fakeRT == nil && memorySwapController(), MemoryCapacity: memoryCapacity,
+			MemorySwapController: b.fakeRT == nil && cgroups.MemorySwapAccounted(), MemoryCapacity: memoryCapacity,
 			LogRoot: opts.logsDir(), PodsDir: opts.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
 			ClusterDNS: opts.Node.ClusterDNS, ClusterDomain: opts.Node.ClusterDomain, ResolvConf: opts.Node.resolvConf(),
 		},

@@ -27,6 +27,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
@@ -225,7 +226,7 @@ func TestContainerdResizesRunningInitContainer(t *testing.T) {
 	// swap limit on cgroup v1).
 	var err error
 	h.s, err = podsync.New(podsync.Options{Runtime: h.c, Clock: h.clk, Config: containerconfig.Options{LogRoot: t.TempDir(), PodsDir: h.pods,
-		MemorySwapController: swapAccounted()}})
+		MemorySwapController: cgroups.MemorySwapAccounted()}})
 	require.NoError(t, err)
 	sized := func(cpu, memory string) v1.Container {
 		c := h.ctr("init", "sleep", "3600")
@@ -253,25 +254,4 @@ func TestContainerdResizesRunningInitContainer(t *testing.T) {
 	assert.Equal(t, int64(20000), st.GetResources().GetLinux().GetCpuQuota())
 	assert.True(t, podsync.ResizeDone(&p.Spec.InitContainers[0], st))
 	assert.True(t, h.sync(p).Actions.Nothing(), "nothing left to do while init runs")
-}
-
-// swapAccounted says whether this machine's cgroups account swap, as the
-// agent asks (cgroup v1's memory.memsw.limit_in_bytes, or v2's
-// memory.swap.max in this process's cgroup).
-func swapAccounted() bool {
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		b, err := os.ReadFile("/proc/self/cgroup")
-		if err != nil {
-			return false
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "0::"); ok {
-				_, err := os.Stat(filepath.Join("/sys/fs/cgroup", rest, "memory.swap.max"))
-				return err == nil
-			}
-		}
-		return false
-	}
-	_, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
-	return err == nil
 }
