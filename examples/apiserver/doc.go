@@ -189,7 +189,8 @@
 // and both have stopped. WatchingSources.Run starts one reflector goroutine
 // per watched object and returns once they have all ended. NodeWatcher.Run
 // (and NodeSink.Watch) runs its reflector in the caller's goroutine until
-// ctx ends. Joined.Run runs the agent and three adapters in goroutines of
+// ctx ends. Joined.Run runs the agent and the adapters Join made (and, unless
+// the adapters are shared, the watch of the node's own Node) in goroutines of
 // its own and returns once they have ended. TokenReviewAuthenticator reviews a token in a goroutine
 // that every request with that token waits for, bounded by 30s rather than
 // by the first request's deadline. Every other type is safe for concurrent
