@@ -269,8 +269,10 @@ func CheckResolvConf(path, clusterDomain string) string {
 // unique returns s without its repeated elements, the first of each kept.
 func unique(s []string) []string {
 	out := s[:0:0]
+	seen := make(map[string]bool, len(s))
 	for _, e := range s {
-		if !slices.Contains(out, e) {
+		if !seen[e] {
+			seen[e] = true
 			out = append(out, e)
 		}
 	}

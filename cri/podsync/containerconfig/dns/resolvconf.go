@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -53,6 +54,7 @@ func ParseResolvConf(r io.Reader) (ResolvConf, error) {
 	}
 	var conf ResolvConf
 	var errs []error
+	optionAt := map[string]int{}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
@@ -73,7 +75,7 @@ func ParseResolvConf(r io.Reader) (ResolvConf, error) {
 				}
 			}
 		case "options":
-			conf.Options = mergeOptions(conf.Options, fields[1:])
+			conf.Options = addOptions(conf.Options, optionAt, fields[1:])
 		}
 	}
 	return conf, errors.Join(errs...)
@@ -103,18 +105,26 @@ func optionName(o string) string {
 // already there takes its place, a new name goes at the end. options is not
 // changed.
 func mergeOptions(options, more []string) []string {
-	out := append([]string(nil), options...)
+	at := make(map[string]int, len(options)+len(more))
+	for i, o := range options {
+		at[optionName(o)] = i
+	}
+	return addOptions(slices.Clone(options), at, more)
+}
+
+// addOptions adds each of more to options as mergeOptions does, in place,
+// with at the index in options of each name already there (kept up to
+// date). It takes time linear in len(more), however many options there
+// are: a resolv.conf may hold millions of them.
+func addOptions(options []string, at map[string]int, more []string) []string {
 	for _, o := range more {
 		name := optionName(o)
-		i := 0
-		for i < len(out) && optionName(out[i]) != name {
-			i++
+		if i, ok := at[name]; ok {
+			options[i] = o
+			continue
 		}
-		if i < len(out) {
-			out[i] = o
-		} else {
-			out = append(out, o)
-		}
+		at[name] = len(options)
+		options = append(options, o)
 	}
-	return out
+	return options
 }

@@ -1,6 +1,7 @@
 package dns_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig/dns"
 )
@@ -90,6 +92,43 @@ func TestParseResolvConfErrorKeepsTheRest(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, []string{"10.0.0.1"}, got.Nameservers)
 	assert.Equal(t, []string{"a"}, got.Searches)
+}
+
+// TestParseResolvConfLargestFile parses a resolv.conf of nearly
+// MaxResolvConfSize with a distinct option in every field, one line of
+// them and many, and a search line as long, and forms a pod's
+// configuration from it: every part takes time linear in the file (the
+// fuzzer once stalled on options merged in quadratic time, which would
+// stall every sandbox of a node whose host file is that large).
+func TestParseResolvConfLargestFile(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("options")
+	n := 0
+	for b.Len() < dns.MaxResolvConfSize/3 {
+		fmt.Fprintf(&b, " o%d:1", n)
+		n++
+	}
+	b.WriteString("\nsearch")
+	searches := 0
+	for b.Len() < 2*dns.MaxResolvConfSize/3 {
+		fmt.Fprintf(&b, " s%d.example", searches)
+		searches++
+	}
+	b.WriteString("\n")
+	lines := 0
+	for b.Len() < dns.MaxResolvConfSize-32 {
+		fmt.Fprintf(&b, "options o%d:2 p%d\n", lines, lines)
+		lines++
+	}
+	got, err := dns.ParseResolvConf(strings.NewReader(b.String()))
+	require.NoError(t, err)
+	require.Len(t, got.Options, n+lines)
+	assert.Equal(t, "o0:2", got.Options[0], "a later option takes an earlier one's place")
+	assert.Equal(t, fmt.Sprintf("p%d", lines-1), got.Options[len(got.Options)-1])
+	require.Len(t, got.Searches, searches)
+
+	r := dns.ForPod(dns.Input{Pod: &v1.Pod{Spec: v1.PodSpec{DNSPolicy: v1.DNSDefault}}, Host: &got})
+	assert.Len(t, r.Config.GetSearches(), 32, "the searches cut to upstream's limit")
 }
 
 func TestParseResolvConfTooLarge(t *testing.T) {
