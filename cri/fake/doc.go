@@ -73,6 +73,9 @@
 // loop that logs (such a container keeps its log file open, so a renamed
 // file keeps growing until ReopenContainerLog, as with a real runtime).
 // ExitContainer ends a running container at any time, as a crash would.
+// A container no rule matches runs until stopped, and what the echo
+// commands at the start of its command print (echo, or a shell script such
+// as sh -c 'echo serving; exec sleep 3600') goes to its log as it starts.
 //
 // # Commands
 //

@@ -96,6 +96,41 @@ func TestContainerLogs(t *testing.T) {
 	assert.Empty(t, readLog(t, path))
 }
 
+// TestEchoedCommandsLog: a container no rule matches writes what the echo
+// commands at the start of its command print, and runs on.
+func TestEchoedCommandsLog(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    []string
+	}{
+		{"echo", []string{"echo", "hello", "world"}, []string{"hello world"}},
+		{"echo -n", []string{"/bin/echo", "-n", "x"}, []string{"x"}},
+		{"a script", []string{"sh", "-c", "echo serving; exec sleep 3600"}, []string{"serving"}},
+		{"quotes and &&", []string{"/bin/sh", "-c", "true && echo 'a  b' && echo \"c\"\nsleep 1; echo late"}, []string{"a  b", "c"}},
+		{"after ||, nothing", []string{"sh", "-c", "echo a || echo b"}, []string{"a"}},
+		{"another command first", []string{"sleep", "3600"}, nil},
+		{"syntax the fake leaves", []string{"sh", "-c", "echo $HOME; sleep 1"}, nil},
+		{"no command", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, fake.Options{})
+			sb, cfg := e.runPod("web")
+			cfg.LogDirectory = t.TempDir()
+			c := containerConfig("app", "busybox")
+			c.Command, c.LogPath = tc.command, "app.log"
+			id := e.create(sb, cfg, c)
+			require.NoError(t, e.rt.StartContainer(t.Context(), id))
+			var got []string
+			for _, l := range readLog(t, e.status(id).LogPath) {
+				got = append(got, l.content)
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, e.status(id).State, "it runs until stopped")
+		})
+	}
+}
+
 func TestNoLogWithoutDirectoryAndPath(t *testing.T) {
 	e := newEnv(t, fake.Options{Rules: []fake.Rule{{Behavior: fake.Behavior{Stdout: []string{"hello"}}}}})
 	sb, cfg := e.runPod("web") // no LogDirectory

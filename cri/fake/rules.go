@@ -242,7 +242,43 @@ func (r *Runtime) behaviorLocked(c *container) Behavior {
 			return rl.behavior
 		}
 	}
-	return Behavior{}
+	return Behavior{Stdout: echoed(argv)}
+}
+
+// echoed is what the echo commands at the start of a container's command
+// print, as lines: "echo serving" and "sh -c 'echo a; echo b && exec
+// sleep 3600'" write their lines to the log, the way a real container's
+// first words reach kubectl logs, before it runs until stopped as a
+// container no rule matches does. It stops at the first command that is
+// not echo (or true), and reads nothing in a script the fake does not
+// interpret.
+func echoed(argv []string) []string {
+	steps := []step{{argv: argv}}
+	if len(argv) == 3 && isShell(argv[0]) && argv[1] == "-c" {
+		var err error
+		if steps, err = parseScript(argv[2]); err != nil {
+			return nil
+		}
+	}
+	var lines []string
+	for _, st := range steps {
+		if len(st.argv) == 0 || st.op == "||" {
+			break
+		}
+		switch base(st.argv[0]) {
+		case "true":
+			continue
+		case "echo":
+		default:
+			return lines
+		}
+		args := st.argv[1:]
+		if len(args) > 0 && args[0] == "-n" {
+			args = args[1:]
+		}
+		lines = append(lines, strings.Join(args, " "))
+	}
+	return lines
 }
 
 // execRuleLocked returns the first exec rule matching cmd in c.
