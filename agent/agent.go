@@ -139,6 +139,7 @@ type Agent struct {
 	apiListener net.Listener    // the kubelet API's; nil when none
 	healthz     *server.Healthz // the healthz port; nil when none
 	ready       chan struct{}   // closed once Run has started everything
+	ownRoot     bool            // opts.RootDir is New's fresh one, removed when Run returns
 	runnables   []runnable      // what Run starts, in order (newRunnables)
 }
 

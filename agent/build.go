@@ -50,8 +50,16 @@ func New(opts Options) (*Agent, error) {
 		opts.NodeName = h
 	}
 	opts.NodeName = lowerDNS(opts.NodeName)
+	ownRoot := false
 	if opts.RootDir == "" {
-		opts.RootDir = "/tmp/minikubelet"
+		if opts.Runtime != nil {
+			return nil, fmt.Errorf("agent: RootDir is empty: a node on its own Runtime needs a root directory that outlives the process, as its containers do (upstream's is /var/lib/kubelet): %w", ErrInvalidOptions)
+		}
+		dir, err := freshRootDir(opts.NodeName)
+		if err != nil {
+			return nil, fmt.Errorf("agent: RootDir: %w", err)
+		}
+		opts.RootDir, opts.Security.NoMounts, ownRoot = dir, true, true
 	}
 	if !filepath.IsAbs(opts.RootDir) {
 		abs, err := filepath.Abs(opts.RootDir)
@@ -122,7 +130,8 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: b.rt, fakeRT: b.fakeRT, view: b.view, healthz: healthz,
-		node: b.node, shutdown: b.shutdown, api: b.api, pleg: b.pleg, loop: b.loop, config: b.config, ready: make(chan struct{})}
+		node: b.node, shutdown: b.shutdown, api: b.api, pleg: b.pleg, loop: b.loop, config: b.config, ready: make(chan struct{}),
+		ownRoot: ownRoot}
 	a.runnables = a.newRunnables(b)
 	return a, nil
 }

@@ -22,8 +22,8 @@ import (
 )
 
 // Options configure an Agent. The zero value runs the embedded fake runtime
-// on the real clock with no pod source, under the root directory
-// /tmp/minikubelet, standalone: statuses are kept in memory, the node's
+// on the real clock with no pod source, under a root directory of its own
+// that Run removes as it returns (see RootDir), standalone: statuses are kept in memory, the node's
 // status is built but sent nowhere, events are logged.
 //
 // The fields every agent sets sit at the top; the rest are grouped by
@@ -50,8 +50,12 @@ type Options struct {
 	// the host name, lower-cased.
 	NodeName string
 	// RootDir holds the pods' data directories (RootDir/pods/<uid>) and,
-	// unless Logs.Dir says otherwise, their logs (RootDir/logs). Empty
-	// means /tmp/minikubelet.
+	// unless Logs.Dir says otherwise, their logs (RootDir/logs). It must
+	// outlive the process as the runtime's containers do (upstream's is
+	// /var/lib/kubelet), so it is required with a Runtime. With the
+	// embedded fake runtime, whose containers end with the process, empty
+	// means a fresh directory of this agent's own under os.TempDir(),
+	// without mounts (Security.NoMounts), removed when Run returns.
 	RootDir string
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger

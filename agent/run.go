@@ -246,6 +246,9 @@ func (a *Agent) sourceRunnables(b *blocks) []runnable {
 // all have started, and when one fails to start stops those already
 // running and closes the listeners before it returns the error.
 func (a *Agent) Run(ctx context.Context) error {
+	if a.ownRoot {
+		defer a.removeRoot()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g := &group{cancel: cancel}
@@ -278,6 +281,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	cancel()
 	a.config.Wait()
 	return err
+}
+
+// removeRoot removes the root directory New chose for an agent on the
+// embedded fake runtime (Options.RootDir empty), once everything Run
+// started has stopped: its pods ended with the runtime. Nothing is mounted
+// under it (New set Security.NoMounts).
+func (a *Agent) removeRoot() {
+	if err := os.RemoveAll(a.opts.RootDir); err != nil {
+		a.log.Error("Failed to remove the root directory", "rootDir", a.opts.RootDir, "err", err)
+	}
 }
 
 // closeListeners closes the listeners Run opened, when it cannot go on.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -48,4 +49,34 @@ func TestRunnablesInStartOrder(t *testing.T) {
 		"pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes",
 		"devices", "objects", "file-source", "http-source", "api-source", "fake-streaming", "resolv-conf",
 		"syncloop", "http", "kubelet-api", "shutdown-trigger"}, names(a))
+}
+
+// An agent on the embedded fake runtime without a RootDir gets a fresh
+// directory of its own, without mounts, and Run removes it as it returns;
+// one on its own Runtime must say where its pods' data lives.
+func TestRootDirOfItsOwn(t *testing.T) {
+	opts := Options{Node: NodeOptions{ResolvConf: ResolvConfNone, PulledImages: PulledImagesOptions{Off: true}},
+		Eviction: EvictionOptions{Stats: &evictiontest.Stats{}}}
+	a, err := New(opts)
+	require.NoError(t, err)
+	b, err := New(opts)
+	require.NoError(t, err)
+	t.Cleanup(b.fakeRT.Close)
+	assert.NotEqual(t, a.opts.RootDir, b.opts.RootDir, "two agents never share one")
+	assert.True(t, a.opts.Security.NoMounts)
+	assert.NoDirExists(t, a.opts.RootDir, "New touches no disk")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+	<-a.Ready()
+	assert.DirExists(t, filepath.Join(a.opts.RootDir, "pods"))
+	cancel()
+	require.NoError(t, <-done)
+	assert.NoDirExists(t, a.opts.RootDir)
+
+	opts.Runtime = b.fakeRT
+	_, err = New(opts)
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	assert.ErrorContains(t, err, "RootDir")
 }

@@ -1,7 +1,11 @@
 package agent
 
 import (
+	cryptorand "crypto/rand"
+	"encoding/hex"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -38,4 +42,19 @@ func sortByCreation(pods []*v1.Pod) {
 	sort.SliceStable(pods, func(i, j int) bool {
 		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
 	})
+}
+
+// freshRootDir names a root directory of the agent's own under the
+// temporary directory, for a node on the embedded fake runtime without
+// Options.RootDir: that runtime's containers live and die with the
+// process, and a root shared with other agents or kept from an earlier run
+// would hold their logs (counted as restarts, as upstream counts them) and
+// the checkpoints of pods the runtime no longer has. Run creates it as it
+// creates any root directory, and removes it when it returns.
+func freshRootDir(node string) (string, error) {
+	var b [6]byte
+	if _, err := cryptorand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return filepath.Join(os.TempDir(), "kubeletkit-"+node+"-"+hex.EncodeToString(b[:])), nil
 }
