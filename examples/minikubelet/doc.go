@@ -5,6 +5,10 @@
 //
 //	go run ./examples/minikubelet
 //
+// (A binary: from examples/, go build -o bin/minikubelet ./minikubelet; the
+// directory has the command's name, so a plain go build ./minikubelet fails
+// with "already exists and is a directory".)
+//
 // With no flags it runs the embedded fake runtime (no containerd, no root),
 // the pods in examples/minikubelet/manifests, the kubelet API on port
 // 10250 and, as upstream kubelet, the healthz port that kubeadm join

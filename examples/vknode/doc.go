@@ -11,6 +11,10 @@
 //	    [--rotate-server-certificates | --tls-cert-file F --tls-private-key-file K] \
 //	    [--cluster-dns 10.96.0.10 --cluster-domain cluster.local] [-v]
 //
+// Build it from examples/ with an output name, as the directory has the
+// command's name: go build -o bin/vknode ./vknode (a plain go build ./vknode
+// fails with "already exists and is a directory"), or go run ./vknode.
+//
 // It joins the API server with the kubeconfig's credentials: virtual-kubelet
 // registers the Node (labels kubernetes.io/hostname, kubernetes.io/os,
 // kubernetes.io/arch and their beta twins, type=virtual-kubelet; no taint,
