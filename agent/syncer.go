@@ -133,24 +133,14 @@ func (s *podSyncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _
 	if err != nil {
 		return false, fmt.Errorf("pod %s: %w", podDesc(pod), err)
 	}
-	var res podsync.Result
-	if status.AllContainersRestarting(&st) {
-		// A container's exit matched a RestartAllContainers rule: every
-		// container goes, and the pod starts over, as upstream's.
-		res = s.podsync.ResetPod(ctx, pod, rs)
-		if removed(res) {
-			// Sync again at once to start it, as upstream does, rather
-			// than at the next resync: the status now says the
-			// containers are gone, so that sync starts them. The update
-			// carries the newest desired pod, so that it does not undo
-			// one that came during this sync.
-			if p, ok := s.pods.GetPodByUID(pod.UID); ok {
-				desired = p
-			}
-			defer s.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: desired})
+	res := s.podsync.Sync(ctx, pod, rs, status.AllContainersRestarting(&st))
+	if res.SyncAgain() {
+		// The update carries the newest desired pod, so that it does not
+		// undo one that came during this sync.
+		if p, ok := s.pods.GetPodByUID(pod.UID); ok {
+			desired = p
 		}
-	} else {
-		res = s.podsync.SyncPod(ctx, pod, rs)
+		defer s.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: desired})
 	}
 	for _, step := range res.Steps {
 		if step.Step == podsync.StepResizePodInPlace && step.Err != nil && s.alloc.ResizeFailed(pod, step.Message) {
@@ -163,19 +153,6 @@ func (s *podSyncer) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod, _
 	s.countStarts(res)
 	s.refreshAfter(ctx, pod, res)
 	return false, res.Err()
-}
-
-// removed reports whether a reset removed a container and failed nowhere.
-func removed(res podsync.Result) bool {
-	if res.Err() != nil {
-		return false
-	}
-	for _, st := range res.Steps {
-		if st.Step == podsync.StepRemoveContainer {
-			return true
-		}
-	}
-	return false
 }
 
 // SyncTerminatingPod stops the pod's containers within the grace period and

@@ -116,8 +116,9 @@ func TestResetPod(t *testing.T) {
 	require.NoError(t, h.rt.ExitContainer(srcID, 42, "Error"))
 	h.rec.TakeReasons()
 
-	r := h.s.ResetPod(ctx, pod, h.status(pod))
+	r := h.s.Sync(ctx, pod, h.status(pod), true)
 	require.NoError(t, r.Err())
+	assert.True(t, r.SyncAgain(), "the pod starts over at once")
 	var removed []string
 	for _, s := range r.Steps {
 		assert.Equal(t, podsync.StepRemoveContainer, s.Step)
@@ -137,8 +138,12 @@ func TestResetPod(t *testing.T) {
 	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, st.Sandboxes[0].GetState(), "the sandbox stays")
 
 	// The pod starts over in the same sandbox.
+	r = h.s.Sync(ctx, pod, h.status(pod), true)
+	require.NoError(t, r.Err())
+	assert.False(t, r.SyncAgain(), "a reset with nothing left to remove: no sync at once")
 	r = h.sync(pod)
 	require.NoError(t, r.Err())
+	assert.False(t, r.SyncAgain(), "a sync is not a reset")
 	assert.False(t, r.Actions.CreateSandbox)
 	assert.Equal(t, []int{0}, r.Actions.InitContainersToStart)
 	require.NoError(t, h.sync(pod).Err())

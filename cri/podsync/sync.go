@@ -120,6 +120,14 @@ type Result struct {
 	Steps []StepResult
 }
 
+// SyncAgain reports whether the pod is to be synced again at once rather
+// than at its next resync: a reset (ResetPod) removed its containers and
+// failed nowhere, and the next sync starts the pod over, as upstream's
+// kubelet requeues such a pod at once.
+func (r Result) SyncAgain() bool {
+	return len(r.Actions.ContainersToReset) > 0 && r.Err() == nil
+}
+
 // Err joins the errors of the failed steps; nil when all succeeded.
 func (r Result) Err() error {
 	var errs []error
@@ -187,6 +195,15 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 // first init container in the same sandbox.
 func (s *Syncer) ResetPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus) Result {
 	return s.syncPod(ctx, pod, status, true)
+}
+
+// Sync is one sync of a pod as upstream's SyncPod decides which it is:
+// ResetPod when restarting (its status says all its containers are
+// restarting in place: status.AllContainersRestarting), else SyncPod.
+// After a reset, Result.SyncAgain says whether to sync the pod again at
+// once.
+func (s *Syncer) Sync(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, restarting bool) Result {
+	return s.syncPod(ctx, pod, status, restarting)
 }
 
 func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, reset bool) Result {
