@@ -39,9 +39,11 @@
 // yields at most one update per kind, in upstream's order (REMOVE, ADD,
 // UPDATE, DELETE, RECONCILE), never an empty one. New pods get the
 // kubernetes.io/config.source and kubernetes.io/config.seen annotations.
-// Pods without UID or name, and pods whose name_namespace another pod of the
-// same message or another pod already held has, are refused with a Warning
-// FailedValidation event. Pods are never modified: not those the sources
+// Pods without UID or name, pods whose name_namespace another pod of the
+// same message or another pod already held has, and mirror pods from a
+// source other than the API server are refused with a Warning
+// FailedValidation event, as are the pods of a message with an unknown
+// operation. Pods are never modified: not those the sources
 // send (a source, in turn, must not modify a pod it sent, because a pod sent
 // again as the same object is taken as unchanged), nor those in updates (a
 // change makes a new copy). The rules are in Merger, a deterministic value

@@ -64,7 +64,10 @@ type MergerOptions struct {
 //     (name and namespace; upstream's filterInvalidPods), or when it is new
 //     and its full name belongs to another pod already held, of any source
 //     (a kubelet cannot run two pods of one name; upstream only checks within
-//     a message). A refused pod is not held, so it is considered again the
+//     a message), or when it is a mirror pod (annotation
+//     kubernetes.io/config.mirror) from a source other than the API
+//     server, which a kubelet would hold and never run. A refused pod is
+//     not held, so it is considered again the
 //     next time its source sends it, by when the name may be free: the file
 //     and URL sources send their whole list every period.
 //
@@ -154,7 +157,8 @@ type changes struct {
 
 // Merge applies one message of source (u.Source is ignored) and returns the
 // updates it makes, in upstream's order, with Source set to source. An
-// unknown operation changes nothing and is logged.
+// unknown operation changes nothing; it is logged, and each of its pods
+// gets a Warning FailedValidation event.
 func (m *Merger) Merge(source string, u syncloop.PodUpdate) []syncloop.PodUpdate {
 	s := m.sources[source]
 	if s == nil {
@@ -182,6 +186,12 @@ func (m *Merger) Merge(source string, u syncloop.PodUpdate) []syncloop.PodUpdate
 		}
 	default:
 		m.log.Warn("ignoring an update with an unknown operation", "source", source, "op", u.Op.String())
+		for _, p := range u.Pods {
+			if p != nil {
+				m.rec.Eventf(p, v1.EventTypeWarning, ReasonFailedValidation,
+					"Error validating pod %s from %s due to unknown operation %s, ignoring", formatPod(p), source, u.Op)
+			}
+		}
 	}
 	return ch.result(source)
 }
@@ -252,6 +262,8 @@ func (m *Merger) filter(source string, s *sourcePods, pods []*v1.Pod, refused ma
 			why = "it has no UID"
 		case p.Name == "":
 			why = "it has no name"
+		case source != syncloop.SourceAPI && podspec.IsMirror(p):
+			why = "it is a mirror pod (annotation " + podspec.ConfigMirrorAnnotation + "), which only the API server sends"
 		default:
 			n := nameOf(p)
 			if _, dup := m.scratch[n]; dup {

@@ -228,9 +228,19 @@ func TestMerge(t *testing.T) {
 			held: []string{"ok"},
 		},
 		{
-			name: "an unknown operation changes nothing",
-			msg:  op(api, syncloop.Operation(42), apiPod("a")),
-			want: []string{},
+			name:   "an unknown operation changes nothing, and its pods get an event",
+			msg:    op(api, syncloop.Operation(42), apiPod("a")),
+			want:   []string{},
+			events: []string{"Warning FailedValidation Error validating pod a_default(uid-a) from api due to unknown operation Operation(42), ignoring"},
+		},
+		{
+			name: "a mirror pod from a source other than the API server is refused",
+			msg: set("edge", apiPod("a", withAnnotation(podspec.ConfigMirrorAnnotation, "hash")), apiPod("b"),
+				apiPod("c", withAnnotation(podspec.ConfigMirrorAnnotation, "hash"), withUID("mirror-c"))),
+			want: []string{"ADD edge b"},
+			events: []string{"Warning FailedValidation Error validating pod a_default(uid-a) from edge due to it is a mirror pod (annotation kubernetes.io/config.mirror), which only the API server sends, ignoring",
+				"Warning FailedValidation Error validating pod c_default(mirror-c) from edge due to it is a mirror pod (annotation kubernetes.io/config.mirror), which only the API server sends, ignoring"},
+			held: []string{"b"},
 		},
 	}
 	for _, tc := range cases {
