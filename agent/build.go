@@ -82,6 +82,9 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: the node declares %s (Node.DeclaredFeatures), and its kubelet API has no WebSockets to serve them (HTTP.API.WebSockets): %w",
 			ExtendWebSocketsToKubelet, ErrInvalidOptions)
 	}
+	if err := opts.Sources.checkCustom(); err != nil {
+		return nil, err
+	}
 	if err := opts.Node.checkDNS(); err != nil {
 		return nil, err
 	}
@@ -357,7 +360,34 @@ func (o Options) sources() []string {
 	if o.Cluster.Updates != nil {
 		s = append(s, syncloop.SourceAPI)
 	}
+	for _, c := range o.Sources.Custom {
+		s = append(s, c.Name)
+	}
 	return s
+}
+
+// checkCustom refuses custom sources without a channel, or whose names are
+// empty, repeated or the agent's own.
+func (o SourceOptions) checkCustom() error {
+	seen := map[string]int{}
+	for i, c := range o.Custom {
+		field := fmt.Sprintf("Sources.Custom[%d]", i)
+		switch c.Name {
+		case "":
+			return fmt.Errorf("agent: %s.Name is empty: %w", field, ErrInvalidOptions)
+		case syncloop.SourceFile, syncloop.SourceHTTP, syncloop.SourceAPI, syncloop.SourceAll:
+			return fmt.Errorf("agent: %s.Name %q is reserved (the agent's own sources are %q, %q and %q; %q stands for all): %w",
+				field, c.Name, syncloop.SourceFile, syncloop.SourceHTTP, syncloop.SourceAPI, syncloop.SourceAll, ErrInvalidOptions)
+		}
+		if j, dup := seen[c.Name]; dup {
+			return fmt.Errorf("agent: %s.Name %q is also Sources.Custom[%d]'s: %w", field, c.Name, j, ErrInvalidOptions)
+		}
+		seen[c.Name] = i
+		if c.Updates == nil {
+			return fmt.Errorf("agent: %s (%q).Updates is nil: %w", field, c.Name, ErrInvalidOptions)
+		}
+	}
+	return nil
 }
 
 // podsDir is RootDir/pods, the pods' data directories.

@@ -8,7 +8,8 @@
 //
 //	sources: Options.Sources.ManifestPath (syncloop/source.File),
 //	Options.Sources.ManifestURL (source.URL), Options.Cluster.Updates (an
-//	API server's pods, "api")
+//	API server's pods, "api"), Options.Sources.Custom (the user's own,
+//	each under its name, defaulted and validated as an API server would)
 //	    │ merged by source.Config: ADD, UPDATE, DELETE, REMOVE, RECONCILE
 //	    ▼
 //	syncloop.Loop ── also wakes on probe results, the 1s sync tick (pods

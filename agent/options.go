@@ -113,7 +113,8 @@ type Options struct {
 type ClusterOptions struct {
 	// Updates are pods from an API server (the source named "api"): SET,
 	// ADD, UPDATE, DELETE, REMOVE and RECONCILE, merged with the static
-	// pods. Nil means none. Unlike static pods, these pods can be evicted,
+	// pods. Nil means none. Pods of a source of the user's that is not an
+	// API server go in Sources.Custom, each under its own name. Unlike static pods, these pods can be evicted,
 	// as upstream protects static pods from eviction. The agent reads it
 	// until Run returns; closing it ends the source, not the agent.
 	Updates <-chan syncloop.PodUpdate
@@ -188,6 +189,11 @@ type SourceOptions struct {
 	// ManifestURL is an HTTP URL serving a pod or a pod list; empty means
 	// none.
 	ManifestURL string
+	// Custom are the user's own pod sources, as many as wanted: an edge
+	// agent's control plane, manifests in a format of its own, a test.
+	// Each is a source of the merge under its own Name, as "file" and
+	// "http" are (see PodSource). Empty means none.
+	Custom []PodSource
 	// ObjectPath is a directory of ConfigMap and Secret manifests (one
 	// object per file, YAML or JSON) that pods' configMap, secret and
 	// projected volumes and their environment read, re-read every
@@ -196,6 +202,39 @@ type SourceOptions struct {
 	// configMaps and secrets (an extension: upstream's kubelet refuses such
 	// manifests, and so does the agent without ObjectPath).
 	ObjectPath string
+}
+
+// PodSource is a pod source of the user's (SourceOptions.Custom). Its
+// messages are merged with those of the other sources by package
+// syncloop/source, with the same rules: a SET is the source's complete
+// list of pods, ADD, UPDATE, DELETE, REMOVE and RECONCILE change some of
+// them; a pod must have a UID and a name, and its namespace and name must
+// be free across every source. Its pods get the
+// kubernetes.io/config.source annotation Name. Housekeeping (which removes
+// what no source asks for) waits until every source, this one included,
+// has sent a SET: a source with no pods sends an empty SET.
+//
+// Its pods are static pods, as upstream kubelet counts every pod that does
+// not come from the API server (podspec.IsStatic): the node is their
+// authority. They are critical (never evicted for node pressure, and
+// admitted by preempting others when the node is full, as upstream),
+// never resized in place, and one pod of a full name runs at a time; a
+// failure to list Cluster.Services leaves them without service variables
+// instead of failing their containers. Unlike the file and URL sources' pods, they are taken as sent: no
+// node-name suffix, no UID made up, no API server defaults or validation
+// before the merge (admission still validates them, refusing an invalid pod
+// with upstream's status and event). With Cluster.MirrorPods they get
+// mirror pods in the API server and their statuses go to those.
+type PodSource struct {
+	// Name is the source's name: not empty, unique among Custom, and
+	// none of "file", "http", "api" (the agent's own sources) and "*"
+	// (syncloop.SourceAll). New fails otherwise.
+	Name string
+	// Updates carries the source's messages; the Source field of a
+	// message is ignored (every message is Name's). The agent reads it
+	// until Run returns; closing it ends the source, not the agent (its
+	// pods stay as last sent). Nil fails New.
+	Updates <-chan syncloop.PodUpdate
 }
 
 // PulledImagesOptions configure the records of pulled images (package

@@ -205,7 +205,7 @@ func (a *Agent) sourceRunnables(b *blocks) []runnable {
 			start: func(ctx context.Context) (err error) {
 				u, err = source.NewURL(source.URLOptions{URL: a.opts.Sources.ManifestURL, NodeName: a.opts.NodeName, Period: a.opts.Timings.SourcePeriod,
 					AllowAPIReferences: a.opts.Sources.ObjectPath != "", Clock: a.clock,
-					Logger: a.log.With("component", "http-source"), Out: b.config.Channel(ctx, syncloop.SourceHTTP)})
+					Logger: a.log.With("component", "http-source"), Recorder: b.events, Out: b.config.Channel(ctx, syncloop.SourceHTTP)})
 				if err != nil {
 					return fmt.Errorf("agent: %w", err)
 				}
@@ -214,28 +214,42 @@ func (a *Agent) sourceRunnables(b *blocks) []runnable {
 			run: func(ctx context.Context) error { return u.Run(ctx) }})
 	}
 	if updates := a.opts.Cluster.Updates; updates != nil {
-		var out chan<- syncloop.PodUpdate
-		rs = append(rs, runnable{name: "api-source",
-			start: func(ctx context.Context) error { out = b.config.Channel(ctx, syncloop.SourceAPI); return nil },
-			run: func(ctx context.Context) error {
-				for {
-					select {
-					case <-ctx.Done():
-						return nil
-					case u, ok := <-updates:
-						if !ok {
-							return nil
-						}
-						select {
-						case out <- u:
-						case <-ctx.Done():
-							return nil
-						}
-					}
-				}
-			}})
+		rs = append(rs, forwardSource(b, "api-source", syncloop.SourceAPI, updates, nil))
+	}
+	for _, c := range a.opts.Sources.Custom {
+		cs := newCustomSource(c.Name, b.events, a.log.With("component", "source", "source", c.Name))
+		rs = append(rs, forwardSource(b, c.Name+"-source", c.Name, c.Updates, cs.prepare))
 	}
 	return rs
+}
+
+// forwardSource is a source of the user's: the messages of updates,
+// prepared (when prepare is not nil), go to the merge as source's until
+// updates is closed or the agent stops.
+func forwardSource(b *blocks, name, source string, updates <-chan syncloop.PodUpdate, prepare func(syncloop.PodUpdate) syncloop.PodUpdate) runnable {
+	var out chan<- syncloop.PodUpdate
+	return runnable{name: name,
+		start: func(ctx context.Context) error { out = b.config.Channel(ctx, source); return nil },
+		run: func(ctx context.Context) error {
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case u, ok := <-updates:
+					if !ok {
+						return nil
+					}
+					if prepare != nil {
+						u = prepare(u)
+					}
+					select {
+					case out <- u:
+					case <-ctx.Done():
+						return nil
+					}
+				}
+			}
+		}}
 }
 
 // Run runs the agent until ctx ends, and returns once every goroutine it
