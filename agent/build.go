@@ -208,7 +208,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	b.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: b.events, NodeName: opts.NodeName, Clock: b.clock})
 	config, sources := b.config, opts.sources()
 	b.sourcesReady = func() bool { return config.SeenAllSources(sources...) }
-	b.sink = newMemorySink(opts.Out, opts.Cluster.StatusSink)
+	b.sink = newMemorySink(opts.Out, opts.Cluster.StatusSink, opts.Cluster.MirrorPods == nil)
 	b.cache = pleg.NewCache()
 	if b.devices, err = newDevices(opts, log); err != nil {
 		return nil, err

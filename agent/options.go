@@ -120,6 +120,18 @@ type ClusterOptions struct {
 	Updates <-chan syncloop.PodUpdate
 	// StatusSink receives pod statuses (an API server's pods/status). Nil
 	// keeps them in memory, a static pod standing for its own mirror pod.
+	//
+	// Without MirrorPods (a node no API server holds the pods of), the
+	// sink needs no knowledge of the pods: it receives every pod's status,
+	// from every source. The agent asks GetPod first; where the sink
+	// answers ErrPodNotFound (status.ErrPodNotFound), the agent hands
+	// UpdatePodStatus its own copy of the pod (the status it last wrote,
+	// a static pod marked as its own mirror pod) and remembers what the
+	// sink returns. Such a sink may hold nothing: GetPod always
+	// ErrPodNotFound, UpdatePodStatus storing or sending the status and
+	// returning nil, DeletePod nil. With MirrorPods the sink is the API
+	// server's and upstream's rules hold: a pod it does not hold (deleted,
+	// or a static pod whose mirror pod is not made yet) gets no status.
 	StatusSink status.Sink
 	// NodeStatusSink receives the node's status, and Leases its lease (an
 	// API server's Node and Lease). Nil means none: the status is still
@@ -224,7 +236,8 @@ type SourceOptions struct {
 // node-name suffix, no UID made up, no API server defaults or validation
 // before the merge (admission still validates them, refusing an invalid pod
 // with upstream's status and event). With Cluster.MirrorPods they get
-// mirror pods in the API server and their statuses go to those.
+// mirror pods in the API server and their statuses go to those; without,
+// Cluster.StatusSink receives their statuses directly.
 type PodSource struct {
 	// Name is the source's name: not empty, unique among Custom, and
 	// none of "file", "http", "api" (the agent's own sources) and "*"

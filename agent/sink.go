@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,9 +22,13 @@ import (
 // whenever a pod's phase or container states change.
 type memorySink struct {
 	out io.Writer
-	// inner, when set, is the API server's sink: reads and writes go to
-	// it, and the lines are still printed.
+	// inner, when set, is Options.Cluster.StatusSink: reads and writes go
+	// to it, and the lines are still printed.
 	inner status.Sink
+	// holdAll: no API server holds the pods (no MirrorPods), so a pod
+	// inner does not hold is the sink's own copy, and inner receives
+	// every pod's status (see ClusterOptions.StatusSink).
+	holdAll bool
 
 	mu      sync.Mutex
 	pods    map[types.UID]*v1.Pod
@@ -32,17 +37,22 @@ type memorySink struct {
 
 var _ status.Sink = (*memorySink)(nil)
 
-func newMemorySink(out io.Writer, inner status.Sink) *memorySink {
-	return &memorySink{out: out, inner: inner, pods: map[types.UID]*v1.Pod{}, printed: map[types.UID]string{}}
+func newMemorySink(out io.Writer, inner status.Sink, holdAll bool) *memorySink {
+	return &memorySink{out: out, inner: inner, holdAll: holdAll, pods: map[types.UID]*v1.Pod{}, printed: map[types.UID]string{}}
 }
 
 // GetPod implements status.Sink: the pod as last written, or as configured.
 // A static pod stands for its own mirror pod (marked with the mirror
 // annotation), as the mirror pod an API server would hold; the status
-// manager pushes a static pod's status only to a mirror pod.
+// manager pushes a static pod's status only to a mirror pod. With an inner
+// sink, the pod as inner holds it; a pod inner does not hold is the sink's
+// own copy when holdAll.
 func (s *memorySink) GetPod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	if s.inner != nil {
-		return s.inner.GetPod(ctx, pod)
+		got, err := s.inner.GetPod(ctx, pod)
+		if !s.holdAll || !errors.Is(err, status.ErrPodNotFound) {
+			return got, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,7 +99,7 @@ func (s *memorySink) UpdatePodStatus(ctx context.Context, pod *v1.Pod, st v1.Pod
 // DeletePod implements status.Sink.
 func (s *memorySink) DeletePod(ctx context.Context, pod *v1.Pod) error {
 	if s.inner != nil {
-		if err := s.inner.DeletePod(ctx, pod); err != nil {
+		if err := s.inner.DeletePod(ctx, pod); err != nil && !errors.Is(err, status.ErrPodNotFound) {
 			return err
 		}
 	}

@@ -14,6 +14,17 @@ import (
 // different pods, never for the same pod at once, each with a ctx bounded by
 // Options.PushTimeout. Pods and statuses passed in are shared with the
 // Manager: a Sink must treat them as read-only.
+//
+// The Manager writes a status only to a pod GetPod returns: a Sink is an
+// API server's view, and a pod it does not hold (deleted, or a static pod
+// whose mirror pod is not made yet) gets no status, as upstream. A Sink
+// that is only a recipient, knowing no pods beforehand (an edge agent's
+// file or queue), answers GetPod with the pod it is given (or, for a
+// static pod, that pod marked as its own mirror pod with
+// podspec.ConfigMirrorAnnotation), and keeps what UpdatePodStatus returns if it
+// wants later pushes merged with it. Package agent does that for the
+// Options.Cluster.StatusSink of a node without mirror pods: such a sink
+// receives every pod's status even when its GetPod answers ErrPodNotFound.
 type Sink interface {
 	// GetPod returns the pod as the sink holds it now. For a static pod
 	// (IsStaticPod) it returns the pod's mirror pod, found by namespace and
