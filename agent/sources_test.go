@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 )
@@ -52,8 +55,8 @@ func TestCustomSourceOptions(t *testing.T) {
 }
 
 // Pods of two custom sources run side by side, each with its source's name
-// as config source, as static pods; housekeeping, which removes what no
-// source asks for, waits for a SET from each.
+// as config source, as static pods with the API server's defaults; a SET
+// replaces its own source's pods only.
 func TestCustomSources(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		east, west := make(chan syncloop.PodUpdate), make(chan syncloop.PodUpdate)
@@ -72,11 +75,40 @@ func TestCustomSources(t *testing.T) {
 			assert.True(t, podspec.IsStatic(p), "a custom source's pods are static pods")
 			assert.Equal(t, v1.RestartPolicyAlways, p.Spec.RestartPolicy, "with the API server's defaults")
 		}
-		// west has sent no SET: nothing is collected yet, and the pods
-		// stay. Its SET without b then removes b, and only b.
+		// west's SET without b removes b, and only b.
 		west <- syncloop.PodUpdate{Op: syncloop.OpSet}
 		require.True(t, n.StepUntil(time.Minute, func() bool { return runningContainers(n, "uid-b") == 0 }), "b stopped")
 		assert.Equal(t, 1, runningContainers(n, "uid-a"))
+	})
+}
+
+// Housekeeping, which kills what runs in the runtime and no source asks
+// for, waits until every custom source has sent a SET: a pod left running
+// by an earlier agent is taken for an orphan only then.
+func TestHousekeepingWaitsForEveryCustomSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		east, west := make(chan syncloop.PodUpdate), make(chan syncloop.PodUpdate)
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{Sources: agent.SourceOptions{Custom: []agent.PodSource{
+			{Name: "east", Updates: east}, {Name: "west", Updates: west},
+		}}}})
+		_, err := n.Runtime().RunPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: "left", Namespace: "default", Uid: "uid-left"},
+			Labels:   cri.PodLabels("uid-left", "left", "default"),
+		}, "")
+		require.NoError(t, err)
+		ready := func() bool {
+			for _, sb := range n.Runtime().Sandboxes() {
+				if sb.GetMetadata().GetUid() == "uid-left" {
+					return sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+				}
+			}
+			return false
+		}
+		east <- set()
+		n.Step(10 * time.Second)
+		assert.True(t, ready(), "west has sent nothing: nothing is an orphan yet")
+		west <- set()
+		assert.True(t, n.StepUntil(10*time.Second, func() bool { return !ready() }), "the orphan is killed once both have")
 	})
 }
 
