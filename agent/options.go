@@ -69,8 +69,9 @@ type Options struct {
 	// statuses and of the node's, mirror pods, events, volume sources,
 	// services. The zero value is a standalone node.
 	Cluster ClusterOptions
-	// Sources are the static pod sources (a manifest directory, a URL) and
-	// the object manifests static pods may read.
+	// Sources are the static pod sources (a manifest directory, a URL, the
+	// user's own named sources) and the object manifests static pods may
+	// read.
 	Sources SourceOptions
 	// Node describes the node: its addresses, labels, declared features,
 	// hardware, reservations and device plugins.
