@@ -115,8 +115,9 @@ type ClusterOptions struct {
 	// Updates are pods from an API server (the source named "api"): SET,
 	// ADD, UPDATE, DELETE, REMOVE and RECONCILE, merged with the static
 	// pods. Nil means none. Pods of a source of the user's that is not an
-	// API server go in Sources.Custom, each under its own name. Unlike static pods, these pods can be evicted,
-	// as upstream protects static pods from eviction. The agent reads it
+	// API server go in Sources.Custom, each under its own name. Unlike
+	// static pods, these pods can be evicted, as upstream protects static
+	// pods from eviction. The agent reads it
 	// until Run returns; closing it ends the source, not the agent.
 	Updates <-chan syncloop.PodUpdate
 	// StatusSink receives pod statuses (an API server's pods/status). Nil
@@ -233,10 +234,12 @@ type SourceOptions struct {
 // admitted by preempting others when the node is full, as upstream),
 // never resized in place, and one pod of a full name runs at a time; a
 // failure to list Cluster.Services leaves them without service variables
-// instead of failing their containers. Unlike the file and URL sources' pods, they are taken as sent: no
-// node-name suffix, no UID made up, no API server defaults or validation
-// before the merge (admission still validates them, refusing an invalid pod
-// with upstream's status and event). With Cluster.MirrorPods they get
+// instead of failing their containers. Unlike the file and URL sources' pods, they keep
+// their names and UIDs as sent (no node-name suffix, no UID made up); as
+// an API server does with a pod it is given, the agent gives each the API
+// server's defaults (namespace "default" when it has none) and validates
+// it before the merge: an invalid pod is left out with a Warning
+// FailedValidation event naming what is wrong. With Cluster.MirrorPods they get
 // mirror pods in the API server and their statuses go to those; without,
 // Cluster.StatusSink receives their statuses directly.
 type PodSource struct {
