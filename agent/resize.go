@@ -45,12 +45,12 @@ func newAllocation(opts Options, nv *nodeView, view *podView, events EventRecord
 // actuation is the runtime's side of a resize from the pod's runtime
 // status: a running container is actuated once it runs with its allocated
 // resources (podsync.ResizeDone). Nil when the runtime status is unknown.
-func actuation(rs *cri.PodStatus) allocation.Actuation {
+func actuation(pod *v1.Pod, rs *cri.PodStatus) allocation.Actuation {
 	if rs == nil {
 		return nil
 	}
 	return allocation.ActuationFunc(func(c *v1.Container) bool {
 		st := rs.ContainerByName(c.Name)
-		return st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || podsync.ResizeDone(c, st)
+		return st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || podsync.ResizeDone(pod, c, st)
 	})
 }

@@ -74,7 +74,7 @@ func (s *podSyncer) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit
 		return st, err
 	}
 	if !terminal {
-		s.alloc.CheckResizeInProgress(pod, actuation(rs))
+		s.alloc.CheckResizeInProgress(pod, actuation(pod, rs))
 	}
 	st.Conditions = append(st.Conditions, s.alloc.Conditions(pod.UID)...)
 	if s.devices != nil {

@@ -145,7 +145,7 @@ func podLimits(pod *v1.Pod) (v1.ResourceList, bool, bool) {
 		}
 	}
 	limits := podspec.EffectiveResources(pod, podspec.ContainerLimits, note)
-	if r := pod.Spec.Resources; r != nil && podLevelSet(r) {
+	if r := pod.Spec.Resources; podspec.HasPodLevelResources(pod) {
 		for name, q := range r.Limits {
 			if podspec.IsPodLevelResource(name) {
 				limits[name] = q.DeepCopy()
@@ -165,18 +165,6 @@ func podLimits(pod *v1.Pod) (v1.ResourceList, bool, bool) {
 		}
 	}
 	return limits, cpu, mem
-}
-
-// podLevelSet: the pod sets a pod-level request or limit it may set.
-func podLevelSet(r *v1.ResourceRequirements) bool {
-	for _, l := range []v1.ResourceList{r.Requests, r.Limits} {
-		for name := range l {
-			if podspec.IsPodLevelResource(name) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // hugePageLimits maps the huge page sizes a resource list names

@@ -81,6 +81,30 @@ func ContainerRequests(r *v1.ResourceRequirements) v1.ResourceList { return r.Re
 // ContainerLimits picks a container's limits, for EffectiveResources.
 func ContainerLimits(r *v1.ResourceRequirements) v1.ResourceList { return r.Limits }
 
+// HasPodLevelResources reports whether the pod sets, for itself as a whole
+// (spec.resources), a request or a limit a pod may set (IsPodLevelResource):
+// upstream's IsPodLevelResourcesSet. Such a pod's limits reach its
+// containers that set none, and its requests its containers' OOM score.
+func HasPodLevelResources(pod *v1.Pod) bool {
+	r := pod.Spec.Resources
+	return r != nil && (hasPodLevel(r.Requests) || hasPodLevel(r.Limits))
+}
+
+// HasPodLevelRequests is HasPodLevelResources for requests alone
+// (upstream's IsPodLevelRequestsSet).
+func HasPodLevelRequests(pod *v1.Pod) bool {
+	return pod.Spec.Resources != nil && hasPodLevel(pod.Spec.Resources.Requests)
+}
+
+func hasPodLevel(l v1.ResourceList) bool {
+	for name := range l {
+		if IsPodLevelResource(name) {
+			return true
+		}
+	}
+	return false
+}
+
 // IsPodLevelResource reports whether a pod may set name for itself as a
 // whole (spec.resources): cpu, memory and hugepages.
 func IsPodLevelResource(name v1.ResourceName) bool {

@@ -137,10 +137,16 @@ func memoryVolumeSize(pod *v1.Pod, sizeLimit *resource.Quantity, alloc v1.Resour
 	return size, ok
 }
 
-// podMemoryLimit is the pod's effective memory limit, known only when every
-// container sets one: the sum over app containers and sidecars, or the
-// largest init container's if that is more.
+// podMemoryLimit is the pod's effective memory limit: its pod-level one
+// (spec.resources, podspec.HasPodLevelResources) when it sets one, else
+// known only when every container sets one: the sum over app containers and
+// sidecars, or the largest init container's if that is more.
 func podMemoryLimit(pod *v1.Pod) (resource.Quantity, bool) {
+	if podspec.HasPodLevelResources(pod) {
+		if l := pod.Spec.Resources.Limits.Memory(); !l.IsZero() {
+			return *l, true
+		}
+	}
 	var sum resource.Quantity
 	for _, c := range pod.Spec.Containers {
 		l, ok := c.Resources.Limits[v1.ResourceMemory]

@@ -32,6 +32,12 @@ func TestMemoryVolumeSize(t *testing.T) {
 			InitContainers: []v1.Container{{Resources: limits("100Mi")}, {Resources: limits("8Mi"), RestartPolicy: &always}},
 			Containers:     []v1.Container{{Resources: limits("16Mi")}}},
 			want: 100 << 20, wantOK: true},
+		{name: "pod-level limit, a container without one", pod: v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("48Mi")}},
+			Containers: []v1.Container{{Resources: limits("16Mi")}, {}}}, limit: q("64Mi"), want: 48 << 20, wantOK: true},
+		{name: "pod-level limit over the containers'", pod: v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("24Mi")}},
+			Containers: []v1.Container{{Resources: limits("16Mi")}, {Resources: limits("16Mi")}}}, want: 24 << 20, wantOK: true},
+		{name: "pod-level CPU alone: the containers' sum", pod: v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}},
+			Containers: []v1.Container{{Resources: limits("16Mi")}}}, want: 16 << 20, wantOK: true},
 		{name: "node allocatable", pod: v1.PodSpec{Containers: []v1.Container{{}}}, alloc: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")},
 			want: 1 << 30, wantOK: true},
 	} {

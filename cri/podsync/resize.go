@@ -25,8 +25,8 @@ var ErrResizePodInPlace = errors.New("ResizePodInPlaceError")
 // ResizeDone reports whether a running container runs as its spec asks:
 // its resources match (ResourcesMatch) and, for a container restarted by
 // resizes of memory, it was created with its spec's memory request.
-func ResizeDone(c *v1.Container, st *runtimeapi.ContainerStatus) bool {
-	return ResourcesMatch(c, st) && !(running(st) && memoryRequestChanged(c, st))
+func ResizeDone(pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus) bool {
+	return ResourcesMatch(pod, c, st) && !(running(st) && memoryRequestChanged(c, st))
 }
 
 // memoryRequestChanged says whether a container restarted by resizes of
@@ -105,12 +105,12 @@ func IsResizeAllowed(pod *v1.Pod) bool { return !podspec.IsStatic(pod) }
 // spec asks, as the runtime reports them and in upstream's units; a
 // container that is not running, or whose runtime reports no resources,
 // matches (there is nothing to resize or to compare).
-func ResourcesMatch(c *v1.Container, st *runtimeapi.ContainerStatus) bool {
+func ResourcesMatch(pod *v1.Pod, c *v1.Container, st *runtimeapi.ContainerStatus) bool {
 	current := st.GetResources().GetLinux()
 	if current == nil || !running(st) {
 		return true
 	}
-	want, have := compared(containerconfig.Resources(c), current)
+	want, have := compared(containerconfig.Resources(pod, c), current)
 	return want == have
 }
 
@@ -138,10 +138,10 @@ func (a *Actions) resizeAction(pod *v1.Pod, c *v1.Container, st *runtimeapi.Cont
 		return true
 	}
 	memRequest := memoryRequestChanged(c, st)
-	if !memRequest && ResourcesMatch(c, st) {
+	if !memRequest && ResourcesMatch(pod, c, st) {
 		return true
 	}
-	current, desired := st.GetResources().GetLinux(), containerconfig.Resources(c)
+	current, desired := st.GetResources().GetLinux(), containerconfig.Resources(pod, c)
 	want, have := compared(desired, current)
 	if ((want.memoryLimit != have.memoryLimit || memRequest) && podspec.RestartsOnResize(c, v1.ResourceMemory)) ||
 		((want.cpuLimit != have.cpuLimit || want.cpuRequest != have.cpuRequest) && podspec.RestartsOnResize(c, v1.ResourceCPU)) {

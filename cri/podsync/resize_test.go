@@ -38,7 +38,7 @@ func sized(name, cpuReq, cpuLim, memLim string) v1.Container {
 // withResources is a running container's status reporting the resources
 // spec container c would be created with.
 func withResources(st *runtimeapi.ContainerStatus, c v1.Container) *runtimeapi.ContainerStatus {
-	st.Resources = &runtimeapi.ContainerResources{Linux: containerconfig.Resources(&c)}
+	st.Resources = &runtimeapi.ContainerResources{Linux: containerconfig.Resources(&v1.Pod{}, &c)}
 	return st
 }
 
@@ -88,7 +88,7 @@ func TestComputeActionsResize(t *testing.T) {
 				u := a.ContainersToUpdate[0]
 				assert.Equal(t, "c1", u.ID)
 				assert.Equal(t, "app", u.Name)
-				assert.Equal(t, containerconfig.Resources(&tc.now).String(), u.Desired.String())
+				assert.Equal(t, containerconfig.Resources(&v1.Pod{}, &tc.now).String(), u.Desired.String())
 			} else {
 				assert.Empty(t, a.ContainersToUpdate)
 			}
@@ -144,7 +144,7 @@ func TestComputeActionsResizesDuringInit(t *testing.T) {
 		assert.Equal(t, want.name, u.Name)
 		assert.True(t, u.Init)
 		assert.Equal(t, want.index, u.Index)
-		assert.Equal(t, containerconfig.Resources(&want.desired).String(), u.Desired.String())
+		assert.Equal(t, containerconfig.Resources(&v1.Pod{}, &want.desired).String(), u.Desired.String())
 	}
 	assert.Empty(t, a.ContainersToKill)
 	assert.Empty(t, a.InitContainersToStart)
@@ -185,7 +185,7 @@ func TestSyncPodResizesRunningInitContainer(t *testing.T) {
 	assert.Empty(t, h.rec.TakeReasons(), "an in-place resize restarts nothing")
 	got := h.status(resized).ContainerByName("setup")
 	assert.Equal(t, id, got.GetId(), "resized in place, not restarted")
-	assert.True(t, podsync.ResizeDone(&resized.Spec.InitContainers[0], got))
+	assert.True(t, podsync.ResizeDone(resized, &resized.Spec.InitContainers[0], got))
 	assert.Equal(t, int64(128<<20), got.GetResources().GetLinux().GetMemoryLimitInBytes())
 	assert.Equal(t, int64(20000), got.GetResources().GetLinux().GetCpuQuota())
 	assert.True(t, h.sync(resized).Actions.Nothing())
@@ -230,7 +230,7 @@ func TestSyncPodResizesInPlace(t *testing.T) {
 		cs := st.ContainerByName(c.Name)
 		require.NotNil(t, cs)
 		ids[cs.GetId()] = c.Name
-		want, got := containerconfig.Resources(&c), cs.GetResources().GetLinux()
+		want, got := containerconfig.Resources(&v1.Pod{}, &c), cs.GetResources().GetLinux()
 		assert.Equal(t, []int64{want.CpuShares, want.CpuQuota, want.MemoryLimitInBytes}, []int64{got.CpuShares, got.CpuQuota, got.MemoryLimitInBytes}, c.Name)
 	}
 	// Memory first, then CPU; within each, what falls before what rises.
@@ -339,8 +339,8 @@ func TestResizeDone(t *testing.T) {
 	c.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
 	st := withResources(cst("c1", c, running, 0, 0), c)
 	st.Annotations[containerconfig.MemoryRequestAnnotation] = "33554432"
-	assert.True(t, podsync.ResizeDone(&c, st))
+	assert.True(t, podsync.ResizeDone(&v1.Pod{}, &c, st))
 	c.Resources.Requests[v1.ResourceMemory] = resource.MustParse("48Mi")
-	assert.True(t, podsync.ResourcesMatch(&c, st), "no cgroup value changed")
-	assert.False(t, podsync.ResizeDone(&c, st), "the container is to be restarted")
+	assert.True(t, podsync.ResourcesMatch(&v1.Pod{}, &c, st), "no cgroup value changed")
+	assert.False(t, podsync.ResizeDone(&v1.Pod{}, &c, st), "the container is to be restarted")
 }

@@ -266,13 +266,27 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 
 // Resources translates a container's requests and limits as upstream does:
 // CPU shares from the CPU request (1024 per CPU, at least 2, at most
-// 262144, the kernel's largest), a CFS quota
-// over a 100ms period from the CPU limit (at least 1ms), the memory limit.
-func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+// 262144, the kernel's largest), a CFS quota over a 100ms period from the
+// CPU limit (at least 1ms), the memory limit. In a pod that sets
+// pod-level resources (podspec.HasPodLevelResources), a container without
+// a CPU or memory limit of its own runs with the pod's, as upstream's
+// (PodLevelResources, beta and on since 1.34); without a CPU request, its
+// shares then come from the pod's CPU limit.
+func Resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{}
 	req, lim := c.Resources.Requests, c.Resources.Limits
 	cpuReq, hasReq := req[v1.ResourceCPU]
 	cpuLim, hasLim := lim[v1.ResourceCPU]
+	memLim, hasMem := lim[v1.ResourceMemory]
+	if podspec.HasPodLevelResources(pod) {
+		podLim := pod.Spec.Resources.Limits
+		if q, ok := podLim[v1.ResourceCPU]; ok && cpuLim.IsZero() && !q.IsZero() {
+			cpuLim, hasLim = q, true
+		}
+		if q, ok := podLim[v1.ResourceMemory]; ok && memLim.IsZero() && !q.IsZero() {
+			memLim, hasMem = q, true
+		}
+	}
 	if !hasReq && hasLim {
 		cpuReq, hasReq = cpuLim, true
 	}
@@ -285,8 +299,8 @@ func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 		r.CpuPeriod = quotaPeriod
 		r.CpuQuota = max(cpuLim.MilliValue()*quotaPeriod/1000, minQuotaValue)
 	}
-	if m, ok := lim[v1.ResourceMemory]; ok {
-		r.MemoryLimitInBytes = m.Value()
+	if hasMem {
+		r.MemoryLimitInBytes = memLim.Value()
 	}
 	return r
 }
@@ -295,7 +309,7 @@ func Resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 // (OOMScoreAdj) and, where the node accounts swap
 // (Options.MemorySwapController), the swap limit set to the memory limit.
 func (b *Builder) linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := Resources(c)
+	r := Resources(pod, c)
 	r.OomScoreAdj = OOMScoreAdj(pod, c, b.opts.MemoryCapacity)
 	if b.opts.MemorySwapController {
 		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes

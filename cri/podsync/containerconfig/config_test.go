@@ -493,8 +493,43 @@ func TestResourcesShares(t *testing.T) {
 		shares int64
 	}{{"", 2}, {"1m", 2}, {"100m", 102}, {"1", 1024}, {"256", 262144}, {"1000", 262144}} {
 		c := sized("app", tc.cpu, "", "")
-		assert.Equal(t, tc.shares, containerconfig.Resources(&c).GetCpuShares(), tc.cpu)
+		assert.Equal(t, tc.shares, containerconfig.Resources(&v1.Pod{}, &c).GetCpuShares(), tc.cpu)
 	}
+}
+
+// In a pod with pod-level resources, a container without a CPU or memory
+// limit runs with the pod's, its shares from the pod's CPU limit when it
+// requests no CPU; its own limits and requests win.
+func TestResourcesPodLevel(t *testing.T) {
+	const mi = int64(1 << 20)
+	for _, tc := range []struct {
+		name          string
+		podLimits     v1.ResourceList
+		c             v1.Container
+		shares, quota int64
+		memory        int64
+	}{
+		{"nothing of its own", v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("256Mi")},
+			ctr("app"), 1024, 100000, 256 * mi},
+		{"its own memory limit", v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("256Mi")},
+			sized("app", "", "", "64Mi"), 1024, 100000, 64 * mi},
+		{"its own CPU request", v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+			sized("app", "100m", "", ""), 102, 100000, 0},
+		{"its own CPU limit", v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")},
+			sized("app", "", "500m", ""), 512, 50000, 0},
+		{"pod-level requests only", nil, ctr("app"), 2, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("", nil, tc.c)
+			pod.Spec.Resources = &v1.ResourceRequirements{Limits: tc.podLimits, Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}
+			r := containerconfig.Resources(pod, &pod.Spec.Containers[0])
+			assert.Equal(t, tc.shares, r.GetCpuShares(), "shares")
+			assert.Equal(t, tc.quota, r.GetCpuQuota(), "quota")
+			assert.Equal(t, tc.memory, r.GetMemoryLimitInBytes(), "memory")
+		})
+	}
+	c := ctr("app")
+	assert.Equal(t, int64(0), containerconfig.Resources(&v1.Pod{}, &c).GetMemoryLimitInBytes(), "no pod-level resources: nothing")
 }
 
 // Where the node accounts swap, the swap limit is the memory limit; a

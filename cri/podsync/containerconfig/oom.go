@@ -20,6 +20,9 @@ const (
 // between 3 and 999 so that it dies after the BestEffort ones and before
 // the Guaranteed ones. A sidecar's is no higher than the lowest of the
 // pod's app containers', so that it outlives them.
+// In a pod with a pod-level memory request, what of it no container
+// requests is shared out evenly among all its containers and counts in
+// each one's request (and in the app containers' a sidecar is held to).
 func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int64 {
 	if podspec.IsCritical(pod) && pod.Spec.PriorityClassName == "system-node-critical" {
 		return guaranteedOOMScoreAdj
@@ -34,9 +37,18 @@ func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int64 {
 		return besteffortOOMScoreAdj - 1
 	}
 	score := func(request int64) int64 { return 1000 - 1000*request/memoryCapacity }
-	request := c.Resources.Requests.Memory().Value()
+	// A pod-level memory request not given to any container is shared
+	// out evenly among them all, init containers too, as upstream's.
+	var share int64
+	if podspec.HasPodLevelRequests(pod) {
+		if q := pod.Spec.Resources.Requests.Memory(); !q.IsZero() {
+			given := podspec.EffectiveResources(pod, podspec.ContainerRequests, nil)
+			share = (q.Value() - given.Memory().Value()) / int64(len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
+		}
+	}
+	request := c.Resources.Requests.Memory().Value() + share
 	adj := score(request)
-	if podspec.IsSidecar(c) {
+	if podspec.IsSidecar(c) && len(pod.Spec.Containers) > 0 {
 		least := int64(-1)
 		for i := range pod.Spec.Containers {
 			r := pod.Spec.Containers[i].Resources.Requests.Memory().Value()
@@ -44,6 +56,7 @@ func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int64 {
 				least = r
 			}
 		}
+		least += share
 		if least > request {
 			adj = min(adj, score(least))
 		}

@@ -26,6 +26,12 @@ func TestOOMScoreAdj(t *testing.T) {
 		{"burstable asking for more than the node", newPod("", nil, withMem(sized("app", "100m", "", ""), "16Gi")), 0, 3},
 		{"a sidecar no higher than the app", newPod("", []v1.Container{sidecarOf(withMem(sized("proxy", "100m", "", ""), "64Mi"))},
 			withMem(sized("app", "100m", "", ""), "4Gi")), -1, 500},
+		{"a pod-level request shared out", podLevel(newPod("", nil, withMem(sized("app", "100m", "", ""), "1Gi")), v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")}, nil),
+			0, 1000 - 1000*2/8},
+		{"a pod-level request shared out, a sidecar", podLevel(newPod("", []v1.Container{sidecarOf(withMem(sized("proxy", "100m", "", ""), "64Mi"))},
+			sized("app", "100m", "", "")), v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")}, nil), -1, 872},
+		{"pod-level CPU only: nothing shared", podLevel(newPod("", nil, withMem(sized("app", "100m", "", ""), "1Gi")), v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}, nil),
+			0, 1000 - 1000/8},
 		{"node critical", func() *v1.Pod {
 			p := newPod("", nil, ctr("app"))
 			p.Spec.Priority, p.Spec.PriorityClassName = &critical, "system-node-critical"
@@ -40,6 +46,12 @@ func TestOOMScoreAdj(t *testing.T) {
 			assert.Equal(t, tc.want, containerconfig.OOMScoreAdj(tc.pod, c, 8*gi))
 		})
 	}
+}
+
+// podLevel gives pod pod-level requests and limits (spec.resources).
+func podLevel(pod *v1.Pod, requests, limits v1.ResourceList) *v1.Pod {
+	pod.Spec.Resources = &v1.ResourceRequirements{Requests: requests, Limits: limits}
+	return pod
 }
 
 func withMem(c v1.Container, request string) v1.Container {
