@@ -161,3 +161,28 @@ func TestSubdomainFQDN(t *testing.T) {
 		assert.Contains(t, string(hosts), p.Status.PodIP+"\tweb-0.web.default.svc.cluster.local\tweb-0\n")
 	})
 }
+
+// TestHostnameOverride: spec.hostnameOverride (HostnameOverride, on by
+// default) is the sandbox's hostname and the only name of the pod's IP in its
+// hosts file, hostname and subdomain ignored, as upstream's e2e "Override
+// hostname of Pod" expects (`hostname` and `hostname -f` both print it).
+func TestHostnameOverride(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		root := t.TempDir()
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{RootDir: root}})
+		override := "override.example.host"
+		p := pod("web-0", v1.Container{Name: "app", Image: "busybox:1.36"})
+		p.Spec.Hostname, p.Spec.Subdomain, p.Spec.HostnameOverride = "web-0", "web", &override
+		p = n.AddPod(p)
+		require.Equal(t, v1.PodRunning, p.Status.Phase)
+		var hostname string
+		for _, c := range n.Runtime().CallsOf(fake.RunPodSandbox) {
+			hostname = c.Request.(*runtimeapi.RunPodSandboxRequest).GetConfig().GetHostname()
+		}
+		assert.Equal(t, override, hostname)
+		hosts, err := os.ReadFile(filepath.Join(root, "pods", string(p.UID), "etc-hosts"))
+		require.NoError(t, err)
+		assert.Contains(t, string(hosts), p.Status.PodIP+"\t"+override+"\n")
+		assert.NotContains(t, string(hosts), "svc.cluster.local")
+	})
+}

@@ -50,18 +50,26 @@ func (b *Builder) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	for k, v := range pod.Annotations {
 		annotations[k] = v
 	}
-	hostname, domain := podHostnameAndDomain(pod, b.opts.ClusterDomain)
-	if domain != "" && pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN {
-		// The kernel's nodename holds 64 characters.
-		fqdn := hostname + "." + domain
-		if len(fqdn) > 64 {
-			return nil, fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (64 characters is the max, %d characters requested)", fqdn, len(fqdn))
+	// A pod on the host's network shares the node's UTS namespace: the
+	// runtime must not set a hostname, and the pod's fields are not read
+	// (hostnameOverride may not be set with hostNetwork).
+	var hostname string
+	if !pod.Spec.HostNetwork {
+		var domain string
+		var err error
+		if hostname, domain, err = podHostnameAndDomain(pod, b.opts.ClusterDomain); err != nil {
+			return nil, err
 		}
-		hostname = fqdn
-	}
-	if pod.Spec.HostNetwork {
-		// The node's UTS namespace: the runtime must not set a hostname.
-		hostname = ""
+		// With hostnameOverride there is no domain, so setHostnameAsFQDN
+		// (which may not be set with it) changes nothing.
+		if domain != "" && pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN {
+			// The kernel's nodename holds 64 characters.
+			fqdn := hostname + "." + domain
+			if len(fqdn) > 64 {
+				return nil, fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (64 characters is the max, %d characters requested)", fqdn, len(fqdn))
+			}
+			hostname = fqdn
+		}
 	}
 	sc, err := b.sandboxSecurityContext(pod)
 	if err != nil {

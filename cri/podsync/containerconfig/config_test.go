@@ -323,22 +323,45 @@ func TestSandboxConfigPrivileged(t *testing.T) {
 	}
 }
 
-// setHostnameAsFQDN puts the pod's FQDN in the kernel's nodename, which
-// holds 64 characters: a longer one fails the sandbox, as upstream.
-func TestSandboxConfigHostnameAsFQDN(t *testing.T) {
+// The sandbox's hostname, as upstream's: setHostnameAsFQDN puts the pod's
+// FQDN in the kernel's nodename, which holds 64 characters (a longer one
+// fails the sandbox); spec.hostnameOverride is the hostname, whatever
+// spec.hostname and spec.subdomain say, and never an FQDN; a pod on the
+// host's network keeps the node's (API validation forbids the override
+// there).
+func TestSandboxConfigHostname(t *testing.T) {
 	s := nodeBuilder(t, nil)
 	yes := true
 	for _, tc := range []struct {
-		name, hostname, subdomain, want, err string
+		name string
+		spec func(*v1.PodSpec)
+		want string
+		err  string
 	}{
-		{name: "FQDN", hostname: "h1", subdomain: "sub", want: "h1.sub.default.svc.cluster.local"},
-		{name: "no subdomain: the hostname", hostname: "h1", want: "h1"},
-		{name: "too long", hostname: strings.Repeat("h", 40), subdomain: "sub",
+		{name: "FQDN", spec: func(s *v1.PodSpec) { s.Hostname, s.Subdomain, s.SetHostnameAsFQDN = "h1", "sub", &yes },
+			want: "h1.sub.default.svc.cluster.local"},
+		{name: "FQDN without subdomain: the hostname", spec: func(s *v1.PodSpec) { s.Hostname, s.SetHostnameAsFQDN = "h1", &yes }, want: "h1"},
+		{name: "FQDN too long", spec: func(s *v1.PodSpec) {
+			s.Hostname, s.Subdomain, s.SetHostnameAsFQDN = strings.Repeat("h", 40), "sub", &yes
+		},
 			err: "FQDN " + strings.Repeat("h", 40) + ".sub.default.svc.cluster.local is too long (64 characters is the max, 70 characters requested)"},
+		{name: "override alone", spec: func(s *v1.PodSpec) { s.HostnameOverride = ptr("override-host") }, want: "override-host"},
+		{name: "override, a DNS subdomain", spec: func(s *v1.PodSpec) { s.HostnameOverride = ptr("override.example.host") },
+			want: "override.example.host"},
+		{name: "override over hostname", spec: func(s *v1.PodSpec) { s.Hostname, s.HostnameOverride = "custom-host", ptr("override-host") },
+			want: "override-host"},
+		{name: "override, subdomain ignored", spec: func(s *v1.PodSpec) { s.Subdomain, s.HostnameOverride = "sub", ptr("override-host") },
+			want: "override-host"},
+		{name: "override: no domain, so setHostnameAsFQDN changes nothing", spec: func(s *v1.PodSpec) {
+			s.Subdomain, s.SetHostnameAsFQDN, s.HostnameOverride = "sub", &yes, ptr("override-host")
+		}, want: "override-host"},
+		{name: "override on the host network: none", spec: func(s *v1.PodSpec) { s.HostNetwork, s.HostnameOverride = true, ptr("override-host") }},
+		{name: "override not a DNS subdomain", spec: func(s *v1.PodSpec) { s.HostnameOverride = ptr("Not-RFC1123") },
+			err: `pod HostnameOverride "Not-RFC1123" is not a valid DNS subdomain`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := newPod("", nil, ctr("app"))
-			pod.Spec.Hostname, pod.Spec.Subdomain, pod.Spec.SetHostnameAsFQDN = tc.hostname, tc.subdomain, &yes
+			tc.spec(&pod.Spec)
 			cfg, err := s.SandboxConfig(pod, 0)
 			if tc.err != "" {
 				assert.ErrorContains(t, err, tc.err)

@@ -35,8 +35,10 @@
 //
 // # What a config holds
 //
-// A sandbox config has the pod's metadata and attempt, its hostname (its
-// FQDN with setHostnameAsFQDN; none on the host's network), its log
+// A sandbox config has the pod's metadata and attempt, its hostname
+// (spec.hostnameOverride, with no domain, when set; else spec.hostname or
+// the pod's name, its FQDN with setHostnameAsFQDN; none on the host's
+// network), its log
 // directory (LogDirectory), its DNS config (below), port mappings of host
 // ports, sysctls, the cgroup parent (Options.Cgroups), the identity labels of
 // package cri with the pod's own labels and annotations, and the sandbox's

@@ -8,28 +8,64 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // etcHosts is where a container finds its hosts file.
 const etcHosts = "/etc/hosts"
 
-// podHostnameAndDomain returns the pod's hostname (spec.hostname, else its
-// name, cut to 63 characters without a trailing '-' or '.') and, when the pod
-// names a subdomain, its domain: <subdomain>.<namespace>.svc.<clusterDomain>.
-// The API server has validated both fields.
-func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain string) {
+// hostnameMax is the longest hostname a pod gets: the kernel's nodename
+// holds 64 bytes with its terminating NUL.
+const hostnameMax = 63
+
+// podHostnameAndDomain returns the pod's hostname and domain as upstream's
+// kubelet computes them. spec.hostnameOverride (HostnameOverride, on by
+// default) is the hostname when set, with no domain: spec.hostname and
+// spec.subdomain are then ignored. Otherwise the hostname is spec.hostname,
+// else the pod's name, and a pod that names a subdomain has the domain
+// <subdomain>.<namespace>.svc.<clusterDomain>. The hostname is cut to 63
+// characters without a trailing '-' or '.'. The API server has validated
+// the fields, and so has podspec/validation a static pod's; the checks here
+// are upstream's kubelet's own, with its messages.
+func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain string, err error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, ";"))
+		}
+		hostname, err = truncateHostname(pod.Name, *o)
+		return hostname, "", err
+	}
 	hostname = pod.Name
-	if pod.Spec.Hostname != "" {
-		hostname = pod.Spec.Hostname
+	if h := pod.Spec.Hostname; h != "" {
+		if msgs := validation.IsDNS1123Label(h); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod Hostname %q is not a valid DNS label: %s", h, strings.Join(msgs, ";"))
+		}
+		hostname = h
 	}
-	if len(hostname) > 63 {
-		hostname = strings.TrimRight(hostname[:63], "-.")
+	if hostname, err = truncateHostname(pod.Name, hostname); err != nil {
+		return "", "", err
 	}
-	if pod.Spec.Subdomain != "" {
-		domain = pod.Spec.Subdomain + "." + pod.Namespace + ".svc." + clusterDomain
+	if sub := pod.Spec.Subdomain; sub != "" {
+		if msgs := validation.IsDNS1123Label(sub); len(msgs) != 0 {
+			return "", "", fmt.Errorf("pod Subdomain %q is not a valid DNS label: %s", sub, strings.Join(msgs, ";"))
+		}
+		domain = sub + "." + pod.Namespace + ".svc." + clusterDomain
 	}
-	return hostname, domain
+	return hostname, domain, nil
+}
+
+// truncateHostname cuts a hostname longer than hostnameMax and then drops
+// the '-' and '.' it would end with; nothing left is an error.
+func truncateHostname(podName, hostname string) (string, error) {
+	if len(hostname) <= hostnameMax {
+		return hostname, nil
+	}
+	cut := strings.TrimRight(hostname[:hostnameMax], "-.")
+	if cut == "" {
+		return "", fmt.Errorf("hostname for pod %q was invalid: %q", podName, hostname)
+	}
+	return cut, nil
 }
 
 // hostsMount writes the pod's hosts file, PodsDir/<uid>/etc-hosts, and
@@ -64,7 +100,10 @@ func (b *Builder) hostsMount(pod *v1.Pod, c *v1.Container, podIPs []string) (*ru
 		}
 		content = hostNetworkHosts(b, pod.Spec.HostAliases)
 	} else {
-		hostname, domain := podHostnameAndDomain(pod, b.opts.ClusterDomain)
+		hostname, domain, err := podHostnameAndDomain(pod, b.opts.ClusterDomain)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: hosts file: %w", c.Name, err)
+		}
 		content = managedHosts(podIPs, hostname, domain, pod.Spec.HostAliases)
 	}
 	dir := filepath.Join(b.opts.PodsDir, string(pod.UID))

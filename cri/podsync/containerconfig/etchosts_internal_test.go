@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 const localhostLines = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
@@ -32,6 +33,8 @@ func TestHostsMount(t *testing.T) {
 			want: "# Kubernetes-managed hosts file.\n" + localhostLines + "10.88.0.5\th1\nfd00::5\th1\n"},
 		{name: "subdomain: the FQDN first", spec: v1.PodSpec{Hostname: "h1", Subdomain: "sub"}, ips: []string{"10.88.0.5"},
 			want: "# Kubernetes-managed hosts file.\n" + localhostLines + "10.88.0.5\th1.sub.ns1.svc.cluster.local\th1\n"},
+		{name: "hostnameOverride: the name alone, no FQDN", spec: v1.PodSpec{Hostname: "h1", Subdomain: "sub", HostnameOverride: ptr.To("override.example.host")},
+			ips: []string{"10.88.0.5"}, want: "# Kubernetes-managed hosts file.\n" + localhostLines + "10.88.0.5\toverride.example.host\n"},
 		{name: "host aliases", spec: v1.PodSpec{HostAliases: aliases}, ips: []string{"10.88.0.5"},
 			want: "# Kubernetes-managed hosts file.\n" + localhostLines + "10.88.0.5\tweb\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n"},
 		{name: "a name cut to 63 characters without its trailing dash", podName: long + "c", ips: []string{"10.88.0.5"},
@@ -80,4 +83,50 @@ func TestHostsMountWithoutPodsDir(t *testing.T) {
 	m, err := b.hostsMount(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u"}}, &v1.Container{Name: "c"}, []string{"10.0.0.1"})
 	require.NoError(t, err)
 	assert.Nil(t, m)
+}
+
+// TestPodHostnameAndDomain holds upstream kubelet's cases of
+// GeneratePodHostNameAndDomain (HostnameOverride on, as by default) and the
+// truncation of an override.
+func TestPodHostnameAndDomain(t *testing.T) {
+	for _, tc := range []struct {
+		name                          string
+		podName, hostname, subdomain  string
+		override                      *string
+		wantHostname, wantDomain, err string
+	}{
+		{name: "the pod's name", podName: "test-pod", wantHostname: "test-pod"},
+		{name: "spec.hostname", podName: "test-pod", hostname: "custom-hostname", wantHostname: "custom-hostname"},
+		{name: "a subdomain gives the domain", podName: "test-pod", subdomain: "my-subdomain",
+			wantHostname: "test-pod", wantDomain: "my-subdomain.default.svc.cluster.local"},
+		{name: "hostname and subdomain", podName: "test-pod", hostname: "custom-hostname", subdomain: "my-subdomain",
+			wantHostname: "custom-hostname", wantDomain: "my-subdomain.default.svc.cluster.local"},
+		{name: "hostnameOverride wins over hostname and subdomain, no domain", podName: "test-pod", hostname: "custom-hostname",
+			subdomain: "my-subdomain", override: ptr.To("override-hostname"), wantHostname: "override-hostname"},
+		{name: "hostnameOverride not a DNS subdomain", podName: "test-pod", hostname: "custom-hostname", subdomain: "my-subdomain",
+			override: ptr.To("Invalid-Hostname-!"), err: `pod HostnameOverride "Invalid-Hostname-!" is not a valid DNS subdomain`},
+		{name: "hostnameOverride with dots", podName: "test-pod", override: ptr.To("valid.hostname"), wantHostname: "valid.hostname"},
+		{name: "empty hostnameOverride", podName: "test-pod", override: ptr.To(""), err: `pod HostnameOverride "" is not a valid DNS subdomain`},
+		{name: "hostnameOverride of 64 characters cut to 63 without the trailing dot", podName: "test-pod",
+			override: ptr.To(strings.Repeat("a", 62) + ".b"), wantHostname: strings.Repeat("a", 62)},
+		{name: "a long pod name cut to 63", podName: strings.Repeat("a", 65), wantHostname: strings.Repeat("a", 63)},
+		{name: "hostname not a DNS label", podName: "test-pod", hostname: "Invalid-Hostname-!",
+			err: `pod Hostname "Invalid-Hostname-!" is not a valid DNS label`},
+		{name: "subdomain not a DNS label", podName: "test-pod", subdomain: "invalid_subdomain",
+			err: `pod Subdomain "invalid_subdomain" is not a valid DNS label`},
+		{name: "hostname too long", podName: "test-pod", hostname: strings.Repeat("a", 64), err: "must be no more than 63 characters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.podName, Namespace: "default"},
+				Spec: v1.PodSpec{Hostname: tc.hostname, Subdomain: tc.subdomain, HostnameOverride: tc.override}}
+			hostname, domain, err := podHostnameAndDomain(pod, "cluster.local")
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantHostname, hostname)
+			assert.Equal(t, tc.wantDomain, domain)
+		})
+	}
 }
