@@ -14,7 +14,7 @@
 //	b, err := containerconfig.New(containerconfig.Options{
 //		ConfigMaps: sources, Secrets: sources, // envFrom, configMapKeyRef, secretKeyRef
 //		Images:     rt,                        // the runAsNonRoot check of an image's user
-//		Volumes:    volumes,                   // volume.Manager, or a VolumeHostPathsFunc
+//		Volumes:    volumes,                   // volume.Manager, or a VolumeHostPathsFunc; fileKeyRef
 //		NodeName:   "node-1", HostIPs: []string{"192.0.2.10"},
 //		ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local",
 //		ResolvConf: dns.DefaultResolvConf, Recorder: rec, // the host's resolver; DNS events
@@ -56,8 +56,10 @@
 //
 // A container config has its name and attempt (the restart count), image,
 // command and args with $(VAR) expanded, environment (the service
-// variables of ServiceEnv, envFrom, env with the downward API and
-// configMap and secret keys), working dir, mounts (volumes with subPaths,
+// variables of ServiceEnv, envFrom, env with the downward API,
+// configMap and secret keys, and keys of env files in the pod's emptyDirs:
+// fileKeyRef, read through an os.Root of the volume's host directory),
+// working dir, mounts (volumes with subPaths,
 // the termination message file and the pod's /etc/hosts under
 // Options.PodsDir), its log path <name>/<restartCount>.log, CPU and memory
 // (Resources, OOMScoreAdj, swap), the labels and annotations that let a

@@ -20,10 +20,11 @@ import (
 // envs resolves the container's environment as upstream does: first the
 // service variables (ServiceEnv), then the keys of envFrom's configMaps and
 // secrets (with their prefix, later sources overriding earlier ones), then
-// env in order, each value expanding $(NAME)
-// with the variables defined before it. It returns the variables too, for
-// the expansion of command and args. A failure's error has upstream's text
-// as its waiting message (e.g. `configmap "x" not found`).
+// env in order, each value expanding $(NAME) with the variables defined
+// before it (a valueFrom is not expanded: the downward API, a configMap's or
+// secret's key, a key of an env file in a volume). It returns the variables
+// too, for the expansion of command and args. A failure's error has
+// upstream's text as its waiting message (e.g. `configmap "x" not found`).
 func (b *Builder) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, map[string]string, error) {
 	cms := envObjects[*v1.ConfigMap]{ctx: ctx, pod: pod, kind: "configMap", title: "ConfigMap",
 		data: func(cm *v1.ConfigMap) map[string]string { return cm.Data }}
@@ -52,7 +53,13 @@ func (b *Builder) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs
 		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
 	}
 	fail := func(what string, err error) ([]*runtimeapi.KeyValue, map[string]string, error) {
-		return nil, nil, &statusError{msg: err.Error(), err: fmt.Errorf("container %s: %s: %w", c.Name, what, err)}
+		msg := err.Error()
+		// An error that has its status message already (an env file's)
+		// keeps it.
+		if se := (*statusError)(nil); errors.As(err, &se) {
+			msg = se.msg
+		}
+		return nil, nil, &statusError{msg: msg, err: fmt.Errorf("container %s: %s: %w", c.Name, what, err)}
 	}
 	// The service variables come first: everything the pod defines
 	// overrides them.
@@ -75,6 +82,9 @@ func (b *Builder) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs
 			set(from.Prefix+k, data[k])
 		}
 	}
+	// volumes are the host directories of the pod's volumes, looked up
+	// for the first fileKeyRef.
+	var volumes map[string]string
 	for _, e := range c.Env {
 		v := e.Value
 		if v != "" {
@@ -93,6 +103,13 @@ func (b *Builder) envs(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs
 			case vf.SecretKeyRef != nil:
 				ref := vf.SecretKeyRef
 				v, skip, err = secrets.key(ref.Name, ref.Key, ref.Optional)
+			case vf.FileKeyRef != nil:
+				if volumes == nil {
+					if volumes, err = b.volumeHostPaths(pod); err != nil {
+						break
+					}
+				}
+				v, skip, err = envFileValue(vf.FileKeyRef, volumes)
 			default:
 				err = errors.New("valueFrom names no source")
 			}
@@ -287,4 +304,20 @@ func specContainer(pod *v1.Pod, name string) *v1.Container {
 		}
 	}
 	return nil
+}
+
+// volumeHostPaths gives the host directories of the pod's volumes that are
+// set up (none without Options.Volumes), never nil.
+func (b *Builder) volumeHostPaths(pod *v1.Pod) (map[string]string, error) {
+	if b.opts.Volumes == nil {
+		return map[string]string{}, nil
+	}
+	paths, err := b.opts.Volumes.VolumeHostPaths(pod)
+	if err != nil {
+		return nil, fmt.Errorf("volume host paths: %w", err)
+	}
+	if paths == nil {
+		paths = map[string]string{}
+	}
+	return paths, nil
 }
