@@ -42,7 +42,7 @@ func runSetup(t *testing.T, n *agenttest.Node, p *v1.Pod, content string) {
 	n.AddPod(p)
 	require.True(t, n.StepUntil(time.Minute, func() bool {
 		is := n.Pod("default", p.Name).Status.InitContainerStatuses
-		return len(is) == 1 && is[0].State.Running != nil
+		return len(is) > 0 && is[0].Name == "setup" && is[0].State.Running != nil
 	}), "setup runs")
 	writeEnvFile(t, n, content)
 }
@@ -171,4 +171,42 @@ func callsNamed(n *agenttest.Node, name string) []fake.Call {
 		}
 	}
 	return out
+}
+
+// TestEnvFilesInitAndEphemeral: an init container after the writer, and an
+// ephemeral container added later (kubectl debug), read the file too, as
+// upstream's e2e "should allow initContainer/ephemeralContainer to consume
+// fileKeyRef".
+func TestEnvFilesInitAndEphemeral(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := agenttest.NewNode(t, agenttest.Options{Rules: []fake.Rule{
+			{Name: "setup", Behavior: fake.Behavior{Outcome: fake.Exit, RunFor: 5 * time.Second}},
+			{Name: "use-envfile", Behavior: fake.Behavior{Outcome: fake.Exit, RunFor: time.Second}},
+		}})
+		p := envFilePod("web", "CONFIG_1", false)
+		reader := p.Spec.Containers[0]
+		reader.Name = "use-envfile"
+		p.Spec.InitContainers = append(p.Spec.InitContainers, reader)
+		runSetup(t, n, p, "CONFIG_1='value1'\n")
+		require.True(t, n.StepUntil(time.Minute, func() bool { return n.Pod("default", "web").Status.Phase == v1.PodRunning }),
+			"%+v", n.Pod("default", "web").Status)
+		running := n.Pod("default", "web")
+		running.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+			Name: "debugger", Image: "busybox:1.36", Command: []string{"sleep", "10"}, Env: reader.Env,
+			VolumeMounts: reader.VolumeMounts}}}
+		n.UpdatePod(running)
+		require.True(t, n.StepUntil(time.Minute, func() bool {
+			es := n.Pod("default", "web").Status.EphemeralContainerStatuses
+			return len(es) == 1 && es[0].State.Running != nil
+		}), "%+v", n.Pod("default", "web").Status.EphemeralContainerStatuses)
+		for _, name := range []string{"use-envfile", "app", "debugger"} {
+			var got string
+			for _, kv := range createRequest(t, n, name).GetConfig().GetEnvs() {
+				if kv.GetKey() == "CONFIG_MAIN" {
+					got = string(kv.GetValue())
+				}
+			}
+			assert.Equal(t, "value1", got, name)
+		}
+	})
 }
