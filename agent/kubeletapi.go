@@ -31,7 +31,8 @@ type APIOptions struct {
 	// under RootDir/pki and reused. Host and IPs default to the node's;
 	// Clock and Logger to the agent's. GetCertificate serves a rotating
 	// certificate (examples/apiserver's, issued by CSR); files given are
-	// reloaded when they change.
+	// reloaded when they change, ClientCAFile too (a new CA accepted, a
+	// removed one refused, without a restart).
 	TLS server.TLSOptions
 	// Authenticator checks credentials other than client certificates:
 	// examples/apiserver's TokenReview authenticator for bearer tokens
@@ -157,7 +158,13 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 	}
 	var authn server.Authenticator = nobody
 	if clientCAs != nil || o.Authenticator != nil || o.Anonymous {
-		if authn, err = server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: clientCAs, Request: o.Authenticator, Anonymous: o.Anonymous}); err != nil {
+		ao := server.AuthenticatorOptions{Request: o.Authenticator, Anonymous: o.Anonymous}
+		if clientCAs != nil {
+			// The file is followed (ReloadKubeletClientCAFile): a new CA is
+			// accepted, a removed one refused, without a restart.
+			ao.ClientCA = clientCAs
+		}
+		if authn, err = server.NewAuthenticator(ao); err != nil {
 			return nil, fmt.Errorf("agent: kubelet API: %w", err)
 		}
 	} else {

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
@@ -245,4 +246,74 @@ func TestKubeletAPIServesRotatingCertificate(t *testing.T) {
 	assert.Equal(t, "rotated", servedName())
 	_, err := os.Stat(filepath.Join(n.root, "pki"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "no self-signed pair beside a getter")
+}
+
+// testCA is a CA that issues client certificates to the tests.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T, cn string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// client issues a client certificate for user cn.
+func (ca *testCA) client(t *testing.T, cn string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// The kubelet API follows its client CA file (TLS.ClientCAFile, what
+// minikubelet's --client-ca-file sets; upstream's ReloadKubeletClientCAFile):
+// once the file names another CA and the reload interval has passed, a
+// client of the new CA is let in and one of the removed CA is refused,
+// without a restart.
+func TestKubeletAPIReloadsClientCAFile(t *testing.T) {
+	a, b := newTestCA(t, "ca-a"), newTestCA(t, "ca-b")
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, a.pem, 0o600))
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	n := newNodeWith(t, agent.Options{HTTP: agent.HTTPOptions{API: &agent.APIOptions{Listen: "127.0.0.1:0",
+		Authorizer: onlyAdmin, TLS: server.TLSOptions{ClientCAFile: caFile, Clock: clk}}}})
+	n.waitNodeCondition(v1.NodeReady, v1.ConditionTrue)
+	addr := n.a.APIAddr()
+	require.NotNil(t, addr)
+	get := func(cert tls.Certificate) int {
+		t.Helper()
+		tc := &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{cert}}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}, Timeout: 10 * time.Second}
+		resp, err := c.Get("https://" + addr.String() + "/pods")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	ofA, ofB := a.client(t, "admin"), b.client(t, "admin")
+	assert.Equal(t, http.StatusOK, get(ofA))
+	assert.Equal(t, http.StatusUnauthorized, get(ofB))
+
+	require.NoError(t, os.WriteFile(caFile+".new", b.pem, 0o600))
+	require.NoError(t, os.Rename(caFile+".new", caFile))
+	clk.SetTime(clk.Now().Add(server.DefaultReloadInterval))
+	assert.Equal(t, http.StatusOK, get(ofB), "a client of the new CA, without a restart")
+	assert.Equal(t, http.StatusUnauthorized, get(ofA), "a client of the removed CA")
 }

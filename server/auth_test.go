@@ -23,6 +23,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/server"
 )
@@ -191,7 +192,7 @@ func TestAuthentication(t *testing.T) {
 		user: &server.User{Name: "kube-apiserver-kubelet-client", Groups: []string{"system:masters", "system:authenticated"}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			authn, err := server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: ca.pool, Token: tokens, Anonymous: tc.anonymous})
+			authn, err := server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: server.StaticCAs(ca.pool), Token: tokens, Anonymous: tc.anonymous})
 			require.NoError(t, err)
 			var seen *server.User
 			srv := server.New(server.Options{
@@ -239,7 +240,7 @@ func TestX509AuthenticatorError(t *testing.T) {
 	c := other.issue(t, "mallory", []string{"evil"})
 	req := httptest.NewRequest(http.MethodGet, "/pods", nil)
 	req.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{c.Leaf}}
-	_, ok, err := server.X509Authenticator{Roots: newCA(t, "client-ca").pool}.AuthenticateRequest(req)
+	_, ok, err := server.X509Authenticator{Roots: server.StaticCAs(newCA(t, "client-ca").pool)}.AuthenticateRequest(req)
 	assert.False(t, ok)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "verifying certificate SN="+c.Leaf.SerialNumber.String()+", SKID=")
@@ -426,40 +427,7 @@ func TestServeTLSWithClientCertificates(t *testing.T) {
 	ca, other := newCA(t, "client-ca"), newCA(t, "other-ca")
 	caFile := filepath.Join(dir, "ca.crt")
 	require.NoError(t, os.WriteFile(caFile, ca.pem, 0o600))
-	cfg, pool, err := server.TLSConfig(server.TLSOptions{CertDir: filepath.Join(dir, "pki"), Host: "localhost", ClientCAFile: caFile})
-	require.NoError(t, err)
-	authn, err := server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: pool})
-	require.NoError(t, err)
-	srv := server.New(server.Options{Pods: podList{}, Node: nodeStatus{name: "node1"}, TLS: cfg,
-		Auth: &server.Auth{Authenticator: authn, Authorizer: &policy{allow: map[string][]string{"apiserver": {"proxy"}}}}})
-	l := listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	defer func() {
-		cancel()
-		assert.NoError(t, <-done)
-	}()
-
-	// The client trusts the self-signed certificate's CA, the second in
-	// kubelet.crt.
-	crt, err := os.ReadFile(filepath.Join(dir, "pki", "kubelet.crt"))
-	require.NoError(t, err)
-	roots := x509.NewCertPool()
-	require.True(t, roots.AppendCertsFromPEM(crt))
-	get := func(cert *tls.Certificate) (int, string) {
-		tc := &tls.Config{RootCAs: roots, ServerName: "localhost"}
-		if cert != nil {
-			tc.Certificates = []tls.Certificate{*cert}
-		}
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
-		resp, err := c.Get("https://" + l.Addr().String() + "/pods")
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var b strings.Builder
-		_, _ = io.Copy(&b, resp.Body)
-		return resp.StatusCode, b.String()
-	}
+	get := serveWithClientCA(t, dir, caFile, nil)
 	code, _ := get(ptrTo(ca.issue(t, "apiserver", nil)))
 	assert.Equal(t, http.StatusOK, code)
 	code, body := get(ptrTo(ca.issue(t, "someone", nil)))
@@ -472,6 +440,50 @@ func TestServeTLSWithClientCertificates(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// serveWithClientCA serves the secure server over TLS, its self-signed
+// certificate under dir/pki, client certificates checked against caFile
+// (read again on clk; nil is the real clock), "apiserver" allowed to
+// proxy, until the test ends. It returns a GET of /pods with a client
+// certificate (nil: none), answering the status code and the body.
+func serveWithClientCA(t *testing.T, dir, caFile string, clk clock.PassiveClock) func(cert *tls.Certificate) (int, string) {
+	t.Helper()
+	cfg, cas, err := server.TLSConfig(server.TLSOptions{CertDir: filepath.Join(dir, "pki"), Host: "localhost", ClientCAFile: caFile, Clock: clk})
+	require.NoError(t, err)
+	authn, err := server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: cas})
+	require.NoError(t, err)
+	srv := server.New(server.Options{Pods: podList{}, Node: nodeStatus{name: "node1"}, TLS: cfg,
+		Auth: &server.Auth{Authenticator: authn, Authorizer: &policy{allow: map[string][]string{"apiserver": {"proxy"}}}}})
+	l := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+
+	// The client trusts the self-signed certificate's CA, the second in
+	// kubelet.crt.
+	crt, err := os.ReadFile(filepath.Join(dir, "pki", "kubelet.crt"))
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(crt))
+	return func(cert *tls.Certificate) (int, string) {
+		t.Helper()
+		tc := &tls.Config{RootCAs: roots, ServerName: "localhost"}
+		if cert != nil {
+			tc.Certificates = []tls.Certificate{*cert}
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
+		resp, err := c.Get("https://" + l.Addr().String() + "/pods")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp.StatusCode, b.String()
+	}
+}
 
 // A request authenticator is asked after client certificates and tokens,
 // and its users are authenticated like theirs.

@@ -19,9 +19,10 @@ import (
 // certificate has no common name, is not its to judge (ok false); a
 // certificate that does not verify is an error.
 type X509Authenticator struct {
-	// Roots are the client CAs (upstream's --client-ca-file). Nil
+	// Roots gives the client CAs (upstream's --client-ca-file), asked at
+	// each request: a ClientCAFile follows its file. Nil, or a nil pool,
 	// authenticates nobody.
-	Roots *x509.CertPool
+	Roots CAProvider
 }
 
 var _ Authenticator = X509Authenticator{}
@@ -35,8 +36,12 @@ func (a X509Authenticator) AuthenticateRequest(r *http.Request) (*User, bool, er
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || a.Roots == nil {
 		return nil, false, nil
 	}
+	roots := a.Roots.ClientCAs()
+	if roots == nil {
+		return nil, false, nil
+	}
 	certs := r.TLS.PeerCertificates
-	opts := x509.VerifyOptions{Roots: a.Roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	opts := x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if len(certs) > 1 {
 		opts.Intermediates = x509.NewCertPool()
 		for _, c := range certs[1:] {
@@ -154,9 +159,10 @@ func Union(as ...Authenticator) Authenticator {
 
 // AuthenticatorOptions say which credentials NewAuthenticator accepts.
 type AuthenticatorOptions struct {
-	// ClientCA verifies client certificates (X509Authenticator); nil
+	// ClientCA gives the CAs that verify client certificates
+	// (X509Authenticator): TLSConfig's ClientCAFile, or StaticCAs; nil
 	// accepts none.
-	ClientCA *x509.CertPool
+	ClientCA CAProvider
 	// Token checks bearer tokens (BearerToken); nil accepts none.
 	Token TokenAuthenticator
 	// Request is a further authenticator of whole requests, asked after

@@ -60,7 +60,10 @@
 // Files given are looked at again, at a handshake at most every
 // ReloadInterval, and a rotated pair is served without a restart;
 // TLSOptions.GetCertificate serves a certificate that rotates (one issued
-// by CSR) instead.
+// by CSR) instead. The client CA file is followed the same way
+// (ClientCAFile, upstream's ReloadKubeletClientCAFile): a new bundle is in
+// force at the next handshake and request once the interval has passed, and
+// a bad or missing file keeps the CAs loaded before.
 //
 //	cfg, clientCAs, err := server.TLSConfig(server.TLSOptions{CertDir: dir, Host: nodeName, ClientCAFile: caFile})
 //	authn, err := server.NewAuthenticator(server.AuthenticatorOptions{ClientCA: clientCAs, Token: tokenReviewer})

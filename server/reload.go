@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -30,16 +29,8 @@ type filePair struct {
 }
 
 func newFilePair(certFile, keyFile string, o TLSOptions) (*filePair, error) {
-	p := &filePair{certFile: certFile, keyFile: keyFile, interval: o.ReloadInterval, clock: o.Clock, log: o.Logger}
-	if p.interval == 0 {
-		p.interval = DefaultReloadInterval
-	}
-	if p.clock == nil {
-		p.clock = clock.RealClock{}
-	}
-	if p.log == nil {
-		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	p := &filePair{certFile: certFile, keyFile: keyFile}
+	p.interval, p.clock, p.log = reloadDefaults(o.ReloadInterval, o.Clock, o.Logger)
 	if err := p.load(); err != nil {
 		return nil, err
 	}
@@ -100,4 +91,19 @@ func (p *filePair) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error
 		}
 	}
 	return p.cert, nil
+}
+
+// reloadDefaults fills in the defaults of a file that is followed: the
+// interval DefaultReloadInterval, the real clock, a logger that discards.
+func reloadDefaults(interval time.Duration, clk clock.PassiveClock, log *slog.Logger) (time.Duration, clock.PassiveClock, *slog.Logger) {
+	if interval == 0 {
+		interval = DefaultReloadInterval
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return interval, clk, log
 }

@@ -41,8 +41,13 @@ type TLSOptions struct {
 	DNSNames []string
 	// ClientCAFile holds the CAs of client certificates (--client-ca-file).
 	// When set the server asks clients for a certificate (without
-	// requiring one); X509Authenticator, over the pool TLSConfig returns,
-	// verifies it.
+	// requiring one); X509Authenticator, over the ClientCAFile TLSConfig
+	// returns, verifies it. The file is followed as upstream's
+	// ReloadKubeletClientCAFile: read again at a handshake or a request at
+	// most every ReloadInterval, a changed bundle is in force without a
+	// restart (the CAs the handshake names and those the authenticator
+	// verifies against), and a bad or missing file keeps the CAs loaded
+	// before, logged.
 	ClientCAFile string
 	// MinVersion is the lowest TLS version served; zero means TLS 1.2.
 	MinVersion uint16
@@ -59,13 +64,14 @@ type TLSOptions struct {
 	// KeyFile for a change (a new file, modification time or size) and, on
 	// one, loads the pair again; as upstream's watch of --tls-cert-file and
 	// --tls-private-key-file, a rotated pair is served without a restart.
-	// Zero means 5s; negative never looks again. The self-signed pair under
-	// CertDir is not watched.
+	// It times the reading of ClientCAFile too. Zero means 5s; negative
+	// never looks again. The self-signed pair under CertDir is not watched.
 	ReloadInterval time.Duration
 	// Clock times ReloadInterval; nil means the real clock.
 	Clock clock.PassiveClock
 	// Logger receives a failed reload (the files are named, never their
-	// content); nil discards it. The pair last loaded is served meanwhile.
+	// content) and a new client CA bundle; nil discards them. The pair and
+	// the CAs last loaded are in force meanwhile.
 	Logger *slog.Logger
 }
 
@@ -76,8 +82,11 @@ const DefaultReloadInterval = 5 * time.Second
 // InitializeTLS and its serving setup: the certificate from the files or
 // the certificate directory (created self-signed the first time), and a
 // request for client certificates when a client CA is given. It returns
-// the client CA pool too (nil without one), for X509Authenticator.
-func TLSConfig(o TLSOptions) (*tls.Config, *x509.CertPool, error) {
+// the client CA file too (nil without one), the CAProvider for
+// X509Authenticator. With a client CA file each handshake is given a
+// configuration of its own (GetConfigForClient), as upstream's: one that
+// offers no ALPN protocol, so HTTP/1.1 is spoken.
+func TLSConfig(o TLSOptions) (*tls.Config, *ClientCAFile, error) {
 	certFile, keyFile := o.CertFile, o.KeyFile
 	if (certFile == "") != (keyFile == "") {
 		return nil, nil, errors.New("tls: certificate and key must be supplied as a pair")
@@ -116,32 +125,28 @@ func TLSConfig(o TLSOptions) (*tls.Config, *x509.CertPool, error) {
 	if cfg.MinVersion == 0 {
 		cfg.MinVersion = tls.VersionTLS12
 	}
-	var pool *x509.CertPool
-	if o.ClientCAFile != "" {
-		var err error
-		if pool, err = LoadClientCAs(o.ClientCAFile); err != nil {
-			return nil, nil, err
-		}
-		// Verification is the authenticator's: a request with no or a bad
-		// certificate may still bring a token.
-		cfg.ClientAuth = tls.RequestClientCert
-		cfg.ClientCAs = pool
+	if o.ClientCAFile == "" {
+		return cfg, nil, nil
 	}
-	return cfg, pool, nil
+	cas, err := NewClientCAFile(ClientCAFileOptions{File: o.ClientCAFile, Interval: o.ReloadInterval, Clock: o.Clock, Logger: o.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Verification is the authenticator's: a request with no or a bad
+	// certificate may still bring a token.
+	cfg.ClientAuth = tls.RequestClientCert
+	cfg.ClientCAs = cas.ClientCAs()
+	if o.ReloadInterval >= 0 {
+		cfg.GetConfigForClient = (&clientCAConfigs{base: cfg.Clone(), cas: cas}).getConfigForClient
+	}
+	return cfg, cas, nil
 }
 
-// LoadClientCAs reads a PEM file of CA certificates into a pool; a file with
-// none is an error.
+// LoadClientCAs reads a PEM file of CA certificates into a pool, once; a
+// file with none is an error. NewClientCAFile follows the file.
 func LoadClientCAs(file string) (*x509.CertPool, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("client CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("client CA: no certificate in %s", file)
-	}
-	return pool, nil
+	_, pool, err := readCABundle(file)
+	return pool, err
 }
 
 // ensureSelfSigned leaves a readable certificate and key pair in place,

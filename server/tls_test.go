@@ -123,6 +123,6 @@ func TestTLSConfigFromFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, leaf.IPAddresses, 1)
 	assert.True(t, leaf.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")), "an IP host is an IP SAN")
-	_, err = ca.cert.Verify(x509.VerifyOptions{Roots: pool})
+	_, err = ca.cert.Verify(x509.VerifyOptions{Roots: pool.ClientCAs()})
 	assert.NoError(t, err, "the pool holds the client CA")
 }
