@@ -24,12 +24,18 @@
 // first image filesystem (its usage from ImageFsInfo, its size from
 // statfs when this process sees its mountpoint); Rlimit, the task limit
 // and count; SystemContainers "kubelet", "misc", "pods" and "runtime" for
-// the cgroups Options names (CPU and memory, and a start time).
+// the cgroups Options names (CPU and memory, and a start time); pressure
+// stall information (KubeletPSI) of the node's CPU, memory and I/O
+// (/proc/pressure) and of each system container's (its cgroup v2
+// cpu.pressure, memory.pressure, io.pressure), left out where the host
+// has none.
 //
 // Pods: one per ready sandbox, PodRef from the sandbox's metadata,
 // StartTime its creation; from ListPodSandboxStats its CPU, memory,
-// network, process count (and I/O pressure when the runtime gives it); each
-// running container with CPU, memory, swap, Rootfs (its writable layer, on
+// network, process count, and the pressure stall information of its CPU,
+// memory and I/O when the runtime gives it; each running container with
+// CPU, memory, swap, their pressure and its I/O pressure likewise, Rootfs
+// (its writable layer, on
 // the filesystem named by the runtime) and Logs (the files of its log
 // directory); VolumeStats of its emptyDir, configMap, downwardAPI,
 // gitRepo, secret and projected volumes (walked when the pod is first seen,
@@ -48,8 +54,8 @@
 // containers and pods that are gone are forgotten at the next Summary.
 //
 // The CPU-and-memory summary measures only the node's and system
-// containers' CPU and memory and the pods' and containers' CPU and memory,
-// with no filesystem walk and no ImageFsInfo: what metrics-server asks for
+// containers' CPU and memory and the pods' and containers' CPU and memory
+// (with their PSI, and no I/O), with no filesystem walk and no ImageFsInfo: what metrics-server asks for
 // every 15 seconds stays cheap.
 //
 // # Hosts

@@ -59,8 +59,11 @@ func defaultHost(clk clock.PassiveClock) (Host, error) {
 // MemTotal minus the working set (as eviction's memory.available); Network
 // the interfaces of the host's network namespace except loopback, veth
 // pairs and other engines' bridges, eth0 as the default one (cAdvisor's);
-// Rlimit the task limit and count. A network or PID figure that cannot be
-// read is left out; CPU and memory are required.
+// Rlimit the task limit and count; the pressure stall information of CPU,
+// memory and (in a full summary) I/O from /proc/pressure (KubeletPSI). A
+// network, PID or pressure figure that cannot be read is left out (a
+// kernel without PSI reports none, and no error); CPU and memory are
+// required.
 func (l *LinuxHost) Node(_ context.Context, onlyCPUAndMemory bool) (*statsv1alpha1.NodeStats, error) {
 	now := metav1.NewTime(l.clock.Now())
 	ns := &statsv1alpha1.NodeStats{}
@@ -87,8 +90,12 @@ func (l *LinuxHost) Node(_ context.Context, onlyCPUAndMemory bool) (*statsv1alph
 		avail = mi.Total - ws
 	}
 	ns.Memory.AvailableBytes = &avail
+	ns.CPU.PSI, ns.Memory.PSI = l.nodePressure("cpu"), l.nodePressure("memory")
 	if onlyCPUAndMemory {
 		return ns, nil
+	}
+	if io := l.nodePressure("io"); io != nil {
+		ns.IO = &statsv1alpha1.IOStats{Time: now, PSI: io}
 	}
 	if ifs, err := l.h.NetDev(); err == nil {
 		ns.Network = &statsv1alpha1.NetworkStats{Time: now, Interfaces: make([]statsv1alpha1.InterfaceStats, 0, len(ifs))}
@@ -124,7 +131,9 @@ func memoryStats(now metav1.Time, m hoststats.Memory) *statsv1alpha1.MemoryStats
 // Cgroup measures the CPU and memory of a cgroup, as upstream reports a
 // system container: AvailableBytes is its memory limit minus its working
 // set when it has a limit; StartTime is when the cgroup was created as
-// cAdvisor estimates it.
+// cAdvisor estimates it; on cgroup v2, the pressure stall information of
+// its CPU, memory and I/O (cpu.pressure, memory.pressure, io.pressure),
+// each left out when it cannot be read.
 func (l *LinuxHost) Cgroup(_ context.Context, name string) (*statsv1alpha1.ContainerStats, error) {
 	rel := strings.TrimPrefix(name, "/")
 	if !hoststats.SafeRelPath(rel) {
@@ -154,7 +163,43 @@ func (l *LinuxHost) Cgroup(_ context.Context, name string) (*statsv1alpha1.Conta
 	if ps, err := l.h.ProcStat(); err == nil {
 		cs.StartTime = metav1.NewTime(l.h.CgroupStartTime(rel, ps.BootTime))
 	}
+	cs.CPU.PSI, cs.Memory.PSI = l.cgroupPressure(rel, "cpu"), l.cgroupPressure(rel, "memory")
+	if io := l.cgroupPressure(rel, "io"); io != nil {
+		cs.IO = &statsv1alpha1.IOStats{Time: now, PSI: io}
+	}
 	return cs, nil
+}
+
+// nodePressure is the node's pressure stall information of resource
+// (/proc/pressure/<resource>), nil when the kernel gives none (no PSI,
+// psi=0) or the file cannot be read or parsed.
+func (l *LinuxHost) nodePressure(resource string) *statsv1alpha1.PSIStats {
+	p, err := l.h.ProcPressure(resource)
+	if err != nil {
+		return nil
+	}
+	return psiStats(p)
+}
+
+// cgroupPressure is a cgroup's pressure stall information of resource
+// (its cgroup v2 <resource>.pressure), nil on cgroup v1 or when the file
+// cannot be read or parsed.
+func (l *LinuxHost) cgroupPressure(rel, resource string) *statsv1alpha1.PSIStats {
+	p, err := l.h.CgroupPressure(rel, resource)
+	if err != nil {
+		return nil
+	}
+	return psiStats(p)
+}
+
+// psiStats converts the kernel's figures as upstream does (through
+// cAdvisor): the averages in percent, Total as the kernel counts it, in
+// microseconds, although the API's comment says nanoseconds.
+func psiStats(p hoststats.Pressure) *statsv1alpha1.PSIStats {
+	data := func(d hoststats.PressureData) statsv1alpha1.PSIData {
+		return statsv1alpha1.PSIData{Total: d.Total, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
+	}
+	return &statsv1alpha1.PSIStats{Some: data(p.Some), Full: data(p.Full)}
 }
 
 // Filesystem measures the filesystem holding path with statfs(2).

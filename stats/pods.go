@@ -229,10 +229,11 @@ func (p *Provider) containerStats(ctx context.Context, d *disk, st *runtimeapi.C
 	} else {
 		cs.Swap = &statsv1alpha1.SwapStats{Time: now, SwapUsageBytes: new(uint64), SwapAvailableBytes: new(uint64)}
 	}
-	if io := st.GetIo(); io != nil {
-		cs.IO = &statsv1alpha1.IOStats{Time: timeOf(io.GetTimestamp()), PSI: psiOf(io.GetPsi())}
-	}
 	if d != nil {
+		// The CPU-and-memory summary has no I/O figures, as upstream's.
+		if io := st.GetIo(); io != nil {
+			cs.IO = &statsv1alpha1.IOStats{Time: timeOf(io.GetTimestamp()), PSI: psiOf(io.GetPsi())}
+		}
 		cs.Rootfs = d.rootfs(ctx, st.GetWritableLayer())
 		cs.Logs = d.containerLogs(ctx, sb.GetMetadata(), ctr.GetMetadata().GetName())
 	}

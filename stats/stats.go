@@ -33,11 +33,13 @@ type Host interface {
 	// Node measures the whole node: StartTime (when it booted), CPU (the
 	// cumulative UsageCoreNanoSeconds at CPU.Time; UsageNanoCores may be
 	// left nil, the Provider computes it from successive calls) and
-	// Memory, and unless onlyCPUAndMemory, Network and Rlimit. NodeName,
-	// Fs, Runtime and SystemContainers are the Provider's.
+	// Memory, with their PSI where the host has it, and unless
+	// onlyCPUAndMemory, Network, Rlimit and IO (its PSI). NodeName, Fs,
+	// Runtime and SystemContainers are the Provider's.
 	Node(ctx context.Context, onlyCPUAndMemory bool) (*statsv1alpha1.NodeStats, error)
 	// Cgroup measures a system container: the StartTime, CPU and Memory
-	// of the cgroup name (a path in the cgroup hierarchy, "/kubepods").
+	// of the cgroup name (a path in the cgroup hierarchy, "/kubepods"),
+	// and the PSI of its CPU, memory and I/O where the host has it.
 	Cgroup(ctx context.Context, name string) (*statsv1alpha1.ContainerStats, error)
 	// Filesystem measures the filesystem holding path.
 	Filesystem(ctx context.Context, path string) (*FsInfo, error)
@@ -247,20 +249,20 @@ func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1
 			return nil, err
 		}
 	} else {
-		node.Fs, node.Runtime, node.Network, node.Rlimit = nil, nil, nil, nil
+		node.Fs, node.Runtime, node.Network, node.Rlimit, node.IO = nil, nil, nil, nil, nil
 	}
 
 	pods, err := p.pods(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("list pod stats: %w", err)
 	}
-	node.SystemContainers = p.systemContainers(ctx)
+	node.SystemContainers = p.systemContainers(ctx, full)
 	return &statsv1alpha1.Summary{Node: *node, Pods: pods}, nil
 }
 
 // systemContainers measures the configured system cgroups; one that cannot
 // be measured is left out, as upstream does.
-func (p *Provider) systemContainers(ctx context.Context) []statsv1alpha1.ContainerStats {
+func (p *Provider) systemContainers(ctx context.Context, full bool) []statsv1alpha1.ContainerStats {
 	var out []statsv1alpha1.ContainerStats
 	for _, sc := range p.sys {
 		cs, err := p.o.Host.Cgroup(ctx, sc.cgroup)
@@ -272,8 +274,12 @@ func (p *Provider) systemContainers(ctx context.Context) []statsv1alpha1.Contain
 		if sc.name == statsv1alpha1.SystemContainerKubelet {
 			cs.StartTime.Time = p.started
 		}
-		// System containers have no filesystem of their own.
+		// System containers have no filesystem of their own; the
+		// CPU-and-memory summary has no I/O figures.
 		cs.Rootfs, cs.Logs = nil, nil
+		if !full {
+			cs.IO = nil
+		}
 		p.cpu.fill(systemKey+sc.name, cs.CPU)
 		out = append(out, *cs)
 	}

@@ -1,6 +1,7 @@
 // Package hoststats reads what a Linux node says about itself in procfs, the
 // cgroup hierarchy and the filesystems: memory, CPU time, processes, network
-// interfaces, filesystem sizes and the disk usage of a directory. It is
+// interfaces, pressure stall information (/proc/pressure and the cgroup v2
+// *.pressure files), filesystem sizes and the disk usage of a directory. It is
 // shared by the blocks that measure the node (eviction/stats for eviction
 // signals, stats for the Summary API), so that each file is parsed in one
 // place.

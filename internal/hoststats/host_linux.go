@@ -270,3 +270,33 @@ func readKeyValues(path string) (map[string]uint64, error) {
 	}
 	return kv, nil
 }
+
+// ProcPressure reads the node's pressure stall information of resource
+// ("cpu", "memory" or "io") from /proc/pressure; a kernel without PSI (or
+// booted with psi=0) has no such file: an error wrapping fs.ErrNotExist
+// or the read's own.
+func (h Host) ProcPressure(resource string) (Pressure, error) {
+	return readPressure(filepath.Join(h.ProcRoot, "pressure", resource))
+}
+
+// CgroupPressure reads the pressure stall information of resource
+// ("cpu", "memory" or "io") of the cgroup rel from its <resource>.pressure
+// file; cgroup v1 has none: an error.
+func (h Host) CgroupPressure(rel, resource string) (Pressure, error) {
+	if !h.CgroupV2() {
+		return Pressure{}, fmt.Errorf("cgroup %s: %s pressure: %w (cgroup v1)", rel, resource, fs.ErrNotExist)
+	}
+	return readPressure(filepath.Join(h.CgroupRoot, rel, resource+".pressure"))
+}
+
+func readPressure(path string) (Pressure, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Pressure{}, err
+	}
+	p, err := ParsePressure(data)
+	if err != nil {
+		return Pressure{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}

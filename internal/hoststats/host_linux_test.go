@@ -3,6 +3,7 @@
 package hoststats
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -224,4 +225,31 @@ func TestRealHost(t *testing.T) {
 	assert.True(t, ps.BootTime.After(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
 	_, err = h.NetDev()
 	require.NoError(t, err)
+}
+
+// The node's pressure comes from /proc/pressure, a cgroup's from its v2
+// files; without them (an old kernel, psi=0, cgroup v1) an error that
+// says the file does not exist.
+func TestPressureFiles(t *testing.T) {
+	line := "some avg10=2.00 avg60=1.00 avg300=0.50 total=300\nfull avg10=1.00 avg60=0.50 avg300=0.25 total=100\n"
+	want := Pressure{Some: PressureData{Avg10: 2, Avg60: 1, Avg300: 0.5, Total: 300}, Full: PressureData{Avg10: 1, Avg60: 0.5, Avg300: 0.25, Total: 100}}
+	v2 := tree(t, map[string]string{"proc/pressure/io": line, "cgroup/cgroup.controllers": "cpu io memory",
+		"cgroup/kubepods.slice/memory.pressure": line, "cgroup/kubepods.slice/cpu.pressure": "garbage"})
+	h := Host{ProcRoot: filepath.Join(v2, "proc"), CgroupRoot: filepath.Join(v2, "cgroup")}
+	got, err := h.ProcPressure("io")
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	_, err = h.ProcPressure("cpu")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	got, err = h.CgroupPressure("kubepods.slice", "memory")
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	_, err = h.CgroupPressure("kubepods.slice", "cpu")
+	assert.ErrorContains(t, err, `kubepods.slice/cpu.pressure: parse pressure: no "some" line`)
+	_, err = h.CgroupPressure("kubepods.slice", "io")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+
+	v1 := tree(t, map[string]string{"cgroup/memory/kubepods/memory.pressure": line})
+	_, err = Host{CgroupRoot: filepath.Join(v1, "cgroup")}.CgroupPressure("kubepods", "memory")
+	assert.ErrorIs(t, err, fs.ErrNotExist, "cgroup v1 has no pressure files")
 }

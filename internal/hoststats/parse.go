@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -241,4 +242,81 @@ func SafeRelPath(p string) bool {
 		}
 	}
 	return true
+}
+
+// PressureData is one line of a pressure stall information file: the
+// share of wall time, in percent, in which tasks stalled on the resource,
+// averaged over 10, 60 and 300 seconds, and the total stall time in
+// microseconds, as the kernel counts it.
+type PressureData struct {
+	Avg10, Avg60, Avg300 float64
+	Total                uint64
+}
+
+// Pressure is a pressure file (/proc/pressure/cpu, a cgroup v2
+// memory.pressure): Some, the time at least one task stalled; Full, the
+// time all non-idle tasks stalled at once (zero where the kernel writes no
+// "full" line, the CPU's before Linux 5.13).
+type Pressure struct {
+	Some, Full PressureData
+}
+
+// ParsePressure reads a pressure file: lines "some avg10=0.12 avg60=0.05
+// avg300=0.01 total=12345" and "full …". Lines of other kinds and keys it
+// does not know are skipped; a file without a "some" line, a value that is
+// not a number, or an average that is negative or not finite is an error.
+func ParsePressure(data []byte) (Pressure, error) {
+	var p Pressure
+	var some bool
+	for line := range strings.Lines(string(data)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		var d *PressureData
+		switch fields[0] {
+		case "some":
+			d, some = &p.Some, true
+		case "full":
+			d = &p.Full
+		default:
+			continue
+		}
+		for _, f := range fields[1:] {
+			key, value, ok := strings.Cut(f, "=")
+			if !ok {
+				return Pressure{}, fmt.Errorf("parse pressure %q: %q is not key=value", strings.TrimSpace(line), f)
+			}
+			var avg *float64
+			switch key {
+			case "avg10":
+				avg = &d.Avg10
+			case "avg60":
+				avg = &d.Avg60
+			case "avg300":
+				avg = &d.Avg300
+			case "total":
+				n, err := strconv.ParseUint(value, 10, 64)
+				if err != nil {
+					return Pressure{}, fmt.Errorf("parse pressure %q: total: %w", strings.TrimSpace(line), err)
+				}
+				d.Total = n
+				continue
+			default:
+				continue
+			}
+			v, err := strconv.ParseFloat(value, 64)
+			if err == nil && (v < 0 || math.IsInf(v, 0) || math.IsNaN(v)) {
+				err = fmt.Errorf("%q is not a share of time", value)
+			}
+			if err != nil {
+				return Pressure{}, fmt.Errorf("parse pressure %q: %s: %w", strings.TrimSpace(line), key, err)
+			}
+			*avg = v
+		}
+	}
+	if !some {
+		return Pressure{}, fmt.Errorf("parse pressure: no \"some\" line")
+	}
+	return p, nil
 }
