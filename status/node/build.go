@@ -95,9 +95,10 @@ type Input struct {
 // info, the conditions MemoryPressure, DiskPressure, PIDPressure and Ready
 // (in that order, as upstream) with upstream's reasons and messages,
 // addresses, images, the declared features (sorted, once each, as the
-// API server requires; unset when there are none) and the runtime's
+// API server requires; unset when there are none), the runtime's
 // features (features.supplementalGroupsPolicy; unset until the runtime's
-// status says). Ready is False with a message naming each problem
+// status says) and its handlers (runtimeHandlers: each one's name and
+// whether it supports recursive read-only mounts and user namespaces). Ready is False with a message naming each problem
 // when the runtime cannot be reached or is not ready, its network is not
 // ready, the PLEG is unhealthy, or the node is shutting down. It is a pure function of its input.
 func BuildStatus(in Input) v1.NodeStatus {
@@ -135,6 +136,15 @@ func BuildStatus(in Input) v1.NodeStatus {
 		s.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: &supported}
 	} else if in.Old != nil && in.Old.Features != nil {
 		s.Features = in.Old.Features.DeepCopy()
+	}
+	// runtimeHandlers are the runtime's handlers with what each supports
+	// (upstream's RuntimeHandlers setter, RecursiveReadOnlyMounts and
+	// UserNamespacesSupport on); while the runtime does not answer, what
+	// it said last.
+	if in.RuntimeStatus != nil && in.RuntimeStatusErr == nil {
+		s.RuntimeHandlers = runtimeHandlers(in.RuntimeStatus.GetRuntimeHandlers())
+	} else if in.Old != nil {
+		s.RuntimeHandlers = slices.Clone(in.Old.RuntimeHandlers)
 	}
 
 	now := metav1.NewTime(in.Now)
@@ -341,3 +351,19 @@ var (
 	ErrNodeNotFound  = errors.New("node not found")
 	ErrLeaseNotFound = errors.New("lease not found")
 )
+
+// runtimeHandlers are the node status's runtimeHandlers for the runtime's
+// handlers, in its order: each one's name (the default handler's is "")
+// and whether it supports recursive read-only mounts and user namespaces.
+func runtimeHandlers(hs []*runtimeapi.RuntimeHandler) []v1.NodeRuntimeHandler {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]v1.NodeRuntimeHandler, len(hs))
+	for i, h := range hs {
+		rro, userns := h.GetFeatures().GetRecursiveReadOnlyMounts(), h.GetFeatures().GetUserNamespaces()
+		out[i] = v1.NodeRuntimeHandler{Name: h.GetName(),
+			Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &rro, UserNamespaces: &userns}}
+	}
+	return out
+}

@@ -203,3 +203,39 @@ func TestBuildStatusFeatures(t *testing.T) {
 		})
 	}
 }
+
+// The runtime's handlers, as upstream's RuntimeHandlers setter reports
+// them: each with what it supports; kept while the runtime does not answer.
+func TestBuildStatusRuntimeHandlers(t *testing.T) {
+	yes, no := true, false
+	handlers := runtimeStatus(true, true)
+	handlers.RuntimeHandlers = []*runtimeapi.RuntimeHandler{
+		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: true}},
+		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true}},
+		{Name: "kata"},
+	}
+	want := []v1.NodeRuntimeHandler{
+		{Name: "", Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &yes, UserNamespaces: &yes}},
+		{Name: "runc", Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &yes, UserNamespaces: &no}},
+		{Name: "kata", Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &no, UserNamespaces: &no}},
+	}
+	for _, tc := range []struct {
+		name   string
+		status *runtimeapi.StatusResponse
+		err    error
+		old    []v1.NodeRuntimeHandler
+		want   []v1.NodeRuntimeHandler
+	}{
+		{name: "three handlers", status: handlers, want: want},
+		{name: "a runtime that reports none (containerd 1.6)", status: runtimeStatus(true, true), old: want},
+		{name: "a runtime that does not answer keeps what it said", err: errors.New("unavailable"), old: want, want: want},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := node.Input{Capacity: capacity(), RuntimeStatus: tc.status, RuntimeStatusErr: tc.err, Now: t0}
+			if tc.old != nil {
+				in.Old = &v1.NodeStatus{RuntimeHandlers: tc.old}
+			}
+			assert.Equal(t, tc.want, node.BuildStatus(in).RuntimeHandlers)
+		})
+	}
+}
