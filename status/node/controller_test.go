@@ -336,6 +336,12 @@ func TestLocalMachine(t *testing.T) {
 	assert.Equal(t, "abc123", info.MachineID)
 	assert.Equal(t, "6.8.0-45-generic", info.KernelVersion)
 	assert.Equal(t, "Ubuntu 24.04.1 LTS", info.OSImage)
+	assert.Nil(t, info.Swap, "no swap")
+	write("proc/meminfo", "MemTotal:        8000000 kB\nMemFree: 1 kB\nSwapTotal:       2097148 kB\n")
+	info, err = m.SystemInfo(context.Background())
+	require.NoError(t, err)
+	require.NotNil(t, info.Swap)
+	assert.Equal(t, int64(2097148*1024), *info.Swap.Capacity, "swap.capacity in bytes")
 
 	_, err = node.LocalMachine{Root: t.TempDir()}.Capacity(context.Background())
 	assert.Error(t, err)

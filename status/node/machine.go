@@ -114,27 +114,45 @@ func (m LocalMachine) hugePages(out v1.ResourceList) {
 }
 
 func (m LocalMachine) memTotal() (int64, error) {
-	s, err := m.read("proc/meminfo")
+	b, ok, err := m.meminfo("MemTotal")
 	if err != nil {
 		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
+	}
+	return b, nil
+}
+
+// meminfo reads a field of /proc/meminfo, in bytes; ok is false when the
+// file has none.
+func (m LocalMachine) meminfo(field string) (bytes int64, ok bool, err error) {
+	s, err := m.read("proc/meminfo")
+	if err != nil {
+		return 0, false, err
 	}
 	sc := bufio.NewScanner(strings.NewReader(s))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "MemTotal:" {
+		if len(f) >= 2 && f[0] == field+":" {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("MemTotal %q: %w", f[1], err)
+				return 0, false, fmt.Errorf("%s %q: %w", field, f[1], err)
 			}
-			return kb * 1024, nil
+			return kb * 1024, true, nil
 		}
 	}
-	return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
+	return 0, false, nil
 }
 
 // SystemInfo implements Machine. Missing files leave their fields empty.
+// A machine with swap (SwapTotal in /proc/meminfo) reports it as
+// swap.capacity, as upstream's kubelet does (NodeSwap, GA and on).
 func (m LocalMachine) SystemInfo(context.Context) (v1.NodeSystemInfo, error) {
 	info := v1.NodeSystemInfo{OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH}
+	if swap, ok, err := m.meminfo("SwapTotal"); err == nil && ok && swap > 0 {
+		info.Swap = &v1.NodeSwapStatus{Capacity: &swap}
+	}
 	info.MachineID, _ = m.read("etc/machine-id")
 	info.SystemUUID, _ = m.read("sys/class/dmi/id/product_uuid")
 	info.BootID, _ = m.read("proc/sys/kernel/random/boot_id")
