@@ -47,10 +47,25 @@
 // pods come from Options.Agent.Sources.ManifestPath as in any agent; their
 // statuses are kept as their mirror pods would hold them.
 //
+// PodReady, PodEvents, ExecCalls and Hooks answer the usual questions of
+// a test without CRI types: is the pod Ready, what did the node say about
+// it, which commands did a container receive as exec, which of them were
+// its postStart and preStop hooks.
+//
 // Runtime returns the fake runtime, to script what containers do (exit
 // after a while, crash, ignore SIGTERM, fail to start), what exec probes
 // and hooks answer, pulls that fail or take time, and faults of any CRI
 // method.
+//
+// # An API server of the test's own
+//
+// A test that gives Options.Agent.Cluster.Updates and StatusSink (both,
+// or neither) has its pods in an API server of its own, as
+// examples/nodetest does with client-go's fake clientset: NewNode keeps
+// them, and AddPod, UpdatePod, DeletePod, SetPodCondition, Resend, Pod,
+// Pods and PodReady, which read or write the in-memory server, fail the
+// test. A Cluster.Recorder the test gives is kept too, and Events and
+// PodEvents then fail the test.
 //
 // # Limits
 //

@@ -19,13 +19,16 @@ import (
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/podspec/validation"
 	"github.com/kubeletkit/kubeletkit/status/node/nodetest"
+	"github.com/kubeletkit/kubeletkit/syncloop"
 )
 
 // Options configure a Node. The zero value is a node named "node1" whose
 // containers run until they are stopped.
 type Options struct {
-	// Agent are the agent's options. NewNode sets Clock, Runtime,
-	// Cluster.Updates, Cluster.StatusSink and Cluster.Recorder; it fills
+	// Agent are the agent's options. NewNode sets Clock and Runtime, and
+	// Cluster.Updates, Cluster.StatusSink and Cluster.Recorder unless the
+	// test gives them (see "An API server of the test's own" in the
+	// package doc: Updates and StatusSink go together); it fills
 	// in, where they are zero, Cluster.ResourceClaims (the claims of
 	// SetResourceClaim), NodeName ("node1"), Node.HostIPs
 	// (192.0.2.10), Node.ClusterDNS (10.96.0.10, a kubeadm cluster's, with
@@ -42,6 +45,11 @@ type Options struct {
 	// first match decides, and a container no rule matches runs until it
 	// is stopped. Runtime().SetRules replaces them later.
 	Rules []fake.Rule
+	// ExecRules script what the fake runtime's exec calls answer (exec
+	// probes, exec hooks, kubectl exec; see fake.ExecRule); the first match
+	// decides, and a command no rule matches gets the runtime's built-in
+	// commands. Runtime().SetExecRules replaces them later.
+	ExecRules []fake.ExecRule
 	// Images are present in the fake runtime from the start.
 	Images []string
 }
@@ -56,6 +64,12 @@ type Node struct {
 	rt    *fake.Runtime
 	a     *agent.Agent
 	api   *apiServer
+	index *index
+	// own is set when the test gave the node its own Cluster.Updates and
+	// StatusSink: api then holds no pods.
+	own bool
+	// ownRecorder is set when the test gave its own Cluster.Recorder.
+	ownRecorder bool
 }
 
 // NewNode starts a node for the test, which must run inside synctest.Test,
@@ -108,9 +122,23 @@ func NewNode(t testing.TB, opts Options) *Node {
 	// The kernel's notifications of manifest changes would arrive outside
 	// the fake time; the poll runs on it.
 	o.Sources.PollManifests = true
-	rt := fake.New(fake.Options{Clock: clk, Rules: opts.Rules, Images: opts.Images, Logger: o.Logger})
+	own := o.Cluster.Updates != nil || o.Cluster.StatusSink != nil
+	if own && (o.Cluster.Updates == nil || o.Cluster.StatusSink == nil) {
+		t.Fatalf("agenttest: Options.Agent.Cluster.Updates and StatusSink go together: give both or neither")
+	}
+	rt := fake.New(fake.Options{Clock: clk, Rules: opts.Rules, ExecRules: opts.ExecRules, Images: opts.Images, Logger: o.Logger})
 	api := newAPIServer(clk, o.NodeName)
-	o.Runtime, o.Cluster.Updates, o.Cluster.StatusSink, o.Cluster.Recorder = rt, api.updates, api, api
+	idx := newIndex()
+	in := o.Cluster.Updates
+	if !own {
+		in, o.Cluster.StatusSink = api.updates, api
+	}
+	updates := make(chan syncloop.PodUpdate)
+	o.Runtime, o.Cluster.Updates = indexedRuntime{Runtime: rt, index: idx}, updates
+	ownRecorder := o.Cluster.Recorder != nil
+	if !ownRecorder {
+		o.Cluster.Recorder = api
+	}
 	if o.Cluster.ResourceClaims == nil {
 		o.Cluster.ResourceClaims = api
 	}
@@ -119,13 +147,19 @@ func NewNode(t testing.TB, opts Options) *Node {
 		rt.Close()
 		t.Fatalf("agenttest: %v", err)
 	}
-	n := &Node{t: t, clock: clk, rt: rt, a: a, api: api}
+	n := &Node{t: t, clock: clk, rt: rt, a: a, api: api, index: idx, own: own, ownRecorder: ownRecorder}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var runErr error
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); runErr = a.Run(ctx) }()
-	go func() { defer wg.Done(); api.run(ctx) }()
+	go func() { defer wg.Done(); idx.relay(ctx, in, updates) }()
+	go func() {
+		defer wg.Done()
+		if !own {
+			api.run(ctx)
+		}
+	}()
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
@@ -239,6 +273,7 @@ func (n *Node) advance(t time.Time) {
 // A pod of the same namespace and name already there fails the test.
 func (n *Node) AddPod(pod *v1.Pod) *v1.Pod {
 	n.t.Helper()
+	n.needAPI("AddPod")
 	p := pod.DeepCopy()
 	if p.Namespace == "" {
 		p.Namespace = metav1.NamespaceDefault
@@ -262,6 +297,7 @@ func (n *Node) AddPod(pod *v1.Pod) *v1.Pod {
 // API server does.
 func (n *Node) UpdatePod(pod *v1.Pod) {
 	n.t.Helper()
+	n.needAPI("UpdatePod")
 	if err := n.api.update(pod); err != nil {
 		n.t.Fatalf("agenttest: UpdatePod: %v", err)
 	}
@@ -273,6 +309,7 @@ func (n *Node) UpdatePod(pod *v1.Pod) {
 // example, which the node then takes into the pod's Ready condition.
 func (n *Node) SetPodCondition(namespace, name string, c v1.PodCondition) {
 	n.t.Helper()
+	n.needAPI("SetPodCondition")
 	if err := n.api.setCondition(namespace, name, c); err != nil {
 		n.t.Fatalf("agenttest: SetPodCondition: %v", err)
 	}
@@ -292,6 +329,7 @@ func (n *Node) DeletePod(namespace, name string) {
 // once; negative: the pod's own), as kubectl delete --grace-period does.
 func (n *Node) DeletePodWithGrace(namespace, name string, seconds int64) {
 	n.t.Helper()
+	n.needAPI("DeletePod")
 	if err := n.api.delete(namespace, name, seconds); err != nil {
 		n.t.Fatalf("agenttest: DeletePod: %v", err)
 	}
@@ -303,6 +341,8 @@ func (n *Node) DeletePodWithGrace(namespace, name string, seconds int64) {
 // the node's own status writes, which the node is otherwise not sent. A
 // pod whose status alone changed reaches the node as a reconcile.
 func (n *Node) Resend() {
+	n.t.Helper()
+	n.needAPI("Resend")
 	n.api.notify()
 	n.Settle()
 }
@@ -318,11 +358,19 @@ func (n *Node) SetResourceClaim(c *resourcev1.ResourceClaim) {
 
 // Pod returns the pod as the API server holds it, with the status the node
 // last wrote, or nil when there is none of that name.
-func (n *Node) Pod(namespace, name string) *v1.Pod { return n.api.get(namespace, name) }
+func (n *Node) Pod(namespace, name string) *v1.Pod {
+	n.t.Helper()
+	n.needAPI("Pod")
+	return n.api.get(namespace, name)
+}
 
 // Pods returns every pod the API server holds, sorted by namespace and
 // name.
-func (n *Node) Pods() []*v1.Pod { return n.api.list() }
+func (n *Node) Pods() []*v1.Pod {
+	n.t.Helper()
+	n.needAPI("Pods")
+	return n.api.list()
+}
 
 // Event is an event the node recorded.
 type Event struct {
@@ -342,8 +390,25 @@ func (e Event) String() string {
 	return fmt.Sprintf("%s %s %s %s", e.Object, e.Type, e.Reason, e.Message)
 }
 
-// Events returns the events recorded so far, oldest first.
-func (n *Node) Events() []Event { return n.api.eventList() }
+// Events returns the events recorded so far, oldest first. A test that
+// gave the node its own Cluster.Recorder finds them there instead: Events
+// fails the test.
+func (n *Node) Events() []Event {
+	n.t.Helper()
+	if n.ownRecorder {
+		n.t.Fatalf("agenttest: Events: the node records events with the test's own Options.Agent.Cluster.Recorder")
+	}
+	return n.api.eventList()
+}
+
+// needAPI fails the test when the node's pods are in the test's own API
+// server, which the in-memory one's methods cannot reach.
+func (n *Node) needAPI(method string) {
+	n.t.Helper()
+	if n.own {
+		n.t.Fatalf("agenttest: %s: the node's pods come from the test's own Options.Agent.Cluster.Updates and StatusSink: use its API server", method)
+	}
+}
 
 func timeSeconds(s int64) time.Duration { return time.Duration(s) * time.Second }
 
