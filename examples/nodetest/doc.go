@@ -25,13 +25,27 @@
 // watches. The node's events stay in agenttest's recorder: Events and
 // PodEvents.
 //
-// # Admission
+// # What the fake API server adds
 //
-// A pod created through either client is admitted as an API server and a
-// one-node scheduler would: a name for its generateName (a counter, not a
-// random suffix), a UID, a creation time (the bubble's), the API server's
-// defaults (podspec/validation.DefaultPod) and the node's name when it has
-// none.
+// client-go's object tracker stores objects; for pods, NewNode puts in
+// front of it, for both clients, what a node depends on in an API server:
+//
+//   - admission: a pod created is given a name for its generateName (a
+//     counter, not a random suffix), a UID, a creation time (the
+//     bubble's), the API server's defaults (podspec/validation.DefaultPod)
+//     and the node's name when it has none, as a one-node scheduler would;
+//   - graceful deletion: deleting a pod bound to the node that is not
+//     terminal sets its deletion timestamp and grace period (the delete's,
+//     else the pod's terminationGracePeriodSeconds); the node stops it
+//     (preStop hooks, then the containers) and deletes it with grace 0,
+//     which removes it. Grace 0 removes a pod at once, and the node still
+//     stops it as after a forced deletion;
+//   - UID preconditions: a status patch (its metadata.uid) or a deletion
+//     whose UID is not the stored pod's fails with Conflict, so that a
+//     status meant for a deleted pod never lands on one created again
+//     under its name;
+//   - one lock around every pod write, so that a patch (a read and a
+//     write of the tracker) does not interleave with another write.
 //
 // # Threading
 //
@@ -42,13 +56,11 @@
 //
 // # Limits
 //
-// The fake API server is client-go's object tracker: deletion is at once
-// (no graceful deletion, no deletion timestamp: the node sees the pod go
-// as after a forced deletion), finalizers and delete preconditions are
-// ignored, field selectors are not applied (every pod is the node's), and
-// there is no garbage collection of owned objects. A controller-runtime
-// manager needs a REST config and cannot run on the fake: run a controller
-// made with controller.NewTypedUnmanaged (with SkipNameValidation, since
-// -count runs make it again) watching a source.Informer of Informers, as
-// above.
+// The fake API server is client-go's object tracker: finalizers are
+// ignored (a pod is removed when its node deletes it), field selectors are
+// not applied (every pod is the node's), and there is no garbage
+// collection of owned objects. A controller-runtime manager needs a REST
+// config and cannot run on the fake: run a controller made with
+// controller.NewTypedUnmanaged (with SkipNameValidation, since -count runs
+// make it again) watching a source.Informer of Informers, as above.
 package nodetest

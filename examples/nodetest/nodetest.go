@@ -2,24 +2,20 @@ package nodetest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
-	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
@@ -84,65 +80,14 @@ func NewNode(t testing.TB, opts Options) *Node {
 		}
 	}
 	cs := k8sfake.NewClientset(opts.Objects...)
-	// Every write of a pod holds one lock, through either client, so that
-	// a read-modify-write of the fake (a patch) is atomic as on an API
-	// server, and the UID preconditions the node's status sink sends are
-	// checked: a status meant for a deleted pod never lands on the pod
-	// created again under its name.
-	var mu sync.Mutex
-	react := clienttesting.ObjectReaction(cs.Tracker())
-	cs.PrependReactor("*", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		switch a.GetVerb() {
-		case "get", "list", "watch":
-			return false, nil, nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if c, ok := a.(clienttesting.CreateAction); ok {
-			if p, ok := c.GetObject().(*v1.Pod); ok {
-				adm.admit(p)
-			}
-		}
-		if err := checkUID(cs.Tracker(), a); err != nil {
-			return true, nil, err
-		}
-		return react(a)
-	})
+	api := &fakeAPI{tracker: cs.Tracker(), admission: adm}
+	api.install(cs)
 	sch := opts.Scheme
 	if sch == nil {
 		sch = scheme.Scheme
 	}
-	locked := func(f func() error) error {
-		mu.Lock()
-		defer mu.Unlock()
-		return f()
-	}
 	cl := crfake.NewClientBuilder().WithScheme(sch).WithObjectTracker(cs.Tracker()).
-		WithInterceptorFuncs(interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.CreateOption) error {
-				return locked(func() error {
-					if p, ok := obj.(*v1.Pod); ok {
-						adm.admit(p)
-					}
-					return c.Create(ctx, obj, o...)
-				})
-			},
-			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.DeleteOption) error {
-				return locked(func() error { return c.Delete(ctx, obj, o...) })
-			},
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.UpdateOption) error {
-				return locked(func() error { return c.Update(ctx, obj, o...) })
-			},
-			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
-				return locked(func() error { return c.Patch(ctx, obj, p, o...) })
-			},
-			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, o ...client.SubResourceUpdateOption) error {
-				return locked(func() error { return c.SubResource(sub).Update(ctx, obj, o...) })
-			},
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
-				return locked(func() error { return c.SubResource(sub).Patch(ctx, obj, p, o...) })
-			},
-		}).Build()
+		WithInterceptorFuncs(api.interceptors()).Build()
 
 	// The pods reach the agent as they reach a joined node: a reflector's
 	// complete list after every change.
@@ -244,47 +189,6 @@ func (n *Node) PodReady(namespace, name string) bool {
 func (n *Node) stopRunnables() {
 	n.rcancel()
 	n.rwg.Wait()
-}
-
-// checkUID fails a patch whose metadata.uid, or a delete whose UID
-// precondition, is not the stored pod's, with the API server's Conflict.
-func checkUID(tr clienttesting.ObjectTracker, a clienttesting.Action) error {
-	var uid types.UID
-	switch x := a.(type) {
-	case clienttesting.PatchAction:
-		var m struct {
-			Metadata struct {
-				UID types.UID `json:"uid"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(x.GetPatch(), &m) != nil {
-			return nil
-		}
-		uid = m.Metadata.UID
-	case clienttesting.DeleteActionImpl:
-		if pre := x.DeleteOptions.Preconditions; pre != nil && pre.UID != nil {
-			uid = *pre.UID
-		}
-	}
-	if uid == "" {
-		return nil
-	}
-	var name string
-	switch x := a.(type) {
-	case clienttesting.PatchAction:
-		name = x.GetName()
-	case clienttesting.DeleteActionImpl:
-		name = x.GetName()
-	}
-	cur, err := tr.Get(v1.SchemeGroupVersion.WithResource("pods"), a.GetNamespace(), name)
-	if err != nil {
-		return nil // the reaction answers NotFound
-	}
-	if got := cur.(*v1.Pod).UID; got != uid {
-		return apierrors.NewConflict(v1.Resource("pods"), name,
-			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, got))
-	}
-	return nil
 }
 
 // admission admits a pod as the API server and a one-node scheduler would:

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,8 +27,8 @@ import (
 const lastGood = "example.com/last-good-image"
 
 // rollback is the controller under test: a pod stuck in CrashLoopBackOff
-// that names a last good image is deleted and created again with that
-// image.
+// that names a last good image is replaced by a pod of that image (same
+// labels, a generated name), then deleted.
 type rollback struct{ c client.Client }
 
 var _ reconcile.Reconciler = (*rollback)(nil)
@@ -41,20 +40,21 @@ func (r *rollback) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	good := pod.Annotations[lastGood]
-	if good == "" || !crashLooping(&pod) {
+	if good == "" || pod.DeletionTimestamp != nil || !crashLooping(&pod) {
 		return reconcile.Result{}, nil
 	}
-	if err := r.c.Delete(ctx, &pod); err != nil && !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, err
-	}
 	fresh := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Labels["app"] + "-", Namespace: pod.Namespace, Labels: pod.Labels},
 		Spec:       *pod.Spec.DeepCopy(),
 	}
+	fresh.Spec.NodeName = "" // the scheduler's to choose
 	for i := range fresh.Spec.Containers {
 		fresh.Spec.Containers[i].Image = good
 	}
-	return reconcile.Result{}, r.c.Create(ctx, fresh)
+	if err := r.c.Create(ctx, fresh); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, client.IgnoreNotFound(r.c.Delete(ctx, &pod))
 }
 
 // crashLooping reports whether a container of pod waits in
@@ -74,6 +74,13 @@ func webPod(image string) *v1.Pod {
 			Annotations: map[string]string{lastGood: "registry.example/web:1"}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "web", Image: image}}},
 	}
+}
+
+// webPods returns the pods labelled app=web.
+func webPods(t *testing.T, n *nodetest.Node) []v1.Pod {
+	var l v1.PodList
+	require.NoError(t, n.Client.List(context.Background(), &l, client.MatchingLabels{"app": "web"}))
+	return l.Items
 }
 
 // newRollbackNode starts a node where registry.example/web:2 crashes at
@@ -98,8 +105,8 @@ func newRollbackNode(t *testing.T) *nodetest.Node {
 	return n
 }
 
-// A pod whose new image crash-loops is rolled back by the controller, and
-// the node runs the pod it created instead.
+// A pod whose new image crash-loops is rolled back by the controller: the
+// node runs the pod it created instead, and the first one is gone.
 func TestRollbackReplacesCrashLoopingPod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newRollbackNode(t)
@@ -107,26 +114,26 @@ func TestRollbackReplacesCrashLoopingPod(t *testing.T) {
 		require.NotNil(t, first)
 
 		replaced := n.StepUntil(5*time.Minute, func() bool {
-			p := n.Pod("default", "web")
-			return p != nil && p.UID != first.UID && n.PodReady("default", "web")
+			pods := webPods(t, n)
+			return len(pods) == 1 && pods[0].UID != first.UID && agenttest.IsReady(&pods[0])
 		})
-		require.True(t, replaced, "the crash-looping pod was not replaced by a ready one: %+v", n.Pod("default", "web"))
+		require.True(t, replaced, "the crash-looping pod was not replaced by a ready one: %v", webPods(t, n))
 
-		p := n.Pod("default", "web")
+		p := webPods(t, n)[0]
+		assert.Equal(t, "web-00002", p.Name, "the generated name")
 		assert.Equal(t, "registry.example/web:1", p.Spec.Containers[0].Image)
 		assert.Equal(t, v1.PodRunning, p.Status.Phase)
 		assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount)
 		assert.Empty(t, p.Annotations[lastGood], "the new pod is not rolled back again")
 
-		// The first pod crashed until the kubelet backed off, as a
-		// kubelet says it did.
+		// The first pod crashed until the node backed off.
 		var reasons []string
 		for _, e := range n.PodEvents("default", "web") {
 			reasons = append(reasons, e.Reason)
 		}
 		assert.Contains(t, reasons, "BackOff")
-		// The node stopped the first pod's container and runs one
-		// container of the new pod.
+		assert.Nil(t, n.Pod("default", "web"), "the first pod is gone")
+		// One container runs: the new pod's.
 		running := 0
 		for _, c := range n.Runtime().Containers() {
 			if c.GetState().String() == "CONTAINER_RUNNING" {
@@ -138,7 +145,9 @@ func TestRollbackReplacesCrashLoopingPod(t *testing.T) {
 
 		// Nothing more happens: the new pod stays.
 		n.Step(5 * time.Minute)
-		assert.Equal(t, p.UID, n.Pod("default", "web").UID)
-		assert.True(t, n.PodReady("default", "web"))
+		pods := webPods(t, n)
+		require.Len(t, pods, 1)
+		assert.Equal(t, p.UID, pods[0].UID)
+		assert.True(t, agenttest.IsReady(&pods[0]))
 	})
 }
