@@ -10,7 +10,9 @@
 // unit test: the agent on the fake runtime (scripted containers: exit codes,
 // crash loops, probes, hooks) and an in-memory API server, on a fake clock
 // inside a testing/synctest bubble, deterministic. The guide is
-// docs/testing-controllers.md. For a controller tested with controller-runtime's
+// docs/testing-controllers.md. To run the controller's own reconciler
+// against that node (client-go and controller-runtime clients with watches,
+// on the same fake time), examples/nodetest. For a controller tested with controller-runtime's
 // envtest, examples/envnode (its own module, github.com/kubeletkit/kubeletkit/examples)
 // joins a node to that API server and runs the pods bound to it.
 //

@@ -47,6 +47,15 @@
 //   - one lock around every pod write, so that a patch (a read and a
 //     write of the tracker) does not interleave with another write.
 //
+// # Time
+//
+// Step and StepUntil move the node's clock from one of its deadlines to
+// the next and the bubble's time along with it, so the timers of client-go
+// and controller-runtime (a workqueue's back-off, a Result.RequeueAfter,
+// a reflector's retry) fire on the way, at their own instants, and the
+// node settles after each of its own. Nothing runs between steps but what
+// is due now.
+//
 // # Threading
 //
 // NewNode starts the node, the pod source's reflector and, through Start,
