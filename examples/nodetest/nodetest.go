@@ -74,12 +74,14 @@ func NewNode(t testing.TB, opts Options) *Node {
 	}
 	nodeName := opts.Node.Agent.NodeName
 	adm := &admission{nodeName: nodeName}
-	for _, o := range opts.Objects {
-		if p, ok := o.(*v1.Pod); ok {
+	objs := make([]runtime.Object, len(opts.Objects))
+	for i, o := range opts.Objects {
+		objs[i] = o.DeepCopyObject() // the test's stay as they are
+		if p, ok := objs[i].(*v1.Pod); ok {
 			adm.admit(p)
 		}
 	}
-	cs := k8sfake.NewClientset(opts.Objects...)
+	cs := k8sfake.NewClientset(objs...)
 	api := &fakeAPI{tracker: cs.Tracker(), admission: adm}
 	api.install(cs)
 	sch := opts.Scheme
@@ -132,9 +134,9 @@ type Runnable interface {
 }
 
 // Start starts the informers requested so far from Informers, and r (nil:
-// none) in a goroutine of the test's bubble; both stop when the test ends,
-// before the node does. It settles the node before it returns, so that the
-// informers have listed and r has started.
+// none) in a goroutine of the test's bubble. When the test ends, r stops
+// before the node, the informers after it. Start settles the node before
+// it returns, so that the informers have listed and r has started.
 func (n *Node) Start(r Runnable) {
 	n.t.Helper()
 	n.Informers.Start(n.ctx.Done())
