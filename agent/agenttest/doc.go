@@ -64,8 +64,8 @@
 // examples/nodetest does with client-go's fake clientset: NewNode keeps
 // them, and AddPod, UpdatePod, DeletePod, SetPodCondition, Resend, Pod,
 // Pods and PodReady, which read or write the in-memory server, fail the
-// test. A Cluster.Recorder the test gives is kept too, and Events and
-// PodEvents then fail the test.
+// test. Events stay in memory whatever the source (Events, PodEvents); a
+// Cluster.Recorder the test gives receives each of them too.
 //
 // # Limits
 //

@@ -12,6 +12,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
@@ -26,9 +27,9 @@ import (
 // containers run until they are stopped.
 type Options struct {
 	// Agent are the agent's options. NewNode sets Clock and Runtime, and
-	// Cluster.Updates, Cluster.StatusSink and Cluster.Recorder unless the
-	// test gives them (see "An API server of the test's own" in the
-	// package doc: Updates and StatusSink go together); it fills
+	// Cluster.Updates and Cluster.StatusSink unless the test gives them
+	// (both: see "An API server of the test's own" in the package doc), and
+	// Cluster.Recorder (one the test gives receives every event too); it fills
 	// in, where they are zero, Cluster.ResourceClaims (the claims of
 	// SetResourceClaim), NodeName ("node1"), Node.HostIPs
 	// (192.0.2.10), Node.ClusterDNS (10.96.0.10, a kubeadm cluster's, with
@@ -68,8 +69,6 @@ type Node struct {
 	// own is set when the test gave the node its own Cluster.Updates and
 	// StatusSink: api then holds no pods.
 	own bool
-	// ownRecorder is set when the test gave its own Cluster.Recorder.
-	ownRecorder bool
 }
 
 // NewNode starts a node for the test, which must run inside synctest.Test,
@@ -135,9 +134,10 @@ func NewNode(t testing.TB, opts Options) *Node {
 	}
 	updates := make(chan syncloop.PodUpdate)
 	o.Runtime, o.Cluster.Updates = indexedRuntime{Runtime: rt, index: idx}, updates
-	ownRecorder := o.Cluster.Recorder != nil
-	if !ownRecorder {
+	if o.Cluster.Recorder == nil {
 		o.Cluster.Recorder = api
+	} else {
+		o.Cluster.Recorder = teeRecorder{api, o.Cluster.Recorder}
 	}
 	if o.Cluster.ResourceClaims == nil {
 		o.Cluster.ResourceClaims = api
@@ -147,7 +147,7 @@ func NewNode(t testing.TB, opts Options) *Node {
 		rt.Close()
 		t.Fatalf("agenttest: %v", err)
 	}
-	n := &Node{t: t, clock: clk, rt: rt, a: a, api: api, index: idx, own: own, ownRecorder: ownRecorder}
+	n := &Node{t: t, clock: clk, rt: rt, a: a, api: api, index: idx, own: own}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var runErr error
@@ -390,15 +390,21 @@ func (e Event) String() string {
 	return fmt.Sprintf("%s %s %s %s", e.Object, e.Type, e.Reason, e.Message)
 }
 
-// Events returns the events recorded so far, oldest first. A test that
-// gave the node its own Cluster.Recorder finds them there instead: Events
-// fails the test.
-func (n *Node) Events() []Event {
-	n.t.Helper()
-	if n.ownRecorder {
-		n.t.Fatalf("agenttest: Events: the node records events with the test's own Options.Agent.Cluster.Recorder")
-	}
-	return n.api.eventList()
+// Events returns the events recorded so far, oldest first (those a
+// Cluster.Recorder of the test's own received too).
+func (n *Node) Events() []Event { return n.api.eventList() }
+
+// teeRecorder records each event in the in-memory server, then in the
+// test's own recorder.
+type teeRecorder struct {
+	api *apiServer
+	own agent.EventRecorder
+}
+
+// Eventf implements agent.EventRecorder.
+func (r teeRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	r.api.Eventf(object, eventtype, reason, messageFmt, args...)
+	r.own.Eventf(object, eventtype, reason, messageFmt, args...)
 }
 
 // needAPI fails the test when the node's pods are in the test's own API

@@ -3,6 +3,8 @@ package agenttest_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
@@ -44,6 +47,24 @@ func fatalOf(tb *fatalTB, fn func()) string {
 	}()
 	<-done
 	return tb.fatal
+}
+
+// reasons is an agent.EventRecorder that keeps the reasons of the events.
+type reasons struct {
+	mu sync.Mutex
+	r  []string
+}
+
+func (r *reasons) Eventf(_ k8sruntime.Object, _, reason, _ string, _ ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.r = append(r.r, reason)
+}
+
+func (r *reasons) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.r)
 }
 
 // A test that gives the node its own Updates and StatusSink gets a node
@@ -89,11 +110,12 @@ func TestOwnAPIServer(t *testing.T) {
 			sink.Add(pod)
 			updates <- syncloop.PodUpdate{Op: syncloop.OpSet, Source: syncloop.SourceAPI, Pods: []*v1.Pod{pod}}
 
+			rec := &reasons{}
 			var n *agenttest.Node
 			tb := &fatalTB{TB: t} // the node reports through it
 			require.Empty(t, fatalOf(tb, func() {
 				var o agenttest.Options
-				o.Agent.Cluster.Updates, o.Agent.Cluster.StatusSink = updates, sink
+				o.Agent.Cluster.Updates, o.Agent.Cluster.StatusSink, o.Agent.Cluster.Recorder = updates, sink, rec
 				n = agenttest.NewNode(tb, o)
 			}))
 			n.Step(5 * time.Second)
@@ -102,7 +124,12 @@ func TestOwnAPIServer(t *testing.T) {
 			assert.Equal(t, v1.PodRunning, got.Status.Phase, "the node wrote to the test's sink")
 			assert.Equal(t, []agenttest.Hook{{Handler: "PostStart", Command: []string{"/hooks/warm"}}},
 				n.Hooks("default", "web", "app"))
-			assert.NotEmpty(t, n.PodEvents("default", "web"), "events stay in the in-memory recorder")
+			var inMemory []string
+			for _, e := range n.Events() {
+				inMemory = append(inMemory, e.Reason)
+			}
+			assert.NotEmpty(t, inMemory, "events stay in memory")
+			assert.Equal(t, inMemory, rec.list(), "and reach the test's recorder too")
 
 			for _, c := range []struct {
 				name string
