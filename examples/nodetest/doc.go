@@ -22,8 +22,9 @@
 // (examples/apiserver's PodSource over the clientset: the complete list
 // after every change, status writes included) and writes their statuses
 // through examples/apiserver's StatusSink, so a controller sees them in its
-// watches. The node's events stay in agenttest's recorder: Events and
-// PodEvents.
+// watches. Its events are created in the fake API server by client-go's
+// event broadcaster (examples/apiserver's NewRecorder, component
+// "kubelet"), and agenttest keeps them too: Events and PodEvents.
 //
 // # What the fake API server adds
 //

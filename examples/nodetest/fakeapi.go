@@ -33,8 +33,10 @@ type fakeAPI struct {
 	mu        sync.Mutex // held by every write of a pod
 }
 
-// install puts the pod rules in front of the clientset's tracker.
+// install puts the pod and event rules in front of the clientset's
+// tracker.
 func (f *fakeAPI) install(cs *k8sfake.Clientset) {
+	f.installEvents(cs)
 	react := clienttesting.ObjectReaction(f.tracker)
 	cs.PrependReactor("*", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		switch a.GetVerb() {
@@ -65,6 +67,31 @@ func (f *fakeAPI) install(cs *k8sfake.Clientset) {
 			}
 		}
 		return react(a)
+	})
+}
+
+// installEvents makes the names of events unique: client-go's recorder
+// names an event after its object and the time in nanoseconds, which in a
+// bubble is the same for every event of one instant, and the tracker
+// would refuse all but the first.
+func (f *fakeAPI) installEvents(cs *k8sfake.Clientset) {
+	var seq int
+	cs.PrependReactor("create", "events", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		e, ok := a.(clienttesting.CreateAction).GetObject().(*v1.Event)
+		if !ok {
+			return false, nil, nil
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		gvr := a.GetResource()
+		if _, err := f.tracker.Get(gvr, e.Namespace, e.Name); err == nil {
+			seq++
+			e.Name = fmt.Sprintf("%s.%d", e.Name, seq)
+		}
+		if err := f.tracker.Create(gvr, e, e.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, e.DeepCopy(), nil
 	})
 }
 

@@ -26,8 +26,10 @@ import (
 // Options configure a Node.
 type Options struct {
 	// Node are the agenttest node's options. NewNode sets
-	// Node.Agent.Cluster.Updates and StatusSink (the fake clientset's pods);
-	// the rest is agenttest's, its defaults included (node name "node1").
+	// Node.Agent.Cluster.Updates and StatusSink (the fake clientset's pods)
+	// and, unless the test gives one, Recorder (events created in the fake
+	// API server); the rest is agenttest's, its defaults included (node
+	// name "node1").
 	Node agenttest.Options
 	// Objects are in the fake API server from the start (pods are admitted
 	// as Create admits them).
@@ -112,15 +114,22 @@ func NewNode(t testing.TB, opts Options) *Node {
 			t.Errorf("nodetest: the pod source stopped: %v", err)
 		}
 	}()
+	// The node's events go to the fake API server too, through client-go's
+	// broadcaster as a joined node's do (agenttest keeps them as well).
+	rec, stopRec := apiserver.NewRecorder(cs, nodeName)
 	// Registered before the node's own: it runs after the node has
 	// stopped.
 	t.Cleanup(func() {
+		stopRec()
 		n.cancel()
 		n.Informers.Shutdown()
 		n.wg.Wait()
 	})
 	o := opts.Node
 	o.Agent.Cluster.Updates, o.Agent.Cluster.StatusSink = updates, sink
+	if o.Agent.Cluster.Recorder == nil {
+		o.Agent.Cluster.Recorder = rec
+	}
 	n.Node = agenttest.NewNode(t, o)
 	// Registered after the node's: controllers stop before the node.
 	t.Cleanup(n.stopRunnables)

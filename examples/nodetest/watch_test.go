@@ -101,3 +101,33 @@ func drain(w watch.Interface) func() []*v1.Pod {
 		}
 	}
 }
+
+// The node's events are in the fake API server, as a joined node's are,
+// and in agenttest's Events.
+func TestEventsReachTheAPIServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := nodetest.NewNode(t, nodetest.Options{})
+		n.CreatePod(&v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "web", Image: "nginx:1.27"}}},
+		})
+		n.Step(5 * time.Second)
+
+		l, err := n.Clientset.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		var inAPI []string
+		for _, e := range l.Items {
+			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == "web" {
+				inAPI = append(inAPI, e.Reason)
+				assert.Equal(t, "kubelet", e.Source.Component)
+				assert.Equal(t, "node1", e.Source.Host)
+			}
+		}
+		var kept []string
+		for _, e := range n.PodEvents("default", "web") {
+			kept = append(kept, e.Reason)
+		}
+		assert.Subset(t, kept, []string{"Pulled", "Created", "Started"})
+		assert.ElementsMatch(t, kept, inAPI)
+	})
+}
