@@ -184,14 +184,14 @@ func (s *Syncer) httpHook(ctx context.Context, t hookTarget, g *v1.HTTPGetAction
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "*/*")
 	}
-	resp, err := hookClient.Do(req)
+	resp, err := s.hooks.Do(req)
 	if err != nil && gotHTTPResponse(err) && t.pod != nil {
 		// An HTTPS hook that an HTTP server answered: upstream tries
 		// again over HTTP, without credentials, and says so.
 		retry := req.Clone(ctx)
 		retry.URL.Scheme = "http"
 		retry.Header.Del("Authorization")
-		if r, rerr := hookClient.Do(retry); rerr == nil {
+		if r, rerr := s.hooks.Do(retry); rerr == nil {
 			s.event(t.pod, v1.EventTypeWarning, EventLifecycleHTTPFallback,
 				"request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", retry.URL.Host)
 			resp, err = r, nil
@@ -205,25 +205,31 @@ func (s *Syncer) httpHook(ctx context.Context, t hookTarget, g *v1.HTTPGetAction
 	return nil
 }
 
-// hookClient sends HTTP hooks as upstream's does: without verifying TLS
-// (there is nothing to verify a pod's certificate against), without a
-// proxy, following redirects only on the same host (another host's
-// redirect is taken as the answer), one connection per request, and never
+// newHookClient returns the client of HTTP hooks, sending them as
+// upstream's kubelet does: over rt, or a transport that does not verify
+// TLS (there is nothing to verify a pod's certificate against), uses no
+// proxy and opens one connection per request; following redirects only on
+// the same host (another host's redirect is taken as the answer); never
 // with credentials of the agent's own.
-var hookClient = &http.Client{
-	Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // upstream's: a pod's certificate cannot be verified
-		DisableKeepAlives: true,
-	},
-	CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if req.URL.Hostname() != via[0].URL.Hostname() {
-			return http.ErrUseLastResponse
+func newHookClient(rt http.RoundTripper) *http.Client {
+	if rt == nil {
+		rt = &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // upstream's: a pod's certificate cannot be verified
+			DisableKeepAlives: true,
 		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	},
+	}
+	return &http.Client{
+		Transport: rt,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if req.URL.Hostname() != via[0].URL.Hostname() {
+				return http.ErrUseLastResponse
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		},
+	}
 }
 
 // gotHTTPResponse says an HTTPS request was answered in plain HTTP.

@@ -16,10 +16,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 // hookServer is an HTTP server answering code to every request; it returns
@@ -245,4 +247,41 @@ func TestPostStartHTTPHookClient(t *testing.T) {
 		})
 	}
 	assert.Positive(t, plainHits.Load(), "the fallback reached the HTTP server")
+}
+
+// recordingTransport answers every request with its status and records it.
+type recordingTransport struct {
+	status int
+	got    []string
+}
+
+func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.got = append(r.got, req.Method+" "+req.URL.String())
+	return &http.Response{StatusCode: r.status, Body: http.NoBody, Request: req}, nil
+}
+
+// Options.HookTransport carries a Syncer's HTTP hooks: a test sees them
+// without a server. As upstream's, a hook that got an answer succeeded,
+// whatever its status code.
+func TestHookTransport(t *testing.T) {
+	for _, tc := range []struct {
+		status  int
+		wantErr bool
+	}{{http.StatusOK, false}, {http.StatusInternalServerError, false}} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}})
+			t.Cleanup(rt.Close)
+			tr := &recordingTransport{status: tc.status}
+			s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, HookTransport: tr,
+				Config: containerconfig.Options{LogRoot: t.TempDir(), NodeName: "node-1", HostIPs: []string{"192.168.1.10"}}})
+			require.NoError(t, err)
+			c := ctr("app")
+			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/started", Host: "10.0.0.9", Port: intstr.FromInt32(8080)}}}
+			pod := newPod(v1.RestartPolicyAlways, nil, c)
+			res := s.SyncPod(context.Background(), pod, nil)
+			assert.Equal(t, []string{"GET http://10.0.0.9:8080/started"}, tr.got)
+			assert.Equal(t, tc.wantErr, step(t, res, "app").Err != nil, "%v", res.Err())
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -179,6 +180,12 @@ type Options struct {
 	// sandboxes are created. Nil: a dra.Manager that reads no claims, so
 	// that a pod with a claim is held, never run without its devices.
 	DynamicResources ResourcePreparer
+	// HookTransport sends HTTP lifecycle hooks (postStart, preStop). Nil:
+	// a transport of the Syncer's own as upstream's kubelet sends them
+	// (TLS not verified, there being nothing to verify a pod's
+	// certificate against; no proxy; one connection per request). A test
+	// gives one that records or answers the hooks.
+	HookTransport http.RoundTripper
 }
 
 // Syncer drives pods through the CRI: SyncPod, KillPod and
@@ -192,6 +199,7 @@ type Syncer struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	opts     Options
+	hooks    *http.Client // HTTP lifecycle hooks' (newHookClient)
 
 	mu           sync.Mutex
 	crashBackoff *backoff
@@ -248,7 +256,7 @@ func New(opts Options) (*Syncer, error) {
 	}
 	return &Syncer{
 		rt: opts.Runtime, config: config, probes: opts.Probes, recorder: opts.Recorder,
-		clock: opts.Clock, log: opts.Logger, opts: opts,
+		clock: opts.Clock, log: opts.Logger, opts: opts, hooks: newHookClient(opts.HookTransport),
 		crashBackoff: newBackoff(opts.Clock, opts.BackoffInitial, crashMax, 2*opts.BackoffMax),
 		pullBackoff:  newBackoff(opts.Clock, opts.BackoffInitial, opts.BackoffMax, 2*opts.BackoffMax),
 		reasons:      map[reasonKey]v1.ContainerStateWaiting{},
