@@ -20,7 +20,12 @@
 #        predefined-group.oci.tar docker.io/local/predefined-group:1 (busybox with
 #                                 user 1000 in group 50000, as critest expects)
 #   4. builds crictl and critest from sigs.k8s.io/cri-tools (Go module proxy)
-#      into $KK_WORK/bin, cached by version.
+#      into $KK_WORK/bin, cached by version;
+#   5. with KK_CONTAINERD_VERSION (2.x), builds containerd, its runc shim and
+#      ctr from github.com/containerd/containerd/v2 at that version into
+#      $KK_APISERVER_CACHE/containerd-v<version>/ (lib.sh kk_build_containerd),
+#      cached by version. apt's containerd is still installed (its runc and
+#      the CNI plugins are used by both).
 #
 # Environment variables:
 #   KK_WORK               work/cache dir (default /tmp/kubeletkit-e2e)
@@ -28,6 +33,9 @@
 #   KK_SKIP_APT=1         never run apt-get (fail if something is missing)
 #   KK_FORCE_APT=1        run apt-get even when everything looks installed
 #   KK_REBUILD=1          ignore the caches and rebuild images and binaries
+#   KK_CONTAINERD_VERSION a containerd 2.x version to build (default empty:
+#                         Debian's containerd 1.6 only)
+#   KK_APISERVER_CACHE    where the built containerd is cached (lib.sh)
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -259,6 +267,7 @@ main() {
   build_go_tool nnp
   build_images
   build_cri_tools
+  [[ -z "${KK_CONTAINERD_VERSION}" ]] || kk_build_containerd
   kk_write_crictl_yaml
   kk_log "setup done in $((SECONDS - t0))s; work dir ${KK_WORK}"
 }
