@@ -193,9 +193,17 @@ func TestContainerdEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// containerd 1.6 has no GetContainerEvents: the client must say so with
-	// ErrUnimplemented rather than hang or end silently. A runtime that has it
-	// must report the sandbox this test starts.
-	// Make events while the test follows them: a sandbox run and removed.
+	// ErrUnimplemented rather than hang or end silently. containerd 1.7 and
+	// 2.x have it and must report the sandboxes this test starts.
+	hasEvents := ctrdtest.HasContainerEvents(t, c)
+	v := c.RuntimeVersion()
+	t.Logf("runtime %s %s: events expected: %v", v.RuntimeName, v.RuntimeVersion, hasEvents)
+	// Make events while the test follows them: sandboxes run and removed,
+	// one after the other until the test has seen an event for one (the
+	// stream may open after the first is gone) or returns. Their events are
+	// known by the sandbox metadata they carry: one can come before
+	// RunPodSandbox has returned the ID.
+	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		config := &runtimeapi.PodSandboxConfig{
@@ -204,23 +212,45 @@ func TestContainerdEvents(t *testing.T) {
 				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
 			}},
 		}
-		id, err := c.RunPodSandbox(ctx, config, "")
-		if err == nil {
-			err = c.RemovePodSandbox(context.Background(), id)
+		for attempt := uint32(0); ; attempt++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			config.Metadata.Attempt = attempt
+			id, err := c.RunPodSandbox(ctx, config, "")
+			if err == nil {
+				err = c.RemovePodSandbox(context.Background(), id)
+			}
+			if err != nil {
+				done <- err
+				return
+			}
 		}
-		done <- err
 	}()
-	defer func() { assert.NoError(t, <-done) }()
+	defer func() {
+		close(stop)
+		assert.NoError(t, <-done)
+	}()
 	for ev, err := range c.GetContainerEvents(ctx) {
 		if err != nil {
+			require.False(t, hasEvents, "event stream of %s %s failed: %v", v.RuntimeName, v.RuntimeVersion, err)
 			require.ErrorIs(t, err, cri.ErrUnimplemented, "event stream failed")
-			t.Logf("runtime %s %s: %v", c.RuntimeVersion().RuntimeName, c.RuntimeVersion().RuntimeVersion, err)
 			return
 		}
+		require.True(t, hasEvents, "an event from %s %s, which has no GetContainerEvents", v.RuntimeName, v.RuntimeVersion)
 		t.Logf("event %s for %s", ev.ContainerEventType, ev.ContainerId)
-		return
+		require.NotNil(t, ev.PodSandboxStatus, "an event carries its sandbox's status")
+		if ev.PodSandboxStatus.GetMetadata().GetUid() == "kk-events" {
+			// A sandbox's own events name it as the container.
+			assert.Equal(t, ev.ContainerId, ev.PodSandboxStatus.Id)
+			assert.Equal(t, "events", ev.PodSandboxStatus.GetMetadata().GetName())
+			return
+		}
 	}
-	t.Fatal("the event stream ended with neither an event nor an error")
+	t.Fatal("the event stream ended with neither an event for our sandbox nor an error")
 }
 
 func TestContainerdMissingSocket(t *testing.T) {
