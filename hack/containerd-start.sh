@@ -16,10 +16,15 @@
 #     KK_BUSYBOX_IMAGE, KK_PAUSE_IMAGE, KK_CRICTL, KK_CRITEST, KK_WORK,
 #     KK_CONTAINERD_PID) and prints the endpoint (unix://$KK_WORK/run/containerd.sock)
 #     as its only line on stdout.
-# If our containerd is already running it is reused (images re-imported).
+# If our containerd is already running it is reused (images re-imported),
+# unless it is not the binary asked for (KK_CONTAINERD_VERSION changed).
 #
 # Environment variables:
 #   KK_WORK                  work dir (default /tmp/kubeletkit-e2e)
+#   KK_CONTAINERD_VERSION    empty: Debian's containerd 1.6 (version 2 config);
+#                            a 2.x version: the binaries containerd-setup.sh
+#                            built into $KK_APISERVER_CACHE/containerd-v<version>,
+#                            first in PATH, with a version 3 config
 #   KK_START_TIMEOUT         seconds to wait for containerd (default 30)
 #   KK_CONTAINERD_LOG_LEVEL  containerd --log-level (default info)
 #   KK_STREAM_PORT           CRI streaming server port on 127.0.0.1 (default 0 = random)
