@@ -252,6 +252,6 @@ func TestContainerdResizesRunningInitContainer(t *testing.T) {
 	assert.Equal(t, runtimeapi.ContainerState_CONTAINER_RUNNING, st.GetState())
 	assert.Equal(t, int64(128<<20), st.GetResources().GetLinux().GetMemoryLimitInBytes())
 	assert.Equal(t, int64(20000), st.GetResources().GetLinux().GetCpuQuota())
-	assert.True(t, podsync.ResizeDone(&p.Spec.InitContainers[0], st))
+	assert.True(t, podsync.ResizeDone(p, &p.Spec.InitContainers[0], st))
 	assert.True(t, h.sync(p).Actions.Nothing(), "nothing left to do while init runs")
 }
