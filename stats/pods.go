@@ -39,7 +39,12 @@ func (p *Provider) pods(ctx context.Context, d *disk) ([]statsv1alpha1.PodStats,
 			p.log.Info("Failed to list pod sandbox stats; pods measured from their containers", "err", err)
 		}
 		cStats, err := p.o.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
-		if err != nil {
+		switch {
+		case errors.Is(err, cri.ErrUnimplemented):
+			// A runtime that measures nothing: the summary has the
+			// node's usage and no pod's.
+			p.log.Debug("The runtime does not list container stats; the summary has no pods", "err", err)
+		case err != nil:
 			return nil, err
 		}
 		out = p.podsFromContainerStats(ctx, d, cStats, sandboxes, containers, seen)

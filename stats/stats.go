@@ -12,6 +12,7 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/internal/hoststats"
 )
 
@@ -245,7 +246,12 @@ func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1
 			return nil, err
 		}
 		node.Fs = d.nodeFsStats()
-		if node.Runtime, err = p.runtimeFs(ctx, d); err != nil {
+		switch node.Runtime, err = p.runtimeFs(ctx, d); {
+		case errors.Is(err, cri.ErrUnimplemented):
+			// As upstream's summary of a runtime without ImageFsInfo:
+			// no runtime filesystems.
+			p.log.Debug("The runtime does not report its image filesystem; the summary has none", "err", err)
+		case err != nil:
 			return nil, err
 		}
 	} else {

@@ -139,7 +139,12 @@ func (l *Linux) Get(ctx context.Context) (*Summary, error) {
 		return nil, fmt.Errorf("get stats: %w", err)
 	}
 	info, err := l.o.Runtime.ImageFsInfo(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, cri.ErrUnimplemented):
+		// A runtime that does not report its image filesystem keeps its
+		// images on nodefs, as far as eviction can tell.
+		info = &runtimeapi.ImageFsInfoResponse{}
+	case err != nil:
 		return nil, fmt.Errorf("get stats: image fs info: %w", err)
 	}
 	s.Node.ImageFs, s.Node.DedicatedImageFs = l.imageFs(info, nodeFsPath, s.Node.Fs, now)
@@ -226,7 +231,12 @@ func (l *Linux) pods(ctx context.Context, now time.Time) (out []PodStats, incomp
 		sandboxes, incomplete = nil, fmt.Errorf("list pod sandbox stats (pods measured from their containers): %w", err)
 	}
 	containers, err := l.o.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
-	if err != nil {
+	switch {
+	case errors.Is(err, cri.ErrUnimplemented):
+		// A runtime that measures nothing: no pod's usage, which
+		// incomplete says, and the node's signals alone.
+		return nil, fmt.Errorf("list container stats (no pod measured): %w", err), nil
+	case err != nil:
 		return nil, nil, fmt.Errorf("list container stats: %w", err)
 	}
 	byUID := map[types.UID]int{}
