@@ -31,14 +31,6 @@ import (
 // for every probe turn.
 var _ prober.StatusViewer = (*status.Manager)(nil)
 
-// Runtime is the container runtime the agent drives: the CRI client from
-// cri.Dial, the in-process *fake.Runtime, or any implementation of both
-// services.
-type Runtime interface {
-	cri.RuntimeService
-	cri.ImageService
-}
-
 // Clock is the time the agent and every block it builds read: the union of
 // what the blocks need. clock.RealClock and the fake clocks of
 // k8s.io/utils/clock/testing implement it.

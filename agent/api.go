@@ -37,7 +37,7 @@ type NodeAPI interface {
 
 // nodeAPI is the agent's NodeAPI; it holds only the parts it reads.
 type nodeAPI struct {
-	rt     Runtime
+	rt     FullRuntime // its missing capabilities answer ErrUnimplemented
 	pods   *syncloop.PodSet
 	status *status.Manager
 	clock  Clock

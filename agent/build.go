@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/allocation"
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/logs"
@@ -148,6 +149,7 @@ type blocks struct {
 	log      *slog.Logger
 	clock    Clock
 	rt       Runtime
+	caps     FullRuntime   // rt, its missing capabilities answering ErrUnimplemented
 	fakeRT   *fake.Runtime // nil when Options.Runtime is set
 	metrics  Metrics
 	events   *recorder
@@ -202,7 +204,8 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 		b.fakeRT = NewFakeRuntime(opts.Clock, log.With("component", "fake-runtime"))
 		b.rt = b.fakeRT
 	}
-	b.features = runtimeFeatures{rt: b.rt, log: log}
+	b.caps = withCapabilities(b.rt)
+	b.features = runtimeFeatures{rt: b.caps, log: log}
 	b.view = &podView{pods: syncloop.NewPodSet(), records: newPodRecords(opts.Clock, b.metrics)}
 	view := b.view
 	b.config = source.NewConfig(source.ConfigOptions{Logger: log.With("component", "config"), Recorder: b.events, NodeName: opts.NodeName, Clock: b.clock})
@@ -221,8 +224,12 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	h := &handler{podView: view, alloc: b.alloc, devices: b.devices, rt: b.rt, mirrors: opts.Cluster.MirrorPods,
 		declared: declaredFeatures(opts), rootDir: opts.RootDir, events: b.events, clock: b.clock, log: log}
 	b.handler = h
-	if opts.EventedPLEG {
-		b.pleg, err = pleg.NewEvented(pleg.EventedOptions{Runtime: b.rt, Cache: b.cache, Clock: b.clock,
+	_, evented := b.rt.(cri.EventSource)
+	if opts.EventedPLEG && !evented {
+		log.Info("The container runtime has no container events (cri.EventSource): the PLEG relists instead of following them")
+	}
+	if opts.EventedPLEG && evented {
+		b.pleg, err = pleg.NewEvented(pleg.EventedOptions{Runtime: b.caps, Cache: b.cache, Clock: b.clock,
 			Logger: log.With("component", "pleg"), Metrics: b.metrics, OnEvents: h.handlePLEGEvents})
 	} else {
 		b.pleg, err = pleg.NewGeneric(pleg.GenericOptions{Runtime: b.rt, Cache: b.cache, Clock: b.clock,
@@ -238,7 +245,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 		return nil, err
 	}
 	rnd := opts.Rand
-	if b.prober, err = prober.New(prober.Options{Runner: countingProber(b.metrics, prober.NewRunner(prober.RunnerOptions{Execer: b.rt})), Status: view.status,
+	if b.prober, err = prober.New(prober.Options{Runner: countingProber(b.metrics, prober.NewRunner(prober.RunnerOptions{Execer: execer(b.rt)})), Status: view.status,
 		Clock: b.clock, Jitter: func(p time.Duration) time.Duration { return time.Duration(rnd() * float64(p)) },
 		Recorder: b.events, Logger: log.With("component", "prober")}); err != nil {
 		return nil, err
@@ -307,7 +314,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if h.admission, err = newAdmission(b, h.preempt); err != nil {
 		return nil, err
 	}
-	b.api = &nodeAPI{rt: b.rt, pods: view.pods, status: view.status, clock: b.clock}
+	b.api = &nodeAPI{rt: b.caps, pods: view.pods, status: view.status, clock: b.clock}
 	b.newSummary()
 	if b.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: b.rt, Clock: b.clock, MaxSize: opts.Logs.MaxSize,
 		MaxFiles: opts.Logs.MaxFiles, Logger: log.With("component", "container-logs")}); err != nil {

@@ -25,7 +25,7 @@ func (b *blocks) newNodeStatus() (*node.Controller, error) {
 		Leases:             b.opts.Cluster.Leases,
 		LeaseDuration:      b.opts.Cluster.LeaseDuration,
 		Clock:              b.clock,
-		Runtime:            b.rt,
+		Runtime:            b.caps,
 		Images:             b.rt,
 		PLEG:               b.pleg,
 		Machine:            b.opts.Node.Machine,

@@ -39,7 +39,7 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 		records = b.pullRecords
 	}
 	return podsync.New(podsync.Options{
-		Runtime: pullPausing{Runtime: b.rt, slots: cri.NewPullSlots(pullSlots(opts.Node.MaxParallelImagePulls))}, Recorder: b.events, Logger: log.With("component", "podsync"), Clock: b.clock,
+		Runtime: pullPausing{FullRuntime: b.caps, slots: cri.NewPullSlots(pullSlots(opts.Node.MaxParallelImagePulls))}, Recorder: b.events, Logger: log.With("component", "podsync"), Clock: b.clock,
 		Config: containerconfig.Options{
 			Volumes: b.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Cluster.Services, NodeAllocatable: b.allocatable,
 			RecursiveReadOnlyMounts: b.features.handlerSupportsRecursiveReadOnly,

@@ -55,7 +55,7 @@ func waitNoRunning(t *testing.T, rt agent.Runtime, uid string) {
 
 // volumeNode runs an agent on rt with a manifest and an object directory,
 // and writes the objects and the pod.
-func volumeNode(t *testing.T, rt agent.Runtime, image, name string) (n *node, objects, hostDir, podName string) {
+func volumeNode(t *testing.T, rt agent.FullRuntime, image, name string) (n *node, objects, hostDir, podName string) {
 	t.Helper()
 	dir := t.TempDir()
 	manifests, objects, hostDir := filepath.Join(dir, "manifests"), filepath.Join(dir, "objects"), filepath.Join(dir, "host")
@@ -74,7 +74,7 @@ func volumeNode(t *testing.T, rt agent.Runtime, image, name string) (n *node, ob
 
 // checkVolumes runs the scenario: a container reads its mounted files, a
 // configMap update reaches it, and the volumes go with the pod.
-func checkVolumes(t *testing.T, n *node, rt agent.Runtime, objects, hostDir, podName string) {
+func checkVolumes(t *testing.T, n *node, rt agent.FullRuntime, objects, hostDir, podName string) {
 	p := n.waitPod(podName, "Ready (its probe reads the configMap)", func(p v1.Pod) bool { return condition(p, v1.PodReady) == v1.ConditionTrue })
 	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "motd"), []byte("from the host"), 0o644))
 	// What lands in the emptyDir's subPath shows at its mount.

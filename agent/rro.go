@@ -6,13 +6,15 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/cri"
 )
 
 // runtimeFeatures asks the runtime what it supports, each time it is asked:
 // the handlers' recursive read-only mounts and user namespaces, and
 // supplementalGroupsPolicy Strict.
 type runtimeFeatures struct {
-	rt  Runtime
+	rt  cri.StatusReporter
 	log *slog.Logger
 }
 

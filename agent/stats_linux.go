@@ -4,5 +4,5 @@ import "github.com/kubeletkit/kubeletkit/eviction/stats"
 
 // machineStats measures this Linux machine and the runtime's pods.
 func (b *blocks) machineStats() (stats.Provider, error) {
-	return stats.NewLinux(stats.LinuxOptions{Runtime: b.rt, Clock: b.clock, RootDir: b.opts.RootDir, PodLogsDir: b.opts.logsDir()})
+	return stats.NewLinux(stats.LinuxOptions{Runtime: b.caps, Clock: b.clock, RootDir: b.opts.RootDir, PodLogsDir: b.opts.logsDir()})
 }

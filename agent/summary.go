@@ -13,7 +13,7 @@ import (
 // runtime's pods and this machine, on the agent's clock. Where the machine
 // cannot be measured (not Linux), Summary says so.
 func (b *blocks) newSummary() {
-	b.api.summary, b.api.summaryErr = nodestats.New(nodestats.Options{NodeName: b.opts.NodeName, Runtime: b.rt,
+	b.api.summary, b.api.summaryErr = nodestats.New(nodestats.Options{NodeName: b.opts.NodeName, Runtime: b.caps,
 		RootDir: b.opts.RootDir, PodLogsDir: b.opts.logsDir(), Clock: b.clock, Logger: b.log.With("component", "stats")})
 }
 

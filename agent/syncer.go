@@ -248,7 +248,7 @@ func podDesc(pod *v1.Pod) string {
 // and gives the starting pod's slot in the start gate back while it waits
 // and while the image downloads.
 type pullPausing struct {
-	Runtime
+	FullRuntime
 	slots *cri.PullSlots
 }
 
@@ -268,5 +268,5 @@ func (r pullPausing) pull(ctx context.Context, image *runtimeapi.ImageSpec, auth
 		return "", err
 	}
 	defer r.slots.Release()
-	return r.Runtime.PullImage(ctx, image, auth, sandbox)
+	return r.FullRuntime.PullImage(ctx, image, auth, sandbox)
 }

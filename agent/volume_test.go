@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
+	"github.com/kubeletkit/kubeletkit/cri"
 )
 
 // volumePod mounts one volume of each kind the agent supports without an
@@ -82,7 +83,7 @@ stringData: {password: s3cr3t}
 `
 
 // cat runs cat in the pod's container and returns what it printed.
-func cat(t *testing.T, rt agent.Runtime, p v1.Pod, files ...string) (string, int32) {
+func cat(t *testing.T, rt cri.Execer, p v1.Pod, files ...string) (string, int32) {
 	t.Helper()
 	_, id, ok := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
 	require.True(t, ok, p.Status.ContainerStatuses[0].ContainerID)
@@ -95,7 +96,7 @@ func cat(t *testing.T, rt agent.Runtime, p v1.Pod, files ...string) (string, int
 // of its mounts, once the test has written "from the host" to motd in the
 // hostPath directory and "through the volume" to app/logs/written in the
 // emptyDir.
-func checkMountedFiles(t *testing.T, rt agent.Runtime, p v1.Pod) {
+func checkMountedFiles(t *testing.T, rt cri.Execer, p v1.Pod) {
 	t.Helper()
 	for _, tc := range []struct{ file, want string }{
 		{"/etc/config/greeting", "hello"},

@@ -53,6 +53,13 @@ type Options struct {
 	ExecRules []fake.ExecRule
 	// Images are present in the fake runtime from the start.
 	Images []string
+	// Runtime, when set, is what the agent drives, built over the node's
+	// fake runtime as the agent would otherwise drive it: a provider's
+	// runtime, or a wrapper that leaves some of the optional capabilities
+	// out (see agent.Runtime) to test how the node does without them. Its
+	// calls reach the fake (Node.Runtime, which still returns it, records
+	// them) through what it forwards. Nil means the fake itself.
+	Runtime func(agent.FullRuntime) agent.Runtime
 }
 
 // Node is a whole node in a unit test: one agent on the fake runtime, all
@@ -133,7 +140,11 @@ func NewNode(t testing.TB, opts Options) *Node {
 		in, o.Cluster.StatusSink = api.updates, api
 	}
 	updates := make(chan syncloop.PodUpdate)
-	o.Runtime, o.Cluster.Updates = indexedRuntime{Runtime: rt, index: idx}, updates
+	var drive agent.FullRuntime = indexedRuntime{Runtime: rt, index: idx}
+	o.Runtime, o.Cluster.Updates = drive, updates
+	if opts.Runtime != nil {
+		o.Runtime = opts.Runtime(drive)
+	}
 	if o.Cluster.Recorder == nil {
 		o.Cluster.Recorder = api
 	} else {

@@ -58,7 +58,7 @@ type scriptedRuntime struct {
 	rnd *rand.Rand
 }
 
-var _ agent.Runtime = (*scriptedRuntime)(nil)
+var _ agent.FullRuntime = (*scriptedRuntime)(nil)
 
 // newRuntime returns node i's fake runtime on clk, following s.
 func newRuntime(i int, clk clock.WithDelayedExecution, s Script) *scriptedRuntime {

@@ -104,7 +104,7 @@
 // client_golang's prometheus/testutil reads values back from Registry.
 // A test's Node is a small struct whose Runtime answers ListPodSandbox and
 // ListContainers (cri/fake.Runtime does); a test's server.StatsProvider is
-// a function type, and a runtime to instrument embeds agent.Runtime and
+// a function type, and a runtime to instrument embeds agent.FullRuntime and
 // overrides the methods the test calls. Options.Clock times the runtime's
 // operations on a fake clock.
 package prometheus

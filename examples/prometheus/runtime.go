@@ -18,17 +18,23 @@ import (
 // pull_image ...). A GetContainerEvents stream is one operation, measured
 // when the caller stops reading it or it ends, and failed when it yields
 // an error. Give the result to agent.Options.Runtime.
-func (m *Metrics) InstrumentRuntime(rt agent.Runtime) agent.Runtime {
+//
+// It takes and returns an agent.FullRuntime (cri.Dial's client,
+// *fake.Runtime): a wrapper has every method it declares, so wrapping a
+// runtime without some optional capability would make the agent find the
+// capability and then fail each call, where without the wrapper it does
+// without it once, cleanly.
+func (m *Metrics) InstrumentRuntime(rt agent.FullRuntime) agent.FullRuntime {
 	return &instrumented{rt: rt, m: m}
 }
 
-// instrumented is an agent.Runtime whose every call is measured.
+// instrumented is an agent.FullRuntime whose every call is measured.
 type instrumented struct {
-	rt agent.Runtime
+	rt agent.FullRuntime
 	m  *Metrics
 }
 
-var _ agent.Runtime = (*instrumented)(nil)
+var _ agent.FullRuntime = (*instrumented)(nil)
 
 // measure runs one call of operation op and records it.
 func measure[T any](in *instrumented, op string, call func() (T, error)) (T, error) {

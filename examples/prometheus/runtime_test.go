@@ -28,57 +28,57 @@ func TestInstrumentRuntimeOperations(t *testing.T) {
 	img := &runtimeapi.ImageSpec{Image: "busybox:1.36"}
 	calls := []struct {
 		op   string
-		call func(rt agent.Runtime) error
+		call func(rt agent.FullRuntime) error
 	}{
-		{"version", func(rt agent.Runtime) error { _, err := rt.Version(ctx, "v1"); return err }},
-		{"status", func(rt agent.Runtime) error { _, err := rt.Status(ctx, false); return err }},
-		{"runtime_config", func(rt agent.Runtime) error { _, err := rt.RuntimeConfig(ctx); return err }},
-		{"update_runtime_config", func(rt agent.Runtime) error { return rt.UpdateRuntimeConfig(ctx, &runtimeapi.RuntimeConfig{}) }},
-		{"pull_image", func(rt agent.Runtime) error { _, err := rt.PullImage(ctx, img, nil, nil); return err }},
-		{"image_status", func(rt agent.Runtime) error { _, err := rt.ImageStatus(ctx, img, false); return err }},
-		{"list_images", func(rt agent.Runtime) error { _, err := rt.ListImages(ctx, nil); return err }},
-		{"image_fs_info", func(rt agent.Runtime) error { _, err := rt.ImageFsInfo(ctx); return err }},
-		{"run_podsandbox", func(rt agent.Runtime) error {
+		{"version", func(rt agent.FullRuntime) error { _, err := rt.Version(ctx, "v1"); return err }},
+		{"status", func(rt agent.FullRuntime) error { _, err := rt.Status(ctx, false); return err }},
+		{"runtime_config", func(rt agent.FullRuntime) error { _, err := rt.RuntimeConfig(ctx); return err }},
+		{"update_runtime_config", func(rt agent.FullRuntime) error { return rt.UpdateRuntimeConfig(ctx, &runtimeapi.RuntimeConfig{}) }},
+		{"pull_image", func(rt agent.FullRuntime) error { _, err := rt.PullImage(ctx, img, nil, nil); return err }},
+		{"image_status", func(rt agent.FullRuntime) error { _, err := rt.ImageStatus(ctx, img, false); return err }},
+		{"list_images", func(rt agent.FullRuntime) error { _, err := rt.ListImages(ctx, nil); return err }},
+		{"image_fs_info", func(rt agent.FullRuntime) error { _, err := rt.ImageFsInfo(ctx); return err }},
+		{"run_podsandbox", func(rt agent.FullRuntime) error {
 			_, err := rt.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "ns", Uid: "u"}}, "")
 			return err
 		}},
-		{"podsandbox_status", func(rt agent.Runtime) error { _, err := rt.PodSandboxStatus(ctx, "nope", false); return err }},
-		{"list_podsandbox", func(rt agent.Runtime) error { _, err := rt.ListPodSandbox(ctx, nil); return err }},
-		{"podsandbox_stats", func(rt agent.Runtime) error { _, err := rt.PodSandboxStats(ctx, "nope"); return err }},
-		{"list_podsandbox_stats", func(rt agent.Runtime) error { _, err := rt.ListPodSandboxStats(ctx, nil); return err }},
-		{"create_container", func(rt agent.Runtime) error {
+		{"podsandbox_status", func(rt agent.FullRuntime) error { _, err := rt.PodSandboxStatus(ctx, "nope", false); return err }},
+		{"list_podsandbox", func(rt agent.FullRuntime) error { _, err := rt.ListPodSandbox(ctx, nil); return err }},
+		{"podsandbox_stats", func(rt agent.FullRuntime) error { _, err := rt.PodSandboxStats(ctx, "nope"); return err }},
+		{"list_podsandbox_stats", func(rt agent.FullRuntime) error { _, err := rt.ListPodSandboxStats(ctx, nil); return err }},
+		{"create_container", func(rt agent.FullRuntime) error {
 			_, err := rt.CreateContainer(ctx, "nope", &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: img}, nil)
 			return err
 		}},
-		{"start_container", func(rt agent.Runtime) error { return rt.StartContainer(ctx, "nope") }},
-		{"stop_container", func(rt agent.Runtime) error { return rt.StopContainer(ctx, "nope", 0) }},
-		{"remove_container", func(rt agent.Runtime) error { return rt.RemoveContainer(ctx, "nope") }},
-		{"list_containers", func(rt agent.Runtime) error { _, err := rt.ListContainers(ctx, nil); return err }},
-		{"container_status", func(rt agent.Runtime) error { _, err := rt.ContainerStatus(ctx, "nope", false); return err }},
-		{"update_container", func(rt agent.Runtime) error { return rt.UpdateContainerResources(ctx, "nope", nil) }},
-		{"reopen_container_log", func(rt agent.Runtime) error { return rt.ReopenContainerLog(ctx, "nope") }},
-		{"container_stats", func(rt agent.Runtime) error { _, err := rt.ContainerStats(ctx, "nope"); return err }},
-		{"list_container_stats", func(rt agent.Runtime) error { _, err := rt.ListContainerStats(ctx, nil); return err }},
-		{"exec_sync", func(rt agent.Runtime) error {
+		{"start_container", func(rt agent.FullRuntime) error { return rt.StartContainer(ctx, "nope") }},
+		{"stop_container", func(rt agent.FullRuntime) error { return rt.StopContainer(ctx, "nope", 0) }},
+		{"remove_container", func(rt agent.FullRuntime) error { return rt.RemoveContainer(ctx, "nope") }},
+		{"list_containers", func(rt agent.FullRuntime) error { _, err := rt.ListContainers(ctx, nil); return err }},
+		{"container_status", func(rt agent.FullRuntime) error { _, err := rt.ContainerStatus(ctx, "nope", false); return err }},
+		{"update_container", func(rt agent.FullRuntime) error { return rt.UpdateContainerResources(ctx, "nope", nil) }},
+		{"reopen_container_log", func(rt agent.FullRuntime) error { return rt.ReopenContainerLog(ctx, "nope") }},
+		{"container_stats", func(rt agent.FullRuntime) error { _, err := rt.ContainerStats(ctx, "nope"); return err }},
+		{"list_container_stats", func(rt agent.FullRuntime) error { _, err := rt.ListContainerStats(ctx, nil); return err }},
+		{"exec_sync", func(rt agent.FullRuntime) error {
 			_, err := rt.ExecSync(ctx, "nope", []string{"true"}, time.Second)
 			return err
 		}},
-		{"exec", func(rt agent.Runtime) error {
+		{"exec", func(rt agent.FullRuntime) error {
 			_, err := rt.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: "nope", Cmd: []string{"sh"}, Stdout: true})
 			return err
 		}},
-		{"attach", func(rt agent.Runtime) error {
+		{"attach", func(rt agent.FullRuntime) error {
 			_, err := rt.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: "nope", Stdout: true})
 			return err
 		}},
-		{"port_forward", func(rt agent.Runtime) error {
+		{"port_forward", func(rt agent.FullRuntime) error {
 			_, err := rt.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: "nope"})
 			return err
 		}},
-		{"remove_image", func(rt agent.Runtime) error { return rt.RemoveImage(ctx, img) }},
-		{"stop_podsandbox", func(rt agent.Runtime) error { return rt.StopPodSandbox(ctx, "nope") }},
-		{"remove_podsandbox", func(rt agent.Runtime) error { return rt.RemovePodSandbox(ctx, "nope") }},
-		{"get_container_events", func(rt agent.Runtime) error {
+		{"remove_image", func(rt agent.FullRuntime) error { return rt.RemoveImage(ctx, img) }},
+		{"stop_podsandbox", func(rt agent.FullRuntime) error { return rt.StopPodSandbox(ctx, "nope") }},
+		{"remove_podsandbox", func(rt agent.FullRuntime) error { return rt.RemovePodSandbox(ctx, "nope") }},
+		{"get_container_events", func(rt agent.FullRuntime) error {
 			cctx, cancel := context.WithCancel(ctx)
 			cancel() // the stream ends at once
 			for _, err := range rt.GetContainerEvents(cctx) {
@@ -89,8 +89,8 @@ func TestInstrumentRuntimeOperations(t *testing.T) {
 			return nil
 		}},
 	}
-	runtimeType := reflect.TypeFor[agent.Runtime]()
-	require.Equal(t, runtimeType.NumMethod(), len(calls), "one call per method of agent.Runtime")
+	runtimeType := reflect.TypeFor[agent.FullRuntime]()
+	require.Equal(t, runtimeType.NumMethod(), len(calls), "one call per method of agent.FullRuntime")
 
 	fr := fake.New(fake.Options{})
 	defer fr.Close()
@@ -142,7 +142,7 @@ func labelValues(t *testing.T, m *prometheus.Metrics, name, label string) []stri
 // clk (and PullImage fails), and whose event stream yields events, then
 // fails.
 type steppingRuntime struct {
-	agent.Runtime
+	agent.FullRuntime
 	clk    *clocktesting.FakePassiveClock
 	d      time.Duration
 	events []*runtimeapi.ContainerEventResponse
