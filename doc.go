@@ -33,8 +33,10 @@
 //
 // examples/vkprovider is a virtual-kubelet provider built on the blocks
 // (pod workers, probes, statuses, volumes, CRI configs) and examples/vknode
-// runs it as a node (docs/virtual-kubelet.md). A provider whose backend is not
-// a CRI runtime takes the blocks it needs one by one:
+// runs it as a node (docs/virtual-kubelet.md). Its backend implements
+// agent.Runtime, 18 methods, with exec, stats, events and status as optional
+// capabilities (docs/providers.md). A provider whose backend cannot run a
+// pod's containers one at a time takes the blocks it needs one by one:
 // [github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig] for what a
 // container is given, [github.com/kubeletkit/kubeletkit/status] for its pod
 // status, [github.com/kubeletkit/kubeletkit/prober] for its probes.

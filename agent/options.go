@@ -38,8 +38,9 @@ type Options struct {
 	// Rand returns a pseudo-random number in [0, 1) for the jitter of pod
 	// resyncs, retries and probes' first runs. Nil means math/rand/v2.
 	Rand func() float64
-	// Runtime is the container runtime. Nil means an embedded fake runtime
-	// (NewFakeRuntime) on Clock.
+	// Runtime is the container runtime: what it must implement, and the
+	// optional capabilities the agent looks for, are Runtime's doc. Nil
+	// means an embedded fake runtime (NewFakeRuntime) on Clock.
 	Runtime Runtime
 	// EventedPLEG follows the runtime's container events (CRI
 	// GetContainerEvents) with a slow relist as a safety net, instead of

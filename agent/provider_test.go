@@ -124,7 +124,8 @@ func is[I any](v any) bool { _, ok := v.(I); return ok }
 // each missing capability as upstream does without an unimplemented CRI
 // method: the PLEG relists (EventedPLEG asked for), the node is Ready (no
 // runtime status), the kubelet API's exec and run answer that the runtime
-// does not support them, and the stats summary has no pods.
+// does not support them, the stats summary has no pods, and an exec
+// postStart hook fails.
 func TestMinimalRuntimeRunsPods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := agenttest.NewNode(t, agenttest.Options{
@@ -172,8 +173,21 @@ func TestMinimalRuntimeRunsPods(t *testing.T) {
 			assert.Nil(t, s.Node.Runtime, "no image filesystem")
 		}
 
+		hooked := v1.Container{Name: "hooked", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
+			Lifecycle: &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}}
+		n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hooked", Namespace: "default"}, Spec: v1.PodSpec{Containers: []v1.Container{hooked}}})
+		require.True(t, n.StepUntil(time.Minute, func() bool {
+			for _, e := range n.Events() {
+				if e.Object == "Pod default/hooked" && e.Reason == "FailedPostStartHook" {
+					return true
+				}
+			}
+			return false
+		}), "an exec postStart hook fails without an Execer")
+
+		n.DeletePod("default", "hooked")
 		n.DeletePod("default", "web")
-		require.True(t, n.StepUntil(time.Minute, func() bool { return n.Pod("default", "web") == nil }), "deleted")
+		require.True(t, n.StepUntil(time.Minute, func() bool { return len(n.Pods()) == 0 }), "deleted")
 		for _, c := range n.Runtime().Containers() {
 			assert.NotEqual(t, runtimeapi.ContainerState_CONTAINER_RUNNING, c.GetState(), c.GetMetadata().GetName())
 		}

@@ -1,11 +1,31 @@
 // Package vkprovider is a virtual-kubelet provider built on package agent:
 // VK's node.PodLifecycleHandler and node.PodNotifier (asynchronous
 // statuses), node.NodeProvider and nodeutil.Provider, over a whole
-// kubeletkit kubelet. A provider author brings a CRI-shaped backend (any
-// cri.RuntimeService and cri.ImageService: containerd or CRI-O through
-// cri.Dial, the in-process cri/fake, or a shim of their own) instead of
-// re-implementing probes, restart policies, CrashLoopBackOff, init
-// containers, volumes, service account tokens and graceful termination.
+// kubeletkit kubelet. A provider author brings a CRI-shaped backend (an
+// agent.Runtime: containerd or CRI-O through cri.Dial, the in-process
+// cri/fake, or a shim of their own) instead of re-implementing probes,
+// restart policies, CrashLoopBackOff, init containers, volumes, service
+// account tokens and graceful termination.
+//
+// # What the backend implements
+//
+// A shim implements agent.Runtime's 18 methods: Version, the five sandbox
+// methods, the eight container methods and the four image methods. The
+// rest are optional, found by interface assertion, and the node does
+// without each one it leaves out:
+//
+//	cri.Execer          exec probes and hooks, /run (without: they fail)
+//	cri.Streamer        kubectl exec, attach, port-forward (without: an error
+//	                    saying the runtime does not support them)
+//	cri.StatsProvider   pods in the stats summary and eviction's pod usage
+//	cri.ImageFSInfoer   the image filesystem's usage
+//	cri.EventSource     EventedPLEG (without: the PLEG relists)
+//	cri.StatusReporter  runtime conditions (without: ready, network ready)
+//
+// Leave an optional method out rather than return an error from it: there
+// is no base type to embed, since one would make every capability look
+// present. docs/providers.md says what each required method must do and
+// how pods map onto a backend that is not a container runtime.
 //
 // # Who owns what
 //
