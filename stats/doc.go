@@ -46,7 +46,9 @@
 // etc-hosts file. When the runtime cannot list sandbox stats (it answers
 // Unimplemented, or fails), pods are measured from ListContainerStats as
 // upstream's fallback does: their CPU and memory are their containers'
-// sums and they have no network or process figures.
+// sums and they have no network or process figures. A runtime that answers
+// Unimplemented to ListContainerStats and ImageFsInfo as well gets a summary
+// of the node alone, with no pods and no runtime filesystem.
 //
 // A CPU rate the runtime or the host leaves out (usage_nano_cores) is
 // computed from two cumulative samples at least CPUSamplePeriod apart,

@@ -228,6 +228,26 @@ func TestSummaryFallback(t *testing.T) {
 	assert.ErrorContains(t, err, "down too")
 }
 
+// TestSummaryRuntimeWithoutStats: a runtime that implements none of the
+// stats methods (each answers Unimplemented) gets a summary of the node
+// with no pods and no runtime filesystem, rather than none.
+func TestSummaryRuntimeWithoutStats(t *testing.T) {
+	for _, only := range []bool{false, true} {
+		t.Run(fmt.Sprintf("only=%v", only), func(t *testing.T) {
+			n := newNode(t)
+			scenario(n)
+			for _, m := range []fake.Method{fake.ListPodSandboxStats, fake.ListContainerStats, fake.ImageFsInfo} {
+				n.rt.InjectFault(m, fake.Fault{Err: fmt.Errorf("%s: %w", m, cri.ErrUnimplemented)})
+			}
+			s, err := n.provider(stats.Options{}).Summary(context.Background(), only)
+			require.NoError(t, err)
+			assert.Empty(t, s.Pods)
+			assert.Nil(t, s.Node.Runtime)
+			assert.Equal(t, "node-1", s.Node.NodeName, "the node is measured")
+		})
+	}
+}
+
 func TestSummaryErrors(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -38,6 +38,8 @@
 // --volume-stats-agg-period). When the runtime cannot list its sandboxes'
 // stats (containerd fails the whole list when one sandbox has no metrics),
 // pods are measured from their containers and Summary.Incomplete says so.
+// A runtime that answers Unimplemented to ListContainerStats has no pod
+// measured (Incomplete says so), and to ImageFsInfo its images on nodefs.
 // A fake provider for tests is evictiontest.Stats.
 //
 // # Threading

@@ -5,6 +5,7 @@ package stats_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -187,6 +188,18 @@ func TestLinuxPodsFromCRIAndDisk(t *testing.T) {
 	rt.InjectFault(fake.ListContainerStats, fake.Fault{Err: errors.New("down")})
 	_, err = p.Get(ctx)
 	assert.ErrorContains(t, err, "list container stats")
+
+	// A runtime without any stats method: the node alone, no pod measured,
+	// and its images taken to be on nodefs.
+	for _, m := range []fake.Method{fake.ListPodSandboxStats, fake.ListContainerStats, fake.ImageFsInfo} {
+		rt.InjectFault(m, fake.Fault{Err: fmt.Errorf("%s: %w", m, cri.ErrUnimplemented)})
+	}
+	s, err = p.Get(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, s.Pods)
+	assert.ErrorIs(t, s.Incomplete, cri.ErrUnimplemented)
+	require.NotNil(t, s.Node.ImageFs)
+	assert.False(t, s.Node.DedicatedImageFs)
 }
 
 // TestLinuxRealMeminfo reads this machine's /proc/meminfo and cgroups and
