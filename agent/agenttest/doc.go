@@ -55,7 +55,9 @@
 // Runtime returns the fake runtime, to script what containers do (exit
 // after a while, crash, ignore SIGTERM, fail to start), what exec probes
 // and hooks answer, pulls that fail or take time, and faults of any CRI
-// method.
+// method. Options.Runtime puts a runtime of the test's own between the
+// agent and the fake: a provider's, or one that leaves optional
+// capabilities out (see agent.Runtime).
 //
 // # An API server of the test's own
 //
