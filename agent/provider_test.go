@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -124,8 +125,8 @@ func is[I any](v any) bool { _, ok := v.(I); return ok }
 // each missing capability as upstream does without an unimplemented CRI
 // method: the PLEG relists (EventedPLEG asked for), the node is Ready (no
 // runtime status), the kubelet API's exec and run answer that the runtime
-// does not support them, the stats summary has no pods, and an exec
-// postStart hook fails.
+// does not support them, the stats summary has no pods, an exec postStart
+// hook fails and an exec readiness probe errors.
 func TestMinimalRuntimeRunsPods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := agenttest.NewNode(t, agenttest.Options{
@@ -173,19 +174,29 @@ func TestMinimalRuntimeRunsPods(t *testing.T) {
 			assert.Nil(t, s.Node.Runtime, "no image filesystem")
 		}
 
+		probed := v1.Container{Name: "probed", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
+			ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 10}}
 		hooked := v1.Container{Name: "hooked", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
 			Lifecycle: &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}}
 		n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hooked", Namespace: "default"}, Spec: v1.PodSpec{Containers: []v1.Container{hooked}}})
-		require.True(t, n.StepUntil(time.Minute, func() bool {
-			for _, e := range n.Events() {
-				if e.Object == "Pod default/hooked" && e.Reason == "FailedPostStartHook" {
-					return true
+		n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probed", Namespace: "default"}, Spec: v1.PodSpec{Containers: []v1.Container{probed}}})
+		event := func(pod, reason, message string) func() bool {
+			return func() bool {
+				for _, e := range n.Events() {
+					if e.Object == "Pod default/"+pod && e.Reason == reason && strings.Contains(e.Message, message) {
+						return true
+					}
 				}
+				return false
 			}
-			return false
-		}), "an exec postStart hook fails without an Execer")
+		}
+		require.True(t, n.StepUntil(time.Minute, event("hooked", "FailedPostStartHook", "")), "an exec postStart hook fails without an Execer")
+		require.True(t, n.StepUntil(time.Minute, event("probed", "Unhealthy", "Readiness probe errored")), "an exec probe errors without an Execer")
+		assert.True(t, isRunning(*n.Pod("default", "probed")))
+		assert.False(t, isReady(*n.Pod("default", "probed")), "never ready by an exec probe")
 
 		n.DeletePod("default", "hooked")
+		n.DeletePod("default", "probed")
 		n.DeletePod("default", "web")
 		require.True(t, n.StepUntil(time.Minute, func() bool { return len(n.Pods()) == 0 }), "deleted")
 		for _, c := range n.Runtime().Containers() {

@@ -26,8 +26,9 @@ import (
 // http.Flusher, and does without when it is missing:
 //
 //   - cri.Execer: exec probes, exec lifecycle hooks and the kubelet API's
-//     /run. Without it an exec probe or hook fails, and /run answers that
-//     the runtime does not run commands.
+//     /run. Without it an exec probe errors (its result stays unknown: the
+//     container is never ready by it, never killed by it), an exec hook
+//     fails, and /run answers that the runtime does not support it.
 //   - cri.Streamer: the kubelet API's exec, attach and port-forward.
 //     Without it they answer that the runtime does not support them.
 //   - cri.StatsProvider and cri.ImageFSInfoer: the stats summary and the

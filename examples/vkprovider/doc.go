@@ -14,7 +14,7 @@
 // rest are optional, found by interface assertion, and the node does
 // without each one it leaves out:
 //
-//	cri.Execer          exec probes and hooks, /run (without: they fail)
+//	cri.Execer          exec probes and hooks, /run (without: they error)
 //	cri.Streamer        kubectl exec, attach, port-forward (without: an error
 //	                    saying the runtime does not support them)
 //	cri.StatsProvider   pods in the stats summary and eviction's pod usage
