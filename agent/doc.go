@@ -101,6 +101,14 @@
 // module's examples/apiserver fills it with client-go (Joined.Apply), and
 // examples/prometheus implements Metrics; the core depends on neither.
 //
+// Options.Runtime is a Runtime: versioning, sandboxes, containers and
+// images, 18 methods. Exec, streaming, stats, container events and the
+// runtime's status are optional capabilities the agent finds by interface
+// assertion and does without, as upstream does without a CRI method the
+// runtime leaves unimplemented; Runtime's doc lists what each one gives.
+// cri.Dial's client and *fake.Runtime have them all (FullRuntime).
+// docs/providers.md is the guide for a runtime of one's own.
+//
 // Time comes from Options.Clock, which every block is given: with a fake
 // clock nothing the agent composes reads the real time, and
 // agent/agenttest steps a whole node through minutes in milliseconds.
