@@ -48,7 +48,9 @@ import (
 // FullRuntime to keep them all. There is deliberately no base type to
 // embed for the optional methods: a runtime that embedded one would assert
 // to every capability and fail each call, where leaving a method out makes
-// the agent degrade once, cleanly.
+// the agent degrade once, cleanly. Nor is one needed for forward
+// compatibility: what CRI adds later comes as a new optional capability,
+// never as a method of Runtime, so a provider keeps compiling.
 type Runtime interface {
 	cri.Versioner
 	cri.SandboxManager
