@@ -49,7 +49,7 @@ func run(ctx context.Context, pods, statuses, root string, log *slog.Logger) err
 	updates := make(chan syncloop.PodUpdate)
 	a, err := agent.New(agent.Options{
 		NodeName: "edge1", RootDir: root, Logger: log,
-		Runtime: loggingRuntime{Runtime: rt, log: log},
+		Runtime: loggingRuntime{FullRuntime: rt, log: log},
 		Sources: agent.SourceOptions{Custom: []agent.PodSource{{Name: "edge-dir", Updates: updates}}},
 		Cluster: agent.ClusterOptions{StatusSink: fileSink{dir: statuses}},
 		Node:    agent.NodeOptions{ResolvConf: agent.ResolvConfNone}, // the fake runtime's pods have no network
@@ -128,14 +128,15 @@ func (s fileSink) path(pod *v1.Pod) string {
 }
 
 // loggingRuntime logs the containers the agent creates: where an edge agent
-// adapts its runtime, it wraps the methods it needs.
+// adapts its runtime, it wraps the methods it needs. It embeds a
+// FullRuntime: an embedded agent.Runtime would hide exec, stats and events.
 type loggingRuntime struct {
-	agent.Runtime
+	agent.FullRuntime
 	log *slog.Logger
 }
 
 func (r loggingRuntime) CreateContainer(ctx context.Context, sandbox string, cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig) (string, error) {
-	id, err := r.Runtime.CreateContainer(ctx, sandbox, cfg, sb)
+	id, err := r.FullRuntime.CreateContainer(ctx, sandbox, cfg, sb)
 	r.log.Info("container created", "pod", sb.GetMetadata().GetName(), "container", cfg.GetMetadata().GetName(), "id", id, "err", err)
 	return id, err
 }
