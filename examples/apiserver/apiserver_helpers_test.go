@@ -152,7 +152,7 @@ func condition(p v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
 
 // cat runs cat in the pod's first container and returns its output and
 // exit code.
-func cat(t *testing.T, rt agent.Runtime, p v1.Pod, files ...string) (string, int32) {
+func cat(t *testing.T, rt cri.Execer, p v1.Pod, files ...string) (string, int32) {
 	t.Helper()
 	_, id, ok := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
 	require.True(t, ok, p.Status.ContainerStatuses[0].ContainerID)

@@ -88,7 +88,7 @@ func TestAPIServerNodePodsVolumesMirrorPods(t *testing.T) {
 // registers and renews its lease, a pod from the API runs, reads its
 // configMap and service account token and turns Ready, a configMap update
 // reaches it, a static pod gets a mirror pod, and deletions go through.
-func apiScenario(t *testing.T, rt agent.Runtime, image, idPrefix string) {
+func apiScenario(t *testing.T, rt agent.FullRuntime, image, idPrefix string) {
 	admin, nodeClient, nodeName := apiEnv(t)
 	ctx := context.Background()
 	suffix := rand.String(5)
