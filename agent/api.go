@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +36,7 @@ type NodeAPI interface {
 	server.RunningPodLister
 	server.ContainerLogger
 	server.StatsProvider
+	server.Checkpointer
 }
 
 // nodeAPI is the agent's NodeAPI; it holds only the parts it reads.
@@ -41,6 +45,9 @@ type nodeAPI struct {
 	pods   *syncloop.PodSet
 	status *status.Manager
 	clock  Clock
+	// checkpoints is where container checkpoints are written
+	// (RootDir/checkpoints, as upstream's).
+	checkpoints string
 	// summary answers Summary; nil, with summaryErr saying why, where the
 	// machine cannot be measured.
 	summary    *nodestats.Provider
@@ -128,6 +135,31 @@ func (a *nodeAPI) PortForward(ctx context.Context, pod *v1.Pod, ports []int32) (
 		return nil, err
 	}
 	return url.Parse(resp.GetUrl())
+}
+
+// CheckpointContainer implements server.Checkpointer with the runtime's
+// CRI CheckpointContainer, as upstream's kubelet: the pod's running
+// container of that name is checkpointed to
+// RootDir/checkpoints/checkpoint-POD_NAMESPACE-CONTAINER-TIME.tar (the time
+// in RFC 3339), whose path is returned. A runtime without the call
+// (cri.Checkpointer) fails with an error wrapping cri.ErrUnimplemented.
+func (a *nodeAPI) CheckpointContainer(ctx context.Context, pod *v1.Pod, container string, timeoutSeconds int64) (string, error) {
+	id, err := a.runningContainer(ctx, pod, container)
+	if err != nil {
+		return "", fmt.Errorf("container %v not found", container)
+	}
+	cp, ok := a.rt.(cri.Checkpointer)
+	if !ok {
+		return "", unsupported("checkpoint", "cri.Checkpointer")
+	}
+	if err := os.MkdirAll(a.checkpoints, 0o700); err != nil {
+		return "", err
+	}
+	location := filepath.Join(a.checkpoints, fmt.Sprintf("checkpoint-%s_%s-%s-%s.tar", pod.Name, pod.Namespace, container, a.clock.Now().Format(time.RFC3339)))
+	if err := cp.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{ContainerId: id, Location: location, Timeout: timeoutSeconds}); err != nil {
+		return "", err
+	}
+	return location, nil
 }
 
 // ErrCommandFailed is wrapped by RunInContainer's error when the command

@@ -314,7 +314,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if h.admission, err = newAdmission(b, h.preempt); err != nil {
 		return nil, err
 	}
-	b.api = &nodeAPI{rt: b.caps, pods: view.pods, status: view.status, clock: b.clock}
+	b.api = &nodeAPI{rt: b.caps, pods: view.pods, status: view.status, clock: b.clock, checkpoints: filepath.Join(b.opts.RootDir, "checkpoints")}
 	b.newSummary()
 	if b.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: b.rt, Clock: b.clock, MaxSize: opts.Logs.MaxSize,
 		MaxFiles: opts.Logs.MaxFiles, Logger: log.With("component", "container-logs")}); err != nil {

@@ -182,7 +182,7 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 	}
 	return server.New(server.Options{
 		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.HTTP.MetricsHandler, ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler,
-		Stats: a.api, PodGetter: a.api, Logs: a.api, Streaming: a.api, Runner: a.api, RunningPods: a.api, Configz: o.Configz, WebSockets: o.WebSockets,
+		Stats: a.api, PodGetter: a.api, Logs: a.api, Streaming: a.api, Runner: a.api, Checkpoints: a.api, RunningPods: a.api, Configz: o.Configz, WebSockets: o.WebSockets,
 		Auth: &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},
 		TLS:  tlsConfig, Logger: a.log.With("component", "kubelet-api"),
 	}), nil

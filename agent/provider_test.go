@@ -147,7 +147,7 @@ func TestMinimalRuntimeRunsPods(t *testing.T) {
 			return ok && nodeReady(st) == v1.ConditionTrue
 		}), "the node is Ready without the runtime's status")
 
-		h := server.New(server.Options{PodGetter: a.API(), Streaming: a.API(), Runner: a.API(),
+		h := server.New(server.Options{PodGetter: a.API(), Streaming: a.API(), Runner: a.API(), Checkpoints: a.API(),
 			Auth: &server.Auth{Authenticator: tokens, Authorizer: onlyAdmin, NodeName: "node1"}}).Handler()
 		for _, tc := range []struct{ method, path, want string }{
 			{"GET", "/exec/default/web/web?command=sh&input=1&output=1",
@@ -158,6 +158,8 @@ func TestMinimalRuntimeRunsPods(t *testing.T) {
 				"port forward: the container runtime does not support it (no cri.Streamer): " + cri.ErrUnimplemented.Error()},
 			{"POST", "/run/default/web/web?cmd=true",
 				"exec sync: the container runtime does not support it (no cri.Execer): " + cri.ErrUnimplemented.Error()},
+			{"POST", "/checkpoint/default/web/web",
+				"checkpointing of default/web/web failed (checkpoint: the container runtime does not support it (no cri.Checkpointer): " + cri.ErrUnimplemented.Error() + ")"},
 		} {
 			req := httptest.NewRequest(tc.method, tc.path, nil)
 			req.Header.Set("Authorization", "Bearer admin-token")

@@ -38,6 +38,8 @@ import (
 //     memory limit against usage.
 //   - cri.EventSource: with Options.EventedPLEG, pod lifecycle events as
 //     they happen. Without it the PLEG relists every RelistPeriod.
+//   - cri.Checkpointer: the kubelet API's /checkpoint. Without it
+//     /checkpoint answers that the runtime does not support it.
 //   - cri.StatusReporter: the runtime's conditions and handler features.
 //     Without it the runtime counts as ready with its network ready, and
 //     no runtime handler as supporting recursive read-only mounts or user
@@ -220,4 +222,14 @@ func execer(rt Runtime) prober.Execer {
 		return e
 	}
 	return nil
+}
+
+// CheckpointContainer implements cri.Checkpointer: the runtime's, when it
+// has the capability (outside FullRuntime, as it is outside CRI's
+// RuntimeService in this module), else ErrUnimplemented.
+func (c capabilities) CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) error {
+	if cp, ok := c.Runtime.(cri.Checkpointer); ok {
+		return cp.CheckpointContainer(ctx, req)
+	}
+	return unsupported("checkpoint", "cri.Checkpointer")
 }

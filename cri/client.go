@@ -225,6 +225,22 @@ func (c *Client) ReopenContainerLog(ctx context.Context, containerID string) err
 	return err
 }
 
+// CheckpointContainer implements Checkpointer. The call is bounded by
+// req.Timeout seconds when above zero, else by the client's request
+// timeout, as upstream's remote runtime bounds it.
+func (c *Client) CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) error {
+	timeout := c.timeout
+	if req.GetTimeout() > 0 {
+		timeout = time.Duration(req.GetTimeout()) * time.Second
+	}
+	_, err := call(ctx, c, "CheckpointContainer", timeout, func(ctx context.Context) (*runtimeapi.CheckpointContainerResponse, error) {
+		return c.runtime.CheckpointContainer(ctx, req)
+	})
+	return err
+}
+
+var _ Checkpointer = (*Client)(nil)
+
 // ExecSync implements Execer. A timeout above zero is sent to the runtime
 // (rounded up to whole seconds, as CRI carries seconds) and bounds the call
 // at timeout plus the runtime request timeout; 0 leaves the call unbounded

@@ -118,6 +118,18 @@ type StatusReporter interface {
 	RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error)
 }
 
+// Checkpointer checkpoints running containers (CRI CheckpointContainer,
+// upstream's ContainerCheckpoint feature). It is outside RuntimeService: a
+// runtime may lack it (containerd 1.6 answers Unimplemented, 2.x needs
+// CRIU), and the kubelet API then answers its /checkpoint requests with the
+// runtime's error, as upstream's.
+type Checkpointer interface {
+	// CheckpointContainer writes a checkpoint archive of the running
+	// container req.ContainerId at req.Location, a path on the node.
+	// req.Timeout, in seconds, bounds the call when above zero.
+	CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) error
+}
+
 // RuntimeService is the runtime half of CRI v1, as this module uses it.
 // The CRI client returned by Dial and fake.Runtime implement it.
 type RuntimeService interface {

@@ -50,6 +50,16 @@ type Streamer interface {
 	PortForward(ctx context.Context, pod *v1.Pod, ports []int32) (*url.URL, error)
 }
 
+// Checkpointer checkpoints a container of a pod (/checkpoint, upstream's
+// ContainerCheckpoint feature): the runtime writes the running container's
+// checkpoint archive on the node, and CheckpointContainer returns its
+// path. timeoutSeconds above zero bounds the runtime's call. Its errors are
+// answered 500 "checkpointing of NAMESPACE/POD/CONTAINER failed (ERROR)",
+// as upstream's, whatever they are (a runtime without the call included).
+type Checkpointer interface {
+	CheckpointContainer(ctx context.Context, pod *v1.Pod, container string, timeoutSeconds int64) (string, error)
+}
+
 // CommandRunner runs a command in a container and returns its combined
 // output (/run, CRI's ExecSync). Its errors are answered as Streamer's.
 type CommandRunner interface {

@@ -28,6 +28,8 @@ type fakeNode struct {
 	run     func(cmd []string) ([]byte, error)
 	summary func(only bool) (*statsv1alpha1.Summary, error)
 	runErr  error
+	// checkpoint answers CheckpointContainer; nil: a path.
+	checkpoint func(timeout int64) (string, error)
 
 	mu    sync.Mutex
 	calls []call
@@ -43,6 +45,7 @@ type call struct {
 	Ports     []int32
 	Logs      *v1.PodLogOptions
 	Only      bool
+	Timeout   int64
 }
 
 var (
@@ -118,6 +121,14 @@ func (n *fakeNode) RunInContainer(_ context.Context, pod *v1.Pod, container stri
 		return n.run(cmd)
 	}
 	return []byte("ran\n"), nil
+}
+
+func (n *fakeNode) CheckpointContainer(_ context.Context, pod *v1.Pod, container string, timeout int64) (string, error) {
+	n.record(call{Method: "CheckpointContainer", Pod: key(pod), Container: container, Timeout: timeout})
+	if n.checkpoint != nil {
+		return n.checkpoint(timeout)
+	}
+	return "/var/lib/kubelet/checkpoints/checkpoint-web_default-app-2026-12-02T18:00:00Z.tar", nil
 }
 
 func (n *fakeNode) Summary(_ context.Context, only bool) (*statsv1alpha1.Summary, error) {

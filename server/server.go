@@ -74,6 +74,8 @@ type Options struct {
 	Streaming Streamer
 	// Runner answers /run.
 	Runner CommandRunner
+	// Checkpoints answers /checkpoint. Nil: no /checkpoint (404).
+	Checkpoints Checkpointer
 	// RunningPods answers /runningpods/.
 	RunningPods RunningPodLister
 	// Configz answers /configz, upstream's view of the kubelet's
@@ -166,6 +168,7 @@ func New(opts Options) *Server {
 		{"/attach/", []string{http.MethodGet, http.MethodPost}, s.serveAttach},
 		{"/portForward/", []string{http.MethodGet, http.MethodPost}, s.servePortForward},
 		{"/run/", []string{http.MethodPost}, s.serveRun},
+		{checkpointPath, []string{http.MethodPost}, s.serveCheckpoint},
 	}))
 	return s
 }
