@@ -333,6 +333,29 @@ func (m *Manager) Devices(uid types.UID, container string) map[string][]string {
 	return out
 }
 
+// AllocatableDevices returns the IDs of each resource's healthy devices,
+// sorted, by resource name: the devices that could be given, held or not
+// (upstream's GetAllocatableDevices, which the pod-resources API reports).
+// A resource whose plugin went away has none.
+func (m *Manager) AllocatableDevices() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]string{}
+	for name, r := range m.resources {
+		var ids []string
+		for id := range r.health {
+			if r.healthy(id) {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			sort.Strings(ids)
+			out[name] = ids
+		}
+	}
+	return out
+}
+
 // ApplyDevices adds to a container's CRI config what the plugins answered
 // when its devices were allocated: their environment variables and mounts
 // before the container's own (which win a clash), device nodes, CDI

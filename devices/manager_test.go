@@ -600,3 +600,17 @@ func TestAllocatedResourcesStatus(t *testing.T) {
 	n.waitCounts(t, res, counts{2, 0})
 	assert.Equal(t, health(v1.ResourceHealthStatusHealthy, v1.ResourceHealthStatusUnhealthy), status())
 }
+
+// The pod-resources API's allocatable devices are the healthy ones, held
+// or not, and none once the plugin has gone.
+func TestAllocatableDevices(t *testing.T) {
+	n := startNode(t, "")
+	assert.Empty(t, n.m.AllocatableDevices(), "no plugin")
+	p := devicestest.New(res, append(devicestest.Healthy("2", "0"), devicestest.Unhealthy("1")...)...)
+	require.NoError(t, n.plugin(t, p))
+	n.waitCounts(t, res, counts{3, 2})
+	assert.Equal(t, map[string][]string{res: {"0", "2"}}, n.m.AllocatableDevices())
+	p.Stop()
+	n.waitCounts(t, res, counts{3, 0})
+	assert.Empty(t, n.m.AllocatableDevices(), "the plugin went away")
+}
