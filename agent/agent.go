@@ -18,6 +18,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podresources"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/server"
@@ -126,6 +127,8 @@ type Agent struct {
 	shutdown *nodeshutdown.Manager
 	// api is the node behind the kubelet API and the read-only server.
 	api *nodeAPI
+	// podResources is the pod-resources API, served with HTTP.PodResources.
+	podResources *podresources.Server
 
 	listener    net.Listener
 	apiListener net.Listener    // the kubelet API's; nil when none

@@ -28,6 +28,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podresources"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/server"
@@ -134,8 +135,8 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: b.rt, fakeRT: b.fakeRT, view: b.view, healthz: healthz,
-		node: b.node, shutdown: b.shutdown, api: b.api, pleg: b.pleg, loop: b.loop, config: b.config, ready: make(chan struct{}),
-		ownRoot: ownRoot}
+		node: b.node, shutdown: b.shutdown, api: b.api, podResources: b.podResources, pleg: b.pleg, loop: b.loop, config: b.config,
+		ready: make(chan struct{}), ownRoot: ownRoot}
 	a.runnables = a.newRunnables(b)
 	return a, nil
 }
@@ -181,6 +182,7 @@ type blocks struct {
 	evict        *eviction.Manager // nil when disabled
 	shutdown     *nodeshutdown.Manager
 	api          *nodeAPI
+	podResources *podresources.Server
 	rotator      *logs.Rotator
 	node         *node.Controller
 	handler      *handler
@@ -316,6 +318,9 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	}
 	b.api = &nodeAPI{rt: b.caps, pods: view.pods, status: view.status, clock: b.clock, checkpoints: filepath.Join(b.opts.RootDir, "checkpoints")}
 	b.newSummary()
+	if b.podResources, err = b.newPodResources(); err != nil {
+		return nil, err
+	}
 	if b.rotator, err = logs.NewRotator(logs.RotatorOptions{Runtime: b.rt, Clock: b.clock, MaxSize: opts.Logs.MaxSize,
 		MaxFiles: opts.Logs.MaxFiles, Logger: log.With("component", "container-logs")}); err != nil {
 		return nil, err

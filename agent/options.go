@@ -459,10 +459,10 @@ type SecurityOptions struct {
 	NoMounts bool
 }
 
-// HTTPOptions configure the node's HTTP servers (package server): the
-// read-only server, the kubelet API and the healthz port, and the handlers
-// and health checks the first two serve beside the agent's own. The zero
-// value serves nothing.
+// HTTPOptions configure the node's servers: the read-only server, the
+// kubelet API and the healthz port (package server), the pod-resources
+// socket (package podresources), and the handlers and health checks the
+// first two serve beside the agent's own. The zero value serves nothing.
 type HTTPOptions struct {
 	// Listen is the address of the read-only HTTP server (upstream's
 	// read-only port, package server without authentication: /healthz,
@@ -477,6 +477,13 @@ type HTTPOptions struct {
 	// metrics-server), over TLS with authentication and authorization.
 	// Nil means none.
 	API *APIOptions
+	// PodResources serves the pod-resources gRPC API (package
+	// podresources: List, Get, GetAllocatableResources, and v1alpha1's
+	// List) on RootDir/pod-resources/kubelet.sock, where monitoring agents
+	// and device plugins dial upstream's (/var/lib/kubelet/pod-resources/
+	// kubelet.sock); upstream always serves it. Off, Agent.PodResources
+	// still answers in process.
+	PodResources bool
 	// MetricsHandler serves /metrics on both servers (examples/prometheus
 	// has one over Options.Metrics); nil means no /metrics.
 	MetricsHandler http.Handler

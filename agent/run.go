@@ -43,8 +43,8 @@ type runnable struct {
 // cgroup; one relist fills the PLEG's cache before the sync loop starts;
 // the sources have registered with source.Config before the sync loop
 // waits for them; the host's resolv.conf is checked just before the sync
-// loop starts, as upstream's; the servers and the shutdown trigger start
-// last.
+// loop starts, as upstream's; the servers (the pod-resources socket among
+// them) and the shutdown trigger start last.
 func (a *Agent) newRunnables(b *blocks) []runnable {
 	rs := []runnable{{name: "directories", start: func(context.Context) error {
 		for _, d := range []string{a.opts.podsDir(), a.opts.logsDir()} {
@@ -168,6 +168,18 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 	}
 	if apiListens {
 		rs = append(rs, runnable{name: "kubelet-api", run: func(ctx context.Context) error { return apiServer.Serve(ctx, a.apiListener) }})
+	}
+	if a.opts.HTTP.PodResources {
+		// Listening as it starts: the socket is there once Ready is closed.
+		pr := a.podResources
+		rs = append(rs, runnable{name: "pod-resources",
+			start: func(context.Context) error {
+				if err := pr.Listen(); err != nil {
+					return fmt.Errorf("agent: %w", err)
+				}
+				return nil
+			},
+			run: pr.Run})
 	}
 	if a.healthz != nil {
 		// After the rest, as upstream starts it once the kubelet runs. It

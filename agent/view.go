@@ -39,15 +39,19 @@ func (v *podView) active() []*v1.Pod {
 	return out
 }
 
-// others are the pods admission weighs a new pod against, as upstream's
-// active pods: every desired pod but pod itself, those refused, those whose
-// worker has finished, and those in a terminal phase (in the configuration
-// or as the agent reported it) unless they are still being stopped.
-func (v *podView) others(pod *v1.Pod) []*v1.Pod {
+// others are the pods admission weighs a new pod against: upstream's
+// active pods (admitted) but pod itself.
+func (v *podView) others(pod *v1.Pod) []*v1.Pod { return v.admitted(pod.UID) }
+
+// admitted are upstream's active pods (GetActivePods) but the one with UID
+// except: every desired pod but those refused, those whose worker has
+// finished, and those in a terminal phase (in the configuration or as the
+// agent reported it) unless they are still being stopped.
+func (v *podView) admitted(except types.UID) []*v1.Pod {
 	pods := v.pods.GetPods()
 	out := pods[:0]
 	for _, p := range pods {
-		if p.UID == pod.UID || v.records.isRejected(p.UID) || v.workers.IsPodKnownTerminated(p.UID) {
+		if (except != "" && p.UID == except) || v.records.isRejected(p.UID) || v.workers.IsPodKnownTerminated(p.UID) {
 			continue
 		}
 		if v.isTerminal(p) && !v.workers.IsPodTerminationRequested(p.UID) {
