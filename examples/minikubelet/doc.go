@@ -152,7 +152,9 @@
 // --shutdown-grace-period-critical-pods, --shutdown-signal,
 // --device-plugin-dir (ROOT-DIR/device-plugins
 // by default: device plugins register there and their resources join the
-// node's capacity; empty turns them off), --local-state (with
+// node's capacity; empty turns them off; the devices pods hold are
+// reported, as by upstream, on ROOT-DIR/pod-resources/kubelet.sock, the
+// pod-resources API, served unless --runonce), --local-state (with
 // --kubeconfig, ROOT-DIR/localstate.db by default: the node's local state,
 // package localstate, so that a minikubelet restarted while the API server
 // does not answer runs the pods it kept, says so in the logs and in

@@ -271,6 +271,8 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		opts.HTTP = agent.HTTPOptions{}
 	} else {
 		opts.Out = stdout
+		// As upstream's kubelet, always: ROOT-DIR/pod-resources/kubelet.sock.
+		opts.HTTP.PodResources = true
 	}
 	if api := opts.HTTP.API; api != nil {
 		api.TLS.CertDir = c.certDir
