@@ -13,10 +13,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/allocation"
+	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
@@ -204,6 +206,11 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	b.events = &recorder{metrics: b.metrics, next: opts.Cluster.Recorder, log: log}
 	if b.rt == nil {
 		b.fakeRT = NewFakeRuntime(opts.Clock, log.With("component", "fake-runtime"))
+		if opts.Cgroups.Driver == string(cgroups.DriverSystemd) {
+			// Set up as the node is: it reports the configured driver
+			// when Run asks for it.
+			b.fakeRT.SetCgroupDriver(runtimeapi.CgroupDriver_SYSTEMD)
+		}
 		b.rt = b.fakeRT
 	}
 	b.caps = withCapabilities(b.rt)
@@ -263,7 +270,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if b.vol, err = b.newVolumes(); err != nil {
 		return nil, err
 	}
-	mgr, err := newCgroups(opts, log)
+	mgr, err := newCgroups(opts, b.caps, log)
 	if err != nil {
 		return nil, err
 	}

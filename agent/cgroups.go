@@ -95,12 +95,14 @@ type podCgroups struct {
 
 // newCgroups builds the cgroup manager when Cgroups.PerQOS is set. It
 // records the pod cgroups it makes under RootDir/cgroups, and removes no
-// other: another agent's on the same host are not its orphans.
-func newCgroups(opts Options, log *slog.Logger) (*cgroups.Manager, error) {
+// other: another agent's on the same host are not its orphans. It asks rt
+// for its cgroup driver as it starts, Cgroups.Driver being the fallback
+// (upstream's KubeletCgroupDriverFromCRI).
+func newCgroups(opts Options, rt cgroups.RuntimeConfigGetter, log *slog.Logger) (*cgroups.Manager, error) {
 	if !opts.Cgroups.PerQOS {
 		return nil, nil
 	}
-	return cgroups.New(cgroups.Options{Root: opts.Cgroups.FS, Driver: cgroups.Driver(opts.Cgroups.Driver),
+	return cgroups.New(cgroups.Options{Root: opts.Cgroups.FS, Driver: cgroups.Driver(opts.Cgroups.Driver), Runtime: rt, Clock: opts.Clock,
 		CgroupRoot: opts.Cgroups.Root, StateDir: filepath.Join(opts.RootDir, "cgroups"),
 		Pod: cgroups.PodOptions{PidsLimit: opts.Cgroups.PodPidsLimit}, Logger: log.With("component", "cgroups")})
 }

@@ -404,9 +404,15 @@ type CgroupOptions struct {
 	// the hierarchy as systemd slices (kubepods.slice,
 	// kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice) created
 	// over systemd's D-Bus API, as upstream's (package cgroups); Run
-	// connects to the machine's systemd. The runtime must use the same
-	// driver: the sandboxes' cgroup parent is spelled as this one spells
-	// it.
+	// connects to the machine's systemd. It is only the fallback: as
+	// upstream's kubelet since KubeletCgroupDriverFromCRI, Run asks the
+	// runtime for its driver (the CRI RuntimeConfig, three tries two
+	// seconds apart; Run fails when it cannot answer) and uses that one,
+	// so that the sandboxes' cgroup parent is spelled as the runtime
+	// expects. Driver is used when the runtime does not implement
+	// RuntimeConfig (containerd 1.6, a Runtime without
+	// cri.StatusReporter) or reports no Linux configuration. Without
+	// PerQOS the runtime is not asked: the driver names nothing.
 	Driver string
 	// Root is the cgroup the hierarchy goes under (upstream's cgroupRoot);
 	// empty means "/". Agents that share a host should each have their

@@ -65,6 +65,7 @@ func TestSystemdDriverAgent(t *testing.T) {
 
 	rt := agent.NewFakeRuntime(nil, nil)
 	t.Cleanup(rt.Close)
+	rt.SetCgroupDriver(runtimeapi.CgroupDriver_SYSTEMD) // the runtime's driver is the one used
 	n := newNodeWith(t, agent.Options{
 		Runtime: rt,
 		Cgroups: agent.CgroupOptions{PerQOS: true, Driver: "systemd", EnforceNodeAllocatable: []string{agent.EnforcePods}},

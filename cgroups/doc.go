@@ -57,6 +57,13 @@
 // UID becomes a path component: one that is not letters, digits, "-" and
 // "." is refused (ErrInvalidName), never joined into a path.
 //
+// The driver is the runtime's, as upstream's kubelet's since
+// KubeletCgroupDriverFromCRI (GA in 1.34): with Options.Runtime set, the
+// first Start asks it (the CRI RuntimeConfig; RuntimeDriver, three calls
+// two seconds apart on Options.Clock) and uses its SYSTEMD or CGROUPFS;
+// Options.Driver stays when the runtime does not implement the call
+// (containerd 1.6). DriverFromRuntime is that decision as a pure function.
+//
 // Methods are safe for concurrent use. Nothing starts a goroutine but the
 // D-Bus connection of the systemd driver, which Close ends.
 package cgroups

@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
@@ -64,8 +65,20 @@ type Options struct {
 	// Root is where the cgroup file system is mounted; empty means
 	// /sys/fs/cgroup. Tests point it at a directory tree (and set Remove).
 	Root string
-	// Driver is the cgroup driver; empty means DriverCgroupfs.
+	// Driver is the cgroup driver; empty means DriverCgroupfs. With
+	// Runtime set, it is only the fallback.
 	Driver Driver
+	// Runtime, when set, is asked for its cgroup driver by the first
+	// Start, before anything is made (RuntimeDriver: upstream's
+	// KubeletCgroupDriverFromCRI, GA since 1.34): the runtime's driver
+	// replaces Driver, which stays only when the runtime does not
+	// implement RuntimeConfig (containerd 1.6) or names no Linux
+	// configuration. Start fails when the runtime cannot answer. Nil
+	// uses Driver as it is.
+	Runtime RuntimeConfigGetter
+	// Clock times the waits between the calls to Runtime; nil means the
+	// real clock.
+	Clock clock.Clock
 	// CgroupRoot is the cgroup the hierarchy goes under (upstream's
 	// cgroupRoot), as a cgroupfs path; empty means "/". Its components
 	// must pass ValidComponent.
@@ -114,6 +127,7 @@ type Manager struct {
 	owned *owners // the pod cgroups this Manager made
 
 	mu     sync.Mutex
+	driver Driver         // Options.Driver, or the runtime's after Start
 	fs     *fsDriver      // nil before Start
 	sd     *systemdDriver // with DriverSystemd, after Start
 	dialed *SystemdConn   // the connection Start made, for Close
@@ -158,6 +172,9 @@ func New(opts Options) (*Manager, error) {
 	if opts.Remove == nil {
 		opts.Remove = os.Remove
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -166,23 +183,35 @@ func New(opts Options) (*Manager, error) {
 	if opts.StateDir != "" {
 		records = filepath.Join(opts.StateDir, string(opts.Driver))
 	}
-	return &Manager{opts: opts, log: log, root: root, owned: newOwners(records)}, nil
+	return &Manager{opts: opts, log: log, root: root, owned: newOwners(records), driver: opts.Driver}, nil
 }
 
 // Start finds the cgroup file system (and, with the systemd driver,
 // connects to systemd), creates (or updates) kubepods with node, the
 // config NodeConfig gives for the node's allocatable, and the burstable
 // and besteffort cgroups under it (besteffort with MinShares). It may be
-// called again, with a new node config.
+// called again, with a new node config. With Options.Runtime, the first
+// Start asks the runtime for its cgroup driver before anything else (see
+// Options.Runtime), and fails when it cannot answer.
 func (m *Manager) Start(ctx context.Context, node ResourceConfig) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fs == nil {
+		if m.opts.Runtime != nil {
+			d, err := RuntimeDriver(ctx, m.opts.Runtime, m.opts.Driver, m.opts.Clock, m.log)
+			if err != nil {
+				return err
+			}
+			if d != m.driver && m.opts.StateDir != "" {
+				m.owned = newOwners(filepath.Join(m.opts.StateDir, string(d)))
+			}
+			m.driver = d
+		}
 		fs, err := openFS(m.opts.Root, m.opts.Remove, m.opts.Kill)
 		if err != nil {
 			return fmt.Errorf("cgroups: %w", err)
 		}
-		fs.systemd = m.opts.Driver == DriverSystemd
+		fs.systemd = m.driver == DriverSystemd
 		parent := m.root[:len(m.root)-1]
 		if !fs.present(parent) {
 			return fmt.Errorf("cgroups: cgroup root %s does not exist", fs.rel(parent))
@@ -211,7 +240,7 @@ func (m *Manager) Start(ctx context.Context, node ResourceConfig) error {
 			return fmt.Errorf("cgroups: %s cgroup: %w", strings.ToLower(string(q.class)), err)
 		}
 	}
-	m.log.Info("Cgroup hierarchy ready", "root", m.spell(m.root), "driver", m.opts.Driver, "version", m.fs.version())
+	m.log.Info("Cgroup hierarchy ready", "root", spell(m.driver, m.root), "driver", m.driver, "version", m.fs.version())
 	return nil
 }
 
@@ -324,12 +353,20 @@ func (m *Manager) CgroupParent(pod *v1.Pod) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return m.spell(n), nil
+	return spell(m.Driver(), n), nil
 }
 
-// spell is a cgroup's name as the driver spells it.
-func (m *Manager) spell(n Name) string {
-	if m.opts.Driver == DriverSystemd {
+// Driver is the driver the Manager uses: Options.Driver, or the runtime's
+// once Start has asked Options.Runtime.
+func (m *Manager) Driver() Driver {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.driver
+}
+
+// spell is a cgroup's name as driver d spells it.
+func spell(d Driver, n Name) string {
+	if d == DriverSystemd {
 		return n.Systemd()
 	}
 	return n.Cgroupfs()
@@ -397,7 +434,7 @@ func (m *Manager) Destroy(n Name) error {
 			return nil
 		}
 		m.notOurs(n)
-		return fmt.Errorf("cgroups: destroy %s: %w", m.spell(n), ErrNotOwned)
+		return fmt.Errorf("cgroups: destroy %s: %w", spell(m.Driver(), n), ErrNotOwned)
 	}
 	if err := m.destroy(n); err != nil {
 		return err
@@ -408,7 +445,7 @@ func (m *Manager) Destroy(n Name) error {
 // notOurs logs, once, a pod cgroup found that this Manager did not make.
 func (m *Manager) notOurs(n Name) {
 	if m.owned.firstSeen(n) {
-		m.log.Info("Leaving a pod cgroup this agent did not make (not ours)", "cgroup", m.spell(n))
+		m.log.Info("Leaving a pod cgroup this agent did not make (not ours)", "cgroup", spell(m.Driver(), n))
 	}
 }
 
@@ -520,7 +557,7 @@ func (m *Manager) CleanupOrphans(pods map[types.UID]Name, running, volumesExist 
 			}
 			continue
 		}
-		m.log.Info("Removing an orphaned pod cgroup", "podUID", uid, "cgroup", m.spell(n))
+		m.log.Info("Removing an orphaned pod cgroup", "podUID", uid, "cgroup", spell(m.Driver(), n))
 		if err := m.Destroy(n); err != nil {
 			m.log.Info("Failed to remove an orphaned pod cgroup", "podUID", uid, "err", err)
 		}

@@ -9,6 +9,7 @@ package cri_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -257,4 +258,27 @@ func TestContainerdMissingSocket(t *testing.T) {
 	_, err := cri.Dial(context.Background(), "unix:///run/kubeletkit-no-such-dir/containerd.sock", cri.DialOptions{})
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	assert.Contains(t, err.Error(), "no socket at /run/kubeletkit-no-such-dir/containerd.sock")
+}
+
+// TestContainerdRuntimeConfig asks containerd for its cgroup driver, as a
+// kubelet does at start (KubeletCgroupDriverFromCRI): containerd 2.x
+// answers SYSTEMD or CGROUPFS; 1.6 does not implement the call, which
+// reaches the caller as ErrUnimplemented (the kubelet then keeps its
+// configured driver).
+func TestContainerdRuntimeConfig(t *testing.T) {
+	c, _ := containerdClient(t)
+	resp, err := c.RuntimeConfig(context.Background())
+	if errors.Is(err, cri.ErrUnimplemented) {
+		t.Logf("RuntimeConfig is not implemented (containerd 1.6): %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch d := resp.GetLinux().GetCgroupDriver(); d {
+	case runtimeapi.CgroupDriver_SYSTEMD, runtimeapi.CgroupDriver_CGROUPFS:
+		t.Logf("containerd's cgroup driver: %s", d)
+	default:
+		t.Errorf("unknown cgroup driver %d in %v", d, resp)
+	}
 }

@@ -1,6 +1,7 @@
 package agenttest_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,11 +9,15 @@ import (
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
+	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
 // Cgroups.PodPidsLimit, upstream's podPidsLimit: a positive value is the
@@ -45,6 +50,59 @@ func TestPodPidsLimit(t *testing.T) {
 				b, err := os.ReadFile(filepath.Join(fs, "kubepods", "besteffort", "pod"+string(p.UID), "pids.max"))
 				if got := strings.TrimSpace(string(b)); got != tc.want || (tc.want == "") != os.IsNotExist(err) {
 					t.Errorf("the pod cgroup's pids.max = %q (%v), want %q", got, err, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// unimplementedRuntimeConfig is a runtime that answers RuntimeConfig
+// Unimplemented, as containerd 1.6 does.
+type unimplementedRuntimeConfig struct{ agent.FullRuntime }
+
+func (unimplementedRuntimeConfig) RuntimeConfig(context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
+	return nil, &cri.Error{Method: "RuntimeConfig", Code: codes.Unimplemented, Message: "unknown method RuntimeConfig for service runtime.v1.RuntimeService"}
+}
+
+// The cgroup driver is the runtime's (upstream's KubeletCgroupDriverFromCRI,
+// GA since 1.34): a node configured with systemd whose runtime says
+// cgroupfs makes its pod cgroups with cgroupfs and names them so as the
+// sandboxes' cgroup parent; a runtime that does not implement RuntimeConfig
+// leaves the configured driver.
+func TestCgroupDriverFromRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configured string
+		runtime    func(agent.FullRuntime) agent.Runtime
+		wantCalls  int // RuntimeConfig calls reaching the fake
+	}{
+		{"runtime's cgroupfs over configured systemd", "systemd", nil, 1},
+		{"unimplemented: configured cgroupfs", "cgroupfs", func(rt agent.FullRuntime) agent.Runtime { return unimplementedRuntimeConfig{rt} }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fs := t.TempDir()
+				if err := os.WriteFile(filepath.Join(fs, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				n := agenttest.NewNode(t, agenttest.Options{Runtime: tc.runtime, Agent: agent.Options{
+					Cgroups: agent.CgroupOptions{PerQOS: true, FS: fs, Driver: tc.configured}}})
+				p := n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+					Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}}})
+				if !n.StepUntil(time.Minute, func() bool { return n.Pod("default", "web").Status.Phase == v1.PodRunning }) {
+					t.Fatalf("pod not running: %+v", n.Pod("default", "web").Status)
+				}
+				if got := len(n.Runtime().CallsOf(fake.RuntimeConfig)); got != tc.wantCalls {
+					t.Errorf("%d RuntimeConfig calls, want %d (as the agent starts)", got, tc.wantCalls)
+				}
+				if _, err := os.Stat(filepath.Join(fs, "kubepods", "besteffort", "pod"+string(p.UID))); err != nil {
+					t.Errorf("the pod cgroup, by cgroupfs: %v", err)
+				}
+				want := "/kubepods/besteffort/pod" + string(p.UID)
+				for _, c := range n.Runtime().CallsOf(fake.RunPodSandbox) {
+					if got := c.Request.(*runtimeapi.RunPodSandboxRequest).GetConfig().GetLinux().GetCgroupParent(); got != want {
+						t.Errorf("sandbox cgroup parent %q, want %q", got, want)
+					}
 				}
 			})
 		})

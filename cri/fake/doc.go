@@ -56,7 +56,9 @@
 // sandbox reports the sums of its running containers. ImageFsInfo reports
 // the images' total size unless SetImageFsInfo says otherwise; Status
 // reports RuntimeReady and NetworkReady (SetRuntimeReady, SetNetworkReady);
-// RuntimeConfig reports the cgroup driver (SetCgroupDriver).
+// RuntimeConfig reports the cgroup driver (SetCgroupDriver), or answers
+// Unimplemented as containerd 1.6 does with
+// InjectFault(RuntimeConfig, Fault{Err: cri.ErrUnimplemented}).
 //
 // GetContainerEvents streams containerd 1.7's events: CREATED, STARTED,
 // STOPPED and DELETED, for containers and sandboxes, each with the pod's
