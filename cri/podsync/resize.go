@@ -74,7 +74,8 @@ type ContainerToUpdate struct {
 	Init  bool
 	Index int
 	// Current are the resources the runtime reports for the container;
-	// Desired those of the spec.
+	// Desired those of the spec (containerconfig.Resources: the default CFS
+	// period; SyncPod applies them over the node's).
 	Current, Desired *runtimeapi.LinuxContainerResources
 }
 
@@ -159,6 +160,21 @@ func (a *Actions) resizeAction(pod *v1.Pod, c *v1.Container, st *runtimeapi.Cont
 	return true
 }
 
+// desired is what the container of u is to run with, its CPU quota over
+// the node's CFS period (containerconfig.Options.CPUCFSQuotaPeriod), which
+// ComputeActions, a function of the pod alone, does not know: its
+// Desired has the default period, and its milli-CPU the same.
+func (s *Syncer) desired(pod *v1.Pod, u ContainerToUpdate) *runtimeapi.LinuxContainerResources {
+	cs := pod.Spec.Containers
+	if u.Init {
+		cs = pod.Spec.InitContainers
+	}
+	if u.Index < 0 || u.Index >= len(cs) || cs[u.Index].Name != u.Name {
+		return u.Desired
+	}
+	return s.config.Resources(pod, &cs[u.Index])
+}
+
 // resize performs the in-place part of a plan, in upstream's order: for
 // memory, then for CPU, the pod's cgroup grows first, then the containers
 // whose value falls are updated, then those whose value rises, then the
@@ -178,8 +194,10 @@ func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToU
 		}
 	}
 	current := make([]*runtimeapi.LinuxContainerResources, len(updates))
+	desired := make([]*runtimeapi.LinuxContainerResources, len(updates))
 	for i, u := range updates {
 		current[i] = cloneLinuxResources(u.Current)
+		desired[i] = s.desired(pod, u)
 	}
 	passes := []struct {
 		name  string
@@ -203,7 +221,7 @@ func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToU
 	for _, p := range passes {
 		for _, falling := range []bool{true, false} {
 			for i, u := range updates {
-				have, want := p.value(current[i]), p.value(u.Desired)
+				have, want := p.value(current[i]), p.value(desired[i])
 				if have == want || (want < have) != falling {
 					continue
 				}
@@ -216,7 +234,7 @@ func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToU
 					}
 				}
 				next := cloneLinuxResources(current[i])
-				p.apply(next, u.Desired)
+				p.apply(next, desired[i])
 				if err := s.rt.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: next}); err != nil {
 					return fail(fmt.Errorf("container %s: update %s: %w", u.Name, p.name, err))
 				}

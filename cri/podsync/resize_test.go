@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -279,6 +280,33 @@ func TestSwapLimitFollowsMemory(t *testing.T) {
 	up := h.rt.CallsOf(fake.UpdateContainerResources)[0].Request.(*runtimeapi.UpdateContainerResourcesRequest)
 	assert.Equal(t, int64(128<<20), up.GetLinux().GetMemoryLimitInBytes())
 	assert.Equal(t, int64(128<<20), up.GetLinux().GetMemorySwapLimitInBytes())
+}
+
+// A node's CFS period (cpuCFSQuotaPeriod) is the container's at creation
+// and at an in-place resize of its CPU limit, its quota the limit's share of
+// that period; the resize is weighed in milli-CPU, so the period asks for
+// none by itself.
+func TestResizeKeepsCFSQuotaPeriod(t *testing.T) {
+	h := newHarness(t)
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec,
+		Config: containerconfig.Options{LogRoot: t.TempDir(), CPUCFSQuotaPeriod: 50 * time.Millisecond}})
+	require.NoError(t, err)
+	h.s = s
+	pod := newPod(v1.RestartPolicyAlways, nil, sized("app", "100m", "500m", ""))
+	require.NoError(t, h.sync(pod).Err())
+	create := h.rt.CallsOf(fake.CreateContainer)[0].Request.(*runtimeapi.CreateContainerRequest)
+	res := create.GetConfig().GetLinux().GetResources()
+	assert.Equal(t, []int64{50000, 25000}, []int64{res.GetCpuPeriod(), res.GetCpuQuota()}, "created: period, quota")
+	assert.True(t, h.sync(pod).Actions.Nothing(), "the period alone is no resize")
+
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0] = sized("app", "100m", "1", "")
+	require.NoError(t, h.sync(resized).Err())
+	up := h.rt.CallsOf(fake.UpdateContainerResources)
+	require.Len(t, up, 1)
+	res = up[0].Request.(*runtimeapi.UpdateContainerResourcesRequest).GetLinux()
+	assert.Equal(t, []int64{50000, 50000}, []int64{res.GetCpuPeriod(), res.GetCpuQuota()}, "resized: period, quota")
+	assert.True(t, h.sync(resized).Actions.Nothing())
 }
 
 // A memory limit below what the container uses now is not asked of the

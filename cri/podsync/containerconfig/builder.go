@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 
 	v1 "k8s.io/api/core/v1"
@@ -215,6 +216,12 @@ type Options struct {
 	// Burstable container's oom_score_adj is computed (OOMScoreAdj). Zero
 	// gives every Burstable container 999. Not negative.
 	MemoryCapacity int64
+	// CPUCFSQuotaPeriod is the CFS period of the containers that limit
+	// CPU (upstream's cpuCFSQuotaPeriod, CustomCPUCFSQuotaPeriod being GA
+	// and on in 1.36): their CpuPeriod, and their CpuQuota is the limit's
+	// share of it. Zero means DefaultCPUCFSQuotaPeriod, 100ms; otherwise
+	// between 1ms and 1s, in whole microseconds as the kernel counts.
+	CPUCFSQuotaPeriod time.Duration
 }
 
 // Builder builds the CRI configs of pods' sandboxes and containers. Its
@@ -229,7 +236,8 @@ type Builder struct {
 
 // New returns a Builder. It fails, wrapping ErrInvalidOptions, for a host
 // or DNS address that is not an IP address, a ClusterDomain with white
-// space, or a negative MemoryCapacity.
+// space, a negative MemoryCapacity, or a CPUCFSQuotaPeriod outside 1ms to
+// 1s.
 // It starts nothing and touches no disk.
 func New(opts Options) (*Builder, error) {
 	if opts.LogRoot == "" {
@@ -253,6 +261,12 @@ func New(opts Options) (*Builder, error) {
 	}
 	if opts.MemoryCapacity < 0 {
 		return nil, fmt.Errorf("containerconfig: MemoryCapacity %d is negative: %w", opts.MemoryCapacity, ErrInvalidOptions)
+	}
+	if opts.CPUCFSQuotaPeriod == 0 {
+		opts.CPUCFSQuotaPeriod = DefaultCPUCFSQuotaPeriod
+	}
+	if opts.CPUCFSQuotaPeriod < time.Millisecond || opts.CPUCFSQuotaPeriod > time.Second {
+		return nil, fmt.Errorf("containerconfig: CPUCFSQuotaPeriod %v is not between 1ms and 1s: %w", opts.CPUCFSQuotaPeriod, ErrInvalidOptions)
 	}
 	return &Builder{opts: opts}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,9 +26,12 @@ const (
 	minShares     = 2
 	maxShares     = 262144
 	sharesPerCPU  = 1024
-	quotaPeriod   = 100000 // µs
-	minQuotaValue = 1000
+	minQuotaValue = 1000 // µs
 )
+
+// DefaultCPUCFSQuotaPeriod is upstream's default cpuCFSQuotaPeriod, the
+// CFS period of containers that limit CPU.
+const DefaultCPUCFSQuotaPeriod = 100 * time.Millisecond
 
 // MemoryRequestAnnotation holds, on a container whose resizePolicy asks
 // for a restart for memory, the memory request (bytes) it was created
@@ -280,7 +284,23 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 // a CPU or memory limit of its own runs with the pod's, as upstream's
 // (PodLevelResources, beta and on since 1.34); without a CPU request, its
 // shares then come from the pod's CPU limit.
+//
+// The CFS period is DefaultCPUCFSQuotaPeriod; Builder.Resources uses the
+// Builder's Options.CPUCFSQuotaPeriod. Comparisons in milli-CPU (a resize
+// weighed against what runs) do not depend on the period.
 func Resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
+	return resources(pod, c, DefaultCPUCFSQuotaPeriod)
+}
+
+// Resources is the package's Resources with the Builder's CFS period
+// (Options.CPUCFSQuotaPeriod): the container's CpuPeriod in microseconds,
+// and its CpuQuota the limit's share of it, never below 1ms, as upstream's
+// milliCPUToQuota.
+func (b *Builder) Resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
+	return resources(pod, c, b.opts.CPUCFSQuotaPeriod)
+}
+
+func resources(pod *v1.Pod, c *v1.Container, period time.Duration) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{}
 	req, lim := c.Resources.Requests, c.Resources.Limits
 	cpuReq, hasReq := req[v1.ResourceCPU]
@@ -304,8 +324,8 @@ func Resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources
 	}
 	r.CpuShares = shares
 	if hasLim {
-		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = max(cpuLim.MilliValue()*quotaPeriod/1000, minQuotaValue)
+		r.CpuPeriod = period.Microseconds()
+		r.CpuQuota = max(cpuLim.MilliValue()*r.CpuPeriod/1000, minQuotaValue)
 	}
 	if hasMem {
 		r.MemoryLimitInBytes = memLim.Value()
@@ -317,7 +337,7 @@ func Resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources
 // (OOMScoreAdj) and, where the node accounts swap
 // (Options.MemorySwapController), the swap limit set to the memory limit.
 func (b *Builder) linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := Resources(pod, c)
+	r := b.Resources(pod, c)
 	r.OomScoreAdj = OOMScoreAdj(pod, c, b.opts.MemoryCapacity)
 	if b.opts.MemorySwapController {
 		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -500,6 +501,9 @@ func TestNewRefusesUnusableOptions(t *testing.T) {
 		"a bad DNS server":              {ClusterDNS: []string{"10.96.0.300"}},
 		"negative memory":               {MemoryCapacity: -1},
 		"a cluster domain with a space": {ClusterDomain: "cluster .local"},
+		"a CFS period below 1ms":        {CPUCFSQuotaPeriod: 999 * time.Microsecond},
+		"a CFS period above 1s":         {CPUCFSQuotaPeriod: time.Second + time.Microsecond},
+		"a negative CFS period":         {CPUCFSQuotaPeriod: -time.Millisecond},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := containerconfig.New(opts)
@@ -508,6 +512,38 @@ func TestNewRefusesUnusableOptions(t *testing.T) {
 	}
 	_, err := containerconfig.New(containerconfig.Options{HostIPs: []string{"192.0.2.10", "2001:db8::10"}, ClusterDNS: []string{"10.96.0.10"}})
 	assert.NoError(t, err)
+}
+
+// The CFS period of a container that limits CPU is the node's
+// cpuCFSQuotaPeriod (CustomCPUCFSQuotaPeriod): its quota the limit's share
+// of that period, never below 1ms (upstream's milliCPUToQuota); a container
+// without a CPU limit gets neither.
+func TestResourcesCFSQuotaPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		period     time.Duration
+		limit      string
+		wantPeriod int64
+		wantQuota  int64
+	}{
+		{"default", 0, "500m", 100000, 50000},
+		{"50ms halves the quota", 50 * time.Millisecond, "500m", 50000, 25000},
+		{"50ms, two CPUs", 50 * time.Millisecond, "2", 50000, 100000},
+		{"1s", time.Second, "500m", 1000000, 500000},
+		{"1ms: the quota at its 1ms floor", time.Millisecond, "500m", 1000, 1000},
+		{"10ms, a tiny limit: the floor", 10 * time.Millisecond, "50m", 10000, 1000},
+		{"no CPU limit: neither", 50 * time.Millisecond, "", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := containerconfig.New(containerconfig.Options{CPUCFSQuotaPeriod: tc.period})
+			require.NoError(t, err)
+			c := sized("app", "100m", tc.limit, "")
+			r := b.Resources(&v1.Pod{}, &c)
+			assert.Equal(t, tc.wantPeriod, r.GetCpuPeriod(), "period")
+			assert.Equal(t, tc.wantQuota, r.GetCpuQuota(), "quota")
+			assert.Equal(t, int64(102), r.GetCpuShares(), "shares do not depend on the period")
+		})
+	}
 }
 
 func TestResourcesShares(t *testing.T) {
