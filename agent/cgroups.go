@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,6 +37,9 @@ const (
 // check validates the cgroup options as upstream's kubelet configuration
 // is validated; its errors name the fields as Options spells them.
 func (o CgroupOptions) check() error {
+	if p := o.CPUCFSQuotaPeriod; p != 0 && (p < time.Millisecond || p > time.Second) {
+		return fmt.Errorf("agent: Cgroups.CPUCFSQuotaPeriod %v must be between 1ms and 1s: %w", p, ErrInvalidOptions)
+	}
 	seen := map[string]bool{}
 	for _, v := range o.EnforceNodeAllocatable {
 		if seen[v] {
@@ -104,7 +108,8 @@ func newCgroups(opts Options, rt cgroups.RuntimeConfigGetter, log *slog.Logger) 
 	}
 	return cgroups.New(cgroups.Options{Root: opts.Cgroups.FS, Driver: cgroups.Driver(opts.Cgroups.Driver), Runtime: rt, Clock: opts.Clock,
 		CgroupRoot: opts.Cgroups.Root, StateDir: filepath.Join(opts.RootDir, "cgroups"),
-		Pod: cgroups.PodOptions{PidsLimit: opts.Cgroups.PodPidsLimit}, Logger: log.With("component", "cgroups")})
+		Pod:    cgroups.PodOptions{PidsLimit: opts.Cgroups.PodPidsLimit, CPUPeriod: uint64(opts.Cgroups.CPUCFSQuotaPeriod.Microseconds())},
+		Logger: log.With("component", "cgroups")})
 }
 
 // start creates the hierarchy, kubepods limited as upstream's: the node's

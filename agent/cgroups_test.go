@@ -3,6 +3,7 @@ package agent_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 )
@@ -22,6 +23,9 @@ func TestCgroupOptionsValidated(t *testing.T) {
 		{"systemd", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", Driver: "systemd"}}, nil},
 		{"unknown driver", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", Driver: "lxcfs"}}, agent.ErrInvalidOptions},
 		{"pods", agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: "/nonexistent", EnforceNodeAllocatable: []string{"pods"}}}, nil},
+		{"CFS period 50ms", agent.Options{Cgroups: agent.CgroupOptions{CPUCFSQuotaPeriod: 50 * time.Millisecond}}, nil},
+		{"CFS period below 1ms", agent.Options{Cgroups: agent.CgroupOptions{CPUCFSQuotaPeriod: 500 * time.Microsecond}}, agent.ErrInvalidOptions},
+		{"CFS period above 1s", agent.Options{Cgroups: agent.CgroupOptions{CPUCFSQuotaPeriod: 2 * time.Second}}, agent.ErrInvalidOptions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.RootDir = t.TempDir()

@@ -441,6 +441,14 @@ type CgroupOptions struct {
 	// restart) keeps the limit it was made with, as upstream's. Without
 	// PerQOS there are no pod cgroups and it does nothing, as upstream's.
 	PodPidsLimit int64
+	// CPUCFSQuotaPeriod is upstream's cpuCFSQuotaPeriod
+	// (CustomCPUCFSQuotaPeriod, GA and on in 1.36): the CFS period of
+	// every container that limits CPU (its CRI CpuPeriod, its CpuQuota the
+	// limit's share of it, never below 1ms) and, with PerQOS, of the pod
+	// cgroups. Zero means upstream's default, 100ms; otherwise between
+	// 1ms and 1s. It applies with PerQOS off too: the containers' quotas
+	// are the runtime's to write, from their configs.
+	CPUCFSQuotaPeriod time.Duration
 }
 
 // SecurityOptions say what the node allows pods beyond upstream's defaults

@@ -317,6 +317,7 @@ func (c *converter) node() {
 	o.Cgroups.Driver = kc.CgroupDriver
 	o.Cgroups.Root = kc.CgroupRoot
 	o.Cgroups.PodPidsLimit = deref(kc.PodPidsLimit)
+	o.Cgroups.CPUCFSQuotaPeriod = deref(kc.CPUCFSQuotaPeriod).Duration
 	for _, e := range kc.EnforceNodeAllocatable {
 		switch e {
 		case enforcePods, enforceNone:

@@ -48,6 +48,7 @@ func TestConvertHonoured(t *testing.T) {
 		kc.ImageMinimumGCAge, kc.ImageMaximumGCAge = duration(time.Minute), duration(time.Hour)
 		kc.CgroupsPerQOS, kc.CgroupDriver, kc.CgroupRoot = ptrTo(true), "systemd", "/kk"
 		kc.PodPidsLimit = ptrTo[int64](4096)
+		kc.CPUCFSQuotaPeriod = ptrTo(duration(50 * time.Millisecond)) // CustomCPUCFSQuotaPeriod, GA and on in 1.36
 		kc.KubeAPIQPS, kc.KubeAPIBurst = ptrTo[int32](20), 30
 		kc.EvictionHard = map[string]string{"memory.available": "200Mi"}
 		kc.EvictionSoft = map[string]string{"nodefs.available": "20%"}
@@ -97,6 +98,7 @@ func TestConvertHonoured(t *testing.T) {
 	assert.Equal(t, "systemd", o.Cgroups.Driver)
 	assert.Equal(t, "/kk", o.Cgroups.Root)
 	assert.Equal(t, int64(4096), o.Cgroups.PodPidsLimit)
+	assert.Equal(t, 50*time.Millisecond, o.Cgroups.CPUCFSQuotaPeriod)
 	assert.True(t, o.EventedPLEG)
 	assert.Equal(t, int64(1<<20), o.Logs.MaxSize)
 	assert.Equal(t, 3, o.Logs.MaxFiles)
@@ -170,9 +172,8 @@ func TestConvertRefused(t *testing.T) {
 		// What gates on by default in 1.36 let validation pass, the node
 		// does not do: refused by name, not as invalid.
 		{"gates on in 1.36", func(kc *kubeletv1beta1.KubeletConfiguration) {
-			kc.CPUCFSQuotaPeriod = ptrTo(duration(50 * time.Millisecond)) // CustomCPUCFSQuotaPeriod
-			kc.EnableSystemLogQuery = ptrTo(true)                         // NodeLogQuery
-		}, []string{"cpuCFSQuotaPeriod", "enableSystemLogQuery"}, `cpuCFSQuotaPeriod "50ms": not supported by this node`},
+			kc.EnableSystemLogQuery = ptrTo(true) // NodeLogQuery
+		}, []string{"enableSystemLogQuery"}, `enableSystemLogQuery true: not supported by this node`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := convert(t, tc.set)

@@ -27,7 +27,7 @@ var mapped = map[string]bool{
 	"shutdownGracePeriodCriticalPods": true, "shutdownGracePeriodByPodPriority": true,
 	"crashLoopBackOff": true, "seccompDefault": true, "registerWithTaints": true, "registerNode": true,
 	"containerRuntimeEndpoint": true, "clusterDNS": true, "clusterDomain": true, "resolvConf": true,
-	"maxPods": true, "serializeImagePulls": true, "maxParallelImagePulls": true, "podPidsLimit": true,
+	"maxPods": true, "serializeImagePulls": true, "maxParallelImagePulls": true, "podPidsLimit": true, "cpuCFSQuotaPeriod": true,
 	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
 }
 

@@ -46,6 +46,7 @@ func TestGoldenFiles(t *testing.T) {
 			assert.True(t, o.Cgroups.PerQOS)
 			assert.Equal(t, []string{"pods"}, o.Cgroups.EnforceNodeAllocatable)
 			assert.Equal(t, int64(-1), o.Cgroups.PodPidsLimit, "upstream's default: no pod pids limit")
+			assert.Equal(t, 100*time.Millisecond, o.Cgroups.CPUCFSQuotaPeriod, "upstream's default CFS period")
 			assert.Equal(t, tc.gcHigh, o.ImageGC.HighThresholdPercent)
 			require.NotNil(t, o.HTTP.API)
 			assert.Equal(t, "0.0.0.0:10250", o.HTTP.API.Listen)

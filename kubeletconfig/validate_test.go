@@ -28,6 +28,12 @@ func TestValidate(t *testing.T) {
 			[]string{"invalid configuration: readOnlyPort (--read-only-port) -2 must be between 0 and 65535, inclusive"}},
 		{"healthzPort", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.HealthzPort = ptrTo[int32](65536) },
 			[]string{"invalid configuration: healthzPort (--healthz-port) 65536 must be between 1 and 65535, inclusive"}},
+		{"cpuCFSQuotaPeriod", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.CPUCFSQuotaPeriod = ptrTo(duration(2 * time.Second)) },
+			[]string{"invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {2s} must be between 1ms and 1sec, inclusive"}},
+		{"cpuCFSQuotaPeriod without its gate", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.CPUCFSQuotaPeriod = ptrTo(duration(50 * time.Millisecond))
+			kc.FeatureGates = map[string]bool{"CustomCPUCFSQuotaPeriod": false}
+		}, []string{"invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {50ms} requires feature gate CustomCPUCFSQuotaPeriod"}},
 		{"lease", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.NodeLeaseDurationSeconds = -1 },
 			[]string{"invalid configuration: nodeLeaseDurationSeconds must be greater than 0"}},
 		{"image gc", func(kc *kubeletv1beta1.KubeletConfiguration) {

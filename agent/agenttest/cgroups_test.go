@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -19,6 +20,26 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
+
+// cgroupV2FS is a directory shaped as a cgroup v2 mount, for
+// Cgroups.FS.
+func cgroupV2FS(t *testing.T) string {
+	t.Helper()
+	fs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fs, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// waitRunning steps the node until its pod default/name is Running, a
+// minute at most.
+func waitRunning(t *testing.T, n *agenttest.Node, name string) {
+	t.Helper()
+	if !n.StepUntil(time.Minute, func() bool { return n.Pod("default", name).Status.Phase == v1.PodRunning }) {
+		t.Fatalf("pod not running: %+v", n.Pod("default", name).Status)
+	}
+}
 
 // Cgroups.PodPidsLimit, upstream's podPidsLimit: a positive value is the
 // pids.max of the pod's cgroup, made before its sandbox; 0 and upstream's
@@ -36,17 +57,12 @@ func TestPodPidsLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				fs := t.TempDir()
-				if err := os.WriteFile(filepath.Join(fs, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				fs := cgroupV2FS(t)
 				n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{
 					Cgroups: agent.CgroupOptions{PerQOS: true, FS: fs, PodPidsLimit: tc.limit}}})
 				p := n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 					Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}}})
-				if !n.StepUntil(time.Minute, func() bool { return n.Pod("default", "web").Status.Phase == v1.PodRunning }) {
-					t.Fatalf("pod not running: %+v", n.Pod("default", "web").Status)
-				}
+				waitRunning(t, n, "web")
 				b, err := os.ReadFile(filepath.Join(fs, "kubepods", "besteffort", "pod"+string(p.UID), "pids.max"))
 				if got := strings.TrimSpace(string(b)); got != tc.want || (tc.want == "") != os.IsNotExist(err) {
 					t.Errorf("the pod cgroup's pids.max = %q (%v), want %q", got, err, tc.want)
@@ -81,17 +97,12 @@ func TestCgroupDriverFromRuntime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				fs := t.TempDir()
-				if err := os.WriteFile(filepath.Join(fs, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				fs := cgroupV2FS(t)
 				n := agenttest.NewNode(t, agenttest.Options{Runtime: tc.runtime, Agent: agent.Options{
 					Cgroups: agent.CgroupOptions{PerQOS: true, FS: fs, Driver: tc.configured}}})
 				p := n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 					Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}}})
-				if !n.StepUntil(time.Minute, func() bool { return n.Pod("default", "web").Status.Phase == v1.PodRunning }) {
-					t.Fatalf("pod not running: %+v", n.Pod("default", "web").Status)
-				}
+				waitRunning(t, n, "web")
 				if got := len(n.Runtime().CallsOf(fake.RuntimeConfig)); got != tc.wantCalls {
 					t.Errorf("%d RuntimeConfig calls, want %d (as the agent starts)", got, tc.wantCalls)
 				}
@@ -103,6 +114,48 @@ func TestCgroupDriverFromRuntime(t *testing.T) {
 					if got := c.Request.(*runtimeapi.RunPodSandboxRequest).GetConfig().GetLinux().GetCgroupParent(); got != want {
 						t.Errorf("sandbox cgroup parent %q, want %q", got, want)
 					}
+				}
+			})
+		})
+	}
+}
+
+// Cgroups.CPUCFSQuotaPeriod, upstream's cpuCFSQuotaPeriod
+// (CustomCPUCFSQuotaPeriod): the CFS period of the pod's containers (their
+// CRI CpuPeriod, the quota the limit's share of it) and of its cgroup
+// (cpu.max); the default is 100ms.
+func TestCPUCFSQuotaPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		period        time.Duration
+		wantPeriod    int64
+		wantQuota     int64
+		wantPodCPUMax string
+	}{
+		{"50ms", 50 * time.Millisecond, 50000, 25000, "25000 50000"},
+		{"default", 0, 100000, 50000, "50000 100000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fs := cgroupV2FS(t)
+				n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{
+					Cgroups: agent.CgroupOptions{PerQOS: true, FS: fs, CPUCFSQuotaPeriod: tc.period}}})
+				limits := v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+				p := n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+					Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox",
+						Resources: v1.ResourceRequirements{Requests: limits, Limits: limits}}}}})
+				waitRunning(t, n, "web")
+				creates := n.Runtime().CallsOf(fake.CreateContainer)
+				if len(creates) != 1 {
+					t.Fatalf("%d CreateContainer calls, want 1", len(creates))
+				}
+				res := creates[0].Request.(*runtimeapi.CreateContainerRequest).GetConfig().GetLinux().GetResources()
+				if res.GetCpuPeriod() != tc.wantPeriod || res.GetCpuQuota() != tc.wantQuota {
+					t.Errorf("container CpuPeriod %d, CpuQuota %d; want %d, %d", res.GetCpuPeriod(), res.GetCpuQuota(), tc.wantPeriod, tc.wantQuota)
+				}
+				b, err := os.ReadFile(filepath.Join(fs, "kubepods", "pod"+string(p.UID), "cpu.max"))
+				if got := strings.TrimSpace(string(b)); err != nil || got != tc.wantPodCPUMax {
+					t.Errorf("the pod cgroup's cpu.max = %q (%v), want %q", got, err, tc.wantPodCPUMax)
 				}
 			})
 		})

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
@@ -22,6 +23,8 @@ func cgroupFlags(fs *flag.FlagSet, kc *kubeletv1beta1.KubeletConfiguration) {
 	fs.Var(listValue{&kc.EnforceNodeAllocatable}, "enforce-node-allocatable", "pods: limit the kubepods cgroup to the node's allocatable (capacity less --kube-reserved and --system-reserved), else its capacity; none (or empty) enforces nothing; without --config the default is none with --cgroups-per-qos=false")
 	fs.Var(optional[int64]{&kc.PodPidsLimit, parseInt64}, "pod-max-pids", "Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity. "+
 		"(The pod cgroup's pids limit: it needs --cgroups-per-qos; 0 or negative sets none.)")
+	fs.Var(optional[metav1.Duration]{&kc.CPUCFSQuotaPeriod, parseDuration}, "cpu-cfs-quota-period", "Sets CPU CFS quota period value, cpu.cfs_period_us, defaults to Linux Kernel default. "+
+		"(The CFS period of containers that limit CPU, and of the pod cgroups with --cgroups-per-qos; 1ms to 1s, default 100ms.)")
 }
 
 // parseInt64 reads --pod-max-pids.

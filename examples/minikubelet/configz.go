@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 // kubeletConfig is what the kubelet API's /configz shows: the merged
@@ -103,6 +105,11 @@ func cgroupSettings(kc *kubeletv1beta1.KubeletConfiguration, opts *agent.Options
 		kc.EnforceNodeAllocatable = opts.Cgroups.EnforceNodeAllocatable
 	}
 	kc.CgroupDriver, kc.CgroupRoot, kc.PodPidsLimit = "", "", ptr.To[int64](-1)
+	period := opts.Cgroups.CPUCFSQuotaPeriod
+	if period == 0 {
+		period = containerconfig.DefaultCPUCFSQuotaPeriod
+	}
+	kc.CPUCFSQuotaPeriod = &metav1.Duration{Duration: period}
 	if !opts.Cgroups.PerQOS {
 		return
 	}

@@ -145,6 +145,16 @@ func TestConfigzFromFlags(t *testing.T) {
 			assert.Equal(t, ptr.To[int32](4), kc.MaxParallelImagePulls)
 		},
 	}, {
+		name: "CFS period", args: []string{"--cpu-cfs-quota-period", "50ms"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, &metav1.Duration{Duration: 50 * time.Millisecond}, kc.CPUCFSQuotaPeriod)
+		},
+	}, {
+		name: "CFS period, upstream's default", args: nil,
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, &metav1.Duration{Duration: 100 * time.Millisecond}, kc.CPUCFSQuotaPeriod)
+		},
+	}, {
 		name: "seccomp default off, as upstream", args: nil,
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
 			assert.Equal(t, ptr.To(false), kc.SeccompDefault)
