@@ -9,8 +9,10 @@ import (
 	"regexp"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 )
 
@@ -23,6 +25,11 @@ type config struct {
 	Exec       []execRule      `json:"exec"`
 	Pulls      []pullRule      `json:"pulls"`
 	Ports      []portRule      `json:"ports"`
+	// CgroupDriver is what RuntimeConfig answers: cgroupfs (the default)
+	// or systemd, as containerd 2.x reports its own; unimplemented
+	// answers Unimplemented, as containerd 1.6 does (a kubelet then keeps
+	// its configured cgroupDriver).
+	CgroupDriver string `json:"cgroupDriver"`
 }
 
 type containerRule struct {
@@ -98,6 +105,10 @@ var (
 		"": fake.RunUntilStopped, "run": fake.RunUntilStopped, "exit": fake.Exit,
 		"oomkill": fake.OOMKill, "failstart": fake.FailStart,
 	}
+	cgroupDrivers = map[string]runtimeapi.CgroupDriver{
+		"": runtimeapi.CgroupDriver_CGROUPFS, "cgroupfs": runtimeapi.CgroupDriver_CGROUPFS, "systemd": runtimeapi.CgroupDriver_SYSTEMD,
+		"unimplemented": -1,
+	}
 	sigtermResponses = map[string]fake.SIGTERMResponse{
 		"": fake.DieOnSIGTERM, "die": fake.DieOnSIGTERM, "exit": fake.ExitOnSIGTERM, "ignore": fake.IgnoreSIGTERM,
 	}
@@ -109,6 +120,9 @@ func parseConfig(name string, data []byte) (*config, error) {
 	var c config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if _, ok := cgroupDrivers[c.CgroupDriver]; !ok {
+		return nil, fmt.Errorf("%s: unknown cgroupDriver %q (want cgroupfs, systemd or unimplemented)", name, c.CgroupDriver)
 	}
 	for i, r := range c.Containers {
 		if _, ok := outcomes[r.Outcome]; !ok {
@@ -195,8 +209,14 @@ func (c *config) options() fake.Options {
 }
 
 // apply sets what fake.Options cannot carry: pull behaviour (latency,
-// failure, and the image the registry serves: ID and user).
+// failure, and the image the registry serves: ID and user) and the cgroup
+// driver RuntimeConfig reports (or Unimplemented).
 func (c *config) apply(rt *fake.Runtime) {
+	if d := cgroupDrivers[c.CgroupDriver]; d < 0 {
+		rt.InjectFault(fake.RuntimeConfig, fake.Fault{Err: cri.ErrUnimplemented})
+	} else {
+		rt.SetCgroupDriver(d)
+	}
 	for _, p := range c.Pulls {
 		var err error
 		if p.Error != "" {

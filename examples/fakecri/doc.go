@@ -7,7 +7,9 @@
 //
 // The script is a YAML (or JSON) file: the images present from the start,
 // how containers behave (matched on image, name and command), exec results,
-// what answers a port-forward, pull latency and failures. default.yaml,
+// what answers a port-forward, pull latency and failures, the cgroup
+// driver RuntimeConfig reports (cgroupDriver: cgroupfs, systemd, or
+// unimplemented as containerd 1.6 answers). default.yaml,
 // embedded in the binary, is the annotated example.
 //
 // A streaming server on --streaming-listen (default 127.0.0.1:0, any free

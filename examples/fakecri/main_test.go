@@ -50,6 +50,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"logEvery without logRepeat", "containers:\n- logEvery: 1s", "containers[0]: logEvery and logRepeat"},
 		{"logRepeat without logEvery", "containers:\n- logRepeat: 3", "containers[0]: logEvery and logRepeat"},
 		{"negative logRepeat", "containers:\n- logEvery: 1s\n  logRepeat: -1", "containers[0]: logEvery and logRepeat"},
+		{"unknown cgroup driver", "cgroupDriver: lxcfs", `unknown cgroupDriver "lxcfs"`},
 		{"not yaml", "containers: [", "script.yaml"},
 	}
 	for _, tt := range tests {
@@ -111,6 +112,35 @@ pulls:
 
 	opts := c.options()
 	assert.Equal(t, fake.Behavior{Stdout: []string{"tick"}, LogEvery: time.Second, LogRepeat: 2}, opts.Rules[1].Behavior)
+}
+
+// cgroupDriver scripts RuntimeConfig: the driver containerd 2.x reports,
+// or Unimplemented as containerd 1.6 answers.
+func TestConfigCgroupDriver(t *testing.T) {
+	for _, tc := range []struct {
+		script  string
+		want    runtimeapi.CgroupDriver
+		wantErr error
+	}{
+		{"", runtimeapi.CgroupDriver_CGROUPFS, nil},
+		{"cgroupDriver: systemd", runtimeapi.CgroupDriver_SYSTEMD, nil},
+		{"cgroupDriver: unimplemented", 0, cri.ErrUnimplemented},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			c, err := parseConfig("s.yaml", []byte(tc.script))
+			require.NoError(t, err)
+			rt := fake.New(c.options())
+			defer rt.Close()
+			c.apply(rt)
+			resp, err := rt.RuntimeConfig(context.Background())
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, resp.GetLinux().GetCgroupDriver())
+		})
+	}
 }
 
 func TestRunServesUntilCanceled(t *testing.T) {
