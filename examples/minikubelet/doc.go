@@ -102,6 +102,8 @@
 // --register-with-taints, --provider-id (both at registration, with
 // --kubeconfig), --max-pods (110), --pod-max-pids (upstream's podPidsLimit,
 // -1: none; with --cgroups-per-qos, each pod cgroup's pids limit),
+// --cpu-cfs-quota-period (upstream's cpuCFSQuotaPeriod, 100ms: the CFS
+// period of containers that limit CPU and of the pod cgroups),
 // --serialize-image-pulls (true) and
 // --max-parallel-image-pulls, --image-credential-provider-config and
 // --image-credential-provider-bin-dir (upstream's image credential
