@@ -55,7 +55,8 @@ const (
 // (err wraps cri.ErrUnimplemented, or carries the gRPC code Unimplemented)
 // or answers without a Linux configuration. A driver the runtime names that
 // is neither is an error wrapping ErrUnknownRuntimeDriver; any other error
-// of the call is returned as it is, for the caller to ask again.
+// of the call is returned as it is, for the caller to ask again. With an
+// error, the driver returned is configured and the source means nothing.
 func DriverFromRuntime(configured Driver, resp *runtimeapi.RuntimeConfigResponse, err error) (Driver, DriverSource, error) {
 	if err != nil {
 		if errors.Is(err, cri.ErrUnimplemented) || status.Code(err) == codes.Unimplemented {
