@@ -26,6 +26,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
+	"github.com/kubeletkit/kubeletkit/watchdog"
 )
 
 // The status Manager lends the prober its statuses rather than copying one
@@ -131,11 +132,12 @@ type Agent struct {
 	podResources *podresources.Server
 
 	listener    net.Listener
-	apiListener net.Listener    // the kubelet API's; nil when none
-	healthz     *server.Healthz // the healthz port; nil when none
-	ready       chan struct{}   // closed once Run has started everything
-	ownRoot     bool            // opts.RootDir is New's fresh one, removed when Run returns
-	runnables   []runnable      // what Run starts, in order (newRunnables)
+	apiListener net.Listener       // the kubelet API's; nil when none
+	healthz     *server.Healthz    // the healthz port; nil when none
+	watchdog    *watchdog.Watchdog // feeds systemd's watchdog; Interval 0 when none
+	ready       chan struct{}      // closed once Run has started everything
+	ownRoot     bool               // opts.RootDir is New's fresh one, removed when Run returns
+	runnables   []runnable         // what Run starts, in order (newRunnables)
 }
 
 // NodeName returns the node's name.

@@ -39,6 +39,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
 	"github.com/kubeletkit/kubeletkit/volume"
+	"github.com/kubeletkit/kubeletkit/watchdog"
 )
 
 // ErrInvalidOptions is wrapped by New's errors for options it cannot use.
@@ -139,6 +140,10 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: b.rt, fakeRT: b.fakeRT, view: b.view, healthz: healthz,
 		node: b.node, shutdown: b.shutdown, api: b.api, podResources: b.podResources, pleg: b.pleg, loop: b.loop, config: b.config,
 		ready: make(chan struct{}), ownRoot: ownRoot}
+	if a.watchdog, err = watchdog.New(watchdog.Options{Timeout: opts.Watchdog.Timeout, Notifier: opts.Watchdog.Notifier,
+		Checks: a.watchdogChecks(), Clock: opts.Clock, Logger: log.With("component", "watchdog")}); err != nil {
+		return nil, fmt.Errorf("agent: Watchdog: %w: %w", err, ErrInvalidOptions)
+	}
 	a.runnables = a.newRunnables(b)
 	return a, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/status/node"
+	"github.com/kubeletkit/kubeletkit/watchdog"
 )
 
 // APIOptions configure the kubelet API (package server's secure server,
@@ -127,6 +128,19 @@ func (a *Agent) healthChecks() []server.HealthCheck {
 			return nil
 		}},
 	}, a.opts.HTTP.HealthChecks...)
+}
+
+// watchdogChecks are the checks before each watchdog notification: those
+// of /healthz, as upstream's, called without a request.
+func (a *Agent) watchdogChecks() []watchdog.Check {
+	var checks []watchdog.Check
+	for _, c := range a.healthChecks() {
+		if c.Check == nil {
+			continue
+		}
+		checks = append(checks, watchdog.Check{Name: c.Name, Check: func() error { return c.Check(nil) }})
+	}
+	return checks
 }
 
 // newAPIServer builds the kubelet API's server over the agent.

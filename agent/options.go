@@ -19,6 +19,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/volume"
+	"github.com/kubeletkit/kubeletkit/watchdog"
 )
 
 // Options configure an Agent. The zero value runs the embedded fake runtime
@@ -103,8 +104,24 @@ type Options struct {
 	// and shutdownGracePeriodCriticalPods): what a shutdown does, and what
 	// triggers it besides Agent.Shutdown. The zero value leaves it off.
 	Shutdown ShutdownOptions
+	// Watchdog feeds systemd's service watchdog while /healthz's checks
+	// pass (upstream's SystemdWatchdog). The zero value feeds none.
+	Watchdog WatchdogOptions
 	// Timings overrides default periods.
 	Timings Timings
+}
+
+// WatchdogOptions configure the systemd watchdog (package watchdog): under
+// a unit with WatchdogSec=, Run sends "WATCHDOG=1" every half Timeout,
+// while the checks of /healthz (syncloop, pleg, HTTP.HealthChecks) pass.
+type WatchdogOptions struct {
+	// Timeout is the unit's watchdog timeout, as watchdog.Enabled reads it
+	// from the environment; zero means no watchdog. One of a second or
+	// less is refused (watchdog.ErrTimeoutTooSmall), as upstream.
+	Timeout time.Duration
+	// Notifier sends the notifications; nil means watchdog.Systemd
+	// (NOTIFY_SOCKET).
+	Notifier watchdog.Notifier
 }
 
 // ClusterOptions are the one seam an API server fills: each field is an

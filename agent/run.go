@@ -190,6 +190,11 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 	if t := a.opts.Shutdown.Trigger; t != nil {
 		rs = append(rs, runnable{name: "shutdown-trigger", run: func(ctx context.Context) error { return t.Run(ctx, a.shutdown) }})
 	}
+	if a.watchdog.Interval() > 0 {
+		// Last, as upstream starts it once the kubelet runs: a check that
+		// fails meanwhile only skips a tick.
+		rs = append(rs, runnable{name: "watchdog", run: a.watchdog.Run})
+	}
 	return rs
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/kubeletconfig"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/server"
+	"github.com/kubeletkit/kubeletkit/watchdog"
 )
 
 func main() {
@@ -246,6 +247,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, ", healthz http://%s/healthz", opts.HTTP.Healthz.Listen)
 		}
 		fmt.Fprintln(stdout)
+		ctx, cancel := context.WithCancel(ctx)
+		defer notifyReady(ctx, a, watchdog.Systemd{}, log)()
+		defer cancel()
 		return runAgent(ctx)
 	}
 	return runOnce(ctx, a, runAgent, c.runOnceTimeout, stdout)
@@ -287,6 +291,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		return agent.Options{}, nil, err
 	}
 	if err := shutdownOptions(c, &opts); err != nil {
+		return agent.Options{}, nil, err
+	}
+	if err := watchdogOptions(c, &opts); err != nil {
 		return agent.Options{}, nil, err
 	}
 	opts.Node.DevicePluginDir = c.devicePluginDir
