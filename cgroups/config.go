@@ -72,6 +72,12 @@ type PodOptions struct {
 	// PidsLimit is the pod's pids limit (upstream's podPidsLimit); 0 or
 	// less means none.
 	PidsLimit int64
+	// HugePageSizes are the huge page sizes, in bytes, the node's kernel
+	// offers (status/node.LocalMachine's hugepages-<size> capacity): a
+	// pod's cgroup limits each size the pod does not request to 0, as
+	// upstream's, so that it uses no huge pages it was not given. Empty:
+	// only the sizes the pod requests are limited.
+	HugePageSizes []int64
 }
 
 // PodConfig computes a pod's cgroup as upstream's ResourceConfigForPod:
@@ -80,7 +86,8 @@ type PodOptions struct {
 // every class (MinShares for BestEffort); for Guaranteed pods a CFS quota
 // and a memory limit always; for Burstable ones the quota only when every
 // container limits CPU and the memory limit only when every container
-// limits memory (or the pod does); huge page limits from the requests.
+// limits memory (or the pod does); huge page limits from the requests,
+// 0 for each other size of opts.HugePageSizes.
 // It is a pure function of the pod and opts.
 func PodConfig(pod *v1.Pod, opts PodOptions) ResourceConfig {
 	period := opts.CPUPeriod
@@ -121,6 +128,14 @@ func PodConfig(pod *v1.Pod, opts PodOptions) ResourceConfig {
 		rc.CPUShares = &minShares
 	}
 	rc.HugePageLimits = hugePageLimits(reqs)
+	for _, size := range opts.HugePageSizes {
+		if _, ok := rc.HugePageLimits[size]; !ok {
+			if rc.HugePageLimits == nil {
+				rc.HugePageLimits = map[int64]int64{}
+			}
+			rc.HugePageLimits[size] = 0
+		}
+	}
 	if opts.PidsLimit > 0 {
 		pids := opts.PidsLimit
 		rc.PidsLimit = &pids
@@ -172,7 +187,7 @@ func podLimits(pod *v1.Pod) (v1.ResourceList, bool, bool) {
 func hugePageLimits(l v1.ResourceList) map[int64]int64 {
 	var out map[int64]int64
 	for name, q := range l {
-		size, ok := hugePageSize(name)
+		size, ok := podspec.HugePageSize(name)
 		if !ok {
 			continue
 		}

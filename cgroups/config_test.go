@@ -2,6 +2,8 @@ package cgroups_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,8 +30,8 @@ func show(rc cgroups.ResourceConfig) string {
 	if rc.PidsLimit != nil {
 		parts = append(parts, fmt.Sprintf("pids=%d", *rc.PidsLimit))
 	}
-	for size, l := range rc.HugePageLimits {
-		parts = append(parts, fmt.Sprintf("hugepages-%d=%d", size, l))
+	for _, size := range slices.Sorted(maps.Keys(rc.HugePageLimits)) {
+		parts = append(parts, fmt.Sprintf("hugepages-%d=%d", size, rc.HugePageLimits[size]))
 	}
 	return strings.Join(parts, " ")
 }
@@ -93,6 +95,14 @@ func TestPodConfig(t *testing.T) {
 		{"pids limit", pod("u", ""), cgroups.PodOptions{PidsLimit: 100}, "shares=2 pids=100"},
 		{"huge pages", pod("u", "cpu=1,memory=1Gi,hugepages-2Mi=4Mi/cpu=1,memory=1Gi,hugepages-2Mi=4Mi"), cgroups.PodOptions{},
 			"shares=1024 quota=100000 period=100000 memory=1073741824 hugepages-2097152=4194304"},
+		{"huge pages, the node's other sizes at 0", pod("u", "cpu=1,memory=1Gi,hugepages-2Mi=4Mi/cpu=1,memory=1Gi,hugepages-2Mi=4Mi"),
+			cgroups.PodOptions{HugePageSizes: []int64{2 << 20, 1 << 30}},
+			"shares=1024 quota=100000 period=100000 memory=1073741824 hugepages-2097152=4194304 hugepages-1073741824=0"},
+		{"no huge pages asked: 0 for every size", pod("u", "cpu=100m/"), cgroups.PodOptions{HugePageSizes: []int64{2 << 20, 1 << 30}},
+			"shares=102 hugepages-2097152=0 hugepages-1073741824=0"},
+		{"pod-level huge pages", withPodLevel(pod("u", "cpu=100m/"), "cpu=500m,hugepages-1Gi=1Gi", "cpu=1,memory=2Gi,hugepages-1Gi=1Gi"),
+			cgroups.PodOptions{HugePageSizes: []int64{2 << 20, 1 << 30}},
+			"shares=512 quota=100000 period=100000 memory=2147483648 hugepages-2097152=0 hugepages-1073741824=1073741824"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := show(cgroups.PodConfig(tc.pod, tc.opts)); got != tc.want {

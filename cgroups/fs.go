@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // fsDriver reads and writes cgroups as directories of a cgroup file
@@ -330,7 +332,7 @@ func (d *fsDriver) set(n Name, rc ResourceConfig) error {
 	}
 	if dir, ok := in("hugetlb"); ok {
 		for size, limit := range rc.HugePageLimits {
-			if err := writeFile(dir, "hugetlb."+hugetlbSize(size)+".limit_in_bytes", strconv.FormatInt(limit, 10)); err != nil {
+			if err := writeFile(dir, "hugetlb."+podspec.HugePageUnitSize(size)+".limit_in_bytes", strconv.FormatInt(limit, 10)); err != nil {
 				return err
 			}
 		}
@@ -378,7 +380,7 @@ func (d *fsDriver) setV2(dir string, rc ResourceConfig) error {
 	}
 	if has("hugetlb") {
 		for size, limit := range rc.HugePageLimits {
-			if err := writeFile(dir, "hugetlb."+hugetlbSize(size)+".max", strconv.FormatInt(limit, 10)); err != nil {
+			if err := writeFile(dir, "hugetlb."+podspec.HugePageUnitSize(size)+".max", strconv.FormatInt(limit, 10)); err != nil {
 				return err
 			}
 		}

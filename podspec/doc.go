@@ -7,7 +7,9 @@
 //   - Quality of service: QOSClass, ComputeQOSClass.
 //   - Effective resources: Requests (what admission fits against the node's
 //     allocatable), EffectiveResources with ContainerRequests or
-//     ContainerLimits (what cgroups and eviction sum), IsPodLevelResource.
+//     ContainerLimits (what cgroups and eviction sum), IsPodLevelResource;
+//     huge pages: HugePageSize (of a hugepages-<size> name) and
+//     HugePageUnitSize (its "2MB" spelling in the CRI and cgroups).
 //   - Critical pods: IsCritical and SystemCriticalPriority (never evicted,
 //     preempt at admission, stopped last at shutdown).
 //   - Containers: IsSidecar (a restartable init container) and

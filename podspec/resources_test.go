@@ -85,3 +85,22 @@ func TestRequests(t *testing.T) {
 		})
 	}
 }
+
+func TestHugePageSize(t *testing.T) {
+	for name, want := range map[v1.ResourceName]int64{
+		"hugepages-2Mi": 2 << 20, "hugepages-1Gi": 1 << 30, "hugepages-64Ki": 64 << 10,
+		"hugepages-0": 0, "hugepages-x": 0, "memory": 0, "hugepages--2Mi": 0,
+	} {
+		got, ok := podspec.HugePageSize(name)
+		assert.Equal(t, want, got, name)
+		assert.Equal(t, want != 0, ok, name)
+	}
+}
+
+func TestHugePageUnitSize(t *testing.T) {
+	for bytes, want := range map[int64]string{
+		2 << 20: "2MB", 1 << 30: "1GB", 64 << 10: "64KB", 32 << 20: "32MB", 16 << 30: "16GB", 512: "512B", 1536: "1536B", 1 << 50: "1PB",
+	} {
+		assert.Equal(t, want, podspec.HugePageUnitSize(bytes), bytes)
+	}
+}
