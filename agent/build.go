@@ -264,18 +264,18 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 		Recorder: b.events, Logger: log.With("component", "prober")}); err != nil {
 		return nil, err
 	}
-	// Read once: the downward API's default limits.
-	var memoryCapacity int64
-	if capacity, err := opts.Node.Machine.Capacity(context.Background()); err != nil {
-		log.Warn("Cannot read the node's capacity: a container's unset limits read through the downward API fail", "err", err)
+	// Read once: the downward API's default limits, the memory of
+	// oom_score_adj and the huge page sizes of container configs.
+	capacity, capErr := opts.Node.Machine.Capacity(context.Background())
+	if capErr != nil {
+		log.Warn("Cannot read the node's capacity: a container's unset limits read through the downward API fail", "err", capErr)
 	} else {
 		b.allocatable = node.Allocatable(capacity, b.nodeView.reservation(capacity))
-		memoryCapacity = capacity.Memory().Value()
 	}
 	if b.vol, err = b.newVolumes(); err != nil {
 		return nil, err
 	}
-	mgr, err := newCgroups(opts, b.caps, log)
+	mgr, err := newCgroups(opts, b.caps, capacity, log)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +284,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if b.pullRecords, err = b.newPullRecords(); err != nil {
 		return nil, err
 	}
-	if b.podsync, err = b.newPodSync(memoryCapacity); err != nil {
+	if b.podsync, err = b.newPodSync(capacity); err != nil {
 		return nil, err
 	}
 	b.cgroups.killer = b.podsync

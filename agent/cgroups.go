@@ -101,14 +101,23 @@ type podCgroups struct {
 // records the pod cgroups it makes under RootDir/cgroups, and removes no
 // other: another agent's on the same host are not its orphans. It asks rt
 // for its cgroup driver as it starts, Cgroups.Driver being the fallback
-// (upstream's KubeletCgroupDriverFromCRI).
-func newCgroups(opts Options, rt cgroups.RuntimeConfigGetter, log *slog.Logger) (*cgroups.Manager, error) {
+// (upstream's KubeletCgroupDriverFromCRI). The huge page sizes of capacity
+// are those a pod's cgroup limits.
+func newCgroups(opts Options, rt cgroups.RuntimeConfigGetter, capacity v1.ResourceList, log *slog.Logger) (*cgroups.Manager, error) {
 	if !opts.Cgroups.PerQOS {
 		return nil, nil
 	}
+	var hugePageSizes []int64 // the node's, each limited in a pod's cgroup
+	for name := range capacity {
+		if size, ok := podspec.HugePageSize(name); ok {
+			hugePageSizes = append(hugePageSizes, size)
+		}
+	}
+	slices.Sort(hugePageSizes)
 	return cgroups.New(cgroups.Options{Root: opts.Cgroups.FS, Driver: cgroups.Driver(opts.Cgroups.Driver), Runtime: rt, Clock: opts.Clock,
 		CgroupRoot: opts.Cgroups.Root, StateDir: filepath.Join(opts.RootDir, "cgroups"),
-		Pod:    cgroups.PodOptions{PidsLimit: opts.Cgroups.PodPidsLimit, CPUPeriod: uint64(opts.Cgroups.CPUCFSQuotaPeriod.Microseconds())},
+		Pod: cgroups.PodOptions{PidsLimit: opts.Cgroups.PodPidsLimit, CPUPeriod: uint64(opts.Cgroups.CPUCFSQuotaPeriod.Microseconds()),
+			HugePageSizes: hugePageSizes},
 		Logger: log.With("component", "cgroups")})
 }
 

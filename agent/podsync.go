@@ -3,6 +3,8 @@ package agent
 import (
 	"path/filepath"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
@@ -17,7 +19,7 @@ import (
 // environment's sources, the devices, the cgroups and the runtime's
 // features; a pod's resource claims are prepared by a dra.Manager over the
 // API server's claims (Cluster.ResourceClaims).
-func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
+func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 	opts, log := b.opts, b.log
 	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims})
 	if err != nil {
@@ -47,10 +49,11 @@ func (b *blocks) newPodSync(memoryCapacity int64) (*podsync.Syncer, error) {
 			UserNamespaces:          b.features.handlerSupportsUserNamespaces,
 			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
-			MemorySwapController: b.fakeRT == nil && cgroups.MemorySwapAccounted(), MemoryCapacity: memoryCapacity,
+			MemorySwapController: b.fakeRT == nil && cgroups.MemorySwapAccounted(), MemoryCapacity: capacity.Memory().Value(),
 			CPUCFSQuotaPeriod: opts.Cgroups.CPUCFSQuotaPeriod,
 			LogRoot:           opts.logsDir(), PodsDir: opts.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
 			ClusterDNS: opts.Node.ClusterDNS, ClusterDomain: opts.Node.ClusterDomain, ResolvConf: opts.Node.resolvConf(),
+			HugePageSizes: containerconfig.HugePageSizes(capacity),
 		},
 		PodCgroups:       podCgroups,
 		DynamicResources: claims,

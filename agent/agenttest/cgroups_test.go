@@ -19,6 +19,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/status/node/nodetest"
 )
 
 // cgroupV2FS is a directory shaped as a cgroup v2 mount, for
@@ -160,4 +161,35 @@ func TestCPUCFSQuotaPeriod(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Huge pages in the pod's cgroup, as upstream's: the pod's hugepages-2Mi
+// request is its hugetlb.2MB.max, and the node's other size, 1Gi, which
+// the pod does not ask for, is limited to 0.
+func TestPodCgroupHugePages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := t.TempDir()
+		if err := os.WriteFile(filepath.Join(fs, "cgroup.controllers"), []byte("cpu memory pids hugetlb\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{
+			Cgroups: agent.CgroupOptions{PerQOS: true, FS: fs},
+			Node: agent.NodeOptions{Machine: nodetest.Machine{Cap: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110"),
+				"hugepages-2Mi": resource.MustParse("64Mi"), "hugepages-1Gi": resource.MustParse("2Gi"),
+			}}}}})
+		huge := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), "hugepages-2Mi": resource.MustParse("8Mi")}
+		p := n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "dpdk"}, Spec: v1.PodSpec{Containers: []v1.Container{
+			{Name: "app", Image: "busybox", Resources: v1.ResourceRequirements{Requests: huge, Limits: huge}}}}})
+		if !n.StepUntil(time.Minute, func() bool { return n.Pod("default", "dpdk").Status.Phase == v1.PodRunning }) {
+			t.Fatalf("pod not running: %+v", n.Pod("default", "dpdk").Status)
+		}
+		dir := filepath.Join(fs, "kubepods", "burstable", "pod"+string(p.UID))
+		for file, want := range map[string]string{"hugetlb.2MB.max": "8388608", "hugetlb.1GB.max": "0"} {
+			b, err := os.ReadFile(filepath.Join(dir, file))
+			if got := strings.TrimSpace(string(b)); got != want {
+				t.Errorf("the pod cgroup's %s = %q (%v), want %q", file, got, err, want)
+			}
+		}
+	})
 }

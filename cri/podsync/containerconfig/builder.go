@@ -222,6 +222,13 @@ type Options struct {
 	// share of it. Zero means DefaultCPUCFSQuotaPeriod, 100ms; otherwise
 	// between 1ms and 1s, in whole microseconds as the kernel counts.
 	CPUCFSQuotaPeriod time.Duration
+	// HugePageSizes are the page sizes the node's kernel offers, as the
+	// CRI spells them ("2MB", "1GB"; HugePageSizes reads them from the
+	// node's capacity): each container gets a huge page limit for every
+	// one of them (HugepageLimits), 0 where neither it nor its pod has a
+	// limit of that size, as upstream's. Empty: no huge page limits sent,
+	// the runtime's default.
+	HugePageSizes []string
 }
 
 // Builder builds the CRI configs of pods' sandboxes and containers. Its

@@ -334,11 +334,12 @@ func resources(pod *v1.Pod, c *v1.Container, period time.Duration) *runtimeapi.L
 }
 
 // linuxResources is Resources with the container's oom_score_adj
-// (OOMScoreAdj) and, where the node accounts swap
+// (OOMScoreAdj), its huge page limits (HugepageLimits) and, where the node accounts swap
 // (Options.MemorySwapController), the swap limit set to the memory limit.
 func (b *Builder) linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
 	r := b.Resources(pod, c)
 	r.OomScoreAdj = OOMScoreAdj(pod, c, b.opts.MemoryCapacity)
+	r.HugepageLimits = HugepageLimits(pod, c, b.opts.HugePageSizes)
 	if b.opts.MemorySwapController {
 		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
 	}
