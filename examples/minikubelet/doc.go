@@ -88,6 +88,13 @@
 // the pods, waits until each runs (or ends), prints their statuses as JSON
 // and exits.
 //
+// Under a systemd unit, as upstream's kubelet, it sends READY=1 once the
+// agent has started (so Type=notify works), and with WatchdogSec= it feeds
+// systemd's watchdog every half timeout while /healthz's checks pass
+// (package watchdog): a node whose sync loop is stuck is killed and
+// restarted by the unit's Restart=. A WatchdogSec= of 1s or less stops it
+// at start ("configure watchdog timeout too small").
+//
 // Flags: --container-runtime-endpoint (a containerd or CRI-O socket; empty
 // means the embedded fake), --pod-manifest-path, --manifest-url,
 // --object-manifest-path (ConfigMaps and Secrets for pods' volumes),
