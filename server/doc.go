@@ -24,8 +24,12 @@
 //	/runningpods/                                 GET         v1.PodList of the runtime's pods           RunningPods
 //	/configz (secure server only; 404 on the read-only one, as upstream)
 //	                                              any         {"kubeletconfig": <the configuration>}    Configz
+//	/statusz, /flagz (secure server only; 404 on the read-only one, as upstream)
+//	                                              any         text, or JSON/YAML by Accept              ZPages (Flags)
+//	/logs/[path][?query=...]                      GET         the log directory, a file, the journal    NodeLogs
 //
-// A part left nil answers 503 on its paths (Configz: 404, no /configz). Queries, status codes and error
+// A part left nil answers 503 on its paths (Configz, ZPages, ZPages.Flags:
+// 404; NodeLogs: 405 "logs endpoint is disabled."). Queries, status codes and error
 // texts are upstream's; the path's segments must be valid path segment
 // names (no "/", "%", "." or ".."), and a UID in the path must be the
 // pod's (or, for a mirror pod, its static pod's), else 404 "pod not found".
@@ -50,7 +54,8 @@
 // The Authorizer is asked about nodes/<subresource> of the node, the verb
 // from the method: /stats → stats, /metrics → metrics, /logs → log, /pods
 // and /runningpods → pods then proxy, /healthz → healthz then proxy,
-// /configz → configz then proxy, everything else proxy; a request no attribute is allowed is 403
+// /configz → configz then proxy, /statusz → statusz, /flagz → configz,
+// /checkpoint → checkpoint, everything else proxy; a request no attribute is allowed is 403
 // "Forbidden (user=..., verb=..., resource=nodes, subresource(s)=[...])".
 // AlwaysAllow and AlwaysDeny are the trivial authorizers.
 //
@@ -75,6 +80,15 @@
 // returns once it has shut down, the proxied streams closed. The handlers
 // call the interfaces from each request's goroutine: their implementations
 // must be safe for concurrent use.
+//
+// /statusz and /flagz are component-base's zpages as upstream 1.36 serves
+// them: a text page for people (its delimiter chosen at random so that
+// nobody parses it), or with "Accept: application/json;g=config.k8s.io;
+// v=v1beta1;as=Statusz" (or Flagz, v1alpha1 deprecated, YAML too) the
+// structured object; any other Accept is 406 with a Status. /logs/ serves
+// the node's log directory through an os.Root and, with NodeLogs.Query,
+// /logs/?query=<service or file> reads the journal (a Journal, journalctl
+// by default) with upstream's parameters, validation and messages.
 //
 // NewHealthz is upstream kubelet's third server, its healthz port
 // (healthzBindAddress:healthzPort, 127.0.0.1:10248 there), which kubeadm's

@@ -84,6 +84,16 @@ type Options struct {
 	// /configz (404). The read-only server never serves it, as upstream's
 	// read-only port does not.
 	Configz ConfigProvider
+	// ZPages serves /statusz and, with ZPages.Flags, /flagz (upstream's
+	// ComponentStatusz and ComponentFlagz, beta and on in 1.36), on the
+	// secure server only, as upstream. Nil: neither (404).
+	ZPages *ZPages
+	// NodeLogs serves /logs/, the node's log directory and, with
+	// NodeLogs.Query, its journal (upstream's enableSystemLogHandler and
+	// enableSystemLogQuery), on the secure server only. Nil or an empty
+	// Dir: /logs/ answers 405 "logs endpoint is disabled.", as upstream's
+	// with the handler off.
+	NodeLogs *NodeLogs
 	// RedirectContainerStreaming answers /exec, /attach and /portForward
 	// with a 302 to the runtime's URL instead of proxying the connection
 	// (upstream's former --redirect-container-streaming): the client must
@@ -119,10 +129,12 @@ type Options struct {
 
 // Server serves the node's HTTP API.
 type Server struct {
-	opts    Options
-	log     *slog.Logger
-	checks  []HealthCheck
-	handler http.Handler
+	opts     Options
+	log      *slog.Logger
+	checks   []HealthCheck
+	handler  http.Handler
+	zpages   *zpages
+	nodeLogs *nodeLogs
 }
 
 // New builds a Server; it listens on nothing until Serve.
@@ -162,15 +174,52 @@ func New(opts Options) *Server {
 		// is authorized (GET get, POST create of nodes/configz).
 		mux.HandleFunc(configzPath, s.serveConfigz)
 	}
-	s.handler = s.withAuth(podRoutes(mux, []podRoute{
+	s.nodeLogs = &nodeLogs{}
+	if opts.NodeLogs != nil {
+		s.nodeLogs.o = *opts.NodeLogs
+	}
+	if s.nodeLogs.o.Dir != "" {
+		mux.HandleFunc("GET "+logsPath, s.serveNodeLogs)
+	} else {
+		mux.HandleFunc(logsPath, s.serveNodeLogs)
+	}
+	routes := []podRoute{
 		{"/containerLogs/", []string{http.MethodGet}, s.serveContainerLogs},
 		{"/exec/", []string{http.MethodGet, http.MethodPost}, s.serveExec},
 		{"/attach/", []string{http.MethodGet, http.MethodPost}, s.serveAttach},
 		{"/portForward/", []string{http.MethodGet, http.MethodPost}, s.servePortForward},
 		{"/run/", []string{http.MethodPost}, s.serveRun},
 		{checkpointPath, []string{http.MethodPost}, s.serveCheckpoint},
-	}))
+	}
+	if opts.ZPages != nil {
+		// Every method, as upstream's handlers; installed last, as
+		// upstream, so that /statusz lists every other path.
+		paths := s.paths(routes)
+		if opts.ZPages.Flags != nil {
+			mux.HandleFunc(flagzPath, s.serveFlagz)
+			paths = append(paths, flagzPath)
+		}
+		s.zpages = newZPages(*opts.ZPages, paths)
+		mux.HandleFunc(statuszPath, s.serveStatusz)
+	}
+	s.handler = s.withAuth(podRoutes(mux, routes))
 	return s
+}
+
+// paths are the paths the secure server serves before its zpages, for
+// /statusz.
+func (s *Server) paths(routes []podRoute) []string {
+	paths := []string{healthzPath, podsPath, "/node", statsPath, runningPodsPath, logsPath}
+	if s.opts.Metrics != nil || s.opts.ResourceMetrics != nil {
+		paths = append(paths, metricsPath)
+	}
+	if s.opts.Configz != nil {
+		paths = append(paths, configzPath)
+	}
+	for _, rt := range routes {
+		paths = append(paths, rt.prefix)
+	}
+	return paths
 }
 
 // podRoute is an endpoint whose path names a pod: its prefix, methods and
