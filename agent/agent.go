@@ -138,6 +138,7 @@ type Agent struct {
 	ready       chan struct{}      // closed once Run has started everything
 	ownRoot     bool               // opts.RootDir is New's fresh one, removed when Run returns
 	runnables   []runnable         // what Run starts, in order (newRunnables)
+	started     time.Time          // when New built it, on clock: /statusz's start
 }
 
 // NodeName returns the node's name.

@@ -62,6 +62,24 @@ type APIOptions struct {
 	// itself, one hop further from the runtime. Nil: the kubelet API
 	// proxies them to the runtime as any other stream.
 	WebSockets server.WebSocketTranslator
+	// Flags serves /flagz with the program's command-line flags
+	// (examples/minikubelet passes its parsed flag set through
+	// server.FlagSetReader). Nil: no /flagz, as upstream kubelet without a
+	// flag reader. /statusz is always served: the agent's start on its
+	// clock, BinaryVersion and EmulationVersion.
+	Flags server.FlagReader
+	// BinaryVersion and EmulationVersion are /statusz's versions; empty:
+	// "0.0.0" and none (see server.ZPages).
+	BinaryVersion, EmulationVersion string
+	// NodeLogDir is the node's log directory, served under /logs/
+	// (upstream's /var/log/ with enableSystemLogHandler, its default).
+	// Empty: /logs/ answers 405 "logs endpoint is disabled.".
+	NodeLogDir string
+	// NodeLogQuery turns on /logs/?query= (enableSystemLogQuery with the
+	// NodeLogQuery gate): a service's journal through Journal (nil:
+	// journalctl from PATH) or a file under NodeLogDir.
+	NodeLogQuery bool
+	Journal      server.Journal
 }
 
 // ExtendWebSocketsToKubelet is the node feature that tells the API server
@@ -197,8 +215,10 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 	return server.New(server.Options{
 		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.HTTP.MetricsHandler, ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler,
 		Stats: a.api, PodGetter: a.api, Logs: a.api, Streaming: a.api, Runner: a.api, Checkpoints: a.api, RunningPods: a.api, Configz: o.Configz, WebSockets: o.WebSockets,
-		Auth: &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},
-		TLS:  tlsConfig, Logger: a.log.With("component", "kubelet-api"),
+		ZPages:   &server.ZPages{StartTime: a.started, Clock: a.clock, BinaryVersion: o.BinaryVersion, EmulationVersion: o.EmulationVersion, Flags: o.Flags},
+		NodeLogs: &server.NodeLogs{Dir: o.NodeLogDir, Query: o.NodeLogQuery, Journal: o.Journal},
+		Auth:     &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},
+		TLS:      tlsConfig, Logger: a.log.With("component", "kubelet-api"),
 	}), nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net/http"
@@ -62,9 +63,21 @@ func TestKubeletAPI(t *testing.T) {
 	configz := server.ConfigProviderFunc(func() (any, error) {
 		return map[string]string{"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1"}, nil
 	})
+	logDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(logDir, "syslog"), []byte("a system log line\n"), 0o644))
+	journal := server.JournalFunc(func(_ context.Context, args []string, w io.Writer) error {
+		if len(args) == 2 && args[1] == "_SYSTEMD_UNIT" {
+			_, err := io.WriteString(w, "kubelet.service\n")
+			return err
+		}
+		_, err := fmt.Fprintln(w, strings.Join(args, " "))
+		return err
+	})
 	n := newNodeWith(t, agent.Options{
 		HTTP: agent.HTTPOptions{API: &agent.APIOptions{Listen: "127.0.0.1:0", Authenticator: tokens, Authorizer: onlyAdmin,
-			Configz: configz, WebSockets: v5Translator{}}},
+			Configz: configz, WebSockets: v5Translator{},
+			Flags:         server.FlagReaderFunc(func() map[string]string { return map[string]string{"port": "10250"} }),
+			BinaryVersion: "1.36.3", EmulationVersion: "1.36", NodeLogDir: logDir, NodeLogQuery: true, Journal: journal}},
 	})
 	n.a.FakeRuntime().SetRules([]fake.Rule{{Name: "web", Behavior: fake.Behavior{Stdout: []string{"hello from web"}}}})
 	n.write("web.yaml", `
@@ -146,6 +159,23 @@ spec:
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.JSONEq(t, `{"kubeletconfig": {"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1"}}`, body)
 	code, _ = call("GET", "/configz", "nobody-token")
+	assert.Equal(t, http.StatusForbidden, code)
+
+	code, body = call("GET", "/statusz", "admin-token")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "\nkubelet statusz\n")
+	assert.Regexp(t, `Binary version(:|: |=| ) 1\.36\.3\n`, body)
+	assert.Regexp(t, `Paths(:|: |=| ) /attach /checkpoint /configz /containerLogs /exec /flagz /healthz /logs /node /pods /portForward /run /runningpods /stats\n`, body)
+	code, body = call("GET", "/flagz", "admin-token", "Accept", "application/json;g=config.k8s.io;v=v1beta1;as=Flagz")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.JSONEq(t, `{"kind":"Flagz","apiVersion":"config.k8s.io/v1beta1","metadata":{"name":"kubelet"},"flags":{"port":"10250"}}`, body)
+	code, body = call("GET", "/logs/syslog", "admin-token")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, "a system log line\n", body)
+	code, body = call("GET", "/logs/?query=kubelet&tailLines=3", "admin-token")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, "--utc --no-pager --output=short-precise --pager-end --lines=3 --unit=kubelet\n", body)
+	code, _ = call("GET", "/logs/syslog", "nobody-token")
 	assert.Equal(t, http.StatusForbidden, code)
 
 	n.waitNodeCondition(v1.NodeReady, v1.ConditionTrue)
