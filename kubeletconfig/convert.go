@@ -155,6 +155,7 @@ var honouredGates = map[string]bool{
 	"GracefulNodeShutdownBasedOnPodPriority": true, // Shutdown.ByPodPriority
 	"KubeletCrashLoopBackOffMax":             true, // Node.MaxContainerRestartPeriod
 	"KubeletEnsureSecretPulledImages":        true, // Node.PulledImages (false: Off)
+	"NodeLogQuery":                           true, // validation: enableSystemLogQuery needs it
 }
 
 // Convert turns a defaulted, validated configuration into the agent's
@@ -260,8 +261,19 @@ func (c *converter) http() {
 		}
 		api.TLS.CipherSuites = append(api.TLS.CipherSuites, id)
 	}
+	// enableSystemLogHandler (on by default) serves the node's log
+	// directory under /logs/; enableSystemLogQuery (which validation ties
+	// to it and to the NodeLogQuery gate) adds its ?query=.
+	if deref(kc.EnableSystemLogHandler) {
+		api.NodeLogDir = NodeLogDir
+		api.NodeLogQuery = deref(kc.EnableSystemLogQuery)
+	}
 	o.HTTP.API = api
 }
+
+// NodeLogDir is the node's log directory the kubelet API serves under
+// /logs/, upstream's.
+const NodeLogDir = "/var/log/"
 
 // tlsVersions are tlsMinVersion's values.
 var tlsVersions = map[string]uint16{"VersionTLS10": tls.VersionTLS10, "VersionTLS11": tls.VersionTLS11,

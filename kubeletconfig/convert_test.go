@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
@@ -172,8 +173,8 @@ func TestConvertRefused(t *testing.T) {
 		// What gates on by default in 1.36 let validation pass, the node
 		// does not do: refused by name, not as invalid.
 		{"gates on in 1.36", func(kc *kubeletv1beta1.KubeletConfiguration) {
-			kc.EnableSystemLogQuery = ptrTo(true) // NodeLogQuery
-		}, []string{"enableSystemLogQuery"}, `enableSystemLogQuery true: not supported by this node`},
+			kc.Tracing = &tracingapi.TracingConfiguration{Endpoint: ptrTo("localhost:4317")} // KubeletTracing
+		}, []string{"tracing"}, `tracing {"endpoint":"localhost:4317"}: not supported by this node`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := convert(t, tc.set)
@@ -277,4 +278,53 @@ func TestConvertPulledImages(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.PulledImagesOptions{Off: true}, cfg.Agent.Node.PulledImages)
 	assert.False(t, cfg.FeatureGates["KubeletEnsureSecretPulledImages"])
+}
+
+// enableSystemLogHandler (on by default) serves /var/log/ under /logs/,
+// enableSystemLogQuery its ?query=; the NodeLogQuery gate off is honoured,
+// since validation then refuses enableSystemLogQuery.
+func TestConvertNodeLogs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		set   func(kc *kubeletv1beta1.KubeletConfiguration)
+		dir   string
+		query bool
+	}{
+		{name: "defaults", set: func(*kubeletv1beta1.KubeletConfiguration) {}, dir: "/var/log/"},
+		{name: "query", set: func(kc *kubeletv1beta1.KubeletConfiguration) { kc.EnableSystemLogQuery = ptrTo(true) }, dir: "/var/log/", query: true},
+		{name: "handler off", set: func(kc *kubeletv1beta1.KubeletConfiguration) { kc.EnableSystemLogHandler = ptrTo(false) }},
+		{name: "gate off", set: func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.FeatureGates = map[string]bool{"NodeLogQuery": false}
+		},
+			dir: "/var/log/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := convert(t, tc.set)
+			require.NoError(t, err)
+			require.NotNil(t, cfg.Agent.HTTP.API)
+			assert.Equal(t, tc.dir, cfg.Agent.HTTP.API.NodeLogDir)
+			assert.Equal(t, tc.query, cfg.Agent.HTTP.API.NodeLogQuery)
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(kc *kubeletv1beta1.KubeletConfiguration)
+		err  string
+	}{
+		{name: "query without the handler", set: func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.EnableSystemLogHandler, kc.EnableSystemLogQuery = ptrTo(false), ptrTo(true)
+		}, err: "invalid configuration: enableSystemLogHandler is required for enableSystemLogQuery"},
+		{name: "query without the gate", set: func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.EnableSystemLogQuery, kc.FeatureGates = ptrTo(true), map[string]bool{"NodeLogQuery": false}
+		}, err: "invalid configuration: NodeLogQuery feature gate is required for enableSystemLogQuery"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := &kubeletv1beta1.KubeletConfiguration{}
+			tc.set(kc)
+			kubeletconfig.SetDefaults(kc)
+			err := kubeletconfig.Validate(kc)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
 }

@@ -29,6 +29,7 @@ var mapped = map[string]bool{
 	"containerRuntimeEndpoint": true, "clusterDNS": true, "clusterDomain": true, "resolvConf": true,
 	"maxPods": true, "serializeImagePulls": true, "maxParallelImagePulls": true, "podPidsLimit": true, "cpuCFSQuotaPeriod": true,
 	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
+	"enableSystemLogHandler": true, "enableSystemLogQuery": true,
 }
 
 // ignored are the fields upstream itself does not act on in the
@@ -44,12 +45,11 @@ var ignored = map[string]bool{
 
 // offValues are the values, beside upstream's default, that a field not
 // implemented may take because they say what the node does: it serves no
-// pprof, debug flags or system logs, does not check swap, does not limit
+// pprof or debug flags, does not check swap, does not limit
 // pulls per second, makes no iptables chains.
 var offValues = map[string]any{
 	"enableProfilingHandler":  false,
 	"enableDebugFlagsHandler": false,
-	"enableSystemLogHandler":  false,
 	"failSwapOn":              false,
 	"registryPullQPS":         int32(0),
 	"makeIPTablesUtilChains":  false,
