@@ -77,6 +77,22 @@ func TestKubeletAPIOnTheFakeRuntime(t *testing.T) {
 	assert.Equal(t, ptr.To(true), kc.Authentication.Anonymous.Enabled)
 	assert.Equal(t, kubeletconfig.KubeletAuthorizationModeAlwaysAllow, kc.Authorization.Mode)
 	assert.Empty(t, kc.EvictionHard, "--eviction-hard \"\"")
+	assert.Equal(t, ptr.To(true), kc.EnableSystemLogHandler)
+
+	// /flagz lists the command line's flags; /statusz the node; /logs/
+	// the node's /var/log/.
+	code, body = get("/flagz")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "\nkubelet flagz\n")
+	assert.Regexp(t, `\nport(:|: |=| )`+port+`\n`, body)
+	assert.Regexp(t, `\nanonymous-auth(:|: |=| )true\n`, body)
+	code, body = get("/statusz")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "\nkubelet statusz\n")
+	assert.Regexp(t, `\nPaths(:|: |=| ) /attach .*/flagz .*/logs `, body)
+	code, body = get("/logs/")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "<pre>\n")
 
 	code, body = get("/containerLogs/default/web-edge1/web")
 	assert.Equal(t, http.StatusOK, code, body)

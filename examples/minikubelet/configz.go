@@ -20,8 +20,8 @@ import (
 // defaults), with the fields whose value the node accepts without acting
 // on it set to what it does instead (docs/kubeletconfig.md, "default
 // accepted, not implemented"), so that a reader such as the node e2e
-// suite learns what the node really does: no pprof, debug flags or system
-// logs, no swap check, and the
+// suite learns what the node really does: no pprof or debug flags, no
+// swap check, and the
 // cgroups and authentication as run. Paths are absolute, since a reader
 // runs elsewhere.
 func kubeletConfig(c *config, opts *agent.Options) (*kubeletv1beta1.KubeletConfiguration, error) {
@@ -38,7 +38,10 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletv1beta1.KubeletConfi
 		kc.ContainerRuntimeEndpoint = "" // the embedded fake runtime
 	}
 	kc.EnableProfilingHandler, kc.EnableDebugFlagsHandler = ptr.To(false), ptr.To(false)
-	kc.EnableSystemLogHandler, kc.EnableSystemLogQuery, kc.FailSwapOn = ptr.To(false), ptr.To(false), ptr.To(false)
+	kc.FailSwapOn = ptr.To(false)
+	if kc.EnableSystemLogQuery == nil {
+		kc.EnableSystemLogQuery = ptr.To(false) // as upstream's internal configuration reads
+	}
 	kc.EnableServer = ptr.To(opts.HTTP.API != nil)
 	kc.FeatureGates = map[string]bool{"EventedPLEG": opts.EventedPLEG,
 		agent.ExtendWebSocketsToKubelet:   opts.HTTP.API != nil && opts.HTTP.API.WebSockets != nil,

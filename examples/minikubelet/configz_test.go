@@ -71,7 +71,7 @@ func TestConfigzDefaults(t *testing.T) {
 	// Upstream's defaults the node does not act on, as it runs.
 	assert.Equal(t, ptr.To(false), got.EnableProfilingHandler)
 	assert.Equal(t, ptr.To(false), got.EnableDebugFlagsHandler)
-	assert.Equal(t, ptr.To(false), got.EnableSystemLogHandler)
+	assert.Equal(t, ptr.To(true), got.EnableSystemLogHandler, "/logs/ served")
 	assert.Equal(t, ptr.To(false), got.EnableSystemLogQuery)
 	assert.Equal(t, ptr.To[int32](10248), got.HealthzPort, "upstream's, served")
 	assert.Equal(t, "127.0.0.1", got.HealthzBindAddress)

@@ -32,7 +32,7 @@
 // {"kubeletconfig": <v1beta1.KubeletConfiguration>}, what the node e2e
 // suite reads: the merged configuration minikubelet runs with (below),
 // with what the node does where it accepts an upstream default it does not
-// act on (no pprof or system logs, no swap check, unbounded
+// act on (no pprof, no swap check, unbounded
 // image pulls), the TLS files it serves, the authentication and
 // authorization it does, and the QoS cgroups as it runs them: on a fake
 // runtime (the embedded one, or examples/fakecri over a socket unless

@@ -30,7 +30,8 @@ type config struct {
 	kc                                                *kubeletv1beta1.KubeletConfiguration
 	cfg                                               *kubeletconfig.Config // kc converted
 	configFile, configDir                             string
-	embedded                                          bool // the embedded fake runtime, not kc's endpoint
+	embedded                                          bool          // the embedded fake runtime, not kc's endpoint
+	flags                                             *flag.FlagSet // the command line as parsed, for /flagz
 	kubeconfig, nodeLabels, nodeIP, nodeName, rootDir string
 	hostnameOverride, certDir, objectPath, linksDir   string
 	runOnce, verbose                                  bool

@@ -65,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	c.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	c.flags = fs
 	if c.configFile == "" && c.kubeconfig == "" && !c.set["container-runtime-endpoint"] && !c.set["root-dir"] {
 		root, err := freshRootDir()
 		if err != nil {
@@ -280,6 +281,9 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 	}
 	if api := opts.HTTP.API; api != nil {
 		api.TLS.CertDir = c.certDir
+		// /flagz lists every flag with its value, as upstream's lists its
+		// flag sets; none holds a secret.
+		api.Flags = server.FlagSetReader{FlagSet: c.flags}
 		if cfg.FeatureGates[agent.ExtendWebSocketsToKubelet] {
 			// As upstream kubelet 1.36: kubectl's WebSockets are translated
 			// next to the runtime, and the agent tells the API server
