@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -188,4 +189,38 @@ func ExampleNewHealthz() {
 	// /healthz 200 "ok"
 	// /healthz?verbose 200 "[+]ping ok\nhealthz check passed\n"
 	// /pods 404 "404 page not found\n"
+}
+
+// /flagz lists the program's flags and /statusz describes it, as text for
+// people or, asked for by kind, as an object. Upstream picks the text's
+// delimiter at random for every answer; an example fixes it.
+func ExampleZPages() {
+	fs := flag.NewFlagSet("mykubelet", flag.ContinueOnError)
+	fs.Int("port", 10250, "the kubelet API's port")
+	fs.String("token", "", "a secret")
+	_ = fs.Parse([]string{"--port=11250", "--token=s3cret"})
+	srv := server.New(server.Options{
+		Auth: &server.Auth{Authenticator: server.Anonymous{}, Authorizer: server.AlwaysAllow{}},
+		ZPages: &server.ZPages{BinaryVersion: "0.1.0", Delimiter: "=",
+			Flags: server.FlagSetReader{FlagSet: fs, Classified: []string{"token"}}},
+	})
+	for _, accept := range []string{"", "application/json;g=config.k8s.io;v=v1beta1;as=Flagz", "application/json"} {
+		req := httptest.NewRequest(http.MethodGet, "/flagz", nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		fmt.Printf("%d %s\n%s\n", rec.Code, rec.Header().Get("Content-Type"), strings.TrimSpace(rec.Body.String()))
+	}
+	// Output:
+	// 200 text/plain; charset=utf-8
+	// kubelet flagz
+	// Warning: This endpoint is not meant to be machine parseable, has no formatting compatibility guarantees and is for debugging purposes only.
+	// port=11250
+	// token=CLASSIFIED
+	// 200 application/json;g=config.k8s.io;v=v1beta1;as=Flagz
+	// {"kind":"Flagz","apiVersion":"config.k8s.io/v1beta1","metadata":{"name":"kubelet"},"flags":{"port":"11250","token":"CLASSIFIED"}}
+	// 406 application/json
+	// {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"only the following media types are accepted: application/json, application/yaml, text/plain","reason":"NotAcceptable","code":406}
 }

@@ -328,10 +328,14 @@ func parseAccept(header string) []acceptClause {
 		}
 		c := acceptClause{typ: strings.TrimSpace(typ), sub: strings.TrimSpace(sub), q: 1, params: map[string]string{}}
 		for _, p := range fields[1:] {
-			k, v, _ := strings.Cut(p, "=")
+			k, v, ok := strings.Cut(p, "=")
+			if !ok {
+				continue
+			}
 			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 			if k == "q" {
-				fmt.Sscanf(v, "%g", &c.q)
+				// A quality that does not parse is 0, as goautoneg's.
+				c.q, _ = strconv.ParseFloat(v, 32)
 				continue
 			}
 			c.params[k] = v
