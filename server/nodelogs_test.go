@@ -169,7 +169,7 @@ func TestNodeLogsQuery(t *testing.T) {
 			journal: &fakeJournal{units: []string{"kubelet.service", "containerd.service"}, output: "journal lines\n"},
 			code:    200, body: "journal lines\n",
 			calls: [][]string{units, append(base, "--pager-end", "--lines=5", "--unit=kubelet", "--boot", "0")}},
-		{name: "two services in the journal", path: "/logs?query=kubelet&query=containerd&sinceTime=2026-01-02T03:04:05Z&untilTime=2026-01-02T13:14:15Z&pattern=E%5B0-9%5D",
+		{name: "two services in the journal", path: "/logs/?query=kubelet&query=containerd&sinceTime=2026-01-02T03:04:05Z&untilTime=2026-01-02T13:14:15Z&pattern=E%5B0-9%5D",
 			journal: &fakeJournal{units: []string{"kubelet.service", "containerd.service"}, output: "journal lines\n"},
 			code:    200, body: "journal lines\n",
 			calls: [][]string{units, append(base, "--since=2026-1-2 03:4:5", "--until=2026-1-2 13:14:15", "--unit=kubelet", "--unit=containerd", "--grep=E[0-9]")}},
@@ -217,8 +217,7 @@ func TestNodeLogsQuery(t *testing.T) {
 				j = &fakeJournal{}
 			}
 			rec := httptest.NewRecorder()
-			path := strings.Replace(tc.path, "/logs?", "/logs/?", 1)
-			logsServer(&server.NodeLogs{Dir: dir, Query: true, Journal: j}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			logsServer(&server.NodeLogs{Dir: dir, Query: true, Journal: j}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
 			assert.Equal(t, tc.code, rec.Code)
 			assert.Equal(t, tc.body, rec.Body.String())
 			assert.Equal(t, tc.calls, j.recorded())
