@@ -26,6 +26,12 @@ func Example() {
 		RootDir:  root,
 		Cluster:  agent.ClusterOptions{Updates: pods},
 		Timings:  agent.Timings{RelistPeriod: 100 * time.Millisecond},
+		// The embedded fake runtime's filesystems are this machine's real
+		// disk: on one nearly full, upstream's default thresholds (such as
+		// imagefs.available<15%) would refuse the pod with DiskPressure.
+		// The example turns eviction off so that its output does not depend
+		// on the disk; an agent on a real node keeps it.
+		Eviction: agent.EvictionOptions{Disabled: true},
 	})
 	if err != nil {
 		fmt.Println(err)

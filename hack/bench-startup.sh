@@ -106,13 +106,14 @@ one() {
     # maxPods: the default, 110, would refuse most of 500 pods (minikubelet:
     # --max-pods below).
     kk_write_kubelet_config "${rd}/kubelet.yaml" "${rd}/manifests" "${rd}/pod-logs" "${endpoint}" \
-      "${port}" "${main_port}" "maxPods: 1000"
+      "${port}" "${main_port}" "maxPods: 1000" "$(kk_eviction_hard_yaml)"
     cmd=("${KK_KUBELET_BIN}" --config="${rd}/kubelet.yaml" --root-dir="${rd}/root" --cert-dir="${rd}/pki"
       --hostname-override="${NODE}" --node-ip="${NODE_IP}")
   else
     cmd=("${BIN}/minikubelet" --container-runtime-endpoint "${endpoint}" --pod-manifest-path "${rd}/manifests"
       --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir "${rd}/root" --address 127.0.0.1 --read-only-port "${port}"
-      --port "${main_port}" --healthz-port 0 --cgroups-per-qos=false --max-pods 1000) # as upstream's configuration here (lib.sh)
+      --port "${main_port}" --healthz-port 0 --cgroups-per-qos=false --max-pods 1000 \
+      --eviction-hard "${KK_EVICTION_HARD}") # as upstream's configuration here (lib.sh)
   fi
   kk_isolate "${rd}/var-lib-kubelet" "${cmd[@]}"
   AGENT_BIN="${cmd[0]}"

@@ -127,7 +127,7 @@ start_mk() {
   local dir="$1" port="$2"
   shift 2
   mkdir -p "${dir}"
-  "${MK}" --node-name "${NODE}" --root-dir "${dir}/root" --address 127.0.0.1 --port 0 --healthz-port 0 \
+  "${MK}" --node-name "${NODE}" --root-dir "${dir}/root" --eviction-hard "${KK_EVICTION_HARD}" --address 127.0.0.1 --port 0 --healthz-port 0 \
     --read-only-port "${port}" "$@" >>"${dir}/stdout.log" 2>>"${dir}/stderr.log" &
   MK_PID=$!
 }
@@ -627,7 +627,7 @@ case_f() {
   api_port="$(kk_free_port)"
   while [[ "${api_port}" == "${port}" ]]; do api_port="$(kk_free_port)"; done
   mkdir -p "${dir}"
-  "${MK}" --node-name "${NODE}" --root-dir "${dir}/root" --address 127.0.0.1 --read-only-port "${port}" \
+  "${MK}" --node-name "${NODE}" --root-dir "${dir}/root" --eviction-hard "${KK_EVICTION_HARD}" --address 127.0.0.1 --read-only-port "${port}" \
     --port "${api_port}" --healthz-port 0 --client-ca-file "${p}/ca.crt" --pod-manifest-path "${MANIFESTS}" \
     >>"${dir}/stdout.log" 2>>"${dir}/stderr.log" &
   MK_PID=$!
@@ -668,7 +668,7 @@ case_h() {
   mkdir -p "${dir}"
   port="$(kk_free_port)"
   url="https://127.0.0.1:${port}"
-  "${MK}" --node-name "${NODE}" --root-dir "${dir}/root" --address 127.0.0.1 --port "${port}" --healthz-port 0 \
+  "${MK}" --node-name "${NODE}" --root-dir "${dir}/root" --eviction-hard "${KK_EVICTION_HARD}" --address 127.0.0.1 --port "${port}" --healthz-port 0 \
     --anonymous-auth=true --pod-manifest-path "${MANIFESTS}" >>"${dir}/stdout.log" 2>>"${dir}/stderr.log" &
   MK_PID=$!
   if ! wait_running "${url}" "${STATIC}" 20 >/dev/null; then

@@ -155,7 +155,7 @@ start_node() {
       --kubeconfig="${dir}/kubelet.conf" --cert-dir="${dir}/pki" --rotate-server-certificates
       --root-dir="${dir}/root" --pod-logs-dir="${dir}/pod-logs" --node-name="${name}" --node-ip="$(node_ip "${n}")"
       --container-runtime-endpoint="${endpoint}" --port=10250 --client-ca-file="${KK_CLIENT_CA_FILE}"
-      --cluster-dns=10.96.0.10 --cluster-domain=cluster.local -v)
+      --cluster-dns=10.96.0.10 --cluster-domain=cluster.local --eviction-hard="${KK_EVICTION_HARD}" -v)
     ;;
   *) kk_die "unknown kubelet ${kubelet} (minikubelet, upstream or vknode)" ;;
   esac

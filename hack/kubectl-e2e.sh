@@ -153,7 +153,8 @@ start() {
   local name="$1" cmd
   case "${name}" in
   upstream)
-    kk_write_kubelet_config "${DIR}/kubelet.yaml" "${DIR}/static" "${DIR}/upstream-logs" "${KK_ENDPOINT}" 0 "${API_PORT}"
+    kk_write_kubelet_config "${DIR}/kubelet.yaml" "${DIR}/static" "${DIR}/upstream-logs" "${KK_ENDPOINT}" 0 "${API_PORT}" \
+      "$(kk_eviction_hard_yaml)"
     # The kubelet API as a joined node serves it: client certificates from
     # the cluster's client CA, tokens and authorization by webhook.
     sed -i -e '/^authentication:/d' -e '/^authorization:/d' -e 's/^address: .*/address: 0.0.0.0/' "${DIR}/kubelet.yaml"
@@ -173,7 +174,7 @@ EOF
       --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir "${DIR}/minikubelet-root" --address 0.0.0.0
       --port "${API_PORT}" --read-only-port 0 --healthz-port 0 --client-ca-file "${KK_CLIENT_CA_FILE}"
       --authentication-token-webhook --authorization-mode Webhook -v
-      --cgroups-per-qos=false) # as upstream's configuration here (lib.sh)
+      --cgroups-per-qos=false --eviction-hard "${KK_EVICTION_HARD}") # as upstream's configuration here (lib.sh)
     ;;
   vknode)
     # virtual-kubelet's node with our provider: VK's own kubelet API routes
@@ -182,7 +183,7 @@ EOF
     # cluster-wide, which a node's credentials may not: the admin's.
     cmd=("${DIR}/bin/vknode" --container-runtime-endpoint "${KK_ENDPOINT}" --kubeconfig "${KK_KUBECONFIG}"
       --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir "${DIR}/vknode-root"
-      --port "${API_PORT}" --client-ca-file "${KK_CLIENT_CA_FILE}" -v)
+      --port "${API_PORT}" --client-ca-file "${KK_CLIENT_CA_FILE}" --eviction-hard "${KK_EVICTION_HARD}" -v)
     ;;
   *) kk_die "unknown agent ${name} (upstream, minikubelet or vknode)" ;;
   esac

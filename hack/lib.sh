@@ -120,6 +120,19 @@ kk_find_our_containerd() {
 #                       kube-scheduler-<version> binaries
 #                       (default $KK_WORK/bin); point it at a persistent dir
 #                       when KK_WORK is a fresh temp dir (as in .ci/run).
+# The hard eviction thresholds of every kubelet the harnesses run (upstream
+# kubelet, minikubelet, vknode), as upstream's hack/local-up-cluster.sh sets
+# them: the defaults less imagefs.available<15%. A host whose disk keeps a
+# large reserve for root (this machine's: under 15% of its blocks available
+# to root, with most of them free) meets that threshold before a test
+# starts, and both kubelets would then refuse every pod with DiskPressure:
+# the harnesses judge kubelets, not the host's disk. conformance.sh,
+# fidelity.sh and scale.sh set their own. KK_EVICTION_HARD is the flag form,
+# kk_eviction_hard_yaml prints the configuration file's line.
+KK_EVICTION_HARD="memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%"
+kk_eviction_hard_yaml() {
+  printf 'evictionHard: {memory.available: 100Mi, nodefs.available: "10%%", nodefs.inodesFree: "5%%"}\n'
+}
 KK_K8S_VERSION="${KK_K8S_VERSION:-v1.36.3}"
 KK_APISERVER_MODULE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/apiserver"
 KK_APISERVER_CACHE="${KK_APISERVER_CACHE:-${KK_BIN}}"
@@ -611,6 +624,7 @@ clusterDomain: cluster.local
 containerRuntimeEndpoint: $2
 cpuManagerReconcilePeriod: 0s
 evictionPressureTransitionPeriod: 0s
+$(kk_eviction_hard_yaml)
 failSwapOn: false
 failCgroupV1: false
 fileCheckFrequency: 0s

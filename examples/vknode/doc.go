@@ -9,7 +9,8 @@
 //	    [--port 10250 --client-ca-file /etc/kubernetes/pki/ca.crt] [--node-ip 192.0.2.7] \
 //	    [--bootstrap-kubeconfig bootstrap-kubelet.conf --cert-dir /var/lib/vknode/pki] \
 //	    [--rotate-server-certificates | --tls-cert-file F --tls-private-key-file K] \
-//	    [--cluster-dns 10.96.0.10 --cluster-domain cluster.local] [-v]
+//	    [--cluster-dns 10.96.0.10 --cluster-domain cluster.local] \
+//	    [--cgroups-per-qos] [--eviction-hard memory.available<100Mi,...] [-v]
 //
 // Build it from examples/ with an output name, as the directory has the
 // command's name: go build -o bin/vknode ./vknode (a plain go build ./vknode
@@ -43,6 +44,8 @@
 //	--tls-private-key-file FILE        its key
 //	--cluster-dns IP[,IP]              the cluster's DNS servers, for ClusterFirst pods (repeatable)
 //	--cluster-domain DOMAIN            the cluster's DNS domain (cluster.local in most clusters)
+//	--cgroups-per-qos                  upstream's pod cgroup hierarchy (needs root and --container-runtime-endpoint)
+//	--eviction-hard SIGNAL<VALUE,...   hard eviction thresholds (unset: upstream's defaults; empty: none)
 //	-v                                 debug logs, virtual-kubelet's included
 //
 // The flags have upstream kubelet's names and meanings. --cluster-dns and

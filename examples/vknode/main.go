@@ -34,6 +34,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/examples/vkprovider"
 	"github.com/kubeletkit/kubeletkit/server"
@@ -65,6 +66,11 @@ type config struct {
 	// The pods' DNS: agent.NodeOptions.ClusterDNS and ClusterDomain.
 	clusterDNS    []string
 	clusterDomain string
+
+	// evictionHard is agent.EvictionOptions.Thresholds from
+	// --eviction-hard: nil (not given) means upstream's defaults, empty
+	// means no threshold eviction.
+	evictionHard []eviction.Threshold
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -95,6 +101,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.clientCAFile, "client-ca-file", "", "CA bundle that signs the client certificates the kubelet API accepts (the API server's kubelet-client certificate: kubectl logs, exec, port-forward)")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "the node's IP address, in its status and in the serving certificate (default: the machine's first non-loopback address)")
 	fs.BoolVar(&c.cgroupsPerQOS, "cgroups-per-qos", false, "put pods in upstream's cgroup hierarchy with node allocatable enforced on kubepods (agent.Options.Cgroups.PerQOS, cgroupfs), as minikubelet's flag; needs root and a container runtime endpoint")
+	fs.Func("eviction-hard", "hard eviction thresholds, as upstream's flag (memory.available<100Mi,nodefs.available<10%,...); an empty value turns threshold eviction off; unset means upstream's defaults", func(s string) error {
+		ts, err := eviction.ParseThresholds(s, "", "", "")
+		if err != nil {
+			return err
+		}
+		c.evictionHard = append([]eviction.Threshold{}, ts...)
+		return nil
+	})
 	fs.BoolVar(&c.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -214,7 +228,8 @@ func agentOptions(c *config, rt agent.Runtime) agent.Options {
 		enforce = []string{agent.EnforcePods}
 	}
 	o := agent.Options{Runtime: rt, RootDir: c.rootDir, Logs: agent.LogOptions{Dir: c.podLogsDir},
-		Cgroups: agent.CgroupOptions{PerQOS: qos, EnforceNodeAllocatable: enforce}}
+		Cgroups:  agent.CgroupOptions{PerQOS: qos, EnforceNodeAllocatable: enforce},
+		Eviction: agent.EvictionOptions{Thresholds: c.evictionHard}}
 	if c.nodeIP != "" {
 		o.Node.HostIPs = []string{c.nodeIP}
 	}

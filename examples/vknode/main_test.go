@@ -34,6 +34,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+
+	"github.com/kubeletkit/kubeletkit/eviction"
 )
 
 // opencensus, which virtual-kubelet imports, starts its stats worker in an
@@ -69,6 +71,19 @@ func TestParseFlags(t *testing.T) {
 	assert.Empty(t, c.endpoint, "the embedded fake runtime")
 	assert.Equal(t, filepath.Join(c.rootDir, "pki"), c.pkiDir())
 	assert.Empty(t, c.clusterDNS, "ClusterFirst pods get the host's resolver")
+	assert.Nil(t, c.evictionHard, "upstream's default thresholds")
+	assert.Nil(t, agentOptions(c, nil).Eviction.Thresholds)
+
+	c, err = parseFlags([]string{"--kubeconfig", "/k", "--node-name", "kk-node", "--eviction-hard", "memory.available<100Mi,nodefs.available<10%"}, io.Discard)
+	require.NoError(t, err)
+	want, err := eviction.ParseThresholds("memory.available<100Mi,nodefs.available<10%", "", "", "")
+	require.NoError(t, err)
+	assert.Equal(t, want, agentOptions(c, nil).Eviction.Thresholds)
+
+	c, err = parseFlags([]string{"--kubeconfig", "/k", "--node-name", "kk-node", "--eviction-hard", ""}, io.Discard)
+	require.NoError(t, err)
+	assert.NotNil(t, c.evictionHard, "an empty value: no thresholds, not the defaults")
+	assert.Empty(t, c.evictionHard)
 }
 
 func TestFlagErrors(t *testing.T) {
@@ -93,6 +108,7 @@ func TestFlagErrors(t *testing.T) {
 		{append([]string{"--bootstrap-kubeconfig", "/nonexistent/bootstrap.conf"}, required...), "bootstrap kubeconfig /nonexistent/bootstrap.conf"},
 		{[]string{"--kubeconfig", "/k", "--node-name", "KK_Node"}, "--node-name=KK_Node"},
 		{append([]string{"--no-such-flag"}, required...), "no-such-flag"},
+		{append([]string{"--eviction-hard", "disk.available<1%"}, required...), "disk.available"},
 		{append(required, "extra"), "unexpected arguments"},
 		{required, "kubeconfig /nonexistent/kubeconfig"},
 	}
