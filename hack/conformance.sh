@@ -57,17 +57,24 @@
 #     summary.txt (per area), passed.txt and failed.txt (one spec a line;
 #     failed.txt with the first line of each failure).
 #
-# Both kubelets run without QoS cgroups (cgroupsPerQOS: false, cgroupfs), as
-# in hack/fidelity.sh: this machine has cgroup v1 without the hugetlb
-# controller, and a harness must not create /kubepods on the host. The specs
-# that look for QoS cgroups fail under both. Neither collects images
+# Both kubelets run with pod and QoS cgroups (cgroupsPerQOS, cgroupfs, node
+# allocatable enforced on kubepods), as the suite's own kubelet does, under a
+# cgroup root of the run's own (/kkconf-<pid>, made in every cgroup
+# hierarchy before the kubelet starts and removed after everything
+# stopped), so that nothing is made at the host's /kubepods. Without pod
+# cgroups upstream kubelet v1.36.3 panics on every sync of a pod resized in
+# place (a nil pod memory configuration in doPodResizeAction) and exits: the
+# later specs then time out and its node's heartbeat stops, a baseline that
+# is not upstream's. KK_CONFORMANCE_CGROUPS=none runs both without pod
+# cgroups (cgroupsPerQOS false), as the harness did before. Neither collects images
 # (imageGCHighThresholdPercent 100): on a disk more than 85% used, both
 # would remove the images the run imported, the sandbox image among them
 # where the runtime does not pin it (containerd 1.6), and no pod could
 # start again.
 #
 # Environment: KK_WORK, KK_APISERVER_CACHE, KK_K8S_VERSION (lib.sh);
-# KK_CONFORMANCE_NODE (node name, default kk-conformance). Needs root.
+# KK_CONFORMANCE_NODE (node name, default kk-conformance);
+# KK_CONFORMANCE_CGROUPS (qos, the default, or none: above). Needs root.
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -96,6 +103,8 @@ while (($#)); do
   shift 2
 done
 [[ "${KUBELET}" == minikubelet || "${KUBELET}" == upstream ]] || kk_die "--kubelet must be minikubelet or upstream"
+CGROUPS="${KK_CONFORMANCE_CGROUPS:-qos}"
+[[ "${CGROUPS}" == qos || "${CGROUPS}" == none ]] || kk_die "KK_CONFORMANCE_CGROUPS must be qos or none"
 [[ "$(id -u)" == 0 ]] || kk_die "needs root (containerd, namespaces, mounts)"
 
 CDIR="${KK_WORK}/conformance"
@@ -204,6 +213,44 @@ KUBELET_PID=""
 KUBELET_BIN=""
 TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
+# The run's cgroup root (KK_CONFORMANCE_CGROUPS=qos): one name in every
+# cgroup v1 hierarchy and in a hybrid host's unified one, where runc mirrors
+# the tree (or once under cgroup v2), its cpuset filled from the parent's as
+# cgroup v1 needs before a task may join.
+CGROUP_ROOT=""
+CGROUP_DIRS=()
+make_cgroup_root() {
+  CGROUP_ROOT="/kkconf-$$"
+  local h
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    CGROUP_DIRS=("/sys/fs/cgroup${CGROUP_ROOT}")
+  else
+    while read -r _ h _; do
+      CGROUP_DIRS+=("${h}${CGROUP_ROOT}")
+    done < <(awk '$3 == "cgroup" || $3 == "cgroup2" { print $1, $2, $3 }' /proc/self/mounts)
+  fi
+  for h in "${CGROUP_DIRS[@]}"; do
+    mkdir "${h}"
+    if [[ -f "${h}/cpuset.cpus" && -z "$(cat "${h}/cpuset.cpus")" ]]; then
+      cat "$(dirname "${h}")/cpuset.cpus" >"${h}/cpuset.cpus"
+      cat "$(dirname "${h}")/cpuset.mems" >"${h}/cpuset.mems"
+    fi
+  done
+  kk_log "cgroup root ${CGROUP_ROOT} in ${#CGROUP_DIRS[@]} hierarchies"
+}
+
+# remove_cgroup_root removes the run's cgroup tree, leaves first; a cgroup
+# that still holds a task stays, and is named.
+remove_cgroup_root() {
+  local h left=0
+  for h in "${CGROUP_DIRS[@]}"; do
+    [[ -d "${h}" ]] || continue
+    find "${h}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    [[ ! -d "${h}" ]] || { kk_log "cgroup ${h} not removed: it still holds tasks"; left=1; }
+  done
+  return "${left}"
+}
+
 cleanup() {
   local status=$?
   if [[ -n "${KUBELET_PID}" ]] && kk_runs "${KUBELET_PID}" "${KUBELET_BIN}"; then
@@ -214,6 +261,7 @@ cleanup() {
   if [[ -n "${SERVICES_PID}" ]] && kk_runs "${SERVICES_PID}" "${E2E_BIN}"; then
     kk_stop_pid "e2e services" "${SERVICES_PID}" 20 || status=1
   fi
+  remove_cgroup_root || status=1
   exit "${status}"
 }
 trap cleanup EXIT
@@ -279,7 +327,15 @@ EOF
 )
 
 # The kubelet, as the suite starts its own (test/e2e_node/services/kubelet.go
-# and jenkins/default-kubelet-config.yaml), with QoS cgroups off (see above).
+# and jenkins/default-kubelet-config.yaml), with pod cgroups under the run's
+# own root (see above).
+PER_QOS=false
+ENFORCE="[]"
+if [[ "${CGROUPS}" == qos ]]; then
+  make_cgroup_root
+  PER_QOS=true
+  ENFORCE="[pods]"
+fi
 case "${KUBELET}" in
 upstream)
   cat >"${OUT}/kubelet-config.yaml" <<EOF
@@ -296,9 +352,9 @@ authorization: {mode: AlwaysAllow}
 failSwapOn: false
 failCgroupV1: false
 cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-cgroupRoot: /
+cgroupsPerQOS: ${PER_QOS}
+enforceNodeAllocatable: ${ENFORCE}
+cgroupRoot: ${CGROUP_ROOT:-/}
 volumeStatsAggPeriod: 10s
 serializeImagePulls: false
 evictionPressureTransitionPeriod: 30s
@@ -316,7 +372,8 @@ minikubelet)
   cmd=("${KUBELET_BIN}" --container-runtime-endpoint "${KK_CRI_ENDPOINT}" --kubeconfig "${KUBECONFIG_FILE}"
     --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir /var/lib/kubelet --pod-logs-dir /var/log/pods --container-log-links-dir /var/log/containers
     --address 0.0.0.0 --port 10250 --read-only-port 10255 --healthz-port 10248 --anonymous-auth --authorization-mode AlwaysAllow
-    --pod-manifest-path "${OUT}/manifests" --cgroups-per-qos=false --image-gc-high-threshold 100 # as upstream's above
+    --pod-manifest-path "${OUT}/manifests" --image-gc-high-threshold 100 # as upstream's above
+    --cgroups-per-qos="${PER_QOS}" --cgroup-root "${CGROUP_ROOT:-/}" --enforce-node-allocatable "${ENFORCE//[][]/}"
     --eviction-hard 'memory.available<250Mi,nodefs.available<10%,nodefs.inodesFree<5%'
     --eviction-minimum-reclaim 'nodefs.available=5%,nodefs.inodesFree=5%')
   ;;
