@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/internal/atomicfile"
@@ -16,10 +17,13 @@ import (
 const checkpointVersion = 1
 
 // checkpoint is the file's content: {"version":1,"pods":{UID:{container:
-// resources}}}.
+// resources}},"podLevel":{UID:resources}}. PodLevel, the pod-level
+// resources of the pods that set them, is left out when no pod does, so a
+// checkpoint written before it existed reads the same.
 type checkpoint struct {
-	Version int                         `json:"version"`
-	Pods    map[types.UID]podAllocation `json:"pods"`
+	Version  int                                    `json:"version"`
+	Pods     map[types.UID]podAllocation            `json:"pods"`
+	PodLevel map[types.UID]*v1.ResourceRequirements `json:"podLevel,omitempty"`
 }
 
 // Load reads the checkpoint, if Options.CheckpointPath names one that
@@ -51,6 +55,10 @@ func (m *Manager) Load() error {
 	if m.allocs == nil {
 		m.allocs = map[types.UID]podAllocation{}
 	}
+	m.podLevel = cp.PodLevel
+	if m.podLevel == nil {
+		m.podLevel = map[types.UID]*v1.ResourceRequirements{}
+	}
 	m.dirty = false
 	m.log.Debug("Allocation checkpoint read", "path", m.path, "pods", len(m.allocs))
 	return nil
@@ -66,7 +74,7 @@ func (m *Manager) saveLocked() {
 	}
 	err := os.MkdirAll(filepath.Dir(m.path), 0o750)
 	if err == nil {
-		err = atomicfile.WriteJSON(m.path, checkpoint{Version: checkpointVersion, Pods: m.allocs})
+		err = atomicfile.WriteJSON(m.path, checkpoint{Version: checkpointVersion, Pods: m.allocs, PodLevel: m.podLevel})
 	}
 	if err != nil {
 		m.log.Warn("Cannot write the allocation checkpoint", "path", m.path, "err", err)

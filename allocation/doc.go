@@ -9,8 +9,9 @@
 //   - The allocation: the resources of each pod's app and init containers
 //     (sidecars and regular ones: upstream's
 //     InPlacePodVerticalScalingInitContainers, which the node declares,
-//     status/node.DeclaredFeatures) as the node admitted them
-//     (SetAllocated), and the pod as
+//     status/node.DeclaredFeatures) and the pod-level resources
+//     (spec.resources: upstream's InPlacePodLevelResourcesVerticalScaling,
+//     declared too) as the node admitted them (SetAllocated), and the pod as
 //     the node runs it (AllocatedPod: a copy with the allocated resources,
 //     made only when a resize is asked; the shared pod is never written).
 //   - The checkpoint (Options.CheckpointPath, upstream's

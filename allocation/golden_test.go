@@ -28,22 +28,26 @@ import (
 // Commands:
 //
 //	node cpu=Q memory=Q pods=N | node error      the node's allocatable (default cpu=4 memory=8Gi pods=110)
-//	pod <name> cpu=Q memory=Q [prio=N] [static] [sidecar] [init] [burstable]
-//	                                             a pod on the node (container app; a sidecar proxy
-//	                                             with cpu=100m memory=64Mi; a regular init container
-//	                                             setup with cpu=100m memory=64Mi), not admitted yet
+//	pod <name> [cpu=Q memory=Q] [pod-cpu=Q pod-memory=Q] [prio=N] [static] [sidecar] [init] [burstable]
+//	                                             a pod on the node (container app, without resources
+//	                                             when cpu is not given; pod-level resources with
+//	                                             pod-cpu; a sidecar proxy with cpu=100m memory=64Mi;
+//	                                             a regular init container setup with cpu=100m
+//	                                             memory=64Mi), not admitted yet
 //	admit <name>                                 the agent's admission: the pod as allocated is
 //	                                             allocated, a resize asked meanwhile weighed, Flush
-//	resize <name> [cpu=Q] [memory=Q] [proxy-cpu=Q] [setup-cpu=Q]
+//	resize <name> [cpu=Q] [memory=Q] [pod-cpu=Q] [pod-memory=Q] [proxy-cpu=Q] [setup-cpu=Q]
 //	                                             the API asks new resources (generation+1):
 //	                                             HandleResize, then Flush
-//	spec <name> [cpu=Q] [memory=Q] [proxy-cpu=Q] [setup-cpu=Q]
+//	spec <name> [cpu=Q] [memory=Q] [pod-cpu=Q] [pod-memory=Q] [proxy-cpu=Q] [setup-cpu=Q]
 //	                                             the same change unheard of (the node is down)
 //	weigh <name>                                 Manager.AdmitResize, which changes nothing
 //	view <name>                                  the pod as allocated (AllocatedPod)
-//	runtime <name> stale|actuated|unknown        CheckResizeInProgress with the runtime running the
+//	runtime <name> stale|actuated|pod-stale|unknown
+//	                                             CheckResizeInProgress with the runtime running the
 //	                                             containers with their old resources, the allocated
-//	                                             ones, or nothing known
+//	                                             ones, the allocated ones but the pod's cgroup with
+//	                                             its old pod-level resources, or nothing known
 //	fail <name> <message...>                     ResizeFailed
 //	stop <name>                                  the pod is being stopped: no retry finds it
 //	remove <name>                                the pod leaves the node: RemovePod, then
@@ -275,7 +279,9 @@ func (h *harness) actuation(state string) allocation.Actuation {
 	case "stale":
 		return allocation.ActuationFunc(func(*v1.Container) bool { return false })
 	case "actuated":
-		return allocation.ActuationFunc(func(*v1.Container) bool { return true })
+		return allocation.ActuationFuncs{}
+	case "pod-stale":
+		return allocation.ActuationFuncs{Pod: func(*v1.Pod) bool { return false }}
 	case "unknown":
 		return nil
 	}
@@ -354,8 +360,14 @@ func newPod(t *testing.T, name string, opts map[string]string) *v1.Pod {
 	_, burstable := opts["burstable"]
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uidOf(name), Generation: 1},
-		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox",
-			Resources: requirements(opts["cpu"], opts["memory"], burstable)}}},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+	}
+	if _, ok := opts["cpu"]; ok {
+		p.Spec.Containers[0].Resources = requirements(opts["cpu"], opts["memory"], burstable)
+	}
+	if _, ok := opts["pod-cpu"]; ok {
+		r := requirements(opts["pod-cpu"], opts["pod-memory"], burstable)
+		p.Spec.Resources = &r
 	}
 	if v, ok := opts["prio"]; ok {
 		n, err := strconv.ParseInt(v, 10, 32)
@@ -412,6 +424,13 @@ func resize(t *testing.T, pod *v1.Pod, opts map[string]string) {
 			set(initContainer(t, pod, "proxy"), v1.ResourceCPU, v)
 		case "setup-cpu":
 			set(initContainer(t, pod, "setup"), v1.ResourceCPU, v)
+		case "pod-cpu", "pod-memory":
+			if pod.Spec.Resources == nil {
+				t.Fatalf("resize %s: %s: no pod-level resources", pod.Name, k)
+			}
+			c := &v1.Container{Resources: *pod.Spec.Resources}
+			set(c, v1.ResourceName(strings.TrimPrefix(k, "pod-")), v)
+			pod.Spec.Resources = &c.Resources
 		default:
 			t.Fatalf("resize %s: %s", pod.Name, k)
 		}
@@ -419,9 +438,13 @@ func resize(t *testing.T, pod *v1.Pod, opts map[string]string) {
 	pod.Generation++
 }
 
-// containers prints the requests of the pod's resizable containers.
+// containers prints the requests of the pod's resizable containers, after
+// the pod-level ones if it has them.
 func containers(p *v1.Pod) string {
 	var s []string
+	if r := p.Spec.Resources; r != nil {
+		s = append(s, fmt.Sprintf("pod cpu=%s memory=%s", r.Requests.Cpu(), r.Requests.Memory()))
+	}
 	for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
 		s = append(s, fmt.Sprintf("%s cpu=%s memory=%s", c.Name, c.Resources.Requests.Cpu(), c.Resources.Requests.Memory()))
 	}

@@ -31,6 +31,7 @@ type Manager struct {
 	mu       sync.Mutex
 	dirty    bool // allocations changed since the checkpoint was written
 	allocs   map[types.UID]podAllocation
+	podLevel map[types.UID]*v1.ResourceRequirements // spec.resources as allocated, of the pods that set it
 	conds    map[types.UID]*conditions
 	deferred []types.UID // in the order they were deferred
 }
@@ -48,7 +49,8 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("allocation: checkpoint path %q is not absolute: %w", opts.CheckpointPath, ErrInvalidOptions)
 	}
 	m := &Manager{path: opts.CheckpointPath, clock: opts.Clock, log: opts.Logger, rec: opts.Recorder,
-		node: opts.Node, pods: opts.Pods, allocs: map[types.UID]podAllocation{}, conds: map[types.UID]*conditions{}}
+		node: opts.Node, pods: opts.Pods, allocs: map[types.UID]podAllocation{},
+		podLevel: map[types.UID]*v1.ResourceRequirements{}, conds: map[types.UID]*conditions{}}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
 	}
@@ -72,19 +74,21 @@ func resizable(pod *v1.Pod, f func(c *v1.Container)) {
 	}
 }
 
-// AllocatedPod returns pod as the node runs it, its containers' resources
-// as allocated, and whether they differ from its spec's: a resize is asked
-// for and not (yet) taken. The pod is copied only when they differ, and
-// then deeply (pods are shared read-only); a pod never allocated comes
-// back as it is, with false.
+// AllocatedPod returns pod as the node runs it, its containers' and its
+// pod-level resources (spec.resources, upstream's
+// InPlacePodLevelResourcesVerticalScaling) as allocated, and whether they
+// differ from its spec's: a resize is asked for and not (yet) taken. The
+// pod is copied only when they differ, and then deeply (pods are shared
+// read-only); a pod never allocated comes back as it is, with false.
 func (m *Manager) AllocatedPod(pod *v1.Pod) (*v1.Pod, bool) {
 	m.mu.Lock()
 	alloc, ok := m.allocs[pod.UID]
+	podLevel := m.podLevel[pod.UID]
 	m.mu.Unlock()
 	if !ok {
 		return pod, false
 	}
-	differs := false
+	differs := !podLevelEqual(podLevel, pod.Spec.Resources)
 	resizable(pod, func(c *v1.Container) {
 		if r, ok := alloc[c.Name]; ok && !equality.Semantic.DeepEqual(r, c.Resources) {
 			differs = true
@@ -94,6 +98,7 @@ func (m *Manager) AllocatedPod(pod *v1.Pod) (*v1.Pod, bool) {
 		return pod, false
 	}
 	out := pod.DeepCopy()
+	out.Spec.Resources = podLevel.DeepCopy()
 	resizable(out, func(c *v1.Container) {
 		if r, ok := alloc[c.Name]; ok {
 			c.Resources = *r.DeepCopy()
@@ -102,19 +107,33 @@ func (m *Manager) AllocatedPod(pod *v1.Pod) (*v1.Pod, bool) {
 	return out, true
 }
 
-// SetAllocated records pod's containers' resources as allocated: the
-// agent calls it with the pod it admitted (as allocated). The checkpoint
+// podLevelEqual says whether two pod-level resources are the same
+// allocation, upstream's semantic equality (nil and empty differ).
+func podLevelEqual(a, b *v1.ResourceRequirements) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// SetAllocated records pod's containers' and pod-level resources as
+// allocated: the agent calls it with the pod it admitted (as allocated).
+// The checkpoint
 // is written by Flush, once for a batch of pods (a burst of 500 admissions
 // is one write, not 500).
 func (m *Manager) SetAllocated(pod *v1.Pod) {
 	alloc := podAllocation{}
 	resizable(pod, func(c *v1.Container) { alloc[c.Name] = *c.Resources.DeepCopy() })
+	podLevel := pod.Spec.Resources.DeepCopy()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.allocs[pod.UID]; ok && equality.Semantic.DeepEqual(old, alloc) {
+	if old, ok := m.allocs[pod.UID]; ok && equality.Semantic.DeepEqual(old, alloc) &&
+		podLevelEqual(m.podLevel[pod.UID], podLevel) {
 		return
 	}
 	m.allocs[pod.UID] = alloc
+	if podLevel != nil {
+		m.podLevel[pod.UID] = podLevel
+	} else {
+		delete(m.podLevel, pod.UID)
+	}
 	m.dirty = true
 }
 
@@ -137,6 +156,7 @@ func (m *Manager) RemovePod(uid types.UID) {
 	m.deferred = slices.DeleteFunc(m.deferred, func(u types.UID) bool { return u == uid })
 	if _, ok := m.allocs[uid]; ok {
 		delete(m.allocs, uid)
+		delete(m.podLevel, uid)
 		m.saveLocked()
 	}
 }
@@ -152,6 +172,7 @@ func (m *Manager) RemoveOrphanedPods(keep func(types.UID) bool) {
 	for uid := range m.allocs {
 		if !keep(uid) {
 			delete(m.allocs, uid)
+			delete(m.podLevel, uid)
 			delete(m.conds, uid)
 		}
 	}

@@ -115,6 +115,32 @@ type Actuation interface {
 	Actuated(c *v1.Container) bool
 }
 
+// PodActuation is what an Actuation may also answer, found by type
+// assertion: whether the pod's own cgroup runs with the pod-level
+// resources (spec.resources) the node allocated (upstream's
+// InPlacePodLevelResourcesVerticalScaling). An Actuation without it says
+// nothing of the pod level: a pod-level resize is then done when its
+// containers are.
+type PodActuation interface {
+	// PodActuated reports whether pod's cgroup has the limits its
+	// pod-level resources, as allocated, give it. A pod without a cgroup
+	// has nothing left to resize: it reports true.
+	PodActuated(pod *v1.Pod) bool
+}
+
+// ActuationFuncs adapts two functions to Actuation and PodActuation; a nil
+// Container reports every container actuated, a nil Pod every pod.
+type ActuationFuncs struct {
+	Container func(c *v1.Container) bool
+	Pod       func(pod *v1.Pod) bool
+}
+
+// Actuated calls f.Container.
+func (f ActuationFuncs) Actuated(c *v1.Container) bool { return f.Container == nil || f.Container(c) }
+
+// PodActuated calls f.Pod.
+func (f ActuationFuncs) PodActuated(pod *v1.Pod) bool { return f.Pod == nil || f.Pod(pod) }
+
 // ActuationFunc adapts a function to Actuation.
 type ActuationFunc func(c *v1.Container) bool
 
@@ -131,6 +157,8 @@ var (
 	_ NodeAllocatable = NodeAllocatableFunc(nil)
 	_ Pods            = PodsFuncs{}
 	_ Actuation       = ActuationFunc(nil)
+	_ Actuation       = ActuationFuncs{}
+	_ PodActuation    = ActuationFuncs{}
 )
 
 // Options configures New. Zero values are the documented defaults.

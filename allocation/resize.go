@@ -117,8 +117,8 @@ func (m *Manager) RetryPendingResizes() []*v1.Pod {
 // CheckResizeInProgress keeps PodResizeInProgress in step with the
 // runtime, as upstream's pod sync does: pod is the pod as allocated, rt
 // what the runtime runs (nil: nothing known, nothing left to resize). The
-// condition is set while a container the resize may change is not
-// actuated, and removed once every one is, with the event ResizeCompleted
+// condition is set while a container the resize may change, or the pod's
+// cgroup of a pod-level resize (PodActuation), is not actuated, and removed once every one is, with the event ResizeCompleted
 // naming the generation the condition observed.
 func (m *Manager) CheckResizeInProgress(pod *v1.Pod, rt Actuation) {
 	now := metav1.NewTime(m.clock.Now())
@@ -142,11 +142,15 @@ func (m *Manager) CheckResizeInProgress(pod *v1.Pod, rt Actuation) {
 	}
 }
 
-// inProgress says whether a container a resize may change is not
-// actuated.
+// inProgress says whether a container a resize may change, or the pod's
+// own cgroup of a pod with pod-level resources (when rt answers
+// PodActuation), is not actuated.
 func inProgress(pod *v1.Pod, rt Actuation) bool {
 	if rt == nil {
 		return false
+	}
+	if pa, ok := rt.(PodActuation); ok && pod.Spec.Resources != nil && !pa.PodActuated(pod) {
+		return true
 	}
 	in := false
 	resizable(pod, func(c *v1.Container) {
