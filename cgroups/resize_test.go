@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/kubeletkit/kubeletkit/cgroups"
 )
 
@@ -88,4 +90,106 @@ func TestResizePodUnreadable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cpu.max") {
 		t.Fatalf("ResizePod = %v, want an error naming cpu.max", err)
 	}
+}
+
+// podLevel is a pod of one container without resources and pod-level
+// requests and limits ("cpu=1,memory=64Mi/cpu=1,memory=64Mi").
+func podLevel(uid, resources string) *v1.Pod {
+	p := pod(uid, "")
+	reqs, lims, _ := strings.Cut(resources, "/")
+	p.Spec.Resources = &v1.ResourceRequirements{Requests: list(reqs), Limits: list(lims)}
+	return p
+}
+
+// A pod-level resize (upstream's InPlacePodLevelResourcesVerticalScaling):
+// the pod's cgroup follows its spec.resources, PodResized says when it
+// has, PodResources reads it back in the pod's units, and a memory limit
+// below what the pod uses is refused before anything is written.
+func TestResizePodLevel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fake func(testing.TB) string
+		// usage is the pod cgroup's memory usage file
+		usage string
+		// the CPU request read back before and after: v2's weight
+		// stands for fewer shares than were asked
+		cpuBefore, cpuAfter string
+	}{
+		{name: "v1", fake: fakeV1, usage: "memory/kubepods/podplr/memory.usage_in_bytes", cpuBefore: "500m", cpuAfter: "1"},
+		{name: "v2", fake: fakeV2, usage: "kubepods/podplr/memory.current", cpuBefore: "490m", cpuAfter: "976m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := tc.fake(t)
+			m, _ := newManager(t, root, cgroups.Options{})
+			if err := m.Start(context.Background(), node); err != nil {
+				t.Fatal(err)
+			}
+			before := podLevel("plr", "cpu=500m,memory=128Mi/cpu=500m,memory=128Mi")
+			if err := m.EnsurePod(before); err != nil {
+				t.Fatal(err)
+			}
+			resized := func(p *v1.Pod) bool {
+				t.Helper()
+				ok, err := m.PodResized(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ok
+			}
+			if !resized(before) {
+				t.Error("PodResized(pod as created) = false")
+			}
+			after := podLevel("plr", "cpu=1,memory=64Mi/cpu=1,memory=64Mi")
+			if resized(after) {
+				t.Error("PodResized(pod resized, cgroup not) = true")
+			}
+			// The pod uses 100Mi: 64Mi is refused, nothing written.
+			write(t, filepath.Join(root, tc.usage), "104857600\n")
+			err := m.ResizePod(after, true)
+			if err == nil || !strings.Contains(err.Error(), "attempting to set pod memory limit (67108864) below current usage (104857600)") {
+				t.Fatalf("ResizePod below usage: %v", err)
+			}
+			if got := format(t, m, before); got != "requests cpu="+tc.cpuBefore+"; limits cpu=500m memory=128Mi" {
+				t.Errorf("after a refused resize: %s", got)
+			}
+			write(t, filepath.Join(root, tc.usage), "1048576\n")
+			if err := m.ResizePod(after, true); err != nil {
+				t.Fatal(err)
+			}
+			if got := format(t, m, before); got != "requests cpu="+tc.cpuAfter+"; limits cpu=1 memory=128Mi" {
+				t.Errorf("after the grow: %s", got)
+			}
+			if resized(after) {
+				t.Error("PodResized after the grow alone = true")
+			}
+			if err := m.ResizePod(after, false); err != nil {
+				t.Fatal(err)
+			}
+			if got := format(t, m, before); got != "requests cpu="+tc.cpuAfter+"; limits cpu=1 memory=64Mi" {
+				t.Errorf("after the shrink: %s", got)
+			}
+			if !resized(after) {
+				t.Error("PodResized after the resize = false")
+			}
+			if r, err := m.PodResources(podLevel("none", "cpu=1/cpu=1")); r != nil || err != nil {
+				t.Errorf("PodResources(no cgroup) = %v, %v", r, err)
+			}
+		})
+	}
+}
+
+// format prints what PodResources reads of a pod's cgroup.
+func format(t *testing.T, m *cgroups.Manager, p *v1.Pod) string {
+	t.Helper()
+	r, err := m.PodResources(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := func(l v1.ResourceList, name v1.ResourceName) string {
+		if v, ok := l[name]; ok {
+			return " " + string(name) + "=" + v.String()
+		}
+		return ""
+	}
+	return "requests" + q(r.Requests, v1.ResourceCPU) + "; limits" + q(r.Limits, v1.ResourceCPU) + q(r.Limits, v1.ResourceMemory)
 }
