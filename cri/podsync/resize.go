@@ -63,6 +63,29 @@ type PodCgroupResizer interface {
 	ResizePod(pod *v1.Pod, grow bool) error
 }
 
+// PodCgroupChecker is what a PodCgroupResizer may also answer, found by
+// type assertion (package cgroups' Manager has this method): whether a
+// pod's own cgroup has the limits its spec gives it. With it, SyncPod
+// resizes the cgroup of a pod with pod-level resources (spec.resources)
+// whose resize changes no running container (upstream's
+// InPlacePodLevelResourcesVerticalScaling); without it, the pod's cgroup
+// is resized only beside its containers.
+type PodCgroupChecker interface {
+	PodResized(pod *v1.Pod) (bool, error)
+}
+
+// podCgroupStale says whether pod has pod-level resources its cgroup does
+// not have yet (PodCgroupChecker). A cgroup that cannot be read is taken
+// as stale: the resize then reports why.
+func (s *Syncer) podCgroupStale(pod *v1.Pod) bool {
+	c, ok := s.opts.PodCgroups.(PodCgroupChecker)
+	if !ok || !podspec.HasPodLevelResources(pod) || !IsResizeAllowed(pod) {
+		return false
+	}
+	done, err := c.PodResized(pod)
+	return err != nil || !done
+}
+
 // ContainerToUpdate is a running container whose CPU or memory changes in
 // place (UpdateContainerResources) because its pod's allocated resources
 // changed and its resize policy does not ask for a restart.
@@ -180,6 +203,8 @@ func (s *Syncer) desired(pod *v1.Pod, u ContainerToUpdate) *runtimeapi.LinuxCont
 // whose value falls are updated, then those whose value rises, then the
 // pod's cgroup shrinks. Each update changes only the resource of its pass;
 // the first failure ends the resize, which the next sync takes up again.
+// A pod-level resize that changes no container is the pod's cgroup alone,
+// grown then shrunk (updates empty).
 func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToUpdate) StepResult {
 	step := StepResult{Step: StepResizePodInPlace, Target: pod.Name}
 	fail := func(err error) StepResult {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -371,4 +372,96 @@ func TestResizeDone(t *testing.T) {
 	c.Resources.Requests[v1.ResourceMemory] = resource.MustParse("48Mi")
 	assert.True(t, podsync.ResourcesMatch(&v1.Pod{}, &c, st), "no cgroup value changed")
 	assert.False(t, podsync.ResizeDone(&v1.Pod{}, &c, st), "the container is to be restarted")
+}
+
+// podCgroup is a pod's cgroup for SyncPod: it records ResizePod calls and,
+// when checked, reports itself resized once it was resized to the pod's
+// spec.resources.
+type podCgroup struct {
+	cgroupCalls
+	check bool
+	has   *v1.ResourceRequirements // the pod-level resources it was last resized to
+}
+
+func (c *podCgroup) ResizePod(pod *v1.Pod, grow bool) error {
+	if !grow {
+		c.has = pod.Spec.Resources.DeepCopy()
+	}
+	return c.cgroupCalls.ResizePod(pod, grow)
+}
+
+// checkedPodCgroup is a podCgroup that answers PodCgroupChecker.
+type checkedPodCgroup struct{ *podCgroup }
+
+func (c checkedPodCgroup) PodResized(pod *v1.Pod) (bool, error) {
+	return equality.Semantic.DeepEqual(c.has, pod.Spec.Resources), nil
+}
+
+// A pod-level resize (upstream's InPlacePodLevelResourcesVerticalScaling):
+// the pod's cgroup is resized, grown before and shrunk after its
+// containers, even when no container changes; a container without limits
+// of its own follows the pod's new limits in place.
+func TestSyncPodResizesPodLevel(t *testing.T) {
+	podLevel := func(cpu, memory string) *v1.ResourceRequirements {
+		l := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory)}
+		return &v1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	}
+	for _, tc := range []struct {
+		name    string
+		app     v1.Container
+		checked bool
+		// what the resize does: ResizePod calls, and the app container's
+		// memory limit after it (0: not updated)
+		grow      []bool
+		appMemory int64
+	}{
+		{name: "containers with their own limits: the pod's cgroup alone", app: sized("app", "100m", "100m", "64Mi"),
+			checked: true, grow: []bool{true, false}},
+		{name: "a container without limits follows the pod's", app: ctr("app"),
+			checked: true, grow: []bool{true, false}, appMemory: 512 << 20},
+		{name: "without PodCgroupChecker the pod's cgroup is resized only beside its containers",
+			app: sized("app", "100m", "100m", "64Mi")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			pc := &podCgroup{}
+			var cg podsync.PodCgroupResizer = pc
+			if tc.checked {
+				cg = checkedPodCgroup{pc}
+			}
+			s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, PodCgroups: cg, Config: containerconfig.Options{LogRoot: t.TempDir()}})
+			require.NoError(t, err)
+			h.s = s
+			pod := newPod(v1.RestartPolicyAlways, nil, tc.app)
+			pod.Spec.Resources = podLevel("1", "256Mi")
+			pc.has = pod.Spec.Resources.DeepCopy() // as the cgroup was made
+			require.NoError(t, h.sync(pod).Err())
+			id := h.status(pod).ContainerByName("app").GetId()
+			h.rec.TakeReasons()
+
+			resized := pod.DeepCopy()
+			resized.Spec.Resources = podLevel("2", "512Mi")
+			r := h.sync(resized)
+			require.NoError(t, r.Err())
+			assert.Equal(t, tc.grow, pc.grow)
+			if tc.grow == nil {
+				assert.Empty(t, r.Steps)
+				return
+			}
+			require.Len(t, r.Steps, 1)
+			assert.Equal(t, podsync.StepResizePodInPlace, r.Steps[0].Step)
+			assert.Empty(t, h.rec.TakeReasons(), "an in-place resize restarts nothing")
+			got := h.status(resized).ContainerByName("app")
+			assert.Equal(t, id, got.GetId(), "resized in place, not restarted")
+			if tc.appMemory != 0 {
+				assert.Equal(t, tc.appMemory, got.GetResources().GetLinux().GetMemoryLimitInBytes())
+			}
+			assert.True(t, podsync.ResizeDone(resized, &resized.Spec.Containers[0], got))
+			pc.grow = nil
+			again := h.sync(resized)
+			assert.True(t, again.Actions.Nothing())
+			assert.Empty(t, again.Steps, "the pod's cgroup has it: nothing more to do")
+			assert.Empty(t, pc.grow)
+		})
+	}
 }

@@ -256,7 +256,7 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		}
 	}
 	if !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0 {
-		if len(a.ContainersToUpdate) != 0 {
+		if len(a.ContainersToUpdate) != 0 || s.podCgroupStale(pod) {
 			res.Steps = append(res.Steps, s.resize(ctx, pod, a.ContainersToUpdate))
 		}
 		return res
@@ -309,8 +309,9 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 		}
 	}
 	// Running containers are resized after the init containers start and
-	// before the app containers do, as upstream's SyncPod orders it.
-	if len(a.ContainersToUpdate) != 0 {
+	// before the app containers do, as upstream's SyncPod orders it; so is
+	// the pod's cgroup of a pod-level resize whose containers restart.
+	if len(a.ContainersToUpdate) != 0 || (!a.CreateSandbox && s.podCgroupStale(pod)) {
 		res.Steps = append(res.Steps, s.resize(ctx, pod, a.ContainersToUpdate))
 	}
 	for _, i := range a.ContainersToStart {
