@@ -27,6 +27,30 @@ func Requests(pod *v1.Pod) v1.ResourceList {
 	return reqs
 }
 
+// Limits returns a pod's limits as upstream's resource helper sums them
+// (PodLimits): its containers' limits summed as Requests sums requests,
+// then the pod-level limits of cpu, memory and hugepages in place of the
+// containers' where the pod has pod-level resources, then the pod's
+// overhead added to each limit that is set and not zero. The pod's status
+// reports it among its pod-level resources.
+func Limits(pod *v1.Pod) v1.ResourceList {
+	lims := EffectiveResources(pod, ContainerLimits, nil)
+	if HasPodLevelResources(pod) {
+		for name, q := range pod.Spec.Resources.Limits {
+			if IsPodLevelResource(name) {
+				lims[name] = q.DeepCopy()
+			}
+		}
+	}
+	for name, q := range pod.Spec.Overhead {
+		if cur, ok := lims[name]; ok && !cur.IsZero() {
+			cur.Add(q)
+			lims[name] = cur
+		}
+	}
+	return lims
+}
+
 // podLevelSet reports whether list names a resource a pod may set for
 // itself as a whole.
 func podLevelSet(list v1.ResourceList) bool {

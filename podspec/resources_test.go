@@ -86,6 +86,44 @@ func TestRequests(t *testing.T) {
 	}
 }
 
+func TestLimits(t *testing.T) {
+	limCtr := func(name string, limits ...string) v1.Container {
+		return v1.Container{Name: name, Resources: v1.ResourceRequirements{Limits: list(limits...)}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want v1.ResourceList
+	}{
+		{"nothing", podOf(limCtr("a")), list()},
+		{"containers add up", podOf(limCtr("a", "cpu", "1", "memory", "1Gi"), limCtr("b", "cpu", "500m")), list("cpu", "1500m", "memory", "1Gi")},
+		{"pod-level limits replace the containers'", func() *v1.Pod {
+			p := podOf(limCtr("a", "cpu", "1", "ephemeral-storage", "1Gi"))
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: list("cpu", "2", "memory", "512Mi")}
+			return p
+		}(), list("cpu", "2", "memory", "512Mi", "ephemeral-storage", "1Gi")},
+		{"pod-level requests alone keep the containers' limits", func() *v1.Pod {
+			p := podOf(limCtr("a", "cpu", "1"))
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: list("cpu", "500m")}
+			return p
+		}(), list("cpu", "1")},
+		{"overhead adds to the limits set only", func() *v1.Pod {
+			p := podOf(limCtr("a", "cpu", "1"))
+			p.Spec.Overhead = list("cpu", "50m", "memory", "20Mi")
+			return p
+		}(), list("cpu", "1050m")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := podspec.Limits(tc.pod)
+			assert.Len(t, got, len(tc.want), "%v", got)
+			for name, q := range tc.want {
+				g := got[name]
+				assert.Zero(t, q.Cmp(g), "%s: want %s, got %s", name, q.String(), g.String())
+			}
+		})
+	}
+}
+
 func TestHugePageSize(t *testing.T) {
 	for name, want := range map[v1.ResourceName]int64{
 		"hugepages-2Mi": 2 << 20, "hugepages-1Gi": 1 << 30, "hugepages-64Ki": 64 << 10,

@@ -93,6 +93,13 @@ type Input struct {
 	// Messages reads termination message files and log tails. Nil means
 	// they are not read: a terminated container's message is the runtime's.
 	Messages MessageReader
+	// PodCgroup is what the pod's own cgroup runs with, in a pod's units
+	// (package cgroups' Manager.PodResources: the CPU request from the
+	// shares, the CPU limit from the quota, the memory limit; a value not
+	// limited left out). A running pod's pod-level status.resources
+	// report it, as upstream's. Nil means not read: the previous status's
+	// values stand.
+	PodCgroup *v1.ResourceRequirements
 	// Now stamps conditions that change. Zero means time.Now().
 	Now time.Time
 }
@@ -129,6 +136,7 @@ func Generate(in Input) (v1.PodStatus, error) {
 	var s v1.PodStatus
 	s.ObservedGeneration = pod.Generation
 	s.QOSClass = podspec.QOSClass(pod)
+	s.AllocatedResources, s.Resources = podResources(pod, in.PodCgroup, old)
 	hasInit := len(pod.Spec.InitContainers) > 0
 	s.InitContainerStatuses = g.containerStatuses(pod.Spec.InitContainers, old.InitContainerStatuses, true, hasInit, false)
 	s.ContainerStatuses = g.containerStatuses(pod.Spec.Containers, old.ContainerStatuses, false, hasInit, false)

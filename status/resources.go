@@ -4,6 +4,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // Upstream's smallest effective CPU values: a request at or below
@@ -70,6 +72,84 @@ func containerResources(spec *v1.Container, cs *runtimeapi.ContainerStatus, old 
 		// stands, as upstream's node e2e resize specs expect.
 	}
 	return res
+}
+
+// podResources are a pod's pod-level status.allocatedResources and
+// status.resources as upstream reports them (InPlacePodLevelResources-
+// VerticalScaling, beta and on by default): the allocated pod's effective
+// requests (nil when there are none); and its resources: for a pod whose
+// API status is not Running, the pod-level resources as allocated with
+// the effective requests and limits; for a running one, the pod-level
+// resources as allocated with the CPU request and limit and the memory
+// limit its cgroup has (cg), each falling back to the previous status's
+// when the cgroup gives none, and the memory request the effective one
+// unless the previous status of a running pod had one, which stands.
+func podResources(pod *v1.Pod, cg *v1.ResourceRequirements, old *v1.PodStatus) (v1.ResourceList, *v1.ResourceRequirements) {
+	reqs := podspec.Requests(pod)
+	allocated := reqs
+	if len(allocated) == 0 {
+		allocated = nil
+	}
+	res := pod.Spec.Resources.DeepCopy()
+	if res == nil {
+		res = &v1.ResourceRequirements{}
+	}
+	if pod.Status.Phase != v1.PodRunning {
+		res.Requests, res.Limits = reqs.DeepCopy(), podspec.Limits(pod)
+		return allocated, res
+	}
+	if res.Requests == nil {
+		res.Requests = v1.ResourceList{}
+	}
+	if res.Limits == nil {
+		res.Limits = v1.ResourceList{}
+	}
+	var prev *v1.ResourceRequirements
+	if old.Phase == v1.PodRunning && old.Resources != nil {
+		prev = old.Resources
+	}
+	keep := func(name v1.ResourceName, dst v1.ResourceList, from func(*v1.ResourceRequirements) v1.ResourceList) {
+		if prev == nil {
+			return
+		}
+		if q, ok := from(prev)[name]; ok {
+			dst[name] = q.DeepCopy()
+		}
+	}
+	limits := func(r *v1.ResourceRequirements) v1.ResourceList { return r.Limits }
+	requests := func(r *v1.ResourceRequirements) v1.ResourceList { return r.Requests }
+	var cgReq, cgLim v1.ResourceList
+	if cg != nil {
+		cgReq, cgLim = cg.Requests, cg.Limits
+	}
+	if q, ok := cgReq[v1.ResourceCPU]; ok {
+		if q.MilliValue() > minMilliShares || res.Requests.Cpu().MilliValue() > minMilliShares {
+			res.Requests[v1.ResourceCPU] = q.DeepCopy()
+		}
+	} else {
+		keep(v1.ResourceCPU, res.Requests, requests)
+	}
+	if _, ok := res.Requests[v1.ResourceMemory]; !ok {
+		if q, ok := reqs[v1.ResourceMemory]; ok {
+			res.Requests[v1.ResourceMemory] = q.DeepCopy()
+		}
+	}
+	// As upstream's: the cgroup keeps no memory request, the previous one
+	// stands.
+	keep(v1.ResourceMemory, res.Requests, requests)
+	if q, ok := cgLim[v1.ResourceCPU]; ok {
+		if q.MilliValue() > minMilliCPULimit || res.Limits.Cpu().MilliValue() > minMilliCPULimit {
+			res.Limits[v1.ResourceCPU] = q.DeepCopy()
+		}
+	} else {
+		keep(v1.ResourceCPU, res.Limits, limits)
+	}
+	if q, ok := cgLim[v1.ResourceMemory]; ok {
+		res.Limits[v1.ResourceMemory] = q.DeepCopy()
+	} else {
+		keep(v1.ResourceMemory, res.Limits, limits)
+	}
+	return allocated, res
 }
 
 // runtimeResources reads what a runtime reports a container runs with, in

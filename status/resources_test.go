@@ -1,6 +1,8 @@
 package status
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,4 +79,91 @@ func TestContainerResourcesSmallestValues(t *testing.T) {
 	got := containerResources(spec, cs, nil, "cri://c1")
 	assert.Equal(t, "1m", got.Requests.Cpu().String())
 	assert.Equal(t, "5m", got.Limits.Cpu().String())
+}
+
+// The pod-level status.allocatedResources and status.resources, as
+// upstream's InPlacePodLevelResourcesVerticalScaling reports them.
+func TestPodLevelResources(t *testing.T) {
+	q := resource.MustParse
+	rl := func(cpu, memory string) v1.ResourceList {
+		l := v1.ResourceList{}
+		if cpu != "" {
+			l[v1.ResourceCPU] = q(cpu)
+		}
+		if memory != "" {
+			l[v1.ResourceMemory] = q(memory)
+		}
+		return l
+	}
+	req := func(reqs, lims v1.ResourceList) *v1.ResourceRequirements {
+		return &v1.ResourceRequirements{Requests: reqs, Limits: lims}
+	}
+	// A pod allocated cpu=2 memory=512Mi at the pod level, its container
+	// without resources.
+	plr := func(phase v1.PodPhase) *v1.Pod {
+		p := mkPod(v1.RestartPolicyAlways, nil, ctr("app"))
+		p.Spec.Resources = req(rl("2", "512Mi"), rl("2", "512Mi"))
+		p.Status.Phase = phase
+		return p
+	}
+	runningOld := &v1.PodStatus{Phase: v1.PodRunning, Resources: req(rl("1", "256Mi"), rl("1", "256Mi"))}
+	for _, tc := range []struct {
+		name          string
+		pod           *v1.Pod
+		cgroup        *v1.ResourceRequirements
+		old           *v1.PodStatus
+		wantAllocated v1.ResourceList
+		want          *v1.ResourceRequirements
+	}{
+		{name: "not running: as allocated", pod: plr(v1.PodPending), cgroup: req(rl("1", ""), rl("1", "256Mi")),
+			wantAllocated: rl("2", "512Mi"), want: req(rl("2", "512Mi"), rl("2", "512Mi"))},
+		{name: "running: what the pod's cgroup has", pod: plr(v1.PodRunning), cgroup: req(rl("1", ""), rl("1", "256Mi")),
+			wantAllocated: rl("2", "512Mi"), want: req(rl("1", "512Mi"), rl("1", "256Mi"))},
+		{name: "running, resized", pod: plr(v1.PodRunning), cgroup: req(rl("2", ""), rl("2", "512Mi")),
+			wantAllocated: rl("2", "512Mi"), want: req(rl("2", "512Mi"), rl("2", "512Mi"))},
+		{name: "running, cgroup not read: the previous status stands", pod: plr(v1.PodRunning), old: runningOld,
+			wantAllocated: rl("2", "512Mi"), want: req(rl("1", "256Mi"), rl("1", "256Mi"))},
+		{name: "running, a CPU request at the smallest shares reads as allocated", pod: func() *v1.Pod {
+			p := plr(v1.PodRunning)
+			p.Spec.Resources = req(rl("1m", "512Mi"), nil)
+			return p
+		}(), cgroup: req(rl("2m", ""), nil), wantAllocated: rl("1m", "512Mi"), want: req(rl("1m", "512Mi"), v1.ResourceList{})},
+		{name: "without pod-level resources: the containers' summed", pod: func() *v1.Pod {
+			p := mkPod(v1.RestartPolicyAlways, nil, ctr("a"), ctr("b"))
+			p.Spec.Containers[0].Resources = *req(rl("100m", "64Mi"), rl("200m", "128Mi"))
+			p.Spec.Containers[1].Resources = *req(rl("300m", ""), nil)
+			return p
+		}(), wantAllocated: rl("400m", "64Mi"), want: req(rl("400m", "64Mi"), rl("200m", "128Mi"))},
+		{name: "best effort", pod: mkPod(v1.RestartPolicyAlways, nil, ctr("a")),
+			want: req(v1.ResourceList{}, v1.ResourceList{})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := tc.old
+			if old == nil {
+				old = &v1.PodStatus{}
+			}
+			s, err := Generate(Input{Pod: tc.pod, Old: old, PodCgroup: tc.cgroup, Now: at(1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assert.Equal(t, format(tc.wantAllocated), format(s.AllocatedResources), "allocatedResources")
+			if assert.NotNil(t, s.Resources) {
+				assert.Equal(t, format(tc.want.Requests), format(s.Resources.Requests), "resources.requests")
+				assert.Equal(t, format(tc.want.Limits), format(s.Resources.Limits), "resources.limits")
+			}
+		})
+	}
+}
+
+// format prints a resource list in name order, nil as "<nil>".
+func format(l v1.ResourceList) string {
+	if l == nil {
+		return "<nil>"
+	}
+	var out []string
+	for name, v := range l {
+		out = append(out, string(name)+"="+v.String())
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }
