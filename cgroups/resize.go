@@ -80,7 +80,8 @@ func (m *Manager) PodResized(pod *v1.Pod) (bool, error) {
 
 // PodResources reads what a pod's cgroup runs with, in a pod's units, as
 // upstream's pod status reads it for a running pod's pod-level resources:
-// the CPU request from the shares (weight on v2), the CPU limit from the
+// the CPU request from the shares (on v2 from the weight, with upstream's
+// conversion, which reads 1 CPU's weight as 975m), the CPU limit from the
 // quota over the period, the memory limit; a value the cgroup does not
 // limit is left out. A pod without a cgroup gives nil.
 func (m *Manager) PodResources(pod *v1.Pod) (*v1.ResourceRequirements, error) {
@@ -93,7 +94,12 @@ func (m *Manager) PodResources(pod *v1.Pod) (*v1.ResourceRequirements, error) {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	r := &v1.ResourceRequirements{Requests: v1.ResourceList{}, Limits: v1.ResourceList{}}
-	if milli := sharesToMilliCPU(have.shares); milli > 0 {
+	shares := have.shares
+	if fs.v2 {
+		// Upstream's reading of a weight, which the status reports.
+		shares = (have.weight-1)*(MaxShares-MinShares)/9999 + MinShares
+	}
+	if milli := sharesToMilliCPU(shares); milli > 0 {
 		r.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(milli, resource.DecimalSI)
 	}
 	if have.quota != math.MaxInt64 && have.period > 0 {
@@ -165,6 +171,7 @@ func resizeConfig(want ResourceConfig, have limits, grow, v2 bool) ResourceConfi
 // unlimited as MaxInt64) and memory limit (bytes; unlimited as MaxInt64).
 type limits struct {
 	shares, quota, period, memory int64
+	weight                        int64 // v2's cpu.weight as read
 }
 
 func unlimitedIfNotPositive(v int64) int64 {
@@ -214,7 +221,7 @@ func (d *fsDriver) readLimits(n Name) (limits, error) {
 		if err != nil {
 			return l, err
 		}
-		l.shares = weightToShares(weight)
+		l.shares, l.weight = weightToShares(weight), weight
 		cpuMax, err := read(dir, "cpu.max")
 		if err != nil {
 			return l, err

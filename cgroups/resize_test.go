@@ -116,7 +116,7 @@ func TestResizePodLevel(t *testing.T) {
 		cpuBefore, cpuAfter string
 	}{
 		{name: "v1", fake: fakeV1, usage: "memory/kubepods/podplr/memory.usage_in_bytes", cpuBefore: "500m", cpuAfter: "1"},
-		{name: "v2", fake: fakeV2, usage: "kubepods/podplr/memory.current", cpuBefore: "490m", cpuAfter: "976m"},
+		{name: "v2", fake: fakeV2, usage: "kubepods/podplr/memory.current", cpuBefore: "489m", cpuAfter: "975m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := tc.fake(t)
