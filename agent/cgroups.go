@@ -277,3 +277,36 @@ func (c *podCgroups) cleanup(found map[types.UID]cgroups.Name, known map[types.U
 func (c *podCgroups) ResizePod(pod *v1.Pod, grow bool) error {
 	return c.mgr.ResizePod(podsync.WithOverhead(pod, c.classes), grow)
 }
+
+// PodResized implements podsync.PodCgroupChecker: whether the pod's
+// cgroup has what its allocated resources, overhead counted, give it.
+func (c *podCgroups) PodResized(pod *v1.Pod) (bool, error) {
+	return c.mgr.PodResized(podsync.WithOverhead(pod, c.classes))
+}
+
+// podActuated says, for the allocation's PodActuation, whether the cgroup
+// of a pod with pod-level resources has them: always without
+// Cgroups.PerQOS (no pod cgroup to resize), and while it cannot be read
+// (the next sync's resize reports why).
+func (c *podCgroups) podActuated(pod *v1.Pod) bool {
+	if c.mgr == nil || !podspec.HasPodLevelResources(pod) {
+		return true
+	}
+	ok, err := c.PodResized(pod)
+	return ok || err != nil
+}
+
+// resources is what the pod's cgroup runs with, for its status's
+// pod-level resources (status.Input.PodCgroup); nil without
+// Cgroups.PerQOS or when it cannot be read.
+func (c *podCgroups) resources(pod *v1.Pod) *v1.ResourceRequirements {
+	if c.mgr == nil {
+		return nil
+	}
+	r, err := c.mgr.PodResources(podsync.WithOverhead(pod, c.classes))
+	if err != nil {
+		c.log.Debug("Cannot read the pod's cgroup", "pod", podDesc(pod), "err", err)
+		return nil
+	}
+	return r
+}

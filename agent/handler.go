@@ -142,10 +142,12 @@ const EventFailedNodeDeclaredFeaturesCheck = "FailedNodeDeclaredFeaturesCheck"
 
 // checkUpdateFeatures warns, as upstream kubelet does, of a pod update
 // that needs node features the node does not declare
-// (podspec.NodeFeaturesForUpdate: a pod-level resize, say), which an API
-// server older than 1.36 lets through: a Warning event
-// FailedNodeDeclaredFeaturesCheck. The update goes on to the pod's worker
-// all the same; the node does not act on what it lacks.
+// (podspec.NodeFeaturesForUpdate), which an API server older than 1.36
+// lets through: a Warning event FailedNodeDeclaredFeaturesCheck. The
+// update goes on to the pod's worker all the same; the node does not act
+// on what it lacks. Both features NodeFeaturesForUpdate names in 1.36
+// (the resize of init containers and of pod-level resources) are ones the
+// agent declares: the check speaks only of features to come.
 func (h *handler) checkUpdateFeatures(old, pod *v1.Pod) {
 	var missing []string
 	for _, name := range podspec.NodeFeaturesForUpdate(old, pod) {

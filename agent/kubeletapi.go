@@ -92,7 +92,8 @@ const ExtendWebSocketsToKubelet = podspec.NodeFeatureExtendWebSocketsToKubelet
 // declaredFeatures are the features the node declares in its status:
 // those the blocks it runs implement (node.DeclaredFeatures: the kubelet
 // API's WebSockets when APIOptions.WebSockets serves them; the resize of
-// init containers, since the allocation block and podsync always run; the
+// init containers and of pod-level resources, since the allocation block,
+// podsync and the pod cgroups' resize always run; the
 // restart rule action RestartAllContainers, which podsync's ResetPod and
 // the status block always carry out),
 // then the caller's Options.Node.DeclaredFeatures. The node status sorts
@@ -102,6 +103,7 @@ func declaredFeatures(opts Options) []string {
 	return append(node.DeclaredFeatures(node.Capabilities{
 		WebSockets:           api != nil && api.WebSockets != nil,
 		InPlaceResize:        true,
+		PodLevelResize:       true,
 		RestartAllContainers: true,
 	}), opts.Node.DeclaredFeatures...)
 }

@@ -184,10 +184,10 @@ spec:
 	_, port, _ := strings.Cut(addr.String(), ":")
 	assert.Equal(t, port, itoa(st.DaemonEndpoints.KubeletEndpoint.Port), "daemonEndpoints")
 	// The agent declares what its blocks implement: the WebSockets it
-	// serves, the in-place resize of init containers, the restart rule
-	// action RestartAllContainers.
-	assert.Equal(t, []string{agent.ExtendWebSocketsToKubelet, "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"},
-		st.DeclaredFeatures)
+	// serves, the in-place resize of init containers and of pod-level
+	// resources, the restart rule action RestartAllContainers.
+	assert.Equal(t, []string{agent.ExtendWebSocketsToKubelet, "InPlacePodLevelResourcesVerticalScaling",
+		"InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}, st.DeclaredFeatures)
 }
 
 // v5Translator answers the requests a WebSocketTranslator is given with

@@ -44,13 +44,17 @@ func newAllocation(opts Options, nv *nodeView, view *podView, events EventRecord
 
 // actuation is the runtime's side of a resize from the pod's runtime
 // status: a running container is actuated once it runs with its allocated
-// resources (podsync.ResizeDone). Nil when the runtime status is unknown.
-func actuation(pod *v1.Pod, rs *cri.PodStatus) allocation.Actuation {
+// resources (podsync.ResizeDone), the pod's own cgroup once it has the
+// pod-level ones (podActuated). Nil when the runtime status is unknown.
+func actuation(pod *v1.Pod, rs *cri.PodStatus, podActuated func(*v1.Pod) bool) allocation.Actuation {
 	if rs == nil {
 		return nil
 	}
-	return allocation.ActuationFunc(func(c *v1.Container) bool {
-		st := rs.ContainerByName(c.Name)
-		return st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || podsync.ResizeDone(pod, c, st)
-	})
+	return allocation.ActuationFuncs{
+		Container: func(c *v1.Container) bool {
+			st := rs.ContainerByName(c.Name)
+			return st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || podsync.ResizeDone(pod, c, st)
+		},
+		Pod: podActuated,
+	}
 }

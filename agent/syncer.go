@@ -63,6 +63,10 @@ func (s *podSyncer) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit
 	}
 	in := status.Input{Pod: pod, Runtime: rs, PodIsTerminal: terminal, RuntimeName: name,
 		Probes: s.prober, Waiting: s.podsync, Messages: s.msgs, Now: s.clock.Now(), HostIPs: s.hostIPs}
+	if pod.Status.Phase == v1.PodRunning {
+		// Only a running pod's status reads its cgroup, as upstream's.
+		in.PodCgroup = s.cgroups.resources(pod)
+	}
 	old, ok := s.status.GetPodStatus(pod.UID)
 	if ok {
 		in.Old = &old
@@ -74,7 +78,7 @@ func (s *podSyncer) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit
 		return st, err
 	}
 	if !terminal {
-		s.alloc.CheckResizeInProgress(pod, actuation(pod, rs))
+		s.alloc.CheckResizeInProgress(pod, actuation(pod, rs, s.cgroups.podActuated))
 	}
 	st.Conditions = append(st.Conditions, s.alloc.Conditions(pod.UID)...)
 	if s.devices != nil {

@@ -19,6 +19,12 @@ type Capabilities struct {
 	// container; podsync.ComputeActions updates a running one), so such
 	// a node implements InPlacePodVerticalScalingInitContainers.
 	InPlaceResize bool
+	// PodLevelResize: the node resizes a pod's pod-level resources
+	// (spec.resources) in place: package allocation allocates them,
+	// cri/podsync resizes the pod's cgroup (PodCgroupChecker), the status
+	// block reports them; as the agent always does. Upstream's
+	// InPlacePodLevelResourcesVerticalScaling.
+	PodLevelResize bool
 	// RestartAllContainers: the node carries out the container restart
 	// rule action RestartAllContainers (cri/podsync's ResetPod and the
 	// status block's AllContainersRestarting condition, as the agent
@@ -29,13 +35,13 @@ type Capabilities struct {
 // DeclaredFeatures returns the node features a node with caps implements,
 // for status.declaredFeatures (Options.DeclaredFeatures), sorted:
 // ExtendWebSocketsToKubelet with WebSockets,
-// InPlacePodVerticalScalingInitContainers with InPlaceResize and
+// InPlacePodVerticalScalingInitContainers with InPlaceResize,
+// InPlacePodLevelResourcesVerticalScaling with PodLevelResize and
 // RestartAllContainersOnContainerExits with RestartAllContainers. It declares
 // no feature the node lacks, so that the API server, the scheduler and the
 // node's admission (admission.NodeFeatures) refuse what the node would not
-// do instead of the node ignoring it: InPlacePodLevelResourcesVerticalScaling
-// is never declared (neither allocation nor podsync resizes pod-level
-// resources yet), nor UserNamespacesHostNetworkSupport (off by default upstream).
+// do instead of the node ignoring it: UserNamespacesHostNetworkSupport
+// (off by default upstream) is never declared.
 func DeclaredFeatures(caps Capabilities) []string {
 	var out []string
 	if caps.WebSockets {
@@ -43,6 +49,9 @@ func DeclaredFeatures(caps Capabilities) []string {
 	}
 	if caps.InPlaceResize {
 		out = append(out, podspec.NodeFeatureInPlacePodVerticalScalingInitContainers)
+	}
+	if caps.PodLevelResize {
+		out = append(out, podspec.NodeFeatureInPlacePodLevelResourcesVerticalScaling)
 	}
 	if caps.RestartAllContainers {
 		out = append(out, podspec.NodeFeatureRestartAllContainersOnContainerExits)

@@ -13,8 +13,8 @@ import (
 )
 
 // A node declares exactly the features it implements, under upstream's
-// names: pod-level resize and RestartAllContainers are never declared, so
-// that the API server refuses them instead of the node ignoring them.
+// names, and only those, so that the API server refuses what the node
+// would ignore.
 func TestDeclaredFeatures(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -27,13 +27,15 @@ func TestDeclaredFeatures(t *testing.T) {
 		{"both", node.Capabilities{WebSockets: true, InPlaceResize: true},
 			[]string{"ExtendWebSocketsToKubelet", "InPlacePodVerticalScalingInitContainers"}},
 		{"restart all containers", node.Capabilities{RestartAllContainers: true}, []string{"RestartAllContainersOnContainerExits"}},
-		{"all", node.Capabilities{WebSockets: true, InPlaceResize: true, RestartAllContainers: true},
-			[]string{"ExtendWebSocketsToKubelet", "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}},
+		{"pod-level resize", node.Capabilities{PodLevelResize: true}, []string{"InPlacePodLevelResourcesVerticalScaling"}},
+		{"all", node.Capabilities{WebSockets: true, InPlaceResize: true, PodLevelResize: true, RestartAllContainers: true},
+			[]string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers",
+				"RestartAllContainersOnContainerExits"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := node.DeclaredFeatures(tc.caps)
 			assert.Equal(t, tc.want, got)
-			assert.NotContains(t, got, podspec.NodeFeatureInPlacePodLevelResourcesVerticalScaling)
+			assert.NotContains(t, got, podspec.NodeFeatureUserNamespacesHostNetworkSupport)
 			// Every name is one the API server accepts.
 			_, err := node.New(node.Options{NodeName: "n", Sink: &nodetest.Sink{}, Runtime: nodetest.NewRuntime("x", "1"), Machine: nodetest.Machine{},
 				Clock: clocktesting.NewFakeClock(t0), DeclaredFeatures: got})
