@@ -76,13 +76,18 @@ func TestRequests(t *testing.T) {
 		}(), list("cpu", "150m", "memory", "20Mi")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := podspec.Requests(tc.pod)
-			assert.Len(t, got, len(tc.want), "%v", got)
-			for name, q := range tc.want {
-				g := got[name]
-				assert.Zero(t, q.Cmp(g), "%s: want %s, got %s", name, q.String(), g.String())
-			}
+			assertResources(t, tc.want, podspec.Requests(tc.pod))
 		})
+	}
+}
+
+// assertResources checks that got has want's quantities and no other.
+func assertResources(t *testing.T, want, got v1.ResourceList) {
+	t.Helper()
+	assert.Len(t, got, len(want), "%v", got)
+	for name, q := range want {
+		g := got[name]
+		assert.Zero(t, q.Cmp(g), "%s: want %s, got %s", name, q.String(), g.String())
 	}
 }
 
@@ -114,12 +119,7 @@ func TestLimits(t *testing.T) {
 		}(), list("cpu", "1050m")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := podspec.Limits(tc.pod)
-			assert.Len(t, got, len(tc.want), "%v", got)
-			for name, q := range tc.want {
-				g := got[name]
-				assert.Zero(t, q.Cmp(g), "%s: want %s, got %s", name, q.String(), g.String())
-			}
+			assertResources(t, tc.want, podspec.Limits(tc.pod))
 		})
 	}
 }

@@ -35,43 +35,47 @@ func containerResources(spec *v1.Container, cs *runtimeapi.ContainerStatus, old 
 	if old != nil && old.State.Running != nil && old.ContainerID == id {
 		prev = old.Resources
 	}
-	keep := func(name v1.ResourceName, dst v1.ResourceList, from func(*v1.ResourceRequirements) v1.ResourceList) {
-		if prev == nil {
-			return
-		}
-		if q, ok := from(prev)[name]; ok {
-			dst[name] = q.DeepCopy()
+	cpuReq, cpuLim, memLim := runtimeResources(cs.GetResources().GetLinux())
+	applyActual(res, prev, cpuReq, cpuLim, memLim)
+	// The runtime never reports a memory request: the allocation's stands,
+	// as upstream's node e2e resize specs expect.
+	return res
+}
+
+// applyActual puts into res (allocated resources) what a running
+// container or pod cgroup runs with, as upstream's status reports it: the
+// CPU limit and memory limit into res.Limits, the CPU request into
+// res.Requests (a nil list is left nil); a CPU value at or below the
+// smallest quota or shares, as is the allocated one, leaves the
+// allocation's; a value not known (nil) is prev's, the previous status's
+// resources, when it has one.
+func applyActual(res, prev *v1.ResourceRequirements, cpuReq, cpuLim, memLim *resource.Quantity) {
+	set := func(dst v1.ResourceList, name v1.ResourceName, q *resource.Quantity, smallest int64, from func() v1.ResourceList) {
+		switch {
+		case q != nil:
+			if smallest == 0 || q.MilliValue() > smallest || dst.Name(name, resource.DecimalSI).MilliValue() > smallest {
+				dst[name] = q.DeepCopy()
+			}
+		case prev != nil:
+			keepPrevious(dst, name, from())
 		}
 	}
-	limits := func(r *v1.ResourceRequirements) v1.ResourceList { return r.Limits }
-	requests := func(r *v1.ResourceRequirements) v1.ResourceList { return r.Requests }
-	cpuReq, cpuLim, memLim := runtimeResources(cs.GetResources().GetLinux())
+	limits := func() v1.ResourceList { return prev.Limits }
 	if res.Limits != nil {
-		if cpuLim != nil {
-			if cpuLim.MilliValue() > minMilliCPULimit || res.Limits.Cpu().MilliValue() > minMilliCPULimit {
-				res.Limits[v1.ResourceCPU] = *cpuLim
-			}
-		} else {
-			keep(v1.ResourceCPU, res.Limits, limits)
-		}
-		if memLim != nil {
-			res.Limits[v1.ResourceMemory] = *memLim
-		} else {
-			keep(v1.ResourceMemory, res.Limits, limits)
-		}
+		set(res.Limits, v1.ResourceCPU, cpuLim, minMilliCPULimit, limits)
+		set(res.Limits, v1.ResourceMemory, memLim, 0, limits)
 	}
 	if res.Requests != nil {
-		if cpuReq != nil {
-			if cpuReq.MilliValue() > minMilliShares || res.Requests.Cpu().MilliValue() > minMilliShares {
-				res.Requests[v1.ResourceCPU] = *cpuReq
-			}
-		} else {
-			keep(v1.ResourceCPU, res.Requests, requests)
-		}
-		// The runtime never reports a memory request: the allocation's
-		// stands, as upstream's node e2e resize specs expect.
+		set(res.Requests, v1.ResourceCPU, cpuReq, minMilliShares, func() v1.ResourceList { return prev.Requests })
 	}
-	return res
+}
+
+// keepPrevious copies name from a previous status's list into dst, if it
+// is there.
+func keepPrevious(dst v1.ResourceList, name v1.ResourceName, prev v1.ResourceList) {
+	if q, ok := prev[name]; ok {
+		dst[name] = q.DeepCopy()
+	}
 }
 
 // podResources are a pod's pod-level status.allocatedResources and
@@ -108,27 +112,11 @@ func podResources(pod *v1.Pod, cg *v1.ResourceRequirements, old *v1.PodStatus) (
 	if old.Phase == v1.PodRunning && old.Resources != nil {
 		prev = old.Resources
 	}
-	keep := func(name v1.ResourceName, dst v1.ResourceList, from func(*v1.ResourceRequirements) v1.ResourceList) {
-		if prev == nil {
-			return
-		}
-		if q, ok := from(prev)[name]; ok {
-			dst[name] = q.DeepCopy()
-		}
-	}
-	limits := func(r *v1.ResourceRequirements) v1.ResourceList { return r.Limits }
-	requests := func(r *v1.ResourceRequirements) v1.ResourceList { return r.Requests }
-	var cgReq, cgLim v1.ResourceList
+	var cpuReq, cpuLim, memLim *resource.Quantity
 	if cg != nil {
-		cgReq, cgLim = cg.Requests, cg.Limits
+		cpuReq, cpuLim, memLim = quantity(cg.Requests, v1.ResourceCPU), quantity(cg.Limits, v1.ResourceCPU), quantity(cg.Limits, v1.ResourceMemory)
 	}
-	if q, ok := cgReq[v1.ResourceCPU]; ok {
-		if q.MilliValue() > minMilliShares || res.Requests.Cpu().MilliValue() > minMilliShares {
-			res.Requests[v1.ResourceCPU] = q.DeepCopy()
-		}
-	} else {
-		keep(v1.ResourceCPU, res.Requests, requests)
-	}
+	applyActual(res, prev, cpuReq, cpuLim, memLim)
 	if _, ok := res.Requests[v1.ResourceMemory]; !ok {
 		if q, ok := reqs[v1.ResourceMemory]; ok {
 			res.Requests[v1.ResourceMemory] = q.DeepCopy()
@@ -136,20 +124,18 @@ func podResources(pod *v1.Pod, cg *v1.ResourceRequirements, old *v1.PodStatus) (
 	}
 	// As upstream's: the cgroup keeps no memory request, the previous one
 	// stands.
-	keep(v1.ResourceMemory, res.Requests, requests)
-	if q, ok := cgLim[v1.ResourceCPU]; ok {
-		if q.MilliValue() > minMilliCPULimit || res.Limits.Cpu().MilliValue() > minMilliCPULimit {
-			res.Limits[v1.ResourceCPU] = q.DeepCopy()
-		}
-	} else {
-		keep(v1.ResourceCPU, res.Limits, limits)
-	}
-	if q, ok := cgLim[v1.ResourceMemory]; ok {
-		res.Limits[v1.ResourceMemory] = q.DeepCopy()
-	} else {
-		keep(v1.ResourceMemory, res.Limits, limits)
+	if prev != nil {
+		keepPrevious(res.Requests, v1.ResourceMemory, prev.Requests)
 	}
 	return allocated, res
+}
+
+// quantity is l's value of name, nil when it has none.
+func quantity(l v1.ResourceList, name v1.ResourceName) *resource.Quantity {
+	if q, ok := l[name]; ok {
+		return &q
+	}
+	return nil
 }
 
 // runtimeResources reads what a runtime reports a container runs with, in

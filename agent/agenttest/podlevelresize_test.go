@@ -27,6 +27,16 @@ func podLevelRequirements(cpu, memory string) *v1.ResourceRequirements {
 	return &v1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
 }
 
+// resizePodLevelTo asks the pod default/name's pod-level resources to
+// change (generation+1), then steps the node 5s.
+func resizePodLevelTo(n *agenttest.Node, name, cpu, memory string) {
+	p := n.Pod("default", name).DeepCopy()
+	p.Spec.Resources = podLevelRequirements(cpu, memory)
+	p.Generation++
+	n.UpdatePod(p)
+	n.Step(5 * time.Second)
+}
+
 // An in-place resize of pod-level resources (upstream's
 // InPlacePodLevelResourcesVerticalScaling, beta and on by default in
 // 1.36), on a node with pod cgroups in a directory shaped as a cgroup v2
@@ -66,11 +76,7 @@ func TestInPlacePodLevelResize(t *testing.T) {
 		assert.Equal(t, "256Mi", p.Status.Resources.Limits.Memory().String())
 		id := p.Status.ContainerStatuses[0].ContainerID
 
-		p = p.DeepCopy()
-		p.Spec.Resources = podLevelRequirements("1", "512Mi")
-		p.Generation++
-		n.UpdatePod(p)
-		n.Step(5 * time.Second)
+		resizePodLevelTo(n, "plr", "1", "512Mi")
 
 		p = n.Pod("default", "plr")
 		assert.Equal(t, p.Generation, p.Status.ObservedGeneration)
@@ -100,11 +106,7 @@ func TestInPlacePodLevelResize(t *testing.T) {
 
 		// The pod uses 300Mi: a memory limit of 256Mi is refused.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "memory.current"), []byte("314572800\n"), 0o644))
-		p = p.DeepCopy()
-		p.Spec.Resources = podLevelRequirements("1", "256Mi")
-		p.Generation++
-		n.UpdatePod(p)
-		n.Step(5 * time.Second)
+		resizePodLevelTo(n, "plr", "1", "256Mi")
 		p = n.Pod("default", "plr")
 		c := condition(p, v1.PodResizeInProgress)
 		require.NotNil(t, c)
