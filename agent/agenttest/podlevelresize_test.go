@@ -117,3 +117,35 @@ func TestInPlacePodLevelResize(t *testing.T) {
 		assert.Equal(t, "256Mi", p.Status.AllocatedResources.Memory().String(), "allocated")
 	})
 }
+
+// A pod-level memory resize of a pod whose container sets no limits of its
+// own and asks RestartContainer for memory: the container restarts with
+// the pod's new limit after the pod's cgroup took it, and the resize
+// completes.
+func TestInPlacePodLevelResizeRestartContainer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := cgroupV2FS(t)
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{Cgroups: agent.CgroupOptions{PerQOS: true, FS: fs}}})
+		p := n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plr"}, Spec: v1.PodSpec{
+			Resources: podLevelRequirements("500m", "256Mi"),
+			Containers: []v1.Container{{Name: "app", Image: "busybox",
+				ResizePolicy: []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}}}}})
+		waitRunning(t, n, "plr")
+		id := n.Pod("default", "plr").Status.ContainerStatuses[0].ContainerID
+
+		resizePodLevelTo(n, "plr", "500m", "512Mi")
+		p = n.Pod("default", "plr")
+		cs := p.Status.ContainerStatuses[0]
+		assert.NotEqual(t, id, cs.ContainerID, "restarted for its resize")
+		assert.Equal(t, int32(1), cs.RestartCount)
+		assert.NotNil(t, cs.State.Running)
+		b, err := os.ReadFile(filepath.Join(fs, "kubepods", "pod"+string(p.UID), "memory.max"))
+		require.NoError(t, err)
+		assert.Equal(t, "536870912", strings.TrimSpace(string(b)))
+		assert.Nil(t, condition(p, v1.PodResizeInProgress))
+		assert.Equal(t, []string{allocation.EventResizeStarted, allocation.EventResizeCompleted}, eventReasons(n, "Resize"))
+		creates := n.Runtime().CallsOf(fake.CreateContainer)
+		last := creates[len(creates)-1].Request.(*runtimeapi.CreateContainerRequest)
+		assert.Equal(t, int64(512<<20), last.GetConfig().GetLinux().GetResources().GetMemoryLimitInBytes())
+	})
+}

@@ -465,3 +465,43 @@ func TestSyncPodResizesPodLevel(t *testing.T) {
 		})
 	}
 }
+
+// A pod-level resize that changes the memory limit of a container without
+// limits of its own, whose resizePolicy says RestartContainer for memory,
+// restarts it (with upstream's message) after the pod's cgroup took the
+// new limits, as upstream's computePodResizeAction compares the limits a
+// container gets from its pod.
+func TestSyncPodResizesPodLevelRestartContainer(t *testing.T) {
+	h := newHarness(t)
+	pc := &podCgroup{}
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, PodCgroups: checkedPodCgroup{pc},
+		Config: containerconfig.Options{LogRoot: t.TempDir()}})
+	require.NoError(t, err)
+	h.s = s
+	app := ctr("app")
+	app.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	pod := newPod(v1.RestartPolicyAlways, nil, app)
+	l := func(memory string) *v1.ResourceRequirements {
+		r := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse(memory)}
+		return &v1.ResourceRequirements{Requests: r, Limits: r.DeepCopy()}
+	}
+	pod.Spec.Resources = l("256Mi")
+	pc.has = pod.Spec.Resources.DeepCopy()
+	require.NoError(t, h.sync(pod).Err())
+	id := h.status(pod).ContainerByName("app").GetId()
+	h.rec.TakeReasons()
+
+	resized := pod.DeepCopy()
+	resized.Spec.Resources = l("512Mi")
+	r := h.sync(resized)
+	require.NoError(t, r.Err())
+	require.Len(t, r.Actions.ContainersToKill, 1)
+	assert.Equal(t, "Container app resize requires restart", r.Actions.ContainersToKill[0].Message)
+	assert.Equal(t, []bool{true, false}, pc.grow, "the pod's cgroup resized before the container starts again")
+	got := h.status(resized).ContainerByName("app")
+	assert.NotEqual(t, id, got.GetId(), "restarted")
+	assert.Equal(t, int64(512<<20), got.GetResources().GetLinux().GetMemoryLimitInBytes())
+	pc.grow = nil
+	assert.True(t, h.sync(resized).Actions.Nothing())
+	assert.Empty(t, pc.grow)
+}
