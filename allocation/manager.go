@@ -115,9 +115,8 @@ func podLevelEqual(a, b *v1.ResourceRequirements) bool {
 
 // SetAllocated records pod's containers' and pod-level resources as
 // allocated: the agent calls it with the pod it admitted (as allocated).
-// The checkpoint
-// is written by Flush, once for a batch of pods (a burst of 500 admissions
-// is one write, not 500).
+// The checkpoint is written by Flush, once for a batch of pods (a burst of
+// 500 admissions is one write, not 500).
 func (m *Manager) SetAllocated(pod *v1.Pod) {
 	alloc := podAllocation{}
 	resizable(pod, func(c *v1.Container) { alloc[c.Name] = *c.Resources.DeepCopy() })
