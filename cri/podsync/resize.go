@@ -183,6 +183,18 @@ func (a *Actions) resizeAction(pod *v1.Pod, c *v1.Container, st *runtimeapi.Cont
 	return true
 }
 
+// restartsForResize says whether the plan restarts a container for its
+// resize (KillResizeRestart): the pod's cgroup is then resized too, as
+// upstream's UpdatePodResources.
+func (a *Actions) restartsForResize() bool {
+	for _, k := range a.ContainersToKill {
+		if k.Reason == KillResizeRestart {
+			return true
+		}
+	}
+	return false
+}
+
 // desired is what the container of u is to run with, its CPU quota over
 // the node's CFS period (containerconfig.Options.CPUCFSQuotaPeriod), which
 // ComputeActions, a function of the pod alone, does not know: its

@@ -3,6 +3,7 @@ package podsync_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -504,4 +505,41 @@ func TestSyncPodResizesPodLevelRestartContainer(t *testing.T) {
 	pc.grow = nil
 	assert.True(t, h.sync(resized).Actions.Nothing())
 	assert.Empty(t, pc.grow)
+}
+
+// A container restarted for its resize in a pod without pod-level
+// resources: the pod's cgroup, whose CPU quota is the sum of its
+// containers' limits, is grown before the container starts again (cgroup
+// v1 refuses a child's quota above its parent's) and shrunk after, as
+// upstream's UpdatePodResources.
+func TestSyncPodResizeRestartResizesPodCgroup(t *testing.T) {
+	h := newHarness(t)
+	cg := &cgroupCalls{}
+	s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, PodCgroups: cg, Config: containerconfig.Options{LogRoot: t.TempDir()}})
+	require.NoError(t, err)
+	h.s = s
+	c := sized("app", "20m", "30m", "64Mi")
+	c.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}}
+	pod := newPod(v1.RestartPolicyAlways, nil, c)
+	require.NoError(t, h.sync(pod).Err())
+	id := h.status(pod).ContainerByName("app").GetId()
+	assert.Empty(t, cg.grow)
+
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("35m")
+	r := h.sync(resized)
+	require.NoError(t, r.Err())
+	require.Len(t, r.Actions.ContainersToKill, 1)
+	assert.Equal(t, podsync.KillResizeRestart, r.Actions.ContainersToKill[0].Reason)
+	assert.Equal(t, []bool{true, false}, cg.grow, "the pod's cgroup resized with the restart")
+	var steps []podsync.Step
+	for _, st := range r.Steps {
+		steps = append(steps, st.Step)
+	}
+	require.Contains(t, steps, podsync.StepResizePodInPlace)
+	assert.Less(t, slices.Index(steps, podsync.StepResizePodInPlace), slices.Index(steps, podsync.StepStartContainer),
+		"before the container starts again: %v", steps)
+	got := h.status(resized).ContainerByName("app")
+	assert.NotEqual(t, id, got.GetId(), "restarted")
+	assert.Equal(t, int64(3500), got.GetResources().GetLinux().GetCpuQuota())
 }

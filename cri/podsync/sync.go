@@ -310,8 +310,10 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	}
 	// Running containers are resized after the init containers start and
 	// before the app containers do, as upstream's SyncPod orders it; so is
-	// the pod's cgroup of a pod-level resize whose containers restart.
-	if len(a.ContainersToUpdate) != 0 || (!a.CreateSandbox && s.podCgroupStale(pod)) {
+	// the pod's cgroup when a container restarts for its resize (its new
+	// limit may exceed the pod cgroup's old one, which cgroup v1 refuses)
+	// and for a pod-level resize.
+	if len(a.ContainersToUpdate) != 0 || (!a.CreateSandbox && (a.restartsForResize() || s.podCgroupStale(pod))) {
 		res.Steps = append(res.Steps, s.resize(ctx, pod, a.ContainersToUpdate))
 	}
 	for _, i := range a.ContainersToStart {
