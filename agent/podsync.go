@@ -10,6 +10,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/dra"
+	"github.com/kubeletkit/kubeletkit/internal/hoststats"
 	"github.com/kubeletkit/kubeletkit/prober"
 )
 
@@ -50,6 +51,7 @@ func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,
 			MemorySwapController: b.fakeRT == nil && cgroups.MemorySwapAccounted(), MemoryCapacity: capacity.Memory().Value(),
+			SELinuxEnabled:    b.fakeRT == nil && hoststats.SELinuxEnabled(""),
 			CPUCFSQuotaPeriod: opts.Cgroups.CPUCFSQuotaPeriod,
 			LogRoot:           opts.logsDir(), PodsDir: opts.podsDir(), NodeName: opts.NodeName, HostIPs: opts.Node.HostIPs,
 			ClusterDNS: opts.Node.ClusterDNS, ClusterDomain: opts.Node.ClusterDomain, ResolvConf: opts.Node.resolvConf(),

@@ -212,6 +212,12 @@ type Options struct {
 	// upstream's default NoSwap does (and cgroup v1 refuses a memory limit
 	// above the swap limit).
 	MemorySwapController bool
+	// SELinuxEnabled says the host runs SELinux
+	// (hoststats.SELinuxEnabled): a container's termination-message file
+	// is then mounted with selinux_relabel, as upstream mounts it only
+	// then. Volumes are relabelled as their plugin says (volume.Mounted),
+	// and /etc/hosts always, whatever this says.
+	SELinuxEnabled bool
 	// MemoryCapacity is the node's memory in bytes, against which a
 	// Burstable container's oom_score_adj is computed (OOMScoreAdj). Zero
 	// gives every Burstable container 999. Not negative.

@@ -375,5 +375,5 @@ func (b *Builder) terminationMessageMount(pod *v1.Pod, c *v1.Container, restartC
 	if err := os.Chmod(file, 0o666); err != nil {
 		return nil, fmt.Errorf("container %s: termination message file: %w", c.Name, err)
 	}
-	return &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: file}, nil
+	return &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: file, SelinuxRelabel: b.opts.SELinuxEnabled}, nil
 }

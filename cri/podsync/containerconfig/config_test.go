@@ -227,6 +227,14 @@ func TestTerminationMessageMount(t *testing.T) {
 	pod.UID = "../escape"
 	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
 	assert.ErrorContains(t, err, "not a plain path element")
+
+	// On a host that runs SELinux the file is relabelled, as upstream
+	// asks only there.
+	s = newBuilder(t, containerconfig.Options{PodsDir: pods, SELinuxEnabled: true})
+	pod.UID = "uid-1"
+	cfg, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 2, nil, "")
+	require.NoError(t, err)
+	assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/dev/termination-log", HostPath: filepath.Join(pods, "uid-1", "containers", "app", "2"), SelinuxRelabel: true}}, cfg.GetMounts())
 }
 
 func TestContainerConfigExpandsVariables(t *testing.T) {
