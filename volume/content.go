@@ -67,7 +67,7 @@ func (p *contentPlugin) SetUp(ctx context.Context, v *Volume) (Mounted, error) {
 	if _, err := atomicwriter.New(v.Dir, opts).Write(files); err != nil {
 		return Mounted{}, err
 	}
-	return Mounted{HostPath: v.Dir, ReadOnly: true}, nil
+	return Mounted{HostPath: v.Dir, ReadOnly: true, SELinuxRelabel: true}, nil
 }
 
 // TearDown unmounts and removes the directory.

@@ -50,12 +50,13 @@ type csiPlugin struct {
 	timeout  time.Duration
 	secrets  SecretSource
 	nodeName string
+	mounter  Mounter
 }
 
 var _ Plugin = (*csiPlugin)(nil)
 
 func newCSIPlugin(o Options) *csiPlugin {
-	return &csiPlugin{drivers: o.CSIDrivers, root: o.RootDir, timeout: o.CSITimeout, secrets: o.Sources.Secrets, nodeName: o.NodeName}
+	return &csiPlugin{drivers: o.CSIDrivers, root: o.RootDir, timeout: o.CSITimeout, secrets: o.Sources.Secrets, nodeName: o.NodeName, mounter: o.Mounter}
 }
 
 func (p *csiPlugin) Name() string                    { return CSIPluginName }
@@ -197,7 +198,19 @@ func (p *csiPlugin) SetUp(ctx context.Context, v *Volume) (Mounted, error) {
 	if err != nil {
 		return Mounted{}, fmt.Errorf("CSI driver %s: NodePublishVolume: %w", src.Driver, err)
 	}
-	return Mounted{HostPath: target, ReadOnly: readOnly}, nil
+	return Mounted{HostPath: target, ReadOnly: readOnly, SELinuxRelabel: !readOnly && p.seLinuxLabeled(target)}, nil
+}
+
+// seLinuxLabeled reports whether the filesystem a driver published at
+// target carries SELinux labels, as upstream asks before it has a
+// writable CSI volume relabelled; false when the Mounter cannot tell.
+func (p *csiPlugin) seLinuxLabeled(target string) bool {
+	s, ok := p.mounter.(SELinuxSupport)
+	if !ok {
+		return false
+	}
+	labeled, err := s.SupportsSELinux(target)
+	return err == nil && labeled
 }
 
 // publishSecrets reads nodePublishSecretRef from the pod's namespace.

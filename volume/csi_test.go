@@ -184,3 +184,33 @@ func TestCSIHalfSetUpIsTornDown(t *testing.T) {
 	assert.Equal(t, fakecsi.NodeUnstageVolume, d.Methods()[len(d.Methods())-1])
 	waitFor(t, "the pod directory to go", func() bool { return !exists(volume.PodDir(h.root, pod.UID)) })
 }
+
+// TestCSISELinuxRelabel: a writable CSI volume is relabelled by the
+// runtime when its filesystem carries SELinux labels, as upstream's CSI
+// mounter asks; a read-only one, or one on a filesystem without labels,
+// is not.
+func TestCSISELinuxRelabel(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		readOnly, labeled bool
+		want              bool
+	}{
+		{name: "writable, labelled filesystem", labeled: true, want: true},
+		{name: "writable, no labels", labeled: false, want: false},
+		{name: "read-only, labelled filesystem", readOnly: true, labeled: true, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fakecsi.New(fakecsi.Options{Name: "csi.example.com"})
+			h := csiHarness(t, d, nil).run()
+			h.mnt.SetSELinux(tc.labeled)
+			h.src.SetSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"key": []byte("v")}})
+			pod := csiPod("csi.example.com")
+			pod.Spec.Volumes[0].CSI.ReadOnly = ptr(tc.readOnly)
+			require.NoError(t, h.mount(pod))
+			mts, err := h.m.Mounts(pod, &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/data"}}})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, mts[0].SelinuxRelabel)
+			require.NoError(t, h.unmount(pod))
+		})
+	}
+}

@@ -68,7 +68,7 @@ func (p *emptyDirPlugin) SetUp(_ context.Context, v *Volume) (Mounted, error) {
 	if err := setOwnership(v.Dir, fsGroup, policy, false); err != nil {
 		return Mounted{}, fmt.Errorf("emptyDir %s: fsGroup %d: %w", v.Name, *fsGroup, err)
 	}
-	return Mounted{HostPath: v.Dir}, nil
+	return Mounted{HostPath: v.Dir, SELinuxRelabel: true}, nil
 }
 
 // TearDown unmounts a tmpfs if there is one and removes the directory.

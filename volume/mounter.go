@@ -20,3 +20,12 @@ type Mounter interface {
 	// IsMountPoint reports whether something is mounted on path.
 	IsMountPoint(path string) (bool, error)
 }
+
+// SELinuxSupport is an optional capability of a Mounter: whether the
+// filesystem that holds path carries SELinux labels (it is mounted with
+// the "seclabel" option), which upstream asks of a CSI volume before it
+// lets the runtime relabel it. The default Mounter on Linux has it; with
+// a Mounter without it, CSI volumes are not relabelled.
+type SELinuxSupport interface {
+	SupportsSELinux(path string) (bool, error)
+}

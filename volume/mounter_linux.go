@@ -12,7 +12,10 @@ import (
 // sysMounter mounts with mount(2).
 type sysMounter struct{}
 
-var _ Mounter = sysMounter{}
+var (
+	_ Mounter        = sysMounter{}
+	_ SELinuxSupport = sysMounter{}
+)
 
 func defaultMounter() Mounter { return sysMounter{} }
 
@@ -60,6 +63,50 @@ func (sysMounter) IsMountPoint(path string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// SupportsSELinux reports whether the mount that holds path (after
+// resolving symlinks) has "seclabel" among its superblock options in
+// /proc/self/mountinfo.
+func (sysMounter) SupportsSELinux(path string) (bool, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false, err
+	}
+	table, err := readConsistently("/proc/self/mountinfo", os.ReadFile)
+	if err != nil {
+		return false, err
+	}
+	return seclabeled(table, p), nil
+}
+
+// seclabeled finds the mount of table (a mountinfo) whose mount point is
+// the longest one holding path, the last such line winning as the last
+// mount on a point hides those below it, and reports whether its
+// superblock options (after the " - fstype source" separator) include
+// "seclabel".
+func seclabeled(table []byte, path string) bool {
+	best, labeled := -1, false
+	for line := range bytes.Lines(table) {
+		fields := strings.Fields(string(line))
+		if len(fields) < 5 {
+			continue
+		}
+		point := unescapeMountinfo(fields[4])
+		if !within(point, path) || len(point) < best {
+			continue
+		}
+		best, labeled = len(point), false
+		for i, f := range fields {
+			if f == "-" && i+3 < len(fields) {
+				for _, o := range strings.Split(fields[i+3], ",") {
+					labeled = labeled || o == "seclabel"
+				}
+				break
+			}
+		}
+	}
+	return labeled
 }
 
 // mountTableReads bounds readConsistently.

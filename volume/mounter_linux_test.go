@@ -2,6 +2,8 @@ package volume
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,4 +54,46 @@ func TestSysMounterIsMountPoint(t *testing.T) {
 	ok, err = m.IsMountPoint(t.TempDir())
 	require.NoError(t, err)
 	assert.False(t, ok)
+}
+
+func TestSeclabeled(t *testing.T) {
+	const table = `22 1 253:0 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,seclabel
+23 22 0:21 / /sys rw,nosuid shared:2 - sysfs sysfs rw
+24 22 0:30 / /var/lib/kubelet/pods/u/volumes/kubernetes.io~csi/v/mount rw shared:3 - nfs4 server:/x rw,vers=4.2
+25 22 0:31 / /var/lib/kubelet/pods/u/volumes/kubernetes.io~csi/w/mount rw shared:4 - xfs /dev/vdb rw,seclabel,attr2
+26 22 0:32 / /mnt/with\040space rw - tmpfs tmpfs rw
+27 22 0:33 / /mnt/over rw - tmpfs tmpfs rw,seclabel
+28 22 0:34 / /mnt/over rw - tmpfs tmpfs rw
+`
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/", true},
+		{"/var/lib/kubelet/pods/u/volumes/kubernetes.io~empty-dir/e", true},  // on the root's ext4
+		{"/var/lib/kubelet/pods/u/volumes/kubernetes.io~csi/v/mount", false}, // nfs without labels
+		{"/var/lib/kubelet/pods/u/volumes/kubernetes.io~csi/v/mount/sub", false},
+		{"/var/lib/kubelet/pods/u/volumes/kubernetes.io~csi/w/mount", true},
+		{"/var/lib/kubelet/pods/u/volumes/kubernetes.io~csi/w/mountx", true}, // not under w/mount: the root's
+		{"/sys/fs", false},
+		{"/mnt/with space/a", false},
+		{"/mnt/over", false}, // the last mount on a point hides the one below
+	} {
+		assert.Equal(t, tc.want, seclabeled([]byte(table), tc.path), tc.path)
+	}
+}
+
+func TestSupportsSELinuxReadsThisHost(t *testing.T) {
+	// Whatever this host's SELinux, the answer for a directory is the
+	// answer seclabeled gives for its mount table.
+	dir := t.TempDir()
+	got, err := sysMounter{}.SupportsSELinux(dir)
+	require.NoError(t, err)
+	table, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	assert.Equal(t, seclabeled(table, real), got)
+	_, err = sysMounter{}.SupportsSELinux(filepath.Join(dir, "missing"))
+	assert.Error(t, err)
 }

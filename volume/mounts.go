@@ -15,9 +15,10 @@ import (
 // Mounts returns the CRI mounts of container's volumeMounts: the host path
 // of each volume (with its subPath or expanded subPathExpr resolved safely,
 // see below), the container path, read-only (the mount's or the volume's:
-// configMap, secret, downwardAPI and projected always are) and
-// propagation. Every volume must be set up (WaitForMount returned nil);
-// otherwise the error wraps ErrNotMounted. A bad mount wraps
+// configMap, secret, downwardAPI and projected always are), SELinux
+// relabelling (Mounted.SELinuxRelabel) and propagation. Every volume must
+// be set up (WaitForMount returned nil); otherwise the error wraps
+// ErrNotMounted. A bad mount wraps
 // ErrInvalidVolume and names the container and mount.
 //
 // A subPath must be relative without "..". It is resolved from the
@@ -101,7 +102,7 @@ func (m *Manager) mount(pod *v1.Pod, c *v1.Container, index int, vm *v1.VolumeMo
 			return nil, err
 		}
 	}
-	out := &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || mt.ReadOnly}
+	out := &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || mt.ReadOnly, SelinuxRelabel: mt.SELinuxRelabel}
 	if vm.MountPropagation != nil {
 		switch *vm.MountPropagation {
 		case v1.MountPropagationNone:

@@ -59,4 +59,12 @@ type Mounted struct {
 	// ReadOnly makes every mount of the volume read-only (configMap,
 	// secret, downwardAPI and projected are, as upstream).
 	ReadOnly bool
+	// SELinuxRelabel asks the runtime to relabel the volume with the
+	// container's SELinux context (the CRI mount's selinux_relabel), as
+	// upstream asks for a volume whose plugin manages its content and can
+	// be relabelled: emptyDir, configMap, secret, downwardAPI and projected
+	// always; a CSI volume when it is writable and its filesystem carries
+	// SELinux labels (the mount's "seclabel" option). A runtime on a host
+	// without SELinux ignores it. A hostPath volume is never relabelled.
+	SELinuxRelabel bool
 }

@@ -40,6 +40,23 @@ type Mounter struct {
 	calls      []MountCall
 	mountErr   error
 	unmountErr error
+	seLinux    bool
+}
+
+// SetSELinux says whether every filesystem carries SELinux labels from
+// now on (SupportsSELinux's answer; false at first, as on a host without
+// SELinux).
+func (m *Mounter) SetSELinux(labeled bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seLinux = labeled
+}
+
+// SupportsSELinux answers what SetSELinux last said, for any path.
+func (m *Mounter) SupportsSELinux(string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.seLinux, nil
 }
 
 // SetMountErr makes every Mount fail with err from now on (nil: succeed).
@@ -57,7 +74,10 @@ func (m *Mounter) SetUnmountErr(err error) {
 	m.unmountErr = err
 }
 
-var _ volume.Mounter = (*Mounter)(nil)
+var (
+	_ volume.Mounter        = (*Mounter)(nil)
+	_ volume.SELinuxSupport = (*Mounter)(nil)
+)
 
 // Mount records a mount.
 func (m *Mounter) Mount(source, target, fstype string, options []string) error {
