@@ -486,12 +486,8 @@ func (c *converter) logs() {
 func (c *converter) checkGates() {
 	for _, name := range slices.Sorted(maps.Keys(c.kc.FeatureGates)) {
 		on := c.kc.FeatureGates[name]
-		if honouredGates[name] {
-			continue
+		if refused, why := gateRefusal(name, on); refused {
+			c.refuse("featureGates."+name, on, why)
 		}
-		if def, known := gateDefaults[name]; known && def == on && !on {
-			continue // off, as the node is
-		}
-		c.refuse("featureGates."+name, on, "")
 	}
 }

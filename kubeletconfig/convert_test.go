@@ -3,6 +3,7 @@ package kubeletconfig_test
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -181,6 +182,44 @@ func TestConvertRefused(t *testing.T) {
 			require.ErrorIs(t, err, kubeletconfig.ErrUnsupported)
 			var unsupported *kubeletconfig.UnsupportedError
 			require.True(t, errors.As(err, &unsupported))
+			assert.ElementsMatch(t, tc.want, unsupported.Fields())
+			assert.ErrorContains(t, err, tc.msg)
+		})
+	}
+}
+
+// featureGates as upstream's kubelet takes them, as far as the node can
+// honour them: a gate whose behaviour the node always has may be said on,
+// not off; one it lacks may be said off, not on; a gate of the API server,
+// the scheduler, the controllers or kube-proxy either way; a gate whose
+// configuration is refused by name either way; an unknown name never.
+func TestConvertGates(t *testing.T) {
+	for _, tc := range []struct {
+		gates map[string]bool
+		want  []string // the refused fields
+		msg   string
+	}{
+		{gates: map[string]bool{"SidecarContainers": true, "InPlacePodVerticalScaling": true, "ContainerRestartRules": true, "DynamicResourceAllocation": true}},
+		{gates: map[string]bool{"SidecarContainers": false}, want: []string{"featureGates.SidecarContainers"},
+			msg: "featureGates.SidecarContainers false: not supported by this node (always on in this node)"},
+		{gates: map[string]bool{"ImageVolume": false, "KubeletSeparateDiskGC": false}},
+		{gates: map[string]bool{"ImageVolume": true}, want: []string{"featureGates.ImageVolume"},
+			msg: "featureGates.ImageVolume true: not supported by this node (not implemented by this node)"},
+		{gates: map[string]bool{"SchedulerQueueingHints": false, "NFTablesProxyMode": true, "JobManagedBy": true}},
+		{gates: map[string]bool{"KubeletTracing": false, "CPUManagerPolicyOptions": true}},
+		{gates: map[string]bool{"GracefulNodeShutdownBasedOnPodPriority": false, "EventedPLEG": true}},
+		{gates: map[string]bool{"MemoryQoS": false}},
+		{gates: map[string]bool{"MemoryQoS": true, "NoSuchGate": false}, want: []string{"featureGates.MemoryQoS", "featureGates.NoSuchGate"},
+			msg: "featureGates.MemoryQoS true: not supported by this node"},
+	} {
+		t.Run(fmt.Sprint(tc.gates), func(t *testing.T) {
+			_, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.FeatureGates = tc.gates })
+			if len(tc.want) == 0 {
+				require.NoError(t, err)
+				return
+			}
+			var unsupported *kubeletconfig.UnsupportedError
+			require.True(t, errors.As(err, &unsupported), "%v", err)
 			assert.ElementsMatch(t, tc.want, unsupported.Fields())
 			assert.ErrorContains(t, err, tc.msg)
 		})
