@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/pleg"
@@ -130,6 +131,9 @@ type Agent struct {
 	api *nodeAPI
 	// podResources is the pod-resources API, served with HTTP.PodResources.
 	podResources *podresources.Server
+	// cgroupMgr manages the pod and QoS cgroups; nil without
+	// Cgroups.PerQOS.
+	cgroupMgr *cgroups.Manager
 
 	listener    net.Listener
 	apiListener net.Listener       // the kubelet API's; nil when none
@@ -139,6 +143,18 @@ type Agent struct {
 	ownRoot     bool               // opts.RootDir is New's fresh one, removed when Run returns
 	runnables   []runnable         // what Run starts, in order (newRunnables)
 	started     time.Time          // when New built it, on clock: /statusz's start
+}
+
+// CgroupDriver returns the cgroup driver the node's pod and QoS cgroups
+// are managed with: once Run has started them, the runtime's when it
+// tells one (upstream's KubeletCgroupDriverFromCRI), else
+// Cgroups.Driver; "" without Cgroups.PerQOS. Upstream's /configz shows
+// the same.
+func (a *Agent) CgroupDriver() string {
+	if a.cgroupMgr == nil {
+		return ""
+	}
+	return string(a.cgroupMgr.Driver())
 }
 
 // NodeName returns the node's name.

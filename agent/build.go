@@ -140,6 +140,9 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: b.rt, fakeRT: b.fakeRT, view: b.view, healthz: healthz,
 		node: b.node, shutdown: b.shutdown, api: b.api, podResources: b.podResources, pleg: b.pleg, loop: b.loop, config: b.config,
 		ready: make(chan struct{}), ownRoot: ownRoot, started: opts.Clock.Now()}
+	if b.cgroups != nil {
+		a.cgroupMgr = b.cgroups.mgr
+	}
 	if a.watchdog, err = watchdog.New(watchdog.Options{Timeout: opts.Watchdog.Timeout, Notifier: opts.Watchdog.Notifier,
 		Checks: a.watchdogChecks(), Clock: opts.Clock, Logger: log.With("component", "watchdog")}); err != nil {
 		return nil, fmt.Errorf("agent: Watchdog: %w: %w", err, ErrInvalidOptions)

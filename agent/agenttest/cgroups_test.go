@@ -110,6 +110,9 @@ func TestCgroupDriverFromRuntime(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(fs, "kubepods", "besteffort", "pod"+string(p.UID))); err != nil {
 					t.Errorf("the pod cgroup, by cgroupfs: %v", err)
 				}
+				if got := n.Agent().CgroupDriver(); got != "cgroupfs" {
+					t.Errorf("Agent.CgroupDriver() = %q, want cgroupfs, the driver in use", got)
+				}
 				want := "/kubepods/besteffort/pod" + string(p.UID)
 				for _, c := range n.Runtime().CallsOf(fake.RunPodSandbox) {
 					if got := c.Request.(*runtimeapi.RunPodSandboxRequest).GetConfig().GetLinux().GetCgroupParent(); got != want {

@@ -57,6 +57,23 @@ func kubeletConfig(c *config, opts *agent.Options) (*kubeletv1beta1.KubeletConfi
 	return kc, nil
 }
 
+// runningConfig is kc with what the running node decided at start: the
+// cgroup driver the runtime told (upstream's KubeletCgroupDriverFromCRI,
+// whose kubelet shows it in /configz too). kc itself is not changed; with
+// no node yet, or no pod cgroups, it is kc.
+func runningConfig(kc *kubeletv1beta1.KubeletConfiguration, node *agent.Agent) *kubeletv1beta1.KubeletConfiguration {
+	if node == nil {
+		return kc
+	}
+	d := node.CgroupDriver()
+	if d == "" || d == kc.CgroupDriver {
+		return kc
+	}
+	out := kc.DeepCopy()
+	out.CgroupDriver = d
+	return out
+}
+
 // absOrEmpty is p made absolute, or "" for "".
 func absOrEmpty(p string) (string, error) {
 	if p == "" {

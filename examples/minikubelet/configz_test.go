@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,8 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeletkit/kubeletkit/agent"
 )
 
 // configz builds the options of minikubelet's flags (args, after a root
@@ -262,4 +267,31 @@ func TestConfigzFromFlags(t *testing.T) {
 			tc.check(t, configz(t, t.TempDir(), tc.args...))
 		})
 	}
+}
+
+// /configz shows the cgroup driver the node runs with: the runtime's,
+// once the agent has started, over the configured one (upstream's
+// KubeletCgroupDriverFromCRI, whose kubelet reports the same).
+func TestConfigzCgroupDriverFromRuntime(t *testing.T) {
+	kc := &kubeletconfig.KubeletConfiguration{CgroupDriver: "systemd"}
+	assert.Same(t, kc, runningConfig(kc, nil), "before the agent is built")
+
+	fs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(fs, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644))
+	a, err := agent.New(agent.Options{NodeName: "edge1", RootDir: t.TempDir(),
+		Cgroups: agent.CgroupOptions{PerQOS: true, FS: fs, Driver: "systemd"}})
+	require.NoError(t, err)
+	a.FakeRuntime().SetCgroupDriver(runtimeapi.CgroupDriver_CGROUPFS)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	select {
+	case <-a.Ready():
+	case err := <-done:
+		t.Fatalf("agent stopped: %v", err)
+	}
+	got := runningConfig(kc, a)
+	assert.Equal(t, "cgroupfs", got.CgroupDriver)
+	assert.Equal(t, "systemd", kc.CgroupDriver, "the configuration itself is kept")
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/certificate"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
 	"github.com/kubeletkit/kubeletkit/kubeletconfig"
 	"github.com/kubeletkit/kubeletkit/localstate"
@@ -27,8 +28,11 @@ import (
 type config struct {
 	// kc is the configuration: --config, its defaults, --config-dir,
 	// then the flags given.
-	kc                                                *kubeletv1beta1.KubeletConfiguration
-	cfg                                               *kubeletconfig.Config // kc converted
+	kc  *kubeletv1beta1.KubeletConfiguration
+	cfg *kubeletconfig.Config // kc converted
+	// node is the agent once built, for what /configz reports as it
+	// runs (the cgroup driver the runtime told).
+	node                                              *agent.Agent
 	configFile, configDir                             string
 	embedded                                          bool          // the embedded fake runtime, not kc's endpoint
 	flags                                             *flag.FlagSet // the command line as parsed, for /flagz

@@ -213,6 +213,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	late.Agent = a
+	c.node = a
 	if c.servingAddrs != nil {
 		c.servingAddrs.follow(a)
 	}
@@ -320,7 +321,7 @@ func options(c *config, stdout io.Writer, log *slog.Logger) (agent.Options, *api
 		if err != nil {
 			return agent.Options{}, nil, err
 		}
-		opts.HTTP.API.Configz = server.ConfigProviderFunc(func() (any, error) { return kc, nil })
+		opts.HTTP.API.Configz = server.ConfigProviderFunc(func() (any, error) { return runningConfig(kc, c.node), nil })
 	}
 	return opts, joined, nil
 }
