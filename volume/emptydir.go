@@ -23,6 +23,7 @@ const (
 	DownwardAPIPluginName = "kubernetes.io/downward-api"
 	ProjectedPluginName   = "kubernetes.io/projected"
 	CSIPluginName         = "kubernetes.io/csi"
+	ImagePluginName       = "kubernetes.io/image"
 )
 
 // emptyDirPerm is the mode of an emptyDir, as upstream: anyone in the pod

@@ -67,6 +67,7 @@ func New(opts Options) (*Manager, error) {
 		&contentPlugin{name: ProjectedPluginName, supports: func(s *v1.Volume) bool { return s.Projected != nil },
 			payload: projectedPayload(src, m.tokens, opts.NodeAllocatable), memory: !opts.SecretsOnDisk, mounter: opts.Mounter, now: m.clock.Now},
 		newCSIPlugin(opts),
+		imagePlugin{},
 	}
 	for _, p := range opts.Plugins {
 		name := p.Name()

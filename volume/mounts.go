@@ -35,6 +35,13 @@ import (
 // the same file. With Options.UnpinnedSubPaths the resolved path is
 // handed over as it is. A subPath that cannot be made ready is a
 // *SubPathError.
+//
+// The mount of an image volume (Mounted.Image) has no host path and is
+// read-only; its subPath (or expanded subPathExpr), checked as any other,
+// is the mount's ImageSubPath, which the runtime resolves inside the
+// image. Its Image is left for the caller to fill in with the image the
+// pod's sync pulled (package cri/podsync/containerconfig does). The
+// mounts are in the order of container.VolumeMounts.
 func (m *Manager) Mounts(pod *v1.Pod, container *v1.Container) ([]*runtimeapi.Mount, error) {
 	if len(container.VolumeMounts) == 0 {
 		return nil, nil
@@ -93,16 +100,23 @@ func (m *Manager) mount(pod *v1.Pod, c *v1.Container, index int, vm *v1.VolumeMo
 			return nil, fmt.Errorf("%w: subPathExpr %q expands to nothing", ErrInvalidVolume, vm.SubPathExpr)
 		}
 	}
+	imageSub := ""
 	if sub != "" {
 		if err := validateRelativePath("subPath", sub); err != nil {
 			return nil, err
 		}
-		var err error
-		if host, err = m.subPath(pod, c, index, vm, host, sub); err != nil {
-			return nil, err
+		// An image volume's subPath is the runtime's to resolve inside
+		// the image, as upstream hands it over: nothing on the host.
+		if mt.Image {
+			imageSub = sub
+		} else {
+			var err error
+			if host, err = m.subPath(pod, c, index, vm, host, sub); err != nil {
+				return nil, err
+			}
 		}
 	}
-	out := &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || mt.ReadOnly, SelinuxRelabel: mt.SELinuxRelabel}
+	out := &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || mt.ReadOnly, SelinuxRelabel: mt.SELinuxRelabel, ImageSubPath: imageSub}
 	if vm.MountPropagation != nil {
 		switch *vm.MountPropagation {
 		case v1.MountPropagationNone:

@@ -133,3 +133,52 @@ func mustEval(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return r
 }
+
+// TestMountsImageVolume: an image volume (upstream's ImageVolume) is set up
+// with nothing on the host; its mounts are read-only, without a host path,
+// their subPath handed to the runtime as the image's sub path, unpinned.
+func TestMountsImageVolume(t *testing.T) {
+	h := newHarness(t, nil).run()
+	pod := newPod("p", v1.Volume{Name: "models", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "registry.example/models:v1", PullPolicy: v1.PullIfNotPresent}}})
+	require.NoError(t, h.mount(pod))
+	hostPaths, err := h.m.VolumeHostPaths(pod)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"models": ""}, hostPaths, "mounted, with nothing on the host")
+	_, err = os.Stat(filepath.Join(h.root, "pods", string(pod.UID), "volumes", "kubernetes.io~image"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no volume directory")
+
+	for _, tc := range []struct {
+		name    string
+		vm      v1.VolumeMount
+		env     []v1.EnvVar
+		want    *runtimeapi.Mount
+		wantErr string
+	}{
+		{name: "read-only without asking", vm: v1.VolumeMount{Name: "models", MountPath: "/models"},
+			want: &runtimeapi.Mount{ContainerPath: "/models", Readonly: true}},
+		{name: "subPath is the image's", vm: v1.VolumeMount{Name: "models", MountPath: "/m", SubPath: "llm/weights"},
+			want: &runtimeapi.Mount{ContainerPath: "/m", Readonly: true, ImageSubPath: "llm/weights"}},
+		{name: "subPathExpr expanded", vm: v1.VolumeMount{Name: "models", MountPath: "/m", SubPathExpr: "$(POD)/$(DIR)"},
+			env:  []v1.EnvVar{{Name: "POD", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}, {Name: "DIR", Value: "x"}},
+			want: &runtimeapi.Mount{ContainerPath: "/m", Readonly: true, ImageSubPath: "p/x"}},
+		{name: "recursive read-only", vm: v1.VolumeMount{Name: "models", MountPath: "/m", ReadOnly: true, RecursiveReadOnly: ptr(v1.RecursiveReadOnlyEnabled)},
+			want: &runtimeapi.Mount{ContainerPath: "/m", Readonly: true, RecursiveReadOnly: true}},
+		{name: "subPath with ..", vm: v1.VolumeMount{Name: "models", MountPath: "/m", SubPath: "../x"}, wantErr: `subPath "../x" must not contain '..'`},
+		{name: "absolute subPath", vm: v1.VolumeMount{Name: "models", MountPath: "/m", SubPath: "/etc"}, wantErr: `subPath "/etc" must be a relative path`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(h.mnt.Calls())
+			c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{tc.vm}, Env: tc.env}
+			got, err := h.m.Mounts(pod, c)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			assert.Equal(t, tc.want.String(), got[0].String())
+			assert.Len(t, h.mnt.Calls(), before, "nothing pinned on the host")
+		})
+	}
+}

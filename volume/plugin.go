@@ -8,7 +8,8 @@ import (
 )
 
 // Plugin sets up and tears down one kind of volume. The built-ins are
-// emptyDir, hostPath, configMap, secret, downwardAPI, projected and csi;
+// emptyDir, hostPath, configMap, secret, downwardAPI, projected, csi and
+// image;
 // Options.Plugins adds others.
 //
 // SetUp and TearDown are called by the reconciler, never twice at once for
@@ -65,6 +66,12 @@ type Mounted struct {
 	// be relabelled: emptyDir, configMap, secret, downwardAPI and projected
 	// always; a CSI volume when it is writable and its filesystem carries
 	// SELinux labels (the mount's "seclabel" option). A runtime on a host
-	// without SELinux ignores it. A hostPath volume is never relabelled.
+	// without SELinux ignores it. A hostPath or image volume is never relabelled.
 	SELinuxRelabel bool
+	// Image says the volume is an OCI image the container runtime mounts
+	// itself (an image volume): there is nothing on the host, HostPath is
+	// empty, and Mounts gives the volume's mounts without a host path,
+	// their subPath as the CRI mount's image_sub_path; the caller fills in
+	// the image (package cri/podsync/containerconfig does).
+	Image bool
 }
