@@ -292,6 +292,10 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	}
 
 	sb := sandboxRef{id: sandboxID, config: sbConfig, ips: podIPs}
+	// The images of the pod's image volumes are pulled once in a sync,
+	// when the first container gets past its crash-loop back-off: see
+	// pullImageVolumes.
+	sb.imageVolumes = sync.OnceValue(func() map[string]imageVolumePull { return s.pullImageVolumes(ctx, pod, sbConfig) })
 	for _, i := range a.EphemeralContainersToStart {
 		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		res.Steps = append(res.Steps, s.startContainer(ctx, pod, status, sb, &c, cri.ContainerTypeEphemeral))
@@ -356,6 +360,9 @@ type sandboxRef struct {
 	id     string
 	config *runtimeapi.PodSandboxConfig
 	ips    []string
+	// imageVolumes pulls the pod's image volumes (once) and gives the
+	// outcome of each, by volume name; nil pulls none.
+	imageVolumes func() map[string]imageVolumePull
 }
 
 func findContainer(pod *v1.Pod, name string) *v1.Container {
@@ -415,7 +422,11 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 			})
 		}
 	}
-	imageRef, reason, sentinel, err := s.ensureImage(ctx, pod, c, sb.config)
+	images, pulled := s.containerImageVolumes(pod, c, sb)
+	if pulled != nil {
+		return fail(pulled.reason, pulled.sentinel, pulled.err)
+	}
+	imageRef, reason, sentinel, err := s.ensureImage(ctx, pod, c.Image, PullPolicy(c), sb.config)
 	if err != nil {
 		// As upstream's, every image failure also raises "Error: <reason>".
 		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %s", reason)
@@ -432,7 +443,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 		// that no log is overwritten.
 		restartCount = restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
 	}
-	config, err := s.config.ContainerConfig(ctx, pod, c, ctype, restartCount, sb.ips, imageRef)
+	config, err := s.config.ContainerConfig(ctx, pod, c, ctype, restartCount, sb.ips, imageRef, images)
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, EventFailed, "Error: %s", waitingMessage(err))
 		return fail(ReasonCreateContainerConfigError, ErrCreateContainerConfig, err)
@@ -479,10 +490,19 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, status *cri.Po
 // server defaults it: Always for an image tagged latest or not tagged (and
 // not pinned by digest), IfNotPresent otherwise.
 func PullPolicy(c *v1.Container) v1.PullPolicy {
-	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
+	return pullPolicy(c.Image, c.ImagePullPolicy)
+}
+
+// ImageVolumePullPolicy returns an image volume's pull policy, defaulted
+// as the API server defaults it, as a container's (PullPolicy).
+func ImageVolumePullPolicy(src *v1.ImageVolumeSource) v1.PullPolicy {
+	return pullPolicy(src.Reference, src.PullPolicy)
+}
+
+func pullPolicy(img string, policy v1.PullPolicy) v1.PullPolicy {
+	if policy != "" {
+		return policy
 	}
-	img := c.Image
 	if strings.Contains(img, "@") {
 		return v1.PullIfNotPresent
 	}
@@ -494,41 +514,40 @@ func PullPolicy(c *v1.Container) v1.PullPolicy {
 	return v1.PullIfNotPresent
 }
 
-// ensureImage makes the container's image present per its pull policy,
-// as upstream's EnsureImageExists: a present image is used as it is unless
-// the pull records (Options.PullRecords) say the pod must show its
-// credentials for it, in which case it is pulled with them (and a Never
-// pod fails as if the image were absent).
-func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, string, error, error) {
+// ensureImage makes image (a container's, or an image volume's) present
+// per policy, as upstream's EnsureImageExists: a present image is used as
+// it is unless the pull records (Options.PullRecords) say the pod must
+// show its credentials for it, in which case it is pulled with them (and
+// a Never pod fails as if the image were absent).
+func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, image string, policy v1.PullPolicy, sbConfig *runtimeapi.PodSandboxConfig) (string, string, error, error) {
 	// An image reference that does not parse (an empty one included) is
 	// InvalidImageName, before the runtime is asked anything.
-	if err := cri.ValidateImageName(c.Image); err != nil {
-		msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", c.Image, c.Image, err)
+	if err := cri.ValidateImageName(image); err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", image, image, err)
 		s.event(pod, v1.EventTypeWarning, EventInspectFailed, "%s", msg)
 		return "", ReasonInvalidImageName, ErrInvalidImageName, errors.New(msg)
 	}
-	policy := PullPolicy(c)
-	spec := &runtimeapi.ImageSpec{Image: c.Image}
+	spec := &runtimeapi.ImageSpec{Image: image}
 	// The pod's credentials for the image are looked up once, and no
 	// earlier than needed (its pull secrets read, the node's plugins
 	// asked), as upstream's.
-	auths := sync.OnceValues(func() ([]cri.TrackedAuth, error) { return s.trackedAuths(ctx, pod, c.Image) })
+	auths := sync.OnceValues(func() ([]cri.TrackedAuth, error) { return s.trackedAuths(ctx, pod, image) })
 	records := s.opts.PullRecords
 	// With pull policy Always the image is pulled whether present or not,
 	// so the runtime is not asked first, as upstream.
 	if policy != v1.PullAlways {
 		resp, err := s.rt.ImageStatus(ctx, spec, false)
 		if err != nil {
-			msg := fmt.Sprintf("Failed to inspect image %q: %s", c.Image, cri.RuntimeMessage(err))
+			msg := fmt.Sprintf("Failed to inspect image %q: %s", image, cri.RuntimeMessage(err))
 			s.event(pod, v1.EventTypeWarning, EventInspectFailed, "%s", msg)
-			return "", ReasonImageInspectError, ErrImageInspect, &messageError{msg: msg, err: fmt.Errorf("inspect image %q: %w", c.Image, err)}
+			return "", ReasonImageInspectError, ErrImageInspect, &messageError{msg: msg, err: fmt.Errorf("inspect image %q: %w", image, err)}
 		}
 		if img := resp.GetImage(); img != nil {
 			if records == nil {
-				s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
+				s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", image)
 				return img.GetId(), "", nil, nil
 			}
-			must, err := records.MustPull(ctx, c.Image, img.GetId(), func() (pullrecords.PodCredentials, error) {
+			must, err := records.MustPull(ctx, image, img.GetId(), func() (pullrecords.PodCredentials, error) {
 				a, err := auths()
 				return pullrecords.PodCredentialsOf(a), err
 			})
@@ -536,10 +555,10 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 				// The pod's credentials could not be looked up (a pull
 				// secret that does not parse): as a pull that cannot have
 				// them.
-				return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: err.Error(), err: fmt.Errorf("credentials for image %q: %w", c.Image, err)}
+				return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: err.Error(), err: fmt.Errorf("credentials for image %q: %w", image, err)}
 			}
 			if !must {
-				s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine and can be accessed by the pod", c.Image)
+				s.event(pod, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine and can be accessed by the pod", image)
 				return img.GetId(), "", nil, nil
 			}
 			// Present, but the pod must show its credentials: a pull with
@@ -548,21 +567,21 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		}
 	}
 	if policy == v1.PullNever {
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 		s.event(pod, v1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
 		return "", ReasonErrImageNeverPull, ErrImageNeverPull, errors.New(msg)
 	}
-	key := string(pod.UID) + "/" + c.Image
+	key := string(pod.UID) + "/" + image
 	now := s.clock.Now()
 	s.mu.Lock()
 	in, last := s.pullBackoff.inBackoffSinceUpdate(key, now)
 	s.mu.Unlock()
 	if in {
-		s.event(pod, v1.EventTypeNormal, EventBackOff, "Back-off pulling image %q", c.Image)
+		s.event(pod, v1.EventTypeNormal, EventBackOff, "Back-off pulling image %q", image)
 		// Upstream names the failure it is backing off from. (Unlike a
 		// crash loop's, this back-off's end is not handed to the pod
 		// workers: upstream retries it after the generic error back-off.)
-		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		msg := fmt.Sprintf("Back-off pulling image %q", image)
 		if last != "" {
 			msg += ": " + last
 		}
@@ -572,29 +591,29 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	// at once when backing off; recording it here, just before the pull,
 	// leaves the same records.
 	if records != nil {
-		if err := records.RecordIntent(c.Image); err != nil {
-			msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", c.Image, err)
+		if err := records.RecordIntent(image); err != nil {
+			msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", image, err)
 			return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: msg, err: err}
 		}
 	}
-	s.event(pod, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
+	s.event(pod, v1.EventTypeNormal, EventPulling, "Pulling image %q", image)
 	start := s.clock.Now()
 	ref, used, msg, err := s.pull(ctx, spec, sbConfig, auths)
 	if err != nil {
 		if records != nil {
-			records.RecordFailed(c.Image)
+			records.RecordFailed(image)
 		}
 		s.mu.Lock()
 		s.pullBackoff.next(key, now)
 		s.pullBackoff.setNote(key, ReasonErrImagePull+": "+msg)
 		s.mu.Unlock()
-		s.event(pod, v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %s", c.Image, msg)
-		return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: msg, err: fmt.Errorf("pull image %q: %w", c.Image, err)}
+		s.event(pod, v1.EventTypeWarning, EventFailed, "Failed to pull image %q: %s", image, msg)
+		return "", ReasonErrImagePull, ErrImagePull, &messageError{msg: msg, err: fmt.Errorf("pull image %q: %w", image, err)}
 	}
 	if records != nil {
-		records.RecordPulled(c.Image, ref, pullrecords.CredentialsOf(used))
+		records.RecordPulled(image, ref, pullrecords.CredentialsOf(used))
 	}
-	s.event(pod, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %s", c.Image, s.clock.Since(start))
+	s.event(pod, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %s", image, s.clock.Since(start))
 	return ref, "", nil, nil
 }
 

@@ -179,6 +179,9 @@ func (b *Builder) dnsConfig(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
 // context; then Options.Devices adds the container's devices. ctype is the
 // container's type as cri.ContainerTypeAnnotation holds it
 // (cri.ContainerTypeRegular, ContainerTypeInit, ContainerTypeEphemeral).
+// images are the pulled images of the pod's image volumes (nil when it has
+// none): the container's mounts of them are the runtime's mounts of those
+// images (see ImageVolumes).
 //
 // An error (a reference the container cannot resolve, a missing volume, a
 // bad subPath, a security context the node cannot honour) is the
@@ -186,12 +189,12 @@ func (b *Builder) dnsConfig(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
 // the StatusMessage() of an error in its chain that has that method (found
 // with errors.As: upstream's words, where the error says more for logs),
 // else its text.
-func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, ctype string, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
+func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, ctype string, restartCount int, podIPs []string, imageRef string, images ImageVolumes) (*runtimeapi.ContainerConfig, error) {
 	env, vars, err := b.envs(ctx, pod, c, podIPs)
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := b.mounts(pod, c)
+	mounts, err := b.mounts(pod, c, images)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func TestContainerConfig(t *testing.T) {
 	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true, SubPath: "sub/dir", MountPropagation: &ro}}
 	pod := newPod("", nil, c)
 	pod.Labels = map[string]string{"app": "web"}
-	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 2, []string{"10.88.0.5"}, "sha256:abc")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 2, []string{"10.88.0.5"}, "sha256:abc", nil)
 	require.NoError(t, err)
 	env := map[string]string{}
 	for _, kv := range cfg.GetEnvs() {
@@ -106,7 +106,7 @@ func TestContainerConfigUsesTheVolumeManagersMounts(t *testing.T) {
 			c := ctr("app")
 			c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", SubPath: "a/link"}}
 			pod := newPod("", nil, c)
-			cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "sha256:abc")
+			cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "sha256:abc", nil)
 			if tc.want != "" {
 				require.EqualError(t, err, tc.want)
 				return
@@ -129,7 +129,7 @@ func TestContainerConfigRejects(t *testing.T) {
 			c := ctr("app")
 			c.VolumeMounts = []v1.VolumeMount{mount}
 			pod := newPod("", nil, c)
-			_, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+			_, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 			assert.Error(t, err)
 		})
 	}
@@ -216,7 +216,7 @@ func TestTerminationMessageMount(t *testing.T) {
 	c := ctr("app")
 	c.TerminationMessagePath = "/dev/termination-log"
 	pod := newPod("", nil, c)
-	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "", nil)
 	require.NoError(t, err)
 	want := filepath.Join(pods, "uid-1", "containers", "app", "1")
 	assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/dev/termination-log", HostPath: want}}, cfg.GetMounts())
@@ -225,7 +225,7 @@ func TestTerminationMessageMount(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o666), st.Mode().Perm(), "writable by a non-root container, whatever the umask")
 
 	pod.UID = "../escape"
-	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "")
+	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 1, nil, "", nil)
 	assert.ErrorContains(t, err, "not a plain path element")
 
 	// On a host that runs SELinux the file is relabelled, as upstream
@@ -244,7 +244,7 @@ func TestContainerConfigExpandsVariables(t *testing.T) {
 	c.Command = []string{"echo", "$(B)", "$(NOPE)", "$$(A)", "$"}
 	c.Args = []string{"$(C)"}
 	pod := newPod("", nil, c)
-	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"echo", "one-two", "$(NOPE)", "$(A)", "$"}, cfg.GetCommand())
 	assert.Equal(t, []string{"$(LATER) $(A) $(A"}, cfg.GetArgs())
@@ -261,7 +261,7 @@ func TestFSGroupIsASupplementalGroup(t *testing.T) {
 	sb, err := s.SandboxConfig(pod, 0)
 	require.NoError(t, err)
 	assert.Equal(t, want, sb.GetLinux().GetSecurityContext().GetSupplementalGroups())
-	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, cfg.GetLinux().GetSecurityContext().GetSupplementalGroups())
 }
@@ -279,7 +279,7 @@ func TestContainerConfigDefaultLimitsFromAllocatable(t *testing.T) {
 		c := ctr("app")
 		c.Env = env
 		pod := newPod("", nil, c)
-		cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+		cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -441,7 +441,7 @@ func TestContainerDevices(t *testing.T) {
 	cfg, err := containerConfig(b, pod)
 	require.NoError(t, err)
 	assert.Equal(t, "/dev/gpu0", cfg.GetDevices()[0].GetContainerPath())
-	_, err = b.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[1], cri.ContainerTypeRegular, 0, nil, "")
+	_, err = b.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[1], cri.ContainerTypeRegular, 0, nil, "", nil)
 	assert.ErrorIs(t, err, refuse)
 	assert.Equal(t, []string{"app", "refused"}, seen)
 }

@@ -25,7 +25,7 @@
 //	handler, err := b.RuntimeHandler(pod)      // for RunPodSandbox
 //	id, err := rt.RunPodSandbox(ctx, sb, handler)
 //	cfg, err := b.ContainerConfig(ctx, pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular,
-//		restartCount, podIPs, imageRef)
+//		restartCount, podIPs, imageRef, imageVolumes) // imageVolumes: nil without image volumes
 //	id, err = rt.CreateContainer(ctx, sandboxID, cfg, sb)
 //	...
 //	b.RemovePod(pod.UID) // once the pod is gone: frees its user namespace's IDs

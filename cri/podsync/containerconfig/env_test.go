@@ -120,7 +120,7 @@ func TestEnvFromConfigMapsAndSecrets(t *testing.T) {
 			c.EnvFrom, c.Env = tt.envFrom, tt.env
 			c.Command = []string{"echo", "$(LEVEL)"}
 			pod := newPod("", nil, c)
-			cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+			cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.ErrorContains(t, err, tt.wantErr)

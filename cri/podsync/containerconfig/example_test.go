@@ -47,7 +47,7 @@ func Example() {
 	fmt.Println("logs:", sb.GetLogDirectory())
 	fmt.Println("dns:", sb.GetDnsConfig().GetServers(), sb.GetDnsConfig().GetSearches())
 
-	cfg, err := b.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, []string{"10.88.0.5"}, "")
+	cfg, err := b.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, []string{"10.88.0.5"}, "", nil)
 	if err != nil {
 		fmt.Println(err)
 		return

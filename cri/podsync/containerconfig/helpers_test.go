@@ -25,7 +25,7 @@ func newBuilder(t *testing.T, opts containerconfig.Options) *containerconfig.Bui
 // containerConfig builds the config of the pod's first app container, a
 // regular one that has never run, on no pod network.
 func containerConfig(b *containerconfig.Builder, pod *v1.Pod) (*runtimeapi.ContainerConfig, error) {
-	return b.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	return b.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 }
 
 // envOf is a container config's environment as a map.

@@ -95,7 +95,7 @@ func TestSeccompProfile(t *testing.T) {
 			if tc.initContainer {
 				target = &pod.Spec.InitContainers[0]
 			}
-			cfg, err := s.ContainerConfig(context.Background(), pod, target, cri.ContainerTypeRegular, 0, nil, "")
+			cfg, err := s.ContainerConfig(context.Background(), pod, target, cri.ContainerTypeRegular, 0, nil, "", nil)
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tc.wantErr, err.Error())
@@ -162,7 +162,7 @@ func TestAppArmorProfile(t *testing.T) {
 			if tc.annotations {
 				pod.Annotations = map[string]string{key: tc.annotation}
 			}
-			cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+			cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tc.wantErr, err.Error())
@@ -196,7 +196,7 @@ func TestSecurityContextFields(t *testing.T) {
 		RunAsUser: ptr[int64](1000), RunAsGroup: ptr[int64](3000), FSGroup: ptr[int64](2000), SupplementalGroups: []int64{4000},
 		SupplementalGroupsPolicy: &strict, SELinuxOptions: &v1.SELinuxOptions{User: "system_u", Role: "system_r", Type: "spc_t", Level: "s0"},
 	}
-	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.NoError(t, err)
 	sc := cfg.GetLinux().GetSecurityContext()
 	assert.Equal(t, int64(1001), sc.GetRunAsUser().GetValue(), "the container's runAsUser")
@@ -214,7 +214,7 @@ func TestSecurityContextFields(t *testing.T) {
 	assert.Empty(t, sc.GetReadonlyPaths())
 	assert.Equal(t, runtimeapi.NamespaceMode_NODE, sc.GetNamespaceOptions().GetUsernsOptions().GetMode(), "the node's user namespace")
 
-	plain, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[1], cri.ContainerTypeRegular, 0, nil, "")
+	plain, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[1], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.NoError(t, err)
 	psc := plain.GetLinux().GetSecurityContext()
 	assert.Equal(t, int64(1000), psc.GetRunAsUser().GetValue(), "the pod's runAsUser")
@@ -236,7 +236,7 @@ func TestSecurityContextFields(t *testing.T) {
 
 	bad := v1.SupplementalGroupsPolicy("Loose")
 	pod.Spec.SecurityContext.SupplementalGroupsPolicy = &bad
-	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[1], cri.ContainerTypeRegular, 0, nil, "")
+	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[1], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.EqualError(t, err, "unsupported supplementalGroupsPolicy: Loose")
 	_, err = s.SandboxConfig(pod, 0)
 	require.EqualError(t, err, "unsupported supplementalGroupsPolicy: Loose")
@@ -264,7 +264,7 @@ func TestUserNamespaces(t *testing.T) {
 	assert.NotZero(t, m.GetHostId(), "never the host's first range")
 	assert.True(t, proto.Equal(userns.GetUids()[0], userns.GetGids()[0]))
 
-	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.NoError(t, err)
 	assert.True(t, proto.Equal(userns, cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()),
 		"the containers share the sandbox's mappings")
@@ -302,7 +302,7 @@ func TestUserNamespaces(t *testing.T) {
 	pod.Spec.RuntimeClassName = nil
 	_, err = none.SandboxConfig(pod, 0)
 	require.EqualError(t, err, "can't set `spec.hostUsers: false`, runtime does not support user namespaces")
-	_, err = none.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	_, err = none.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.Error(t, err, "never a container in the host's user namespace")
 
 	// A runtime class that does not exist is that error, before user

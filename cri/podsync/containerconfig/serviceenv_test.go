@@ -87,7 +87,7 @@ func TestContainerEnvHasServiceVariables(t *testing.T) {
 	}
 	c.Command = []string{"echo", "$(KUBERNETES_PORT_443_TCP_ADDR)"}
 	pod := newPod("", nil, c)
-	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.NoError(t, err)
 	env := map[string]string{}
 	for _, kv := range cfg.GetEnvs() {
@@ -101,10 +101,10 @@ func TestContainerEnvHasServiceVariables(t *testing.T) {
 	// Until the services can be listed, a pod of the API server waits; a
 	// static pod runs without them.
 	listErr = errors.New("services have not yet been read at least once, cannot construct envvars")
-	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	_, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.ErrorContains(t, err, "services have not yet been read at least once")
 	pod.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
-	cfg, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "")
+	cfg, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
 	require.NoError(t, err)
 	assert.Len(t, cfg.GetEnvs(), 2)
 }
