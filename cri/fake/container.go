@@ -158,7 +158,10 @@ func containerLogPath(dir, rel string) (string, error) {
 // when sandboxConfig has none); a LogPath that is absolute or leaves the
 // directory is ErrInvalidArgument, and so is a Linux security context with
 // RunAsGroup but neither RunAsUser nor RunAsUsername (containerd refuses a
-// group without a user). Event: CREATED.
+// group without a user). A mount of an image (an image volume: Mount.Image
+// set) needs, as containerd 2.1's, no host path and read-only
+// (ErrInvalidArgument) and its image present (ErrNotFound); it is kept in
+// the container's status. Event: CREATED.
 func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	if err := r.enter(ctx, CreateContainer, &runtimeapi.CreateContainerRequest{PodSandboxId: podSandboxID, Config: config, SandboxConfig: sandboxConfig}); err != nil {
 		return "", err
@@ -196,6 +199,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	img := r.findImageLocked(imageRef)
 	if img == nil {
 		return "", fmt.Errorf("create container %q: image %q not found (pull it first): %w", md.Name, imageRef, cri.ErrNotFound)
+	}
+	if err := r.checkImageMountsLocked(config.GetMounts()); err != nil {
+		return "", fmt.Errorf("create container %q: %w", md.Name, err)
 	}
 	smd := s.config.GetMetadata()
 	name := fmt.Sprintf("%s_%s_%s_%s_%d", md.Name, smd.GetName(), smd.GetNamespace(), smd.GetUid(), md.Attempt)
@@ -690,5 +696,28 @@ func (r *Runtime) ExitContainer(containerID string, exitCode int32, reason strin
 		return fmt.Errorf("exit container %q: container is in %s state: %w", c.id, c.state, cri.ErrFailedPrecondition)
 	}
 	r.exitLocked(now, c, exitCode, reason, "")
+	return nil
+}
+
+// checkImageMountsLocked checks the mounts of images (image volumes) as
+// containerd checks them before it mounts one: no host path, read-only, an
+// image that is present.
+func (r *Runtime) checkImageMountsLocked(mounts []*runtimeapi.Mount) error {
+	for _, m := range mounts {
+		spec := m.GetImage()
+		if spec == nil {
+			continue
+		}
+		switch {
+		case m.GetHostPath() != "":
+			return fmt.Errorf("image mount at %q: hostpath must be empty while mount image: %w", m.GetContainerPath(), cri.ErrInvalidArgument)
+		case !m.GetReadonly():
+			return fmt.Errorf("image mount at %q: readonly must be true while mount image: %w", m.GetContainerPath(), cri.ErrInvalidArgument)
+		case spec.GetImage() == "":
+			return fmt.Errorf("image mount at %q: image not specified: %w", m.GetContainerPath(), cri.ErrInvalidArgument)
+		case r.findImageLocked(spec.GetImage()) == nil:
+			return fmt.Errorf("failed to resolve image %q of the mount at %q: %w", spec.GetImage(), m.GetContainerPath(), cri.ErrNotFound)
+		}
+	}
 	return nil
 }

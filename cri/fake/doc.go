@@ -35,7 +35,10 @@
 // grace, 137; by SIGTERM, 143. Creating one needs a ready sandbox and an
 // image that is present (pulled, preloaded with Options.Images or
 // AddImage); a security context with RunAsGroup but no user is refused, as
-// containerd refuses it. Stopping a container that does not exist succeeds,
+// containerd refuses it. A mount of an image (an image volume: the CRI
+// Mount's Image set) needs, as in containerd 2.1, its image present
+// (ErrNotFound), no host path and read-only (ErrInvalidArgument); it is
+// recorded with the container and reported in its status. Stopping a container that does not exist succeeds,
 // as in containerd 1.7 and the current CRI (1.6 said NotFound). Its log is
 // written at LogDirectory/LogPath in the CRI log format, and
 // ReopenContainerLog recreates it after rotation.
@@ -115,7 +118,10 @@
 // the mount's host path reads as missing); elsewhere, its own files, in
 // memory: the directories at the root of a busybox image, empty, and what
 // mkdir and tar wrote (at most MaxContainerFiles bytes). A new container,
-// a restart included, starts with the bare directories again. cat of a
+// a restart included, starts with the bare directories again. Under a
+// mount of an image the files are the image's, which the fake does not
+// know: as a path that is neither a mount nor the container's own, cat
+// prints nothing and test finds nothing. cat of a
 // path that is neither prints nothing, as the fake cannot know what an
 // image holds (critest reads /proc/self/status and /proc/1/cmdline so);
 // test finds nothing there.

@@ -183,8 +183,11 @@ func (f *files) walk(p string, fn func(p string, n fileNode) error) error {
 
 // place is where a container path lives: on the host behind one of the
 // container's mounts, or (mount false) among the container's own files.
+// Under a mount of an image (image set), it is in the image, whose content
+// the fake does not know.
 type place struct {
 	mount bool
+	image bool
 	host  string // the host path behind the mount, not yet resolved
 	root  string // the mount's host path
 }
@@ -204,6 +207,9 @@ func locate(mounts []*runtimeapi.Mount, p string) place {
 	if best == nil {
 		return place{}
 	}
+	if best.GetImage() != nil {
+		return place{mount: true, image: true}
+	}
 	rel := strings.TrimPrefix(strings.TrimPrefix(p, path.Clean(best.GetContainerPath())), "/")
 	return place{mount: true, host: filepath.Join(best.GetHostPath(), filepath.FromSlash(rel)), root: best.GetHostPath()}
 }
@@ -212,6 +218,11 @@ func locate(mounts []*runtimeapi.Mount, p string) place {
 // resolved, refusing (as missing) one that they lead out of the mount's host
 // path: a container sees nothing outside its mounts.
 func (pl place) resolve() (string, error) {
+	if pl.image {
+		// An image's files are not the fake's to know (as a path that is
+		// no mount and none of the container's own): never a host path.
+		return "", errUnknownFile
+	}
 	real, err := filepath.EvalSymlinks(pl.host)
 	if err != nil {
 		return "", err

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/cri"
 )
 
 // Upstream's defaults (KubeletConfiguration imageGCHighThresholdPercent,
@@ -88,11 +90,13 @@ func (p Policy) Validate() error {
 }
 
 // Runtime is the part of a CRI runtime the manager uses: its images and
-// its containers (any state), whose images are in use.
+// its containers (any state), whose images are in use, with the images
+// their mounts hold (image volumes: ContainerStatus's mounts).
 type Runtime interface {
 	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
 	RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
 }
 
 // FsStats returns the image filesystem's capacity and available bytes.
@@ -353,6 +357,9 @@ func (m *Manager) detect(ctx context.Context, now time.Time) error {
 				inUse[ref] = true
 			}
 		}
+		if err := m.imageMountsInUse(ctx, c.GetId(), inUse); err != nil {
+			return err
+		}
 	}
 	pinned := make(map[string]bool, len(m.o.PinnedImages))
 	for _, ref := range m.o.PinnedImages {
@@ -378,6 +385,27 @@ func (m *Manager) detect(ctx context.Context, now time.Time) error {
 	for id := range m.records {
 		if !seen[id] {
 			delete(m.records, id)
+		}
+	}
+	return nil
+}
+
+// imageMountsInUse adds to inUse the images the container mounts (image
+// volumes, upstream's ImageVolume), which its status reports, as
+// upstream's image GC asks each container's status. A container gone
+// since the list (NotFound) mounts nothing; any other failure fails the
+// detection, as upstream's.
+func (m *Manager) imageMountsInUse(ctx context.Context, id string, inUse map[string]bool) error {
+	resp, err := m.o.Runtime.ContainerStatus(ctx, id, false)
+	if errors.Is(err, cri.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("status of container %s: %w", id, err)
+	}
+	for _, mt := range resp.GetStatus().GetMounts() {
+		if ref := mt.GetImage().GetImage(); ref != "" {
+			inUse[ref] = true
 		}
 	}
 	return nil
