@@ -59,7 +59,8 @@
 // variables of ServiceEnv, envFrom, env with the downward API,
 // configMap and secret keys, and keys of env files in the pod's emptyDirs:
 // fileKeyRef, read through an os.Root of the volume's host directory),
-// working dir, mounts (volumes with subPaths,
+// working dir, mounts (volumes with subPaths, image volumes as the
+// runtime's mounts of the images the caller pulled (ImageVolumes),
 // the termination message file and the pod's /etc/hosts under
 // Options.PodsDir), its log path <name>/<restartCount>.log, CPU and memory
 // (Resources, OOMScoreAdj, swap), the labels and annotations that let a
