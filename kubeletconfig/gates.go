@@ -13,7 +13,7 @@ var alwaysOnGates = map[string]bool{
 	"ComponentFlagz": true, "ComponentStatusz": true, "ContainerCheckpoint": true,
 	"ContainerRestartRules": true, "CustomCPUCFSQuotaPeriod": true, "DisableNodeKubeProxyVersion": true,
 	"DRAExtendedResource": true, "DynamicResourceAllocation": true, "EnvFiles": true,
-	"ExecProbeTimeout": true, "HostnameOverride": true, "ImageMaximumGCAge": true,
+	"ExecProbeTimeout": true, "HostnameOverride": true, "ImageMaximumGCAge": true, "ImageVolume": true,
 	"InPlacePodLevelResourcesVerticalScaling": true, "InPlacePodVerticalScaling": true,
 	"InPlacePodVerticalScalingInitContainers": true, "KubeletCgroupDriverFromCRI": true,
 	"KubeletFineGrainedAuthz": true, "KubeletPSI": true, "KubeletPodResourcesGet": true,
@@ -41,7 +41,7 @@ var configRefusedGates = map[string]bool{
 // notYetGates are on by default upstream and not implemented here: false
 // is accepted (the node is without them), true is refused.
 var notYetGates = map[string]bool{
-	"CSIServiceAccountTokenSecrets": true, "ImageVolume": true, "KubeletPodResourcesDynamicResources": true,
+	"CSIServiceAccountTokenSecrets": true, "KubeletPodResourcesDynamicResources": true,
 	"KubeletSeparateDiskGC": true, "MutableCSINodeAllocatableCount": true, "RecoverVolumeExpansionFailure": true,
 	"ResourceHealthStatusMessage": true, "SELinuxMountReadWriteOncePod": true,
 }

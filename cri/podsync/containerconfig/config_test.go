@@ -232,7 +232,7 @@ func TestTerminationMessageMount(t *testing.T) {
 	// asks only there.
 	s = newBuilder(t, containerconfig.Options{PodsDir: pods, SELinuxEnabled: true})
 	pod.UID = "uid-1"
-	cfg, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 2, nil, "")
+	cfg, err = s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 2, nil, "", nil)
 	require.NoError(t, err)
 	assert.Equal(t, []*runtimeapi.Mount{{ContainerPath: "/dev/termination-log", HostPath: filepath.Join(pods, "uid-1", "containers", "app", "2"), SelinuxRelabel: true}}, cfg.GetMounts())
 }
