@@ -57,7 +57,10 @@
 // usage_nano_cores and a cumulative CPU time growing at that rate on the
 // clock, so that a node on the fake shows figures in kubectl top, and its
 // sandbox reports the sums of its running containers. ImageFsInfo reports
-// the images' total size unless SetImageFsInfo says otherwise; Status
+// the images' total size on one filesystem for images and containers,
+// unless SetFilesystems puts the writable layers on a container filesystem
+// of their own (their usage is then the sum of the containers' writable
+// layers, a split disk as CRI-O's) or SetImageFsInfo says otherwise; Status
 // reports RuntimeReady and NetworkReady (SetRuntimeReady, SetNetworkReady);
 // RuntimeConfig reports the cgroup driver (SetCgroupDriver), or answers
 // Unimplemented as containerd 1.6 does with

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -378,10 +379,41 @@ func (r *Runtime) SetImageFsInfo(info *runtimeapi.ImageFsInfoResponse) {
 	r.imageFs = info
 }
 
+// Filesystems are where the fake says it keeps images and the containers'
+// writable layers. An empty mountpoint is the snapshotter root
+// (/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs).
+type Filesystems struct {
+	// Images is the mountpoint of the image filesystem.
+	Images string
+	// Containers is the mountpoint of the container filesystem. When it
+	// differs from Images, the runtime's writable layers are on a
+	// filesystem of their own, as CRI-O's with a split image store
+	// (upstream's KubeletSeparateDiskGC).
+	Containers string
+}
+
+// SetFilesystems sets the mountpoints ImageFsInfo and the containers'
+// writable-layer stats report (see Filesystems); the zero value restores
+// the default, one filesystem for both.
+func (r *Runtime) SetFilesystems(fss Filesystems) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fss = fss
+}
+
+// imagesFsLocked and containersFsLocked are the mountpoints of the image
+// and container filesystems.
+func (r *Runtime) imagesFsLocked() string { return cmp.Or(r.fss.Images, snapshotterRoot) }
+
+func (r *Runtime) containersFsLocked() string { return cmp.Or(r.fss.Containers, snapshotterRoot) }
+
 // ImageFsInfo implements cri.ImageFSInfoer. By default it reports one
 // filesystem, at containerd's overlayfs snapshotter root, for images and
 // containers alike, whose used bytes are the images' total size and used
-// inodes their number.
+// inodes their number. With SetFilesystems naming two mountpoints, the
+// image filesystem is the images' and the container filesystem holds the
+// writable layers: its used bytes and inodes are the sums of the
+// containers' writable-layer stats. SetImageFsInfo overrides both.
 func (r *Runtime) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
 	if err := r.enter(ctx, ImageFsInfo, &runtimeapi.ImageFsInfoRequest{}); err != nil {
 		return nil, err
@@ -402,14 +434,27 @@ func (r *Runtime) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoRespo
 	for _, img := range r.images {
 		used += img.Size
 	}
-	fs := &runtimeapi.FilesystemUsage{
-		Timestamp:  now,
-		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: snapshotterRoot},
-		UsedBytes:  &runtimeapi.UInt64Value{Value: used},
-		InodesUsed: &runtimeapi.UInt64Value{Value: uint64(len(r.images))},
+	usage := func(mountpoint string, bytes, inodes uint64) *runtimeapi.FilesystemUsage {
+		return &runtimeapi.FilesystemUsage{
+			Timestamp:  now,
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: mountpoint},
+			UsedBytes:  &runtimeapi.UInt64Value{Value: bytes},
+			InodesUsed: &runtimeapi.UInt64Value{Value: inodes},
+		}
+	}
+	fs := usage(r.imagesFsLocked(), used, uint64(len(r.images)))
+	cfs := proto.CloneOf(fs)
+	if mp := r.containersFsLocked(); mp != fs.FsId.Mountpoint {
+		var bytes, inodes uint64
+		for _, c := range r.containers.all() { // in creation order
+			wl := r.containerStatsLocked(c, now).GetWritableLayer()
+			bytes += wl.GetUsedBytes().GetValue()
+			inodes += wl.GetInodesUsed().GetValue()
+		}
+		cfs = usage(mp, bytes, inodes)
 	}
 	return &runtimeapi.ImageFsInfoResponse{
 		ImageFilesystems:     []*runtimeapi.FilesystemUsage{fs},
-		ContainerFilesystems: []*runtimeapi.FilesystemUsage{proto.CloneOf(fs)},
+		ContainerFilesystems: []*runtimeapi.FilesystemUsage{cfs},
 	}, nil
 }

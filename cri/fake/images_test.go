@@ -286,3 +286,45 @@ func TestImageFsInfoSet(t *testing.T) {
 	assert.Equal(t, nanos(time.Minute), info.ImageFilesystems[0].Timestamp)
 	assert.Empty(t, info.ContainerFilesystems)
 }
+
+// TestImageFsInfoSplit: with SetFilesystems naming two mountpoints, the
+// image filesystem holds the images and the container filesystem the
+// writable layers, which the containers' stats name too; removing a
+// container frees its layer.
+func TestImageFsInfoSplit(t *testing.T) {
+	e := newEnv(t, fake.Options{Images: []string{"busybox"}})
+	e.rt.SetFilesystems(fake.Filesystems{Images: "/mnt/images", Containers: "/var/lib/containers/storage"})
+	id := e.run("layered")
+	require.NoError(t, e.rt.SetContainerStats(id, &runtimeapi.ContainerStats{WritableLayer: &runtimeapi.FilesystemUsage{
+		FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/containers/storage"}, UsedBytes: &runtimeapi.UInt64Value{Value: 5 << 20},
+		InodesUsed: &runtimeapi.UInt64Value{Value: 7},
+	}}))
+	other := e.run("other")
+	info, err := e.rt.ImageFsInfo(t.Context())
+	require.NoError(t, err)
+	require.Len(t, info.ImageFilesystems, 1)
+	require.Len(t, info.ContainerFilesystems, 1)
+	im, cf := info.ImageFilesystems[0], info.ContainerFilesystems[0]
+	assert.Equal(t, "/mnt/images", im.FsId.Mountpoint)
+	assert.EqualValues(t, 1<<20, im.UsedBytes.Value, "the image")
+	assert.EqualValues(t, 1, im.InodesUsed.Value)
+	assert.Equal(t, "/var/lib/containers/storage", cf.FsId.Mountpoint)
+	assert.EqualValues(t, 5<<20, cf.UsedBytes.Value, "the writable layers")
+	assert.EqualValues(t, 7, cf.InodesUsed.Value)
+	assert.True(t, cri.SplitContainerFs(info))
+
+	st, err := e.rt.ContainerStats(t.Context(), other)
+	require.NoError(t, err)
+	assert.Equal(t, "/var/lib/containers/storage", st.WritableLayer.FsId.Mountpoint, "a layer names its filesystem")
+
+	require.NoError(t, e.rt.StopContainer(t.Context(), id, 0))
+	require.NoError(t, e.rt.RemoveContainer(t.Context(), id))
+	info, err = e.rt.ImageFsInfo(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, info.ContainerFilesystems[0].UsedBytes.Value, "the removed container's layer is gone")
+
+	e.rt.SetFilesystems(fake.Filesystems{})
+	info, err = e.rt.ImageFsInfo(t.Context())
+	require.NoError(t, err)
+	assert.False(t, cri.SplitContainerFs(info), "one filesystem again")
+}

@@ -111,6 +111,7 @@ type Runtime struct {
 	registry  map[string]bool              // normalized refs; nil: anything
 	pulls     map[string]PullBehavior      // by normalized ref
 	imageFs   *runtimeapi.ImageFsInfoResponse
+	fss       Filesystems // mountpoints; zero: the snapshotter root
 
 	rules      []rule
 	execRules  []execRule

@@ -63,7 +63,7 @@ func (r *Runtime) containerStatsLocked(c *container, now int64) *runtimeapi.Cont
 			Cpu:    &runtimeapi.CpuUsage{UsageCoreNanoSeconds: zeroUsage(), UsageNanoCores: zeroUsage()},
 			Memory: &runtimeapi.MemoryUsage{WorkingSetBytes: zeroUsage(), UsageBytes: zeroUsage(), RssBytes: zeroUsage(), AvailableBytes: zeroUsage(), PageFaults: zeroUsage(), MajorPageFaults: zeroUsage()},
 			WritableLayer: &runtimeapi.FilesystemUsage{
-				FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: snapshotterRoot},
+				FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: r.containersFsLocked()},
 				UsedBytes:  zeroUsage(),
 				InodesUsed: zeroUsage(),
 			},

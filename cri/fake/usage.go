@@ -114,7 +114,7 @@ func (r *Runtime) scriptedContainerStatsLocked(c *container, now int64) *runtime
 		},
 		WritableLayer: &runtimeapi.FilesystemUsage{
 			Timestamp:  now,
-			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: snapshotterRoot},
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: r.containersFsLocked()},
 			UsedBytes:  zeroUsage(),
 			InodesUsed: zeroUsage(),
 		},
