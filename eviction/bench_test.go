@@ -51,7 +51,7 @@ func BenchmarkRank(b *testing.B) {
 			rank eviction.RankFunc
 		}{
 			{"memory", eviction.RankMemoryPressure},
-			{"disk", eviction.RankFor(eviction.SignalNodeFsAvailable, false)},
+			{"disk", eviction.RankFor(eviction.SignalNodeFsAvailable, false, false)},
 			{"pid", eviction.RankPIDPressure},
 		} {
 			b.Run(fmt.Sprintf("%s/pods=%d", c.name, n), func(b *testing.B) {

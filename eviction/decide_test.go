@@ -134,6 +134,12 @@ func (h *decideHarness) run(t *testing.T, line string) string {
 // left out but the conditions.
 func (h *decideHarness) printDecision(d eviction.Decision) string {
 	var b strings.Builder
+	for _, th := range d.Ignored {
+		fmt.Fprintf(&b, "ignored: %s\n", th)
+	}
+	for _, th := range d.Derived {
+		fmt.Fprintf(&b, "derived: %s\n", th)
+	}
 	fmt.Fprintf(&b, "conditions: %v\n", d.Conditions)
 	for _, mt := range d.Met {
 		fmt.Fprintf(&b, "met: %s since %s", mt.Threshold, h.rel(mt.Since))

@@ -199,6 +199,9 @@ func printAdmission(admit bool, reason, message string) string {
 func stampAll(now time.Time) func(s *stats.Summary) {
 	return func(s *stats.Summary) {
 		s.Node.Memory.Time, s.Node.Fs.Time, s.Node.ImageFs.Time, s.Node.Rlimit.Time = now, now, now, now
+		if s.Node.ContainerFs != nil {
+			s.Node.ContainerFs.Time = now
+		}
 	}
 }
 
@@ -262,7 +265,9 @@ func parseUsage(t *testing.T, args []string) usage {
 // setNode changes the node of s as a transcript's "node" command says:
 // mem=Q (available memory of the 8Gi), fs=Q (available on nodefs),
 // inodes=N (free on nodefs), imagefs=Q (available on imagefs), procs=N
-// (running processes), dedicated (imagefs is a filesystem of its own).
+// (running processes), dedicated (imagefs is a filesystem of its own),
+// split (the writable layers are on a container filesystem of their own,
+// at first a copy of nodefs), containerfs=Q (available on it).
 func setNode(t *testing.T, s *stats.Summary, args map[string]string) {
 	if v, ok := args["mem"]; ok {
 		s.Node.Memory.AvailableBytes = bytesOf(t, v)
@@ -282,6 +287,16 @@ func setNode(t *testing.T, s *stats.Summary, args map[string]string) {
 	}
 	if _, ok := args["dedicated"]; ok {
 		s.Node.DedicatedImageFs = true
+	}
+	if _, ok := args["split"]; ok {
+		s.Node.SplitContainerFs = true
+		if s.Node.ContainerFs == nil {
+			c := *s.Node.Fs // the writable layers on nodefs
+			s.Node.ContainerFs = &c
+		}
+	}
+	if v, ok := args["containerfs"]; ok {
+		s.Node.ContainerFs.AvailableBytes = bytesOf(t, v)
 	}
 }
 

@@ -46,8 +46,13 @@ type Input struct {
 	// Nil means no pod has any.
 	Stats StatsFunc
 	// DedicatedImageFs is the summary's Node.DedicatedImageFs: the images
-	// and writable layers are on a filesystem of their own.
+	// (and writable layers, unless SplitContainerFs) are on a filesystem
+	// of their own.
 	DedicatedImageFs bool
+	// SplitContainerFs is the summary's Node.SplitContainerFs: the
+	// runtime keeps the writable layers on another filesystem than the
+	// images.
+	SplitContainerFs bool
 }
 
 // NewInput is the Input of a pass that measured s at now, with the given
@@ -55,7 +60,7 @@ type Input struct {
 func NewInput(now time.Time, s *stats.Summary, pods []*v1.Pod) Input {
 	in := Input{Now: now, Observations: Observe(s), Pods: pods, Stats: PodStatsFunc(s)}
 	if s != nil {
-		in.DedicatedImageFs = s.Node.DedicatedImageFs
+		in.DedicatedImageFs, in.SplitContainerFs = s.Node.DedicatedImageFs, s.Node.SplitContainerFs
 	}
 	return in
 }
@@ -88,6 +93,11 @@ type Decision struct {
 	// for the first acting threshold. Zero when none applies; the pod to
 	// evict, if any, is then in Evictions.
 	Reclaim Reclaim
+	// Derived are, on the first pass only, the containerfs thresholds the
+	// machine runs with from then on, derived for the node's disks
+	// (ContainerFsThresholds), and Ignored the configured containerfs
+	// thresholds they replaced.
+	Derived, Ignored []Threshold
 	// Evictions are the pods to evict now: every pod over one of its
 	// local storage limits, or else the one pod ranked first for the
 	// first acting threshold, when no reclaim comes first. Critical pods
@@ -169,6 +179,7 @@ type Machine struct {
 	transition time.Duration
 	maxGrace   int64
 	gc         Reclaim // what the caller can run
+	disksKnown bool    // the containerfs thresholds are derived
 
 	firstSeen map[int]time.Time                  // index in ts: first met, in a row of passes
 	lastMet   map[v1.NodeConditionType]time.Time // a threshold of the condition was last met
@@ -252,6 +263,18 @@ func (m *Machine) Decide(in Input) Decision {
 		in.Stats = PodStatsFunc(nil)
 	}
 	obs, now := in.Observations, in.Now
+	var d Decision
+	if !m.disksKnown {
+		// Upstream derives the containerfs thresholds once, at the first
+		// pass, when it first learns how the runtime's filesystems lie.
+		m.disksKnown = true
+		m.ts, d.Ignored = ContainerFsThresholds(m.ts, in.DedicatedImageFs, in.SplitContainerFs)
+		for _, t := range m.ts {
+			if isContainerFs(t.Signal) {
+				d.Derived = append(d.Derived, t)
+			}
+		}
+	}
 
 	var met []int
 	for i := range m.ts {
@@ -273,7 +296,6 @@ func (m *Machine) Decide(in Input) Decision {
 	for _, c := range conditionsOf(m.ts, met) {
 		m.lastMet[c] = now
 	}
-	var d Decision
 	for _, c := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
 		if t, ok := m.lastMet[c]; ok {
 			if now.Sub(t) < m.transition {
@@ -314,7 +336,7 @@ func (m *Machine) Decide(in Input) Decision {
 	}
 	sig := d.Acting[0].Signal
 	d.Resource = signalInfo[sig].resource
-	d.Reclaim = m.reclaimFor(sig, in.DedicatedImageFs)
+	d.Reclaim = m.reclaimFor(sig, in.DedicatedImageFs, in.SplitContainerFs)
 	if d.Reclaim.Any() {
 		m.waiting, m.in, m.acting = true, in, d.Acting
 		return d
@@ -343,14 +365,30 @@ func (m *Machine) Reclaimed(after Observations) (evictions []Eviction, relieved 
 }
 
 // reclaimFor returns the node-level reclaim that frees sig's resource,
-// among what the caller can run.
-func (m *Machine) reclaimFor(sig Signal, dedicated bool) Reclaim {
-	switch sig {
-	case SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree:
-		nodeOnly := dedicated && (sig == SignalNodeFsAvailable || sig == SignalNodeFsInodesFree)
-		return Reclaim{Containers: m.gc.Containers, Images: m.gc.Images && !nodeOnly}
+// among what the caller can run, as upstream. With a dedicated image
+// filesystem that also holds the writable layers, nodefs has none (only
+// logs and volumes are on it) and imagefs and containerfs have containers
+// and images. With the writable layers split from a dedicated image
+// filesystem, imagefs has images, and nodefs and containerfs containers.
+// On one disk, every disk signal has both.
+func (m *Machine) reclaimFor(sig Signal, dedicated, split bool) Reclaim {
+	if signalInfo[sig].condition != v1.NodeDiskPressure {
+		return Reclaim{}
 	}
-	return Reclaim{}
+	image := sig == SignalImageFsAvailable || sig == SignalImageFsInodesFree
+	node := sig == SignalNodeFsAvailable || sig == SignalNodeFsInodesFree
+	r := Reclaim{Containers: true, Images: true}
+	switch {
+	case dedicated && split && image:
+		r.Containers = false
+	case dedicated && split:
+		r.Images = false
+	case dedicated && node:
+		r = Reclaim{}
+	}
+	r.Containers = r.Containers && m.gc.Containers
+	r.Images = r.Images && m.gc.Images
+	return r
 }
 
 // evictFor returns the pod ranked first for the first acting threshold
@@ -362,7 +400,7 @@ func (m *Machine) evictFor(in Input, acting []Threshold) []Eviction {
 	t := acting[0]
 	res := signalInfo[t.Signal].resource
 	ranked := slices.Clone(in.Pods)
-	RankFor(t.Signal, in.DedicatedImageFs)(ranked, in.Stats)
+	RankFor(t.Signal, in.DedicatedImageFs, in.SplitContainerFs)(ranked, in.Stats)
 	for _, pod := range ranked {
 		if podspec.IsCritical(pod) {
 			continue
@@ -383,4 +421,8 @@ func (m *Machine) evictFor(in Input, acting []Threshold) []Eviction {
 
 func isMemory(s Signal) bool {
 	return s == SignalMemoryAvailable || s == SignalAllocatableMemoryAvailable
+}
+
+func isContainerFs(s Signal) bool {
+	return s == SignalContainerFsAvailable || s == SignalContainerFsInodesFree
 }

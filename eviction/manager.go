@@ -136,6 +136,7 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	active := m.o.Pods()
 	in := NewInput(m.o.Clock.Now(), summary, active)
 	d := m.machine.Decide(in)
+	m.logDisks(in, d)
 	m.setConditions(d.Conditions)
 
 	if len(d.Acting) == 0 { // nothing acts, or pods over their local storage limits
@@ -174,6 +175,28 @@ func (m *Manager) Synchronize(ctx context.Context) ([]*v1.Pod, error) {
 	}
 	e := evictions[0]
 	return []*v1.Pod{e.Pod}, m.evictPod(ctx, e)
+}
+
+// logDisks logs, after the first pass, how the runtime's filesystems lie
+// and the containerfs thresholds derived for them, with upstream's words
+// for a configured one that is ignored.
+func (m *Manager) logDisks(in Input, d Decision) {
+	for _, t := range d.Ignored {
+		kind := "hard"
+		if !t.IsHard() {
+			kind = "soft"
+		}
+		m.log.Warn("eviction manager: found conflicting containerfs eviction. Ignoring.",
+			"err", fmt.Sprintf("found %s for %s eviction. ignoring", t.Signal, kind))
+	}
+	if d.Derived != nil || d.Ignored != nil {
+		var derived []string
+		for _, t := range d.Derived {
+			derived = append(derived, t.String())
+		}
+		m.log.Info("eviction manager: filesystem detection", "dedicatedImageFs", in.DedicatedImageFs,
+			"splitContainerFs", in.SplitContainerFs, "containerFsThresholds", derived)
+	}
 }
 
 // setConditions publishes the pass's pressure conditions to the readers.
@@ -250,7 +273,8 @@ func (m *Manager) IsUnderDiskPressure() bool { return m.has(v1.NodeDiskPressure)
 // IsUnderPIDPressure reports whether PIDPressure is true.
 func (m *Manager) IsUnderPIDPressure() bool { return m.has(v1.NodePIDPressure) }
 
-// Thresholds returns the configured thresholds.
+// Thresholds returns the configured thresholds (without the containerfs
+// thresholds derived at the first pass: Machine.Thresholds has those).
 func (m *Manager) Thresholds() []Threshold { return slices.Clone(m.o.Thresholds) }
 
 func podNames(pods []*v1.Pod) []string {

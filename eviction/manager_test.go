@@ -105,7 +105,15 @@ func TestObserve(t *testing.T) {
 	assert.Equal(t, eviction.Observation{Available: 50 * Gi, Capacity: 100 * Gi}, obs[eviction.SignalNodeFsAvailable])
 	assert.Equal(t, eviction.Observation{Available: 900000, Capacity: 1000000}, obs[eviction.SignalNodeFsInodesFree])
 	assert.Equal(t, eviction.Observation{Available: 768, Capacity: 32768}, obs[eviction.SignalPIDAvailable])
-	assert.Len(t, obs, 7)
+	// Without a container filesystem of its own, containerfs is imagefs.
+	assert.Equal(t, obs[eviction.SignalImageFsAvailable], obs[eviction.SignalContainerFsAvailable])
+	assert.Equal(t, obs[eviction.SignalImageFsInodesFree], obs[eviction.SignalContainerFsInodesFree])
+	assert.Len(t, obs, 9)
+	s.Node.ContainerFs = &stats.FsStats{AvailableBytes: 3 * Gi, CapacityBytes: 4 * Gi, InodesFree: 10, Inodes: 20}
+	obs = eviction.Observe(&s)
+	assert.Equal(t, eviction.Observation{Available: 3 * Gi, Capacity: 4 * Gi}, obs[eviction.SignalContainerFsAvailable])
+	assert.Equal(t, eviction.Observation{Available: 10, Capacity: 20}, obs[eviction.SignalContainerFsInodesFree])
+	s.Node.ContainerFs = nil
 
 	// Missing parts give no signal; a filesystem without inodes no inode signal.
 	s.Node.Memory, s.Node.Rlimit, s.Node.ImageFs.Inodes = nil, nil, 0
@@ -282,7 +290,9 @@ func TestDiskPressureReclaimsNodeLevelFirst(t *testing.T) {
 	}{
 		{name: "gc enough", hard: "nodefs.available<10%", freed: 20 * Gi, wantGC: []string{"containers", "images"}},
 		{name: "gc not enough", hard: "nodefs.available<10%", freed: 9 * Gi, wantGC: []string{"containers", "images"}, wantEvict: []string{"writer"}},
-		{name: "dedicated imagefs: nodefs gc is containers only", hard: "nodefs.available<10%", dedicated: true, freed: 5 * Gi, wantGC: []string{"containers"}, wantEvict: []string{"writer"}},
+		// Upstream: only logs and local volumes are on nodefs then, which no
+		// garbage collection frees.
+		{name: "dedicated imagefs: no nodefs gc", hard: "nodefs.available<10%", dedicated: true, freed: 5 * Gi, wantEvict: []string{"writer"}},
 		{name: "min reclaim not reached after gc", hard: "nodefs.available<10%", freed: 11 * Gi, wantGC: []string{"containers", "images"}, wantEvict: []string{"writer"}},
 	}
 	for _, tc := range cases {

@@ -157,28 +157,41 @@ func byPriorityProcesses(a, b rankKey) int {
 }
 
 // diskMeasure returns the parts of pod disk usage that count against a disk
-// signal: with a dedicated image filesystem, nodefs counts logs and local
-// volumes and imagefs the writable layers; otherwise all three count for
-// both.
-func diskMeasure(sig Signal, dedicatedImageFs bool) []FsStatsType {
+// signal, as upstream. With a dedicated image filesystem that also holds
+// the writable layers, nodefs counts logs and local volumes, and imagefs and
+// containerfs the writable layers. With the writable layers split from a
+// dedicated image filesystem (on nodefs), nodefs and containerfs count all
+// three and imagefs none (the images are no pod's: pods rank by priority and
+// request alone). Otherwise every disk signal counts all three.
+func diskMeasure(sig Signal, dedicatedImageFs, splitContainerFs bool) []FsStatsType {
+	all := []FsStatsType{FsStatsRoot, FsStatsLogs, FsStatsLocalVolumeSource}
 	if !dedicatedImageFs {
-		return []FsStatsType{FsStatsRoot, FsStatsLogs, FsStatsLocalVolumeSource}
+		return all
 	}
-	if sig == SignalImageFsAvailable || sig == SignalImageFsInodesFree {
+	image := sig == SignalImageFsAvailable || sig == SignalImageFsInodesFree
+	container := sig == SignalContainerFsAvailable || sig == SignalContainerFsInodesFree
+	switch {
+	case splitContainerFs && image:
+		return nil
+	case splitContainerFs:
+		return all
+	case image || container:
 		return []FsStatsType{FsStatsRoot}
 	}
 	return []FsStatsType{FsStatsLogs, FsStatsLocalVolumeSource}
 }
 
-// RankFor returns upstream's ranking for a signal; nil for an unknown one.
-func RankFor(sig Signal, dedicatedImageFs bool) RankFunc {
+// RankFor returns upstream's ranking for a signal on the node's disks; nil
+// for an unknown signal.
+func RankFor(sig Signal, dedicatedImageFs, splitContainerFs bool) RankFunc {
 	switch sig {
 	case SignalMemoryAvailable, SignalAllocatableMemoryAvailable:
 		return RankMemoryPressure
 	case SignalPIDAvailable:
 		return RankPIDPressure
-	case SignalNodeFsAvailable, SignalImageFsAvailable, SignalNodeFsInodesFree, SignalImageFsInodesFree:
-		m, res := diskMeasure(sig, dedicatedImageFs), signalInfo[sig].resource
+	case SignalNodeFsAvailable, SignalImageFsAvailable, SignalNodeFsInodesFree, SignalImageFsInodesFree,
+		SignalContainerFsAvailable, SignalContainerFsInodesFree:
+		m, res := diskMeasure(sig, dedicatedImageFs, splitContainerFs), signalInfo[sig].resource
 		return func(pods []*v1.Pod, statsFn StatsFunc) { RankDiskPressure(pods, statsFn, m, res) }
 	}
 	return nil

@@ -1,6 +1,7 @@
 package eviction_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -136,24 +137,41 @@ func TestRankPIDPressure(t *testing.T) {
 	assert.Equal(t, []string{"lo-unknown", "lo-many", "lo-few", "hi-many"}, names(ranked))
 }
 
+// TestRankFor pins which usage each disk signal ranks by on each layout of
+// the runtime's filesystems, as upstream's buildSignalToRankFunc.
 func TestRankFor(t *testing.T) {
-	pods := []*v1.Pod{newPod("layers"), newPod("logs")}
+	pods := []*v1.Pod{newPod("logs"), newPod("layers")}
 	us := map[string]usage{"layers": {rootfs: 10 * Gi}, "logs": {logs: 1 * Gi}}
+	byLayers, byLogs, asGiven := []string{"layers", "logs"}, []string{"logs", "layers"}, []string{"logs", "layers"}
 	cases := []struct {
-		sig       eviction.Signal
-		dedicated bool
-		want      []string
+		sig              eviction.Signal
+		dedicated, split bool
+		want             []string
 	}{
-		{eviction.SignalNodeFsAvailable, false, []string{"layers", "logs"}},
-		{eviction.SignalNodeFsAvailable, true, []string{"logs", "layers"}},
-		{eviction.SignalImageFsAvailable, true, []string{"layers", "logs"}},
+		// One disk: every signal counts everything.
+		{eviction.SignalNodeFsAvailable, false, false, byLayers},
+		{eviction.SignalImageFsAvailable, false, false, byLayers},
+		{eviction.SignalContainerFsAvailable, false, false, byLayers},
+		// A dedicated imagefs with the writable layers: nodefs counts
+		// logs and volumes; imagefs and containerfs the layers.
+		{eviction.SignalNodeFsAvailable, true, false, byLogs},
+		{eviction.SignalImageFsAvailable, true, false, byLayers},
+		{eviction.SignalContainerFsAvailable, true, false, byLayers},
+		// The layers split from a dedicated imagefs, onto nodefs: nodefs
+		// and containerfs count everything, imagefs nothing.
+		{eviction.SignalNodeFsAvailable, true, true, byLayers},
+		{eviction.SignalContainerFsAvailable, true, true, byLayers},
+		{eviction.SignalImageFsAvailable, true, true, asGiven},
+		{eviction.SignalImageFsInodesFree, true, true, asGiven},
+		// Split from an imagefs on nodefs: as one disk.
+		{eviction.SignalImageFsAvailable, false, true, byLayers},
 	}
 	for _, tc := range cases {
-		t.Run(string(tc.sig), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/dedicated=%t/split=%t", tc.sig, tc.dedicated, tc.split), func(t *testing.T) {
 			fn, ranked := rankCase(pods, us)
-			eviction.RankFor(tc.sig, tc.dedicated)(ranked, fn)
+			eviction.RankFor(tc.sig, tc.dedicated, tc.split)(ranked, fn)
 			assert.Equal(t, tc.want, names(ranked))
 		})
 	}
-	assert.Nil(t, eviction.RankFor("cpu.available", false))
+	assert.Nil(t, eviction.RankFor("cpu.available", false, false))
 }

@@ -27,7 +27,9 @@ type Observations map[Signal]Observation
 // Observe derives the signals from a summary, as upstream: memory from the
 // node's available and working-set bytes (capacity = their sum), the
 // allocatable memory from the pods' cgroup, filesystem bytes and inodes from
-// nodefs and imagefs, and PIDs from the process limit.
+// nodefs, imagefs and containerfs (the image filesystem when the summary has
+// no container filesystem of its own, as upstream's summary reports it), and
+// PIDs from the process limit.
 func Observe(s *stats.Summary) Observations {
 	obs := Observations{}
 	if s == nil {
@@ -53,6 +55,11 @@ func Observe(s *stats.Summary) Observations {
 	}
 	fs(n.Fs, SignalNodeFsAvailable, SignalNodeFsInodesFree)
 	fs(n.ImageFs, SignalImageFsAvailable, SignalImageFsInodesFree)
+	if n.ContainerFs != nil {
+		fs(n.ContainerFs, SignalContainerFsAvailable, SignalContainerFsInodesFree)
+	} else {
+		fs(n.ImageFs, SignalContainerFsAvailable, SignalContainerFsInodesFree)
+	}
 	if r := n.Rlimit; r != nil && r.MaxPID > 0 {
 		avail := int64(r.MaxPID) - int64(r.NumOfRunningProcesses)
 		obs[SignalPIDAvailable] = Observation{Available: avail, Capacity: int64(r.MaxPID), Time: r.Time}

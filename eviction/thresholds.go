@@ -31,6 +31,13 @@ const (
 	SignalImageFsAvailable Signal = "imagefs.available"
 	// SignalImageFsInodesFree is the free inodes of the image filesystem.
 	SignalImageFsInodesFree Signal = "imagefs.inodesFree"
+	// SignalContainerFsAvailable is the free space of the filesystem
+	// that holds the containers' writable layers (KubeletSeparateDiskGC).
+	// Its thresholds are derived (ContainerFsThresholds), not configured.
+	SignalContainerFsAvailable Signal = "containerfs.available"
+	// SignalContainerFsInodesFree is the free inodes of the container
+	// filesystem.
+	SignalContainerFsInodesFree Signal = "containerfs.inodesFree"
 	// SignalPIDAvailable is the number of processes the node can still
 	// start.
 	SignalPIDAvailable Signal = "pid.available"
@@ -55,6 +62,8 @@ var signalInfo = map[Signal]struct {
 	SignalNodeFsInodesFree:           {v1.NodeDiskPressure, resourceInodes},
 	SignalImageFsAvailable:           {v1.NodeDiskPressure, v1.ResourceEphemeralStorage},
 	SignalImageFsInodesFree:          {v1.NodeDiskPressure, resourceInodes},
+	SignalContainerFsAvailable:       {v1.NodeDiskPressure, v1.ResourceEphemeralStorage},
+	SignalContainerFsInodesFree:      {v1.NodeDiskPressure, resourceInodes},
 	SignalPIDAvailable:               {v1.NodePIDPressure, resourcePIDs},
 }
 

@@ -69,6 +69,7 @@ func CloneSummary(s stats.Summary) stats.Summary {
 	out.Node.AllocatableMemory = clonePtr(s.Node.AllocatableMemory)
 	out.Node.Fs = clonePtr(s.Node.Fs)
 	out.Node.ImageFs = clonePtr(s.Node.ImageFs)
+	out.Node.ContainerFs = clonePtr(s.Node.ContainerFs)
 	out.Node.Rlimit = clonePtr(s.Node.Rlimit)
 	out.Pods = slices.Clone(s.Pods)
 	for i := range out.Pods {

@@ -15,6 +15,10 @@
 //   - Node.Fs and Node.ImageFs: bytes and inodes of the node filesystem (the
 //     one holding the kubelet's root directory) and of the runtime's image
 //     filesystem; DedicatedImageFs says whether they are different devices.
+//   - Node.ContainerFs: the runtime's container filesystem (the writable
+//     layers), when the runtime reports it at another mountpoint than its
+//     image filesystem (SplitContainerFs, upstream's KubeletSeparateDiskGC);
+//     nil means it is the image filesystem.
 //   - Node.Rlimit: the PID limit and the number of processes
 //     (pid.available = MaxPID - NumOfRunningProcesses).
 //   - Pods: per pod, its memory working set and process count, per container

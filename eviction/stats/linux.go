@@ -147,7 +147,11 @@ func (l *Linux) Get(ctx context.Context) (*Summary, error) {
 	case err != nil:
 		return nil, fmt.Errorf("get stats: image fs info: %w", err)
 	}
-	s.Node.ImageFs, s.Node.DedicatedImageFs = l.imageFs(info, nodeFsPath, s.Node.Fs, now)
+	s.Node.ImageFs, s.Node.DedicatedImageFs = l.runtimeFs(info.GetImageFilesystems(), nodeFsPath, s.Node.Fs, now)
+	if cfs := info.GetContainerFilesystems(); cri.SplitContainerFs(info) {
+		s.Node.ContainerFs, _ = l.runtimeFs(cfs, nodeFsPath, s.Node.Fs, now)
+		s.Node.SplitContainerFs = true
+	}
 	if s.Pods, s.Incomplete, err = l.pods(ctx, now); err != nil {
 		return nil, fmt.Errorf("get stats: %w", err)
 	}
@@ -195,12 +199,13 @@ func (l *Linux) rlimit(now time.Time) (*RlimitStats, error) {
 	return &RlimitStats{Time: now, MaxPID: maxPID, NumOfRunningProcesses: n}, nil
 }
 
-// imageFs measures the runtime's image filesystem: used bytes and inodes as
-// the runtime reports them, capacity and free space from statfs of its
-// mountpoint. A mountpoint this process cannot see (a runtime in another
-// mount namespace, or the fake runtime) is taken to be on nodefs.
-func (l *Linux) imageFs(info *runtimeapi.ImageFsInfoResponse, nodeFsPath string, nodeFs *FsStats, now time.Time) (*FsStats, bool) {
-	fss := info.GetImageFilesystems()
+// runtimeFs measures the first of the runtime's image (or container)
+// filesystems: used bytes and inodes as the runtime reports them, capacity
+// and free space from statfs of its mountpoint. A mountpoint this process
+// cannot see (a runtime in another mount namespace, or the fake runtime) is
+// taken to be on nodefs. It reports whether the filesystem is another
+// device than nodefs.
+func (l *Linux) runtimeFs(fss []*runtimeapi.FilesystemUsage, nodeFsPath string, nodeFs *FsStats, now time.Time) (*FsStats, bool) {
 	if len(fss) == 0 {
 		c := *nodeFs
 		return &c, false

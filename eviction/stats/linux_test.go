@@ -270,3 +270,31 @@ func TestLinuxVolumeStatsPeriod(t *testing.T) {
 	fill("c")
 	assert.GreaterOrEqual(t, usage(every), before+256<<10, "a negative period walks at every Get")
 }
+
+// TestLinuxSplitContainerFs: a runtime that reports its writable layers on
+// another filesystem than its images gives the summary a container
+// filesystem of its own, with the runtime's usage; one that reports a
+// single filesystem leaves it nil.
+func TestLinuxSplitContainerFs(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox"}})
+	defer rt.Close()
+	root := filepath.Join("testdata", "v2")
+	p, err := stats.NewLinux(stats.LinuxOptions{Runtime: rt, ProcRoot: filepath.Join(root, "proc"), CgroupRoot: filepath.Join(root, "cgroup"),
+		RootDir: t.TempDir(), PodLogsDir: t.TempDir(), Clock: clk})
+	require.NoError(t, err)
+	s, err := p.Get(context.Background())
+	require.NoError(t, err)
+	assert.Nil(t, s.Node.ContainerFs)
+	assert.False(t, s.Node.SplitContainerFs)
+
+	// Mountpoints this process cannot see: both taken to be on nodefs.
+	rt.SetFilesystems(fake.Filesystems{Images: "/nonexistent/images", Containers: "/nonexistent/containers"})
+	s, err = p.Get(context.Background())
+	require.NoError(t, err)
+	require.NotNil(t, s.Node.ContainerFs)
+	assert.True(t, s.Node.SplitContainerFs)
+	assert.Equal(t, s.Node.Fs.CapacityBytes, s.Node.ContainerFs.CapacityBytes)
+	assert.Zero(t, s.Node.ContainerFs.UsedBytes, "no container has a writable layer")
+	assert.EqualValues(t, 1<<20, s.Node.ImageFs.UsedBytes, "the image")
+}

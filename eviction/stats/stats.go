@@ -49,6 +49,16 @@ type NodeStats struct {
 	// Fs. It decides which pod usage counts against which signal and
 	// which node-level garbage collection runs for which signal.
 	DedicatedImageFs bool
+	// ContainerFs is the filesystem where the runtime keeps the
+	// containers' writable layers (containerfs). Nil means it is ImageFs,
+	// as when the runtime reports a single filesystem.
+	ContainerFs *FsStats
+	// SplitContainerFs says whether the runtime reports its container
+	// filesystem at another mountpoint than its image filesystem (upstream's
+	// KubeletSeparateDiskGC: the writable layers on nodefs, the images on
+	// a disk of their own). Like DedicatedImageFs, it decides the
+	// containerfs thresholds, rankings and garbage collection.
+	SplitContainerFs bool
 	// Rlimit is the node's process limit and count; nil when not measured.
 	Rlimit *RlimitStats
 }
