@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/internal/hoststats"
 )
 
@@ -78,10 +79,13 @@ func (d *disk) nodeFsStats() *statsv1alpha1.FsStats {
 	return st
 }
 
-// runtimeFs is the runtime's image filesystem, from ImageFsInfo: its usage
-// as the runtime reports it, its size when this process can measure it.
-// Like upstream's CRI stats provider, it uses the first image filesystem
-// and reports it as the container filesystem too.
+// runtimeFs is the runtime's image and container filesystems, from
+// ImageFsInfo: their usage as the runtime reports it, their size when this
+// process can measure it. Only the first of each counts, as upstream. The
+// container filesystem is the image filesystem, unless the runtime puts the
+// writable layers at another mountpoint (cri.SplitContainerFs, upstream's
+// KubeletSeparateDiskGC, as its cadvisor stats provider reports CRI-O's
+// split disk; its CRI stats provider reports the image filesystem twice).
 func (p *Provider) runtimeFs(ctx context.Context, d *disk) (*statsv1alpha1.RuntimeStats, error) {
 	resp, err := p.o.Runtime.ImageFsInfo(ctx)
 	if err != nil {
@@ -91,15 +95,24 @@ func (p *Provider) runtimeFs(ctx context.Context, d *disk) (*statsv1alpha1.Runti
 	if len(fss) == 0 {
 		return nil, fmt.Errorf("get imageFs stats: imageFs information is unavailable")
 	}
-	fs := fss[0]
-	im := &statsv1alpha1.FsStats{Time: timeOf(fs.GetTimestamp()), UsedBytes: zeroIfNil(fs.GetUsedBytes()), InodesUsed: valueOf(fs.GetInodesUsed())}
-	if mp := fs.GetFsId().GetMountpoint(); mp != "" {
-		if info := d.fsInfo(ctx, mp); info != nil {
-			setSize(im, info)
-		}
+	im := d.runtimeFsStats(ctx, fss[0])
+	if cri.SplitContainerFs(resp) {
+		return &statsv1alpha1.RuntimeStats{ImageFs: im, ContainerFs: d.runtimeFsStats(ctx, resp.GetContainerFilesystems()[0])}, nil
 	}
 	cf := *im
 	return &statsv1alpha1.RuntimeStats{ImageFs: im, ContainerFs: &cf}, nil
+}
+
+// runtimeFsStats is one of the runtime's filesystems: its usage from the
+// runtime, its size and free inodes from its mountpoint when measurable.
+func (d *disk) runtimeFsStats(ctx context.Context, fs *runtimeapi.FilesystemUsage) *statsv1alpha1.FsStats {
+	st := &statsv1alpha1.FsStats{Time: timeOf(fs.GetTimestamp()), UsedBytes: zeroIfNil(fs.GetUsedBytes()), InodesUsed: valueOf(fs.GetInodesUsed())}
+	if mp := fs.GetFsId().GetMountpoint(); mp != "" {
+		if info := d.fsInfo(ctx, mp); info != nil {
+			setSize(st, info)
+		}
+	}
+	return st
 }
 
 // rootfs is a container's writable layer: its usage from the runtime, the

@@ -20,9 +20,12 @@
 // working set, RSS, page faults, and available = MemTotal - working set);
 // Network, the host's interfaces but loopback, veth pairs and other
 // engines' bridges, eth0 as the default one; Fs, the filesystem of the
-// kubelet's root directory; Runtime.ImageFs and ContainerFs, the runtime's
-// first image filesystem (its usage from ImageFsInfo, its size from
-// statfs when this process sees its mountpoint); Rlimit, the task limit
+// kubelet's root directory; Runtime.ImageFs, the runtime's first image
+// filesystem (its usage from ImageFsInfo, its size from statfs when this
+// process sees its mountpoint), and Runtime.ContainerFs, the same, or the
+// runtime's first container filesystem when ImageFsInfo puts it at another
+// mountpoint (KubeletSeparateDiskGC: the writable layers apart from the
+// images, as CRI-O's split disk); Rlimit, the task limit
 // and count; SystemContainers "kubelet", "misc", "pods" and "runtime" for
 // the cgroups Options names (CPU and memory, and a start time); pressure
 // stall information (KubeletPSI) of the node's CPU, memory and I/O

@@ -377,3 +377,43 @@ func TestSummaryComputedContainerRate(t *testing.T) {
 	_, _ = p.Summary(context.Background(), true)
 	assert.Equal(t, 2, p.CPUSamples(), "the exited container's sample is forgotten")
 }
+
+// TestSummarySplitContainerFs: a runtime that keeps the writable layers on
+// another filesystem than the images (KubeletSeparateDiskGC) has two in
+// the summary: runtime.imageFs and runtime.containerFs, each with the
+// runtime's usage and its own size.
+func TestSummarySplitContainerFs(t *testing.T) {
+	const images, containers = "/mnt/images", "/var/lib/containers/storage"
+	cases := []struct {
+		name      string
+		fss       fake.Filesystems
+		wantSplit bool
+	}{
+		{name: "one filesystem"},
+		{name: "the same mountpoint named twice", fss: fake.Filesystems{Images: snapshotter, Containers: snapshotter}},
+		{name: "split", fss: fake.Filesystems{Images: images, Containers: containers}, wantSplit: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t)
+			scenario(n)
+			n.host.Filesystems[images] = stats.FsInfo{Device: 4, CapacityBytes: 50 << 30, AvailableBytes: 10 << 30, Inodes: 100, InodesFree: 90}
+			n.host.Filesystems[containers] = stats.FsInfo{Device: 5, CapacityBytes: 30 << 30, AvailableBytes: 3 << 30, Inodes: 200, InodesFree: 20}
+			n.rt.SetFilesystems(tc.fss)
+			s, err := n.provider(stats.Options{}).Summary(context.Background(), false)
+			require.NoError(t, err)
+			rt := s.Node.Runtime
+			require.NotNil(t, rt.ContainerFs)
+			if !tc.wantSplit {
+				assert.Equal(t, rt.ImageFs, rt.ContainerFs, "containerfs is imagefs")
+				return
+			}
+			assert.Equal(t, uint64(50<<30), deref(rt.ImageFs.CapacityBytes))
+			assert.Equal(t, uint64(10<<30), deref(rt.ImageFs.AvailableBytes))
+			assert.Equal(t, uint64(30<<30), deref(rt.ContainerFs.CapacityBytes), "containerfs: the layers' filesystem")
+			assert.Equal(t, uint64(3<<30), deref(rt.ContainerFs.AvailableBytes))
+			assert.Equal(t, uint64(20), deref(rt.ContainerFs.InodesFree))
+			assert.NotEqual(t, deref(rt.ImageFs.UsedBytes), uint64(0), "the images")
+		})
+	}
+}
