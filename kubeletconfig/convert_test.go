@@ -203,7 +203,7 @@ func TestConvertGates(t *testing.T) {
 		{gates: map[string]bool{"SidecarContainers": false}, want: []string{"featureGates.SidecarContainers"},
 			msg: "featureGates.SidecarContainers false: not supported by this node (always on in this node)"},
 		{gates: map[string]bool{"ImageVolume": true}},
-		{gates: map[string]bool{"ResourceHealthStatusMessage": false, "KubeletSeparateDiskGC": false}},
+		{gates: map[string]bool{"ResourceHealthStatusMessage": false, "CSIServiceAccountTokenSecrets": false}},
 		{gates: map[string]bool{"ResourceHealthStatusMessage": true}, want: []string{"featureGates.ResourceHealthStatusMessage"},
 			msg: "featureGates.ResourceHealthStatusMessage true: not supported by this node (not implemented by this node)"},
 		{gates: map[string]bool{"SchedulerQueueingHints": false, "NFTablesProxyMode": true, "JobManagedBy": true}},
@@ -367,4 +367,36 @@ func TestConvertNodeLogs(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.err)
 		})
 	}
+}
+
+// KubeletSeparateDiskGC: on (its default) is accepted, off is refused by
+// name; the containerfs keys of evictionHard and evictionSoft are read as
+// upstream reads them (no validation message, with or without a split
+// disk), and the eviction manager replaces them at its first pass
+// (eviction.ContainerFsThresholds).
+func TestConvertSeparateDiskGC(t *testing.T) {
+	cfg, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.FeatureGates = map[string]bool{"KubeletSeparateDiskGC": true}
+		kc.EvictionHard = map[string]string{"nodefs.available": "10%", "containerfs.available": "20%", "containerfs.inodesFree": "5%"}
+		kc.EvictionSoft = map[string]string{"containerfs.available": "30%"}
+		kc.EvictionSoftGracePeriod = map[string]string{"containerfs.available": "1m"}
+	})
+	require.NoError(t, err)
+	assert.True(t, cfg.FeatureGates["KubeletSeparateDiskGC"])
+	want, err := eviction.ParseThresholds("containerfs.available<20%,containerfs.inodesFree<5%,nodefs.available<10%",
+		"containerfs.available<30%", "containerfs.available=1m", "")
+	require.NoError(t, err)
+	assert.Equal(t, want, cfg.Agent.Eviction.Thresholds)
+
+	cfg, err = convert(t, func(*kubeletv1beta1.KubeletConfiguration) {})
+	require.NoError(t, err)
+	assert.True(t, cfg.FeatureGates["KubeletSeparateDiskGC"], "on by default")
+
+	_, err = convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.FeatureGates = map[string]bool{"KubeletSeparateDiskGC": false}
+	})
+	var unsupported *kubeletconfig.UnsupportedError
+	require.ErrorAs(t, err, &unsupported)
+	assert.Equal(t, "featureGates.KubeletSeparateDiskGC", unsupported.Refused[0].Field)
+	assert.Contains(t, err.Error(), "always on in this node")
 }

@@ -16,7 +16,7 @@ var alwaysOnGates = map[string]bool{
 	"ExecProbeTimeout": true, "HostnameOverride": true, "ImageMaximumGCAge": true, "ImageVolume": true,
 	"InPlacePodLevelResourcesVerticalScaling": true, "InPlacePodVerticalScaling": true,
 	"InPlacePodVerticalScalingInitContainers": true, "KubeletCgroupDriverFromCRI": true,
-	"KubeletFineGrainedAuthz": true, "KubeletPSI": true, "KubeletPodResourcesGet": true,
+	"KubeletFineGrainedAuthz": true, "KubeletPSI": true, "KubeletSeparateDiskGC": true, "KubeletPodResourcesGet": true,
 	"KubeletPodResourcesListUseActivePods": true, "KubeletServiceAccountTokenForCredentialProviders": true,
 	"NodeDeclaredFeatures": true, "NodeSwap": true, "PLEGOnDemandRelist": true,
 	"PodLevelResources": true, "PodLifecycleSleepAction": true, "PodLifecycleSleepActionAllowZero": true,
@@ -42,7 +42,7 @@ var configRefusedGates = map[string]bool{
 // is accepted (the node is without them), true is refused.
 var notYetGates = map[string]bool{
 	"CSIServiceAccountTokenSecrets": true, "KubeletPodResourcesDynamicResources": true,
-	"KubeletSeparateDiskGC": true, "MutableCSINodeAllocatableCount": true, "RecoverVolumeExpansionFailure": true,
+	"MutableCSINodeAllocatableCount": true, "RecoverVolumeExpansionFailure": true,
 	"ResourceHealthStatusMessage": true, "SELinuxMountReadWriteOncePod": true,
 }
 

@@ -33,6 +33,7 @@ var gateDefaults = map[string]bool{
 	"KubeletEnsureSecretPulledImages":        true,
 	"EventedPLEG":                            false,
 	"ExtendWebSocketsToKubelet":              true,
+	"KubeletSeparateDiskGC":                  true,
 }
 
 // gates are the feature gates kc runs with, as far as gateDefaults knows.
