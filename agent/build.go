@@ -30,6 +30,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/pluginmanager"
 	"github.com/kubeletkit/kubeletkit/podresources"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
@@ -181,9 +182,11 @@ type blocks struct {
 	alloc        *allocation.Manager
 	prober       *prober.Manager
 	vol          *volume.Manager
-	objects      *volume.StaticSources // configMaps and secrets from Sources.ObjectPath
-	devices      *devices.Manager      // nil without Node.DevicePluginDir
-	cgroups      *podCgroups           // its manager is nil without Cgroups.PerQOS
+	csi          *volume.CSIRegistry    // the CSI drivers registered through the plugin registry
+	plugins      *pluginmanager.Manager // the plugin registry
+	objects      *volume.StaticSources  // configMaps and secrets from Sources.ObjectPath
+	devices      *devices.Manager       // nil without Node.DevicePluginDir
+	cgroups      *podCgroups            // its manager is nil without Cgroups.PerQOS
 	podsync      *podsync.Syncer
 	pullRecords  *pullrecords.Manager // nil with Node.PulledImages.Off
 	stats        stats.Provider       // nil, with statsErr saying why, without a measurement
@@ -275,7 +278,11 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	} else {
 		b.allocatable = node.Allocatable(capacity, b.nodeView.reservation(capacity))
 	}
+	b.csi = volume.NewCSIRegistry(nil)
 	if b.vol, err = b.newVolumes(); err != nil {
+		return nil, err
+	}
+	if b.plugins, err = b.newPlugins(); err != nil {
 		return nil, err
 	}
 	mgr, err := newCgroups(opts, b.caps, capacity, log)

@@ -136,7 +136,8 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 	rs = append(rs,
 		runnable{name: "node-status", run: a.node.Run},
 		runnable{name: "container-logs", run: b.rotator.Run},
-		runnable{name: "volumes", run: b.vol.Run})
+		runnable{name: "volumes", run: b.vol.Run},
+		runnable{name: "plugins", run: b.plugins.Run})
 	if b.devices != nil {
 		rs = append(rs, runnable{name: "devices", run: b.devices.Run})
 	}

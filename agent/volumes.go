@@ -58,6 +58,7 @@ func (b *blocks) newVolumes() (*volume.Manager, error) {
 	return volume.New(volume.Options{
 		RootDir:          b.opts.RootDir,
 		Sources:          sources,
+		CSIDrivers:       b.csi.Lookup,
 		NodeName:         b.opts.NodeName,
 		NodeAllocatable:  b.allocatable,
 		SecretsOnDisk:    cannotMount,

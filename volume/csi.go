@@ -92,6 +92,12 @@ func (p *csiPlugin) dial(driver string) (*csiClient, error) {
 	if !ok {
 		return nil, fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
 	}
+	return dialCSI(driver, endpoint)
+}
+
+// dialCSI connects to the CSI driver at endpoint, a unix socket's
+// absolute path with or without "unix://".
+func dialCSI(driver, endpoint string) (*csiClient, error) {
 	path := strings.TrimPrefix(endpoint, "unix://")
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("CSI driver %s: endpoint %q is not an absolute unix socket path", driver, endpoint)
