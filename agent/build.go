@@ -278,7 +278,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	} else {
 		b.allocatable = node.Allocatable(capacity, b.nodeView.reservation(capacity))
 	}
-	b.csi = volume.NewCSIRegistry(nil)
+	b.csi = volume.NewCSIRegistry(opts.Cluster.CSINodes)
 	if b.vol, err = b.newVolumes(); err != nil {
 		return nil, err
 	}

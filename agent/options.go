@@ -203,6 +203,13 @@ type ClusterOptions struct {
 	// registered") at each sync. Nil: no claim can be read, and such a pod
 	// waits the same way ("... no source of ResourceClaims").
 	ResourceClaims dra.Claims
+	// CSINodes records the CSI drivers that register through the plugin
+	// registry on the API server's objects, as upstream's node info
+	// manager does: the CSINode object and the Node's
+	// csi.volume.kubernetes.io/nodeid annotation and topology labels
+	// (examples/apiserver.CSINodes). A driver it cannot record is not
+	// registered. Nil: drivers register on the node alone.
+	CSINodes volume.CSINodeInstaller
 }
 
 // SourceOptions are the node's own pod sources, upstream's static pods, and

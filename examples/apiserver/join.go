@@ -100,6 +100,7 @@ type Joined struct {
 	shared   *Shared
 	updates  chan syncloop.PodUpdate
 	recorder *GatedRecorder
+	csiNodes *CSINodes
 
 	ran atomic.Bool
 }
@@ -135,7 +136,7 @@ func Join(client kubernetes.Interface, nodeName string, opts JoinOptions) (*Join
 	log := orDiscard(opts.Logger)
 	j := &Joined{client: client, server: serverOf(client), nodeName: nodeName, clock: orClock(opts.Clock), leaseDuration: opts.NodeLeaseDuration, log: log,
 		updates: make(chan syncloop.PodUpdate), recorder: &GatedRecorder{}, shared: opts.Shared,
-		state: opts.LocalState}
+		state: opts.LocalState, csiNodes: NewCSINodes(client, nodeName)}
 	var err error
 	if j.status, err = NewStatusSink(client, StatusSinkOptions{Logger: log.With("component", "api-status"), LocalState: opts.LocalState}); err != nil {
 		return nil, fmt.Errorf("join node %s: %w", nodeName, err)
@@ -186,6 +187,8 @@ func (j *Joined) ServiceAccounts() *ServiceAccounts { return &ServiceAccounts{cl
 //	Recorder        events, written while Run runs and dropped otherwise
 //	Services        the services for containers' environment (Services)
 //	ResourceClaims  the pods' ResourceClaims (ResourceClaims)
+//	CSINodes        the CSI drivers' CSINode entries, Node annotation and
+//	                topology labels (CSINodes); Run makes the CSINode
 //
 // VolumeSources become configMaps, secrets and tokens from the API server
 // (WatchingSources, through KeptSources with a LocalState) only when opts
@@ -228,6 +231,7 @@ func (j *Joined) Apply(opts *agent.Options) error {
 		Services:       j.services,
 		RuntimeClasses: opts.Cluster.RuntimeClasses,
 		ResourceClaims: NewResourceClaims(j.client),
+		CSINodes:       j.csiNodes,
 	}
 	if j.state != nil {
 		opts.HTTP.HealthChecks = append(opts.HTTP.HealthChecks, j.HealthCheck())
@@ -349,6 +353,13 @@ func (j *Joined) Run(ctx context.Context, a Agent) error {
 	if j.state != nil {
 		wg.Go(func() { j.flushStatuses(ctx) })
 	}
+	// The CSINode, once the Node is there, as upstream's kubelet makes it
+	// whether or not a CSI driver registers.
+	wg.Go(func() {
+		if err := j.csiNodes.EnsureLoop(ctx, j.clock); err == nil {
+			j.log.Debug("CSINode present", "node", j.nodeName)
+		}
+	})
 	if j.shared == nil {
 		run("volume sources", j.volumes.Run)
 		run("services", j.services.Run)
