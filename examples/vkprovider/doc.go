@@ -39,7 +39,10 @@
 //	    admission (OS, sysctls, AppArmor, eviction), images and pull
 //	    back-off, sandboxes, init containers and sidecars, restart policy
 //	    and CrashLoopBackOff, probes, volumes (emptyDir, hostPath,
-//	    configMap, secret, downwardAPI, projected tokens, CSI), environment
+//	    configMap, secret, downwardAPI, projected tokens, image volumes,
+//	    inline CSI volumes of drivers that register in the agent's
+//	    RootDir/plugins_registry; no persistentVolumeClaim: such a pod
+//	    waits with FailedMount, and no CSINode is written), environment
 //	    (configMaps, secrets, services, the downward API), graceful
 //	    termination with preStop hooks, eviction, image and container
 //	    garbage collection, every status field and reason as upstream
