@@ -144,16 +144,18 @@ func UserFrom(ctx context.Context) (*User, bool) {
 
 // The path prefixes upstream maps to subresources of nodes.
 const (
-	statsPath       = "/stats/"
-	metricsPath     = "/metrics"
-	logsPath        = "/logs/"
-	checkpointPath  = "/checkpoint/"
-	statuszPath     = "/statusz"
-	flagzPath       = "/flagz"
-	configzPath     = "/configz"
-	podsPath        = "/pods"
-	healthzPath     = "/healthz"
-	runningPodsPath = "/runningpods/"
+	statsPath   = "/stats/"
+	metricsPath = "/metrics"
+	// probeMetricsPath is under metricsPath: nodes/metrics, as upstream.
+	probeMetricsPath = "/metrics/probes"
+	logsPath         = "/logs/"
+	checkpointPath   = "/checkpoint/"
+	statuszPath      = "/statusz"
+	flagzPath        = "/flagz"
+	configzPath      = "/configz"
+	podsPath         = "/pods"
+	healthzPath      = "/healthz"
+	runningPodsPath  = "/runningpods/"
 )
 
 // isSubpath reports whether path is prefix or lies under it.

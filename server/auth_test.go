@@ -357,6 +357,7 @@ func TestRequestAttributes(t *testing.T) {
 		{"GET", "/statsx", "get", []string{"proxy"}},
 		{"GET", "/metrics", "get", []string{"metrics"}},
 		{"GET", "/metrics/resource", "get", []string{"metrics"}},
+		{"GET", "/metrics/probes", "get", []string{"metrics"}},
 		{"GET", "/metrics/cadvisor", "get", []string{"metrics"}},
 		{"GET", "/logs/syslog", "get", []string{"log"}},
 		{"POST", "/checkpoint/default/web/app", "create", []string{"checkpoint"}},

@@ -58,6 +58,11 @@ type Options struct {
 	// scrape); the core has no metrics library, and the examples module
 	// builds it with client_golang.
 	ResourceMetrics http.Handler
+	// ProbeMetrics serves /metrics/probes, the probe metrics upstream
+	// serves on a path of their own (prober_probe_total,
+	// prober_probe_duration_seconds), on both servers and authorized as
+	// the other metrics (nodes/metrics); examples/prometheus builds it.
+	ProbeMetrics http.Handler
 	// Stats answers /stats/summary.
 	Stats StatsProvider
 
@@ -158,6 +163,9 @@ func New(opts Options) *Server {
 	if opts.ResourceMetrics != nil {
 		mux.Handle("GET /metrics/resource", opts.ResourceMetrics)
 	}
+	if opts.ProbeMetrics != nil {
+		mux.Handle("GET "+probeMetricsPath, opts.ProbeMetrics)
+	}
 	if opts.Auth == nil {
 		disabled := func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
@@ -210,7 +218,7 @@ func New(opts Options) *Server {
 // /statusz.
 func (s *Server) paths(routes []podRoute) []string {
 	paths := []string{healthzPath, podsPath, "/node", statsPath, runningPodsPath, logsPath}
-	if s.opts.Metrics != nil || s.opts.ResourceMetrics != nil {
+	if s.opts.Metrics != nil || s.opts.ResourceMetrics != nil || s.opts.ProbeMetrics != nil {
 		paths = append(paths, metricsPath)
 	}
 	if s.opts.Configz != nil {
