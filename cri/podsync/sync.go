@@ -599,6 +599,7 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, image string, pol
 	s.event(pod, v1.EventTypeNormal, EventPulling, "Pulling image %q", image)
 	start := s.clock.Now()
 	ref, used, msg, err := s.pull(ctx, spec, sbConfig, auths)
+	s.observePull(ctx, pod, spec, start, err)
 	if err != nil {
 		if records != nil {
 			records.RecordFailed(image)
@@ -615,6 +616,22 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, image string, pol
 	}
 	s.event(pod, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %s", image, s.clock.Since(start))
 	return ref, "", nil, nil
+}
+
+// observePull tells Options.Pulls of a pull that started at start and just
+// ended with err, with the image's size after a success.
+func (s *Syncer) observePull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, start time.Time, err error) {
+	if s.opts.Pulls == nil {
+		return
+	}
+	p := Pull{Image: spec.GetImage(), Start: start, Err: err}
+	if err == nil {
+		if resp, serr := s.rt.ImageStatus(ctx, spec, false); serr == nil {
+			p.Size = resp.GetImage().GetSize()
+		}
+	}
+	p.End = s.clock.Now()
+	s.opts.Pulls.ImagePulled(pod, p)
 }
 
 // trackedAuths are the credentials to try for image pulled for pod, in

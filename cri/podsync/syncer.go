@@ -98,6 +98,38 @@ type PullRecords interface {
 
 var _ PullRecords = (*pullrecords.Manager)(nil)
 
+// PullObserver is told of every image pull the Syncer makes for a pod
+// (Options.Pulls): the moments upstream's image manager reports for
+// kubelet_image_pull_duration_seconds and for the pod startup latency
+// tracker. It is called from the pod's sync, must be safe for concurrent
+// use and must not block.
+type PullObserver interface {
+	ImagePulled(pod *v1.Pod, p Pull)
+}
+
+// Pull is one image pull the Syncer made.
+type Pull struct {
+	// Image is the container's image field.
+	Image string
+	// Start is when the pull began, before any wait for a pull slot; End
+	// when it ended (for a success, after the image's size was asked), on
+	// the Syncer's clock.
+	Start, End time.Time
+	// Size is the image's size in bytes as the runtime reported it after
+	// a successful pull (ImageStatus, as upstream asks); 0 when it did not.
+	Size uint64
+	// Err is the pull's failure; nil for a success.
+	Err error
+}
+
+// PullObserverFunc adapts a function to PullObserver.
+type PullObserverFunc func(pod *v1.Pod, p Pull)
+
+// ImagePulled calls f.
+func (f PullObserverFunc) ImagePulled(pod *v1.Pod, p Pull) { f(pod, p) }
+
+var _ PullObserver = PullObserverFunc(nil)
+
 // CredentialsFunc adapts a function to Credentials.
 type CredentialsFunc func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
 
@@ -159,6 +191,10 @@ type Options struct {
 	// intent, then the credentials that worked. Nil: any pod uses any
 	// image present, as upstream with the feature off.
 	PullRecords PullRecords
+	// Pulls is told of every image pull, with its times and, after a
+	// success, the image's size, which the Syncer then asks the runtime
+	// for (ImageStatus). Nil: nobody, and no such ImageStatus.
+	Pulls PullObserver
 	// BackoffInitial and BackoffMax are the crash-loop and image pull
 	// backoff delays (zero: DefaultBackoffInitial, DefaultBackoffMax): the
 	// first delay, doubled up to the most. Either back-off starts over
