@@ -265,7 +265,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 		return nil, err
 	}
 	rnd := opts.Rand
-	if b.prober, err = prober.New(prober.Options{Runner: countingProber(b.metrics, prober.NewRunner(prober.RunnerOptions{Execer: execer(b.rt)})), Status: view.status,
+	if b.prober, err = prober.New(prober.Options{Runner: countingProber(b.metrics, b.clock, prober.NewRunner(prober.RunnerOptions{Execer: execer(b.rt)})), Status: view.status,
 		Clock: b.clock, Jitter: func(p time.Duration) time.Duration { return time.Duration(rnd() * float64(p)) },
 		Recorder: b.events, Logger: log.With("component", "prober")}); err != nil {
 		return nil, err

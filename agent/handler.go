@@ -73,7 +73,7 @@ func (h *handler) HandlePodAdditions(pods []*v1.Pod) {
 			}
 			continue
 		}
-		h.records.add(pod.UID)
+		h.records.add(pod)
 		// As upstream, a pod already terminal, or being stopped, is not
 		// admitted again: its worker finishes what is left of it.
 		if !h.workers.IsPodTerminationRequested(pod.UID) && !podspec.IsTerminal(pod.Status.Phase) {

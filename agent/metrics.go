@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/pleg"
@@ -41,6 +42,44 @@ type ProbeMetrics interface {
 	ForgetProbes(uid types.UID)
 }
 
+// ProbeDurationMetrics is an optional extension of Metrics, beside
+// ProbeMetrics: when Options.Metrics also implements it, the agent tells
+// it how long each probe run that ProbeMetrics counts took, as upstream's
+// prober_probe_duration_seconds times them (upstream keeps the runs that
+// succeeded or whose result is unknown, not the failures: the adapter
+// chooses). Its series go when ProbeMetrics.ForgetProbes is called.
+type ProbeDurationMetrics interface {
+	// ObserveProbeDuration times one run of a container's probe that
+	// gave result r: d is from just before the probe was run to its
+	// result, on the agent's clock.
+	ObserveProbeDuration(pod *v1.Pod, container string, t prober.ProbeType, r prober.Result, d time.Duration)
+}
+
+// PodStartMetrics is an optional extension of Metrics: when
+// Options.Metrics also implements it, the agent reports each pod's start as
+// upstream's pod startup latency tracker does (package status/startup
+// decides which pods count and what is measured).
+type PodStartMetrics interface {
+	// PodStartTotalDuration observes how long after its creation a pod
+	// had every container running (kubelet_pod_start_total_duration_seconds).
+	PodStartTotalDuration(d time.Duration)
+	// PodStartSLIDuration observes the same, less the time spent pulling
+	// images and running init containers, for the pods the pod startup
+	// latency SLI counts (kubelet_pod_start_sli_duration_seconds).
+	PodStartSLIDuration(d time.Duration)
+}
+
+// ImagePullMetrics is an optional extension of Metrics: when
+// Options.Metrics also implements it, the agent reports every image it
+// pulled (kubelet_image_pull_duration_seconds).
+type ImagePullMetrics interface {
+	// ImagePulled observes one successful pull: d is from the pull's start
+	// (any wait for a pull slot included) to its end, size the image's
+	// size in bytes as the runtime reported it after the pull (0 when it
+	// did not).
+	ImagePulled(d time.Duration, size uint64)
+}
+
 // StartMetrics is an optional extension of Metrics: when Options.Metrics
 // also implements it, the agent reports every pod sandbox and container it
 // tries to start, as upstream's kubelet_started_pods_total,
@@ -70,18 +109,26 @@ type EvictionMetrics interface {
 }
 
 // countingProber wraps the probe runner so that every probe run that gave
-// a result is counted by ProbeMetrics, when the agent's Metrics have them.
-func countingProber(metrics Metrics, r prober.ProbeRunner) prober.ProbeRunner {
-	pm, ok := metrics.(ProbeMetrics)
-	if !ok {
+// a result is counted by ProbeMetrics, and timed on clk by
+// ProbeDurationMetrics, when the agent's Metrics have them.
+func countingProber(metrics Metrics, clk clock.PassiveClock, r prober.ProbeRunner) prober.ProbeRunner {
+	pm, counts := metrics.(ProbeMetrics)
+	dm, times := metrics.(ProbeDurationMetrics)
+	if !counts && !times {
 		return r
 	}
 	return prober.ProbeRunnerFunc(func(ctx context.Context, t prober.Target) (prober.Outcome, error) {
+		start := clk.Now()
 		out, err := r.Probe(ctx, t)
 		// As the manager does, a run that errored or that the end of its
 		// context cut short gives no result.
 		if err == nil && ctx.Err() == nil && t.Pod != nil && t.Container != nil {
-			pm.ObserveProbe(t.Pod, t.Container.Name, t.Type, out.Result)
+			if counts {
+				pm.ObserveProbe(t.Pod, t.Container.Name, t.Type, out.Result)
+			}
+			if times {
+				dm.ObserveProbeDuration(t.Pod, t.Container.Name, t.Type, out.Result, clk.Since(start))
+			}
 		}
 		return out, err
 	})

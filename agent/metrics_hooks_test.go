@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
@@ -153,6 +154,98 @@ func TestMetricsProbeAndStartHooks(t *testing.T) {
 				m.mu.Lock()
 				assert.Equal(t, []types.UID{p.UID}, m.forgotten)
 				m.mu.Unlock()
+			})
+		})
+	}
+}
+
+// startHookMetrics records what PodStartMetrics, ImagePullMetrics and
+// ProbeDurationMetrics are told.
+type startHookMetrics struct {
+	*recordingMetrics
+	totals, slis []time.Duration
+	pulls        []pulled
+	probeTimes   map[probeKey]int
+}
+
+type pulled struct {
+	d    time.Duration
+	size uint64
+}
+
+var (
+	_ agent.PodStartMetrics      = (*startHookMetrics)(nil)
+	_ agent.ImagePullMetrics     = (*startHookMetrics)(nil)
+	_ agent.ProbeDurationMetrics = (*startHookMetrics)(nil)
+)
+
+func (m *startHookMetrics) PodStartTotalDuration(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.totals = append(m.totals, d)
+}
+
+func (m *startHookMetrics) PodStartSLIDuration(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.slis = append(m.slis, d)
+}
+
+func (m *startHookMetrics) ImagePulled(d time.Duration, size uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pulls = append(m.pulls, pulled{d, size})
+}
+
+func (m *startHookMetrics) ObserveProbeDuration(pod *v1.Pod, container string, t prober.ProbeType, r prober.Result, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d >= 0 {
+		m.probeTimes[probeKey{pod.Name, container, t, r}]++
+	}
+}
+
+// The agent reports each pod's start once, as upstream's startup latency
+// tracker: from its creation to every container running, and for the SLI
+// less its image pulls (which ImagePullMetrics times, with the image's
+// size) and its init containers' runs; a stateful pod's start is left out
+// of the SLI. Each probe run is timed for ProbeDurationMetrics.
+func TestMetricsPodStartAndPullHooks(t *testing.T) {
+	slow := func(name string, volumes ...v1.Volume) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PodSpec{Volumes: volumes,
+			InitContainers: []v1.Container{{Name: "setup", Image: "busybox:1.36", Command: []string{"sleep", "5"}}},
+			Containers: []v1.Container{{Name: "app", Image: "registry.example/slow:1", Command: []string{"sleep", "3600"},
+				ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1}}}}}
+	}
+	for _, tc := range []struct {
+		name      string
+		pod       *v1.Pod
+		wantSLIs int
+	}{
+		{name: "a stateless pod", pod: slow("web"), wantSLIs: 1},
+		{name: "a stateful pod: no SLI", pod: slow("db", v1.Volume{Name: "data",
+			VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/data"}}})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := &startHookMetrics{recordingMetrics: newRecordingMetrics(), probeTimes: map[probeKey]int{}}
+				rules := append([]fake.Rule{{Command: []string{"sleep", "5"}, Behavior: exitAfter(0, 5*time.Second)}}, busybox...)
+				n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{Metrics: m}, Rules: rules})
+				n.Runtime().SetPullBehavior("registry.example/slow:1", fake.PullBehavior{Latency: 10 * time.Second})
+				pod := n.AddPod(tc.pod)
+				require.True(t, n.StepUntil(2*time.Minute, podIs(n, pod.Name, isReady)), "pod %s", pod.Name)
+				n.Step(5 * time.Second)
+
+				m.mu.Lock()
+				defer m.mu.Unlock()
+				assert.Equal(t, []pulled{{0, 1 << 20}, {10 * time.Second, 1 << 20}}, m.pulls, "the init container's image, then the app's")
+				assert.Equal(t, []time.Duration{15 * time.Second}, m.totals, "once: created, then the init container's pull, its 5s run and the app's 10s pull")
+				if tc.wantSLIs == 0 {
+					assert.Empty(t, m.slis)
+				} else {
+					assert.Equal(t, []time.Duration{0}, m.slis, "less the pulls and the init container's run")
+				}
+				assert.Positive(t, m.probeTimes[probeKey{pod.Name, "app", prober.Readiness, prober.Success}], "%v", m.probeTimes)
 			})
 		})
 	}

@@ -529,6 +529,11 @@ type HTTPOptions struct {
 	// (examples/prometheus has one over the agent's Summary); nil means
 	// no such endpoint.
 	ResourceMetricsHandler http.Handler
+	// ProbeMetricsHandler serves /metrics/probes on both servers, the
+	// probe metrics upstream serves apart from /metrics
+	// (examples/prometheus has one over the Metrics' probe hooks, see
+	// ProbeMetrics); nil means no such endpoint.
+	ProbeMetricsHandler http.Handler
 	// HealthChecks are /healthz's checks after the agent's own (ping,
 	// syncloop, pleg) on both servers; examples/apiserver's Joined adds
 	// "apisource", which says when the pods come from the local state.

@@ -67,6 +67,7 @@ func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 		ContainerLogLinksDir: opts.Logs.LinksDir,
 		Credentials:          opts.Node.ImageCredentials,
 		PullRecords:          records,
+		Pulls:                podsync.PullObserverFunc(b.view.records.pulled),
 		BackoffInitial:       opts.Timings.BackoffInitial, BackoffMax: opts.Timings.BackoffMax,
 		MaxContainerRestartPeriod: opts.Node.MaxContainerRestartPeriod,
 	})

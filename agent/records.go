@@ -7,17 +7,22 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/podworkers"
+	podstartup "github.com/kubeletkit/kubeletkit/status/startup"
 )
 
 // podRecords is what the agent remembers of each pod it was given, beside
 // what the blocks keep: whether admission refused it, when it was first
 // seen and how long it took to run and turn Ready, and how many
-// housekeeping passes went by. The handler writes it, the syncer and the
-// readers read it; it is safe for concurrent use.
+// housekeeping passes went by; and, for the pod startup SLI, the moments
+// status/startup's tracker weighs (PodStartMetrics, ImagePullMetrics). The
+// handler writes it, the syncer and the readers read it; it is safe for
+// concurrent use.
 type podRecords struct {
 	clock   Clock
 	metrics Metrics
+	starts  *podstartup.Tracker
 
 	mu        sync.Mutex
 	cleanups  int                    // housekeeping passes so far
@@ -38,13 +43,15 @@ type startup struct {
 }
 
 func newPodRecords(clk Clock, metrics Metrics) *podRecords {
-	return &podRecords{clock: clk, metrics: metrics, rejected: map[types.UID]struct{}{},
+	return &podRecords{clock: clk, metrics: metrics, starts: podstartup.New(), rejected: map[types.UID]struct{}{},
 		seen: map[types.UID]struct{}{}, latency: map[types.UID]*startup{}}
 }
 
 // add notes a pod given to the node; the first time, its start is timed
 // and it takes the next place in admission order.
-func (r *podRecords) add(uid types.UID) {
+func (r *podRecords) add(pod *v1.Pod) {
+	r.starts.Add(pod)
+	uid := pod.UID
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen[uid] = struct{}{}
@@ -100,6 +107,7 @@ func (r *podRecords) finished(want map[types.UID]struct{}, known map[types.UID]p
 		delete(r.seen, uid)
 		delete(r.rejected, uid)
 		delete(r.latency, uid)
+		r.starts.Forget(uid)
 	}
 	return out
 }
@@ -115,9 +123,21 @@ func (r *podRecords) nextCleanup() int {
 
 // observeStartup records, once per pod, how long after the agent first saw
 // it the pod was first Running (kubelet_pod_start_duration_seconds) and
-// first Ready (readyLatencies).
-func (r *podRecords) observeStartup(uid types.UID, st *v1.PodStatus) {
+// first Ready (readyLatencies), and shows the status to the startup
+// tracker, which answers once every container runs
+// (kubelet_pod_start_total_duration_seconds and
+// kubelet_pod_start_sli_duration_seconds).
+func (r *podRecords) observeStartup(pod *v1.Pod, st *v1.PodStatus) {
+	uid := pod.UID
 	now := r.clock.Now()
+	if o, ok := r.starts.Observe(pod, st, now); ok {
+		if pm, ok := r.metrics.(PodStartMetrics); ok {
+			pm.PodStartTotalDuration(o.Total)
+			if o.CountsForSLI {
+				pm.PodStartSLIDuration(o.SLI)
+			}
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lat := r.latency[uid]
@@ -130,6 +150,19 @@ func (r *podRecords) observeStartup(uid types.UID, st *v1.PodStatus) {
 	}
 	if !lat.wasReady && podReady(st) {
 		lat.ready, lat.wasReady = now.Sub(lat.added), true
+	}
+}
+
+// pulled is told of an image pull for pod (podsync.Options.Pulls): the
+// startup tracker weighs its time, and ImagePullMetrics times a success.
+func (r *podRecords) pulled(pod *v1.Pod, p podsync.Pull) {
+	r.starts.PullStarted(pod.UID, p.Start)
+	if p.Err != nil {
+		return
+	}
+	r.starts.PullFinished(pod.UID, p.End)
+	if im, ok := r.metrics.(ImagePullMetrics); ok {
+		im.ImagePulled(p.End.Sub(p.Start), p.Size)
 	}
 }
 

@@ -93,7 +93,7 @@ func (s *podSyncer) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit
 	if err := s.status.Set(pod, st); err != nil && !errors.Is(err, status.ErrIllegalTransition) {
 		return st, err
 	}
-	s.records.observeStartup(pod.UID, &st)
+	s.records.observeStartup(pod, &st)
 	return st, nil
 }
 
