@@ -13,18 +13,16 @@
 //	kubelet_pleg_relist_interval_seconds         histogram
 //	kubelet_pleg_last_seen_seconds               gauge, Unix time of the last relist
 //	kubelet_pleg_discard_events                  counter, PLEG events coalesced
-//	kubelet_pod_start_duration_seconds           histogram, first seen to Running
+//	kubelet_pod_start_duration_seconds           histogram, first seen to Running (upstream's
+//	                                             buckets, 0.5s to 1h)
 //	kubelet_pod_worker_duration_seconds          histogram by operation (sync,
 //	                                             terminating, terminating_runtime, terminated)
 //	kubeletkit_events_total                      counter by type and reason
 //
-// Fed by the agent's optional hooks (Metrics implements agent.ProbeMetrics
-// and agent.StartMetrics), under upstream's names and labels:
+// Fed by the agent's optional hooks (Metrics implements agent.StartMetrics,
+// agent.EvictionMetrics, agent.PodStartMetrics and agent.ImagePullMetrics),
+// under upstream's names, help texts, labels and buckets:
 //
-//	prober_probe_total                           counter by probe_type (Liveness, Readiness,
-//	                                             Startup), result (successful, failed, unknown),
-//	                                             container, pod, namespace, pod_uid; a pod's
-//	                                             series are deleted once the agent forgets it
 //	kubelet_started_pods_total                   counter, sandboxes the agent tried to create
 //	kubelet_started_pods_errors_total            counter, those that failed
 //	kubelet_started_containers_total             counter by container_type (container,
@@ -33,6 +31,32 @@
 //	kubelet_started_containers_errors_total      counter by container_type and code (the
 //	                                             waiting reason: ErrImagePull, RunContainerError ...)
 //	kubelet_evictions                            counter by eviction_signal (Evicted)
+//	kubelet_pod_start_total_duration_seconds     histogram, a pod's creation to every container
+//	                                             running (0.5s to 1h)
+//	kubelet_pod_start_sli_duration_seconds       histogram, the same less image pulls and init
+//	                                             containers' runs, stateful pods left out
+//	                                             (package status/startup decides)
+//	kubelet_image_pull_duration_seconds          histogram by image_size_in_bytes (0-10MB,
+//	                                             10MB-100MB ... GT100GB, N/A: ImageSizeBucket),
+//	                                             successful pulls, 1s to 1h
+//
+// # /metrics/probes
+//
+// ProbeHandler serves, from a registry of its own (ProbeRegistry) as
+// upstream serves them apart from /metrics, what the agent's probe hooks
+// report (Metrics implements agent.ProbeMetrics and
+// agent.ProbeDurationMetrics):
+//
+//	prober_probe_total                           counter by probe_type (Liveness, Readiness,
+//	                                             Startup), result (successful, failed, unknown),
+//	                                             container, pod, namespace, pod_uid
+//	prober_probe_duration_seconds                histogram by probe_type, container, pod,
+//	                                             namespace: the runs that succeeded or whose
+//	                                             result is unknown (not the failures), 5ms to 10s
+//	process_start_time_seconds                   gauge (where /proc tells it)
+//
+// A pod's probe series are deleted once the agent forgets it. Give the
+// handler as agent.Options.HTTP.ProbeMetricsHandler.
 //
 // Fed by the runtime InstrumentRuntime wraps, as upstream's instrumented
 // CRI clients, by operation_type (version, run_podsandbox, create_container,
@@ -54,10 +78,11 @@
 //
 //	m, err := prometheus.New(prometheus.Options{})
 //	if err != nil { ... }
-//	a, err := agent.New(agent.Options{Metrics: m, HTTP: agent.HTTPOptions{MetricsHandler: m.Handler(), Listen: ":10255"}})
+//	a, err := agent.New(agent.Options{Metrics: m, HTTP: agent.HTTPOptions{Listen: ":10255",
+//		MetricsHandler: m.Handler(), ProbeMetricsHandler: m.ProbeHandler()}})
 //	if err != nil { ... }
 //	if err := m.RegisterNode(a); err != nil { ... }
-//	err = a.Run(ctx) // /metrics on :10255
+//	err = a.Run(ctx) // /metrics and /metrics/probes on :10255
 //
 // The runtime is measured when the agent is given it wrapped:
 //
@@ -87,9 +112,11 @@
 // summary lacks is left out. The summary is bounded by
 // ResourceOptions.Timeout (5s).
 //
-// Everything is on the Metrics' own registry (Registry), never on
-// client_golang's global one, so two agents in one process, or a test, do
-// not collide; Options.Registry shares one with other collectors.
+// Everything is on the Metrics' own registries (Registry, and
+// ProbeRegistry for the probes), never on client_golang's global one, so
+// two agents in one process, or a test, do not collide; Options.Registry
+// shares one with other collectors. Help texts are upstream's without
+// component-base's stability prefix ("[ALPHA] ").
 //
 // # Threading
 //

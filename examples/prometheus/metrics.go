@@ -9,14 +9,11 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
-	"github.com/kubeletkit/kubeletkit/prober"
 )
 
 // ErrInvalidArgument is wrapped by the error of a call given a nil
@@ -64,12 +61,18 @@ type Metrics struct {
 	runtimeOps        *prom.CounterVec   // by operation_type
 	runtimeDuration   *prom.HistogramVec // by operation_type
 	runtimeErrors     *prom.CounterVec   // by operation_type
-	probes            *prom.CounterVec   // by probe_type, result, container, pod, namespace, pod_uid
 	startedPods       prom.Counter
 	startedPodsErrors prom.Counter
 	startedContainers *prom.CounterVec // by container_type
 	startErrors       *prom.CounterVec // by container_type, code
 	evictions         *prom.CounterVec // by eviction_signal
+
+	podStartTotal prom.Histogram
+	podStartSLI   prom.Histogram
+	imagePulls    *prom.HistogramVec // by image_size_in_bytes
+
+	// probes is /metrics/probes' registry, apart from reg as upstream's.
+	probes *probeMetrics
 }
 
 var (
@@ -77,6 +80,10 @@ var (
 	_ agent.ProbeMetrics    = (*Metrics)(nil)
 	_ agent.StartMetrics    = (*Metrics)(nil)
 	_ agent.EvictionMetrics = (*Metrics)(nil)
+
+	_ agent.ProbeDurationMetrics = (*Metrics)(nil)
+	_ agent.PodStartMetrics      = (*Metrics)(nil)
+	_ agent.ImagePullMetrics     = (*Metrics)(nil)
 )
 
 // New returns Metrics registered on opts.Registry (or a registry of their
@@ -106,23 +113,30 @@ func New(opts Options) (*Metrics, error) {
 	m.discarded = prom.NewCounter(prom.CounterOpts{Name: "kubelet_pleg_discard_events",
 		Help: "The number of PLEG events coalesced instead of delivered on their own (upstream discarded them)"})
 	m.podStart = prom.NewHistogram(prom.HistogramOpts{Name: "kubelet_pod_start_duration_seconds",
-		Help: "Duration in seconds from the agent seeing a pod for the first time to the pod starting to run"})
+		Help:    "Duration in seconds from the agent seeing a pod for the first time to the pod starting to run",
+		Buckets: podStartupBuckets})
 	m.work = prom.NewHistogramVec(prom.HistogramOpts{Name: "kubelet_pod_worker_duration_seconds",
 		Help: "Duration in seconds to sync a single pod, broken down by operation type"}, []string{"operation"})
 	m.events = prom.NewCounterVec(prom.CounterOpts{Name: "kubeletkit_events_total",
 		Help: "Events recorded by the agent, by type and reason"}, []string{"type", "reason"})
 	m.newRuntimeAndStartMetrics()
+	m.newPodStartAndPullMetrics()
 	for _, c := range []prom.Collector{m.relistDuration, m.relistInterval, m.lastSeen, m.discarded, m.podStart, m.work, m.events,
-		m.runtimeOps, m.runtimeDuration, m.runtimeErrors, m.probes, m.startedPods, m.startedPodsErrors,
-		m.startedContainers, m.startErrors, m.evictions} {
+		m.runtimeOps, m.runtimeDuration, m.runtimeErrors, m.startedPods, m.startedPodsErrors,
+		m.startedContainers, m.startErrors, m.evictions, m.podStartTotal, m.podStartSLI, m.imagePulls} {
 		if err := m.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("new metrics: %w", err)
 		}
 	}
+	var err error
+	if m.probes, err = newProbeMetrics(); err != nil {
+		return nil, fmt.Errorf("new metrics: %w", err)
+	}
 	return m, nil
 }
 
-// Registry returns the registry the metrics are on.
+// Registry returns the registry the metrics are on (the probe metrics
+// excepted: ProbeRegistry).
 func (m *Metrics) Registry() *prom.Registry { return m.reg }
 
 // Handler serves the registry in the Prometheus exposition formats
@@ -161,8 +175,8 @@ func (m *Metrics) PodStartDuration(d time.Duration) { m.podStart.Observe(d.Secon
 func (m *Metrics) Event(eventtype, reason string) { m.events.WithLabelValues(eventtype, reason).Inc() }
 
 // newRuntimeAndStartMetrics makes the collectors of the runtime's
-// operations, the probes, the starts and the evictions, under upstream's
-// names, labels and buckets.
+// operations, the starts and the evictions, under upstream's names, labels
+// and buckets.
 func (m *Metrics) newRuntimeAndStartMetrics() {
 	op := []string{"operation_type"}
 	m.runtimeOps = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_runtime_operations_total",
@@ -172,9 +186,6 @@ func (m *Metrics) newRuntimeAndStartMetrics() {
 		Buckets: prom.ExponentialBuckets(.005, 2.5, 14)}, op)
 	m.runtimeErrors = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_runtime_operations_errors_total",
 		Help: "Cumulative number of runtime operation errors by operation type."}, op)
-	m.probes = prom.NewCounterVec(prom.CounterOpts{Name: "prober_probe_total",
-		Help: "Cumulative number of a liveness, readiness or startup probe for a container by result."},
-		[]string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
 	m.startedPods = prom.NewCounter(prom.CounterOpts{Name: "kubelet_started_pods_total",
 		Help: "Cumulative number of pods started"})
 	m.startedPodsErrors = prom.NewCounter(prom.CounterOpts{Name: "kubelet_started_pods_errors_total",
@@ -185,26 +196,6 @@ func (m *Metrics) newRuntimeAndStartMetrics() {
 		Help: "Cumulative number of errors when starting containers"}, []string{"container_type", "code"})
 	m.evictions = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_evictions",
 		Help: "Cumulative number of pod evictions by eviction signal"}, []string{"eviction_signal"})
-}
-
-// ObserveProbe implements agent.ProbeMetrics: prober_probe_total, by the
-// probe's type (Liveness, Readiness, Startup), its result (successful,
-// failed, unknown), and the container and pod.
-func (m *Metrics) ObserveProbe(pod *v1.Pod, container string, t prober.ProbeType, r prober.Result) {
-	result := "unknown"
-	switch r {
-	case prober.Success:
-		result = "successful"
-	case prober.Failure:
-		result = "failed"
-	}
-	m.probes.WithLabelValues(t.String(), result, container, pod.Name, pod.Namespace, string(pod.UID)).Inc()
-}
-
-// ForgetProbes implements agent.ProbeMetrics: the pod's prober_probe_total
-// series are deleted, as upstream deletes a probe worker's when it stops.
-func (m *Metrics) ForgetProbes(uid types.UID) {
-	m.probes.DeletePartialMatch(prom.Labels{"pod_uid": string(uid)})
 }
 
 // StartedPod implements agent.StartMetrics: kubelet_started_pods_total,
