@@ -24,6 +24,7 @@
 //	curl localhost:10255/node      # a v1.Node: conditions, capacity, addresses
 //	curl localhost:10255/stats/summary  # the Summary API: CPU, memory, disks
 //	curl localhost:10255/metrics   # Prometheus exposition (examples/prometheus)
+//	curl localhost:10255/metrics/probes  # the probes' (prober_probe_total ...)
 //
 // The kubelet API (package server) serves container logs, exec, attach,
 // port-forward, the stats and /configz over TLS, with a self-signed

@@ -124,7 +124,7 @@ func configFlags(fs *flag.FlagSet, kc *kubeletv1beta1.KubeletConfiguration) {
 	fs.Var(value[string]{&kc.Address, parseString[string]}, "address", "address the kubelet API and the read-only server listen on")
 	fs.Var(portValue{kc}, "port", "port of the kubelet API over TLS: logs, exec, attach, port-forward, stats (0: none)")
 	healthzFlags(fs, kc)
-	fs.Var(value[int32]{&kc.ReadOnlyPort, parseInt32}, "read-only-port", "port of the read-only HTTP server, without authentication: /pods (with the pods' environment), /healthz, /stats/summary, /metrics; 0, the default as in upstream's KubeletConfiguration, serves none (upstream's own port is 10255)")
+	fs.Var(value[int32]{&kc.ReadOnlyPort, parseInt32}, "read-only-port", "port of the read-only HTTP server, without authentication: /pods (with the pods' environment), /healthz, /stats/summary, /metrics, /metrics/resource, /metrics/probes; 0, the default as in upstream's KubeletConfiguration, serves none (upstream's own port is 10255)")
 	fs.Var(value[string]{&kc.TLSCertFile, parseString[string]}, "tls-cert-file", "serving certificate of the kubelet API (PEM, with its chain); empty: a self-signed one under --cert-dir")
 	fs.Var(value[string]{&kc.TLSPrivateKeyFile, parseString[string]}, "tls-private-key-file", "key of --tls-cert-file")
 	fs.Var(value[string]{&kc.Authentication.X509.ClientCAFile, parseString[string]}, "client-ca-file", "CA bundle that signs the client certificates the kubelet API accepts (the API server's kubelet-client certificate)")

@@ -197,7 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if metrics, err = prometheus.New(prometheus.Options{Logger: log.With("component", "metrics")}); err != nil {
 			return err
 		}
-		opts.Metrics, opts.HTTP.MetricsHandler = metrics, metrics.Handler()
+		opts.Metrics, opts.HTTP.MetricsHandler, opts.HTTP.ProbeMetricsHandler = metrics, metrics.Handler(), metrics.ProbeHandler()
 		if opts.HTTP.ResourceMetricsHandler, err = prometheus.NewResourceHandler(late, prometheus.ResourceOptions{Logger: log.With("component", "resource-metrics")}); err != nil {
 			return err
 		}

@@ -218,6 +218,10 @@ func TestHTTPServer(t *testing.T) {
 	for _, want := range wants {
 		assert.Contains(t, body, want)
 	}
+	assert.NotContains(t, body, "prober_probe_total", "on /metrics/probes alone, as upstream")
+	code, body = get("/metrics/probes")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "# TYPE process_start_time_seconds gauge\n", "the probe metrics' own registry")
 	code, body = get("/healthz")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "ok", body)

@@ -62,7 +62,7 @@ func TestServingCertificateFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
 
 	c := &config{nodeName: "kk-node", rootDir: t.TempDir(), port: 1, tlsCertFile: certFile, tlsKeyFile: keyFile}
-	opts, m, err := apiOptions(c, fake.NewClientset(), nil, slog.New(slog.DiscardHandler))
+	opts, m, err := apiOptions(c, fake.NewClientset(), nil, http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	assert.Nil(t, m)
 	srv := serve(t, opts)
@@ -78,7 +78,7 @@ func TestServingCertificateByCSR(t *testing.T) {
 	ca := newTestCA(t)
 	client := fake.NewClientset()
 	c := &config{nodeName: "kk-node", rootDir: t.TempDir(), port: 1, nodeIP: "127.0.0.1", rotateServerCertificates: true}
-	opts, m, err := apiOptions(c, client, addressesOf(c, &atomic.Pointer[vkprovider.Provider]{}), slog.New(slog.DiscardHandler))
+	opts, m, err := apiOptions(c, client, addressesOf(c, &atomic.Pointer[vkprovider.Provider]{}), http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	require.NotNil(t, m)
 	srv := serve(t, opts)

@@ -72,7 +72,7 @@
 // # The kubelet API
 //
 // With --port, virtual-kubelet serves the kubelet API (logs, exec, attach,
-// port-forward, /stats/summary, /metrics/resource, /pods) through the
+// port-forward, /stats/summary, /metrics/resource, /metrics/probes, /pods) through the
 // provider, on every address, and the Node's daemonEndpoints name the
 // port. Its certificate is --tls-cert-file's (read again when the files
 // change); with --rotate-server-certificates, one by a

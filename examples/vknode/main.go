@@ -36,6 +36,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/examples/apiserver"
+	"github.com/kubeletkit/kubeletkit/examples/prometheus"
 	"github.com/kubeletkit/kubeletkit/examples/vkprovider"
 	"github.com/kubeletkit/kubeletkit/server"
 )
@@ -251,6 +252,13 @@ type vkNode struct {
 // newNode builds the provider and virtual-kubelet's node around it.
 func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog.Logger) (*vkNode, error) {
 	opts := vkprovider.Options{Agent: agentOptions(c, rt), Client: client, Logger: log}
+	// The agent's measurements; the kubelet API serves its probe metrics
+	// on /metrics/probes, as upstream.
+	metrics, err := prometheus.New(prometheus.Options{Logger: log.With("component", "metrics")})
+	if err != nil {
+		return nil, err
+	}
+	opts.Agent.Metrics = metrics
 	nodeOpts := []nodeutil.NodeOpt{nodeutil.WithClient(client), func(cfg *nodeutil.NodeConfig) error {
 		cfg.NodeSpec = nodeSpec(c)
 		// The agent resolves the containers' environment as a kubelet.
@@ -261,7 +269,7 @@ func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog
 	nd := &vkNode{}
 	var built atomic.Pointer[vkprovider.Provider]
 	if c.port != 0 {
-		o, m, err := apiOptions(c, client, addressesOf(c, &built), log)
+		o, m, err := apiOptions(c, client, addressesOf(c, &built), metrics.ProbeHandler(), log)
 		if err != nil {
 			return nil, err
 		}
@@ -277,13 +285,14 @@ func newNode(c *config, client kubernetes.Interface, rt agent.Runtime, log *slog
 }
 
 // apiOptions serve virtual-kubelet's kubelet API (logs, exec, attach,
-// port-forward, stats, resource metrics, through the provider) over TLS
+// port-forward, stats, resource metrics, through the provider; the probe
+// metrics, /metrics/probes, from probes) over TLS
 // with the certificate servingTLS says, authenticating client
 // certificates of --client-ca-file and bearer tokens (TokenReview), and
 // authorizing with SubjectAccessReview (virtual-kubelet's WebhookAuth), as
 // upstream kubelet with x509 and webhook authentication. The manager is
 // the serving certificate's, with --rotate-server-certificates.
-func apiOptions(c *config, client kubernetes.Interface, addresses func() []v1.NodeAddress, log *slog.Logger) ([]nodeutil.NodeOpt, certificate.Manager, error) {
+func apiOptions(c *config, client kubernetes.Interface, addresses func() []v1.NodeAddress, probes http.Handler, log *slog.Logger) ([]nodeutil.NodeOpt, certificate.Manager, error) {
 	t, m, err := servingTLS(c, client, addresses, log)
 	if err != nil {
 		return nil, nil, err
@@ -318,6 +327,9 @@ func apiOptions(c *config, client kubernetes.Interface, addresses func() []v1.No
 		return nil, nil, fmt.Errorf("kubelet API authentication: %w", err)
 	}
 	mux := http.NewServeMux()
+	// Beside the provider's routes (virtual-kubelet's "/"); its
+	// authorization asks for nodes/metrics under /metrics, as upstream's.
+	mux.Handle("GET /metrics/probes", probes)
 	return []nodeutil.NodeOpt{nodeutil.AttachProviderRoutes(mux), func(cfg *nodeutil.NodeConfig) error {
 		cfg.TLSConfig = tlsConfig
 		cfg.Handler = nodeutil.WithAuth(auth, mux)

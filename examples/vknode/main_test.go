@@ -216,7 +216,8 @@ func TestKubeletAPIClientCertificates(t *testing.T) {
 
 	caFile, clientCert := clientCA(t)
 	_, otherCert := clientCA(t)
-	opts, m, err := apiOptions(&config{nodeName: "kk-node", rootDir: t.TempDir(), port: 1, clientCAFile: caFile}, client, nil, slog.New(slog.DiscardHandler))
+	probes := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "prober_probe_total 1\n") })
+	opts, m, err := apiOptions(&config{nodeName: "kk-node", rootDir: t.TempDir(), port: 1, clientCAFile: caFile}, client, nil, probes, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	assert.Nil(t, m)
 	var cfg nodeutil.NodeConfig
@@ -228,13 +229,19 @@ func TestKubeletAPIClientCertificates(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 
-	get := func(certs ...tls.Certificate) int {
+	getPath := func(path string, certs ...tls.Certificate) (int, string) {
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}}
 		defer hc.CloseIdleConnections()
-		resp, err := hc.Get(srv.URL + "/pods")
+		resp, err := hc.Get(srv.URL + path)
 		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	get := func(certs ...tls.Certificate) int {
+		code, _ := getPath("/pods", certs...)
+		return code
 	}
 	assert.Equal(t, http.StatusUnauthorized, get(), "no credentials")
 	assert.Equal(t, http.StatusUnauthorized, get(otherCert), "a certificate of another CA")
@@ -242,12 +249,18 @@ func TestKubeletAPIClientCertificates(t *testing.T) {
 	assert.Empty(t, reviewed, "nothing unauthenticated is reviewed")
 	mu.Unlock()
 	assert.NotEqual(t, http.StatusUnauthorized, get(clientCert), "the kubelet-client certificate")
+	code, body := getPath("/metrics/probes", clientCert)
+	assert.Equal(t, http.StatusOK, code, "the probe metrics")
+	assert.Equal(t, "prober_probe_total 1\n", body)
+	code, _ = getPath("/metrics/probes", otherCert)
+	assert.Equal(t, http.StatusUnauthorized, code)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Len(t, reviewed, 1)
+	require.Len(t, reviewed, 2)
 	assert.Equal(t, "kube-apiserver-kubelet-client", reviewed[0].User)
 	assert.Equal(t, []string{"kubelet-api-admin", "system:authenticated"}, reviewed[0].Groups)
 	assert.Equal(t, "proxy", reviewed[0].ResourceAttributes.Subresource)
+	assert.Equal(t, "metrics", reviewed[1].ResourceAttributes.Subresource, "/metrics/probes is nodes/metrics, as upstream")
 }
 
 // clientCA writes a CA certificate to a file and returns its path and a
