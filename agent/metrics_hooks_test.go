@@ -218,8 +218,8 @@ func TestMetricsPodStartAndPullHooks(t *testing.T) {
 				ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1}}}}}
 	}
 	for _, tc := range []struct {
-		name      string
-		pod       *v1.Pod
+		name     string
+		pod      *v1.Pod
 		wantSLIs int
 	}{
 		{name: "a stateless pod", pod: slow("web"), wantSLIs: 1},
