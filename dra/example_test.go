@@ -3,13 +3,17 @@ package dra_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	drav1 "k8s.io/kubelet/pkg/apis/dra/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/dra"
+	"github.com/kubeletkit/kubeletkit/dra/dratest"
 )
 
 // A pod whose claim the scheduler allocated a GPU of the driver
@@ -31,4 +35,50 @@ func Example() {
 	fmt.Println(m.PrepareResources(context.Background(), pod))
 	// Output:
 	// prepare dynamic resources: DRA driver gpu.example.com is not registered
+}
+
+// A DRA driver's kubelet plugin registers (package pluginmanager calls the
+// Registry; here the test does), the pod's claim is prepared, its
+// container gets the CDI device, and the claim is unprepared when the pod
+// has stopped.
+func Example_prepare() {
+	dir, err := os.MkdirTemp("", "dra")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	plugin, err := dratest.Start(dratest.Options{Driver: "gpu.example.com", Endpoint: filepath.Join(dir, "gpu.sock")})
+	if err != nil {
+		panic(err)
+	}
+	defer plugin.Stop()
+	plugin.SetDevices("gpu", &drav1.Device{PoolName: "node1", DeviceName: "gpu-0", CdiDeviceIds: []string{"gpu.example.com/gpu=0"}})
+
+	gpu := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "default", UID: "claim-uid"}}
+	gpu.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "train", UID: "pod-uid"}}
+	gpu.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+		Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.example.com", Pool: "node1", Device: "gpu-0"}}}}
+	m, err := dra.New(dra.Options{StateDir: dir, Claims: dra.ClaimsFunc(func(context.Context, string, string) (*resourcev1.ResourceClaim, error) {
+		return gpu, nil
+	})})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Registry().Close()
+	ctx := context.Background()
+	if err := m.Registry().RegisterPlugin(ctx, plugin.Driver(), plugin.Endpoint(), plugin.Services()); err != nil {
+		panic(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "default", UID: "pod-uid"},
+		Spec: v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu")}},
+			Containers: []v1.Container{{Name: "train", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}}}}}
+	fmt.Println(m.PrepareResources(ctx, pod))
+	fmt.Println(m.CDIDevices(pod, &pod.Spec.Containers[0]))
+	fmt.Println(m.UnprepareResources(ctx, pod))
+	fmt.Println(plugin.Prepared())
+	// Output:
+	// <nil>
+	// [gpu.example.com/gpu=0] <nil>
+	// <nil>
+	// []
 }

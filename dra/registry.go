@@ -1,0 +1,211 @@
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	drav1 "k8s.io/kubelet/pkg/apis/dra/v1"
+	drav1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
+)
+
+// DefaultCallTimeout bounds each NodePrepareResources and
+// NodeUnprepareResources call to a DRA driver's kubelet plugin, upstream's
+// 45 seconds.
+const DefaultCallTimeout = 45 * time.Second
+
+// Services are the gRPC services of the DRA kubelet plugin API the node
+// speaks, the preferred first: a plugin lists the ones it serves as its
+// "supported versions" when it registers.
+var Services = []string{drav1.DRAPluginService, drav1beta1.DRAPluginService}
+
+// Registry holds the DRA drivers' kubelet plugins registered on the node,
+// as upstream's DRA plugin manager: the Handler of plugin type DRAPlugin
+// (k8s.io/kubelet/pkg/apis/pluginregistration/v1) for package
+// pluginmanager, which calls ValidatePlugin, RegisterPlugin and
+// DeRegisterPlugin as plugins announce themselves and go. A driver may
+// have several plugins (a rolling update starts the new one before the old
+// one goes); the latest that is connected serves it, else the latest.
+//
+// A Registry is made by New, one per Manager (Manager.Registry). Its
+// methods are safe for concurrent use. Close closes the connections of the
+// plugins still registered.
+type Registry struct {
+	timeout time.Duration
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	plugins map[string][]*plugin // by driver, in the order they registered
+}
+
+// plugin is one registered kubelet plugin of a DRA driver.
+type plugin struct {
+	driver   string
+	endpoint string
+	service  string // the chosen one of Services
+	conn     *grpc.ClientConn
+	timeout  time.Duration
+}
+
+func newRegistry(timeout time.Duration, log *slog.Logger) *Registry {
+	return &Registry{timeout: timeout, log: log, plugins: map[string][]*plugin{}}
+}
+
+// ValidatePlugin checks that a plugin of driver name serves one of the
+// Services, with upstream's errors: "invalid supported gRPC versions of DRA
+// driver plugin NAME at endpoint EP: empty list of supported gRPC services
+// (aka supported versions)" or "...: none of services supported by the
+// plugin ([...]) are supported by the kubelet ([...])".
+func (r *Registry) ValidatePlugin(name, endpoint string, versions []string) error {
+	_, err := chooseService(name, endpoint, versions)
+	return err
+}
+
+// chooseService is the first of Services that versions lists.
+func chooseService(name, endpoint string, versions []string) (string, error) {
+	var err error
+	switch {
+	case len(versions) == 0:
+		err = errors.New("empty list of supported gRPC services (aka supported versions)")
+	default:
+		for _, s := range Services {
+			if slices.Contains(versions, s) {
+				return s, nil
+			}
+		}
+		err = fmt.Errorf("none of services supported by the plugin (%q) are supported by the kubelet (%q)", versions, Services)
+	}
+	return "", fmt.Errorf("invalid supported gRPC versions of DRA driver plugin %s at endpoint %s: %w", name, endpoint, err)
+}
+
+// RegisterPlugin adds the plugin of driver name at the unix socket
+// endpoint, speaking the first of Services it lists. Its connection is
+// made at once and connects in the background; the calls wait for it. A
+// second plugin at an endpoint the driver already has is refused
+// ("endpoint EP already registered for DRA driver plugin NAME"), as
+// upstream's. ctx is not kept.
+func (r *Registry) RegisterPlugin(_ context.Context, name, endpoint string, versions []string) error {
+	service, err := chooseService(name, endpoint, versions)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.plugins[name] {
+		if p.endpoint == endpoint {
+			return fmt.Errorf("endpoint %s already registered for DRA driver plugin %s", endpoint, name)
+		}
+	}
+	conn, err := grpc.NewClient("passthrough:///"+endpoint,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", endpoint)
+		}))
+	if err != nil {
+		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", name, endpoint, err)
+	}
+	conn.Connect()
+	r.plugins[name] = append(r.plugins[name], &plugin{driver: name, endpoint: endpoint, service: service, conn: conn, timeout: r.timeout})
+	r.log.Info("Registered DRA plugin", "driver", name, "endpoint", endpoint, "service", service, "plugins", len(r.plugins[name]))
+	return nil
+}
+
+// DeRegisterPlugin removes the plugin of driver name at endpoint and
+// closes its connection. Upstream also deletes the driver's
+// ResourceSlices when none of its plugins is back within 30 seconds; that
+// is the API server's side and is left to the caller.
+func (r *Registry) DeRegisterPlugin(name, endpoint string) {
+	r.mu.Lock()
+	plugins := r.plugins[name]
+	i := slices.IndexFunc(plugins, func(p *plugin) bool { return p.endpoint == endpoint })
+	if i < 0 {
+		r.mu.Unlock()
+		return
+	}
+	p := plugins[i]
+	if len(plugins) == 1 {
+		delete(r.plugins, name)
+	} else {
+		r.plugins[name] = slices.Delete(plugins, i, i+1)
+	}
+	left := len(r.plugins[name])
+	r.mu.Unlock()
+	if err := p.conn.Close(); err != nil {
+		r.log.Error("Failed to close the connection of a DRA plugin", "driver", name, "endpoint", endpoint, "err", err)
+	}
+	r.log.Info("Deregistered DRA plugin", "driver", name, "endpoint", endpoint, "plugins", left)
+}
+
+// Drivers are the names of the drivers with a registered plugin, sorted.
+func (r *Registry) Drivers() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.plugins))
+}
+
+// Close deregisters every plugin and closes its connection.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	all := r.plugins
+	r.plugins = map[string][]*plugin{}
+	r.mu.Unlock()
+	for _, plugins := range all {
+		for _, p := range plugins {
+			_ = p.conn.Close()
+		}
+	}
+}
+
+// plugin is the plugin that serves driver, or upstream's error: "DRA
+// driver name is empty", "DRA driver NAME is not registered"
+// (ErrDriverNotRegistered).
+func (r *Registry) plugin(driver string) (*plugin, error) {
+	if driver == "" {
+		return nil, errors.New("DRA driver name is empty")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	plugins := r.plugins[driver]
+	if len(plugins) == 0 {
+		return nil, fmt.Errorf("DRA driver %s is %w", driver, ErrDriverNotRegistered)
+	}
+	for i := len(plugins) - 1; i >= 0; i-- {
+		if plugins[i].conn.GetState() == connectivity.Ready {
+			return plugins[i], nil
+		}
+	}
+	return plugins[len(plugins)-1], nil
+}
+
+// prepare calls NodePrepareResources, bounded by the plugin's timeout, in
+// the service it chose (v1beta1's messages converted from and to v1's).
+func (p *plugin) prepare(ctx context.Context, req *drav1.NodePrepareResourcesRequest) (*drav1.NodePrepareResourcesResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	return p.client().NodePrepareResources(ctx, req)
+}
+
+// unprepare calls NodeUnprepareResources as prepare calls
+// NodePrepareResources.
+func (p *plugin) unprepare(ctx context.Context, req *drav1.NodeUnprepareResourcesRequest) (*drav1.NodeUnprepareResourcesResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	return p.client().NodeUnprepareResources(ctx, req)
+}
+
+func (p *plugin) client() drav1.DRAPluginClient {
+	if p.service == drav1beta1.DRAPluginService {
+		return drav1beta1.V1Beta1ClientWrapper{DRAPluginClient: drav1beta1.NewDRAPluginClient(p.conn)}
+	}
+	return drav1.NewDRAPluginClient(p.conn)
+}
