@@ -25,6 +25,18 @@ const (
 	MinimumGracePeriod int64 = 2
 )
 
+// UnprepareResources releases what the pod's resource claims were given,
+// once its containers have stopped and before its final status, as
+// upstream's SyncTerminatingPod unprepares its dynamic resources:
+// Options.DynamicResources' UnprepareResources when it is a
+// ResourceUnpreparer, else nothing. An error is the caller's to retry.
+func (s *Syncer) UnprepareResources(ctx context.Context, pod *v1.Pod) error {
+	if u, ok := s.opts.DynamicResources.(ResourceUnpreparer); ok {
+		return u.UnprepareResources(ctx, pod)
+	}
+	return nil
+}
+
 // KillPod stops a pod: every running container of status with its grace
 // period (the override when non-nil, else the pod's deletion grace period,
 // else its terminationGracePeriodSeconds, else 30s). Every container first

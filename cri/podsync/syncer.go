@@ -147,6 +147,15 @@ type ResourcePreparer interface {
 
 var _ ResourcePreparer = (*dra.Manager)(nil)
 
+// ResourceUnpreparer is the optional half of a ResourcePreparer that
+// releases what a terminated pod's resource claims were given (dra.Manager
+// has it): UnprepareResources calls it.
+type ResourceUnpreparer interface {
+	UnprepareResources(ctx context.Context, pod *v1.Pod) error
+}
+
+var _ ResourceUnpreparer = (*dra.Manager)(nil)
+
 // Options configures a Syncer. Runtime is required; every other zero value
 // is the documented default.
 type Options struct {
@@ -213,8 +222,10 @@ type Options struct {
 	// resized.
 	PodCgroups PodCgroupResizer
 	// DynamicResources prepares the pods' resource claims before their
-	// sandboxes are created. Nil: a dra.Manager that reads no claims, so
-	// that a pod with a claim is held, never run without its devices.
+	// sandboxes are created, and, when it is also a ResourceUnpreparer,
+	// releases them in UnprepareResources. Nil: a dra.Manager that reads
+	// no claims, so that a pod with a claim is held, never run without its
+	// devices.
 	DynamicResources ResourcePreparer
 	// HookTransport sends HTTP lifecycle hooks (postStart, preStop). Nil:
 	// a transport of the Syncer's own as upstream's kubelet sends them

@@ -56,6 +56,13 @@ type ContainerDevices interface {
 	ApplyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error
 }
 
+// ClaimDevices gives the CDI devices (vendor.com/class=name) prepared for
+// the resource claims a container uses (Dynamic Resource Allocation), as
+// dra.Manager does. Its error is ContainerConfig's.
+type ClaimDevices interface {
+	CDIDevices(pod *v1.Pod, c *v1.Container) ([]string, error)
+}
+
 // ConfigMapGetter gives the configMaps that containers' environments
 // reference (envFrom, configMapKeyRef). A missing one is an error for which
 // apimachinery's errors.IsNotFound holds. volume.StaticSources and the
@@ -118,6 +125,11 @@ type Options struct {
 	// Devices adds the devices allocated to a container to its config
 	// (nil: none).
 	Devices ContainerDevices
+	// ClaimDevices gives the CDI devices of the resource claims each
+	// container uses, added to its config's CDIDevices after those of
+	// Devices, as upstream's kubelet adds the DRA manager's after the
+	// device manager's (nil: none).
+	ClaimDevices ClaimDevices
 	// LogRoot is the root of pod log directories (empty: DefaultLogRoot).
 	// Like PodsDir and SeccompProfileRoot, it is handed to the runtime,
 	// which reads a relative path from its own working directory: give

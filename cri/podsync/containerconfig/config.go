@@ -176,7 +176,8 @@ func (b *Builder) dnsConfig(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
 // reference the pull returned, else c.Image), command, args, env (with the
 // downward API and resource fields; podIPs are the sandbox's), working dir,
 // mounts, log path, labels and annotations, resources and security
-// context; then Options.Devices adds the container's devices. ctype is the
+// context; then Options.Devices adds the container's devices, and
+// Options.ClaimDevices the CDI devices of its resource claims. ctype is the
 // container's type as cri.ContainerTypeAnnotation holds it
 // (cri.ContainerTypeRegular, ContainerTypeInit, ContainerTypeEphemeral).
 // images are the pulled images of the pod's image volumes (nil when it has
@@ -274,6 +275,15 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if b.opts.Devices != nil {
 		if err := b.opts.Devices.ApplyDevices(ctx, pod, c, cfg); err != nil {
 			return nil, err
+		}
+	}
+	if b.opts.ClaimDevices != nil {
+		ids, err := b.opts.ClaimDevices.CDIDevices(pod, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			cfg.CDIDevices = append(cfg.CDIDevices, &runtimeapi.CDIDevice{Name: id})
 		}
 	}
 	return cfg, nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/internal/eventtest"
 )
 
@@ -615,4 +616,41 @@ func TestMemoryAccounting(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, cfg.GetLinux().GetResources().GetMemorySwapLimitInBytes())
 	assert.NotContains(t, cfg.GetAnnotations(), containerconfig.MemoryRequestAnnotation)
+}
+
+type claimDevicesFunc func(pod *v1.Pod, c *v1.Container) ([]string, error)
+
+func (f claimDevicesFunc) CDIDevices(pod *v1.Pod, c *v1.Container) ([]string, error) {
+	return f(pod, c)
+}
+
+var _ containerconfig.ClaimDevices = (*dra.Manager)(nil)
+
+// The CDI devices of a container's resource claims go into its config's
+// CDIDevices, after the device plugins' (upstream's order); their error is
+// the config's.
+func TestClaimDevices(t *testing.T) {
+	refuse := errors.New("internal error: unable to get claim info for ResourceClaim gpu in namespace ns")
+	b := newBuilder(t, containerconfig.Options{
+		Devices: devicesFunc(func(_ context.Context, _ *v1.Pod, _ *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+			cfg.CDIDevices = append(cfg.CDIDevices, &runtimeapi.CDIDevice{Name: "plugin.example.com/dev=0"})
+			return nil
+		}),
+		ClaimDevices: claimDevicesFunc(func(_ *v1.Pod, c *v1.Container) ([]string, error) {
+			if c.Name == "refused" {
+				return nil, refuse
+			}
+			return []string{"gpu.example.com/gpu=0", "gpu.example.com/gpu=1"}, nil
+		}),
+	})
+	pod := newPod("", nil, ctr("app"), ctr("refused"))
+	cfg, err := containerConfig(b, pod)
+	require.NoError(t, err)
+	var names []string
+	for _, d := range cfg.GetCDIDevices() {
+		names = append(names, d.GetName())
+	}
+	assert.Equal(t, []string{"plugin.example.com/dev=0", "gpu.example.com/gpu=0", "gpu.example.com/gpu=1"}, names)
+	_, err = b.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[1], cri.ContainerTypeRegular, 0, nil, "", nil)
+	assert.ErrorIs(t, err, refuse)
 }

@@ -70,7 +70,8 @@
 // Options.SeccompProfileRoot; AppArmor; capabilities; masked /proc paths;
 // a user namespace of the pod's own for hostUsers: false where
 // Options.UserNamespaces says the handler supports one; runAsNonRoot
-// verified), and the devices Options.Devices adds.
+// verified), the devices Options.Devices adds, and the CDI devices of its
+// resource claims (Options.ClaimDevices, a dra.Manager) in CDIDevices.
 //
 // # Errors
 //
