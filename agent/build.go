@@ -26,6 +26,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/devices"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/eviction/stats"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
@@ -188,6 +189,7 @@ type blocks struct {
 	devices      *devices.Manager       // nil without Node.DevicePluginDir
 	cgroups      *podCgroups            // its manager is nil without Cgroups.PerQOS
 	podsync      *podsync.Syncer
+	dra          *dra.Manager         // its Registry is the DRAPlugin handler
 	pullRecords  *pullrecords.Manager // nil with Node.PulledImages.Off
 	stats        stats.Provider       // nil, with statsErr saying why, without a measurement
 	statsErr     error
@@ -351,7 +353,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 		return nil, err
 	}
 	b.nodeView.status = b.node
-	h.prober, h.cgroups, h.gc = b.prober, b.cgroups, b.podsync
+	h.prober, h.cgroups, h.gc, h.dra = b.prober, b.cgroups, b.podsync, b.dra
 	// What each part keeps of a pod, forgotten at housekeeping once the pod
 	// is finished and no longer desired.
 	h.forgetters = []podForgetter{b.alloc, forgetFunc(view.status.Remove), b.podsync,

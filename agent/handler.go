@@ -13,6 +13,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/allocation"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/devices"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/podworkers"
@@ -34,6 +35,7 @@ type handler struct {
 	cgroups   *podCgroups
 	gc        *podsync.Syncer // collects dead containers
 	devices   *devices.Manager
+	dra       *dra.Manager // unprepares the claims of pods no longer active
 	rt        Runtime
 	mirrors   MirrorPods
 	// forgetters forget a finished pod that is no longer desired.

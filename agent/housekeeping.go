@@ -88,6 +88,14 @@ func (h *handler) HandlePodCleanups(ctx context.Context) error {
 		h.log.Info("Killing an orphaned pod found in the runtime", "pod", podDesc(p))
 		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodKill, RunningPod: p})
 	}
+	// Claims still recorded for a pod neither desired nor known to a
+	// worker are unprepared, as upstream's DRA reconcile loop does.
+	if err := h.dra.UnprepareInactive(ctx, func(uid types.UID) bool {
+		_, ok := want[uid]
+		return ok || h.workers.IsPodKnownToWorker(uid)
+	}); err != nil {
+		h.log.Info("Failed to unprepare the resource claims of inactive pods", "err", err)
+	}
 
 	// Forget finished pods that are no longer desired.
 	for _, uid := range h.records.finished(want, known) {

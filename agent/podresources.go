@@ -18,12 +18,12 @@ func (p podResourcePods) ActivePods() []*v1.Pod { return p.view.admitted("") }
 func (p podResourcePods) Pods() []*v1.Pod       { return p.view.pods.GetPods() }
 
 // newPodResources builds the pod-resources API over the blocks the agent
-// has: its pods and, with a device plugin directory, the device manager.
-// There is no CPU, memory or DRA manager: the API answers as upstream's
-// policies "none" and no claims. It serves RootDir/pod-resources/kubelet.sock
+// has: its pods, the DRA manager's prepared claims and, with a device
+// plugin directory, the device manager. There is no CPU or memory manager:
+// the API answers as upstream's policies "none". It serves RootDir/pod-resources/kubelet.sock
 // only with HTTP.PodResources.
 func (b *blocks) newPodResources() (*podresources.Server, error) {
-	var sources podresources.Sources
+	sources := podresources.Sources{DynamicResources: b.dra}
 	if b.devices != nil {
 		sources.Devices = b.devices
 	}

@@ -19,13 +19,15 @@ import (
 // images, and the container config builder over the volumes, the
 // environment's sources, the devices, the cgroups and the runtime's
 // features; a pod's resource claims are prepared by a dra.Manager over the
-// API server's claims (Cluster.ResourceClaims).
+// API server's claims (Cluster.ResourceClaims), its checkpoint in RootDir,
+// which also gives the containers their claims' CDI devices (b.dra).
 func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 	opts, log := b.opts, b.log
-	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims})
+	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims, StateDir: opts.RootDir, Logger: log.With("component", "dra")})
 	if err != nil {
 		return nil, err
 	}
+	b.dra = claims
 	var sandboxCgroups containerconfig.SandboxCgroups
 	var podCgroups podsync.PodCgroupResizer
 	if b.cgroups.mgr != nil {
@@ -47,6 +49,7 @@ func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 			Volumes: b.vol, ConfigMaps: cms, Secrets: secrets, Services: opts.Cluster.Services, NodeAllocatable: b.allocatable,
 			RecursiveReadOnlyMounts: b.features.handlerSupportsRecursiveReadOnly,
 			Devices:                 devs,
+			ClaimDevices:            claims,
 			UserNamespaces:          b.features.handlerSupportsUserNamespaces,
 			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,

@@ -186,6 +186,11 @@ func (s *podSyncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePe
 			return fmt.Errorf("pod %s: container %s still running after the kill", podDesc(pod), cri.ContainerName(c))
 		}
 	}
+	// Its resource claims are released once nothing runs, before its
+	// final status, as upstream's.
+	if err := s.podsync.UnprepareResources(ctx, pod); err != nil {
+		return err
+	}
 	_, err = s.generate(pod, rs, true, statusFn)
 	return err
 }
