@@ -284,9 +284,6 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if b.vol, err = b.newVolumes(); err != nil {
 		return nil, err
 	}
-	if b.plugins, err = b.newPlugins(); err != nil {
-		return nil, err
-	}
 	mgr, err := newCgroups(opts, b.caps, capacity, log)
 	if err != nil {
 		return nil, err
@@ -297,6 +294,9 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 		return nil, err
 	}
 	if b.podsync, err = b.newPodSync(capacity); err != nil {
+		return nil, err
+	}
+	if b.plugins, err = b.newPlugins(); err != nil {
 		return nil, err
 	}
 	b.cgroups.killer = b.podsync

@@ -14,11 +14,12 @@ func (o Options) pluginRegistryDir() string { return filepath.Join(o.RootDir, "p
 
 // newPlugins builds the plugin registry's manager: CSI drivers register
 // with the volumes' CSI registry (b.csi), which the CSI volumes look
-// drivers up in.
+// drivers up in; DRA drivers' kubelet plugins with the DRA manager's
+// registry (b.dra), which prepares the pods' claims through them.
 func (b *blocks) newPlugins() (*pluginmanager.Manager, error) {
 	return pluginmanager.New(pluginmanager.Options{
 		Dir:      b.opts.pluginRegistryDir(),
-		Handlers: map[string]pluginmanager.Handler{registerapi.CSIPlugin: b.csi},
+		Handlers: map[string]pluginmanager.Handler{registerapi.CSIPlugin: b.csi, registerapi.DRAPlugin: b.dra.Registry()},
 		Clock:    b.clock,
 		Logger:   b.log.With("component", "plugins"),
 	})

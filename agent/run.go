@@ -137,7 +137,8 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 		runnable{name: "node-status", run: a.node.Run},
 		runnable{name: "container-logs", run: b.rotator.Run},
 		runnable{name: "volumes", run: b.vol.Run},
-		runnable{name: "plugins", run: b.plugins.Run})
+		// The DRA plugins' connections are closed as Run returns.
+		runnable{name: "plugins", run: b.plugins.Run, stop: b.dra.Registry().Close})
 	if b.devices != nil {
 		rs = append(rs, runnable{name: "devices", run: b.devices.Run})
 	}
