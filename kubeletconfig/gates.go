@@ -16,7 +16,7 @@ var alwaysOnGates = map[string]bool{
 	"ExecProbeTimeout": true, "HostnameOverride": true, "ImageMaximumGCAge": true, "ImageVolume": true,
 	"InPlacePodLevelResourcesVerticalScaling": true, "InPlacePodVerticalScaling": true,
 	"InPlacePodVerticalScalingInitContainers": true, "KubeletCgroupDriverFromCRI": true,
-	"KubeletFineGrainedAuthz": true, "KubeletPSI": true, "KubeletSeparateDiskGC": true, "KubeletPodResourcesGet": true,
+	"KubeletFineGrainedAuthz": true, "KubeletPSI": true, "KubeletPodResourcesDynamicResources": true, "KubeletSeparateDiskGC": true, "KubeletPodResourcesGet": true,
 	"KubeletPodResourcesListUseActivePods": true, "KubeletServiceAccountTokenForCredentialProviders": true,
 	"NodeDeclaredFeatures": true, "NodeSwap": true, "PLEGOnDemandRelist": true,
 	"PodLevelResources": true, "PodLifecycleSleepAction": true, "PodLifecycleSleepActionAllowZero": true,
@@ -41,8 +41,7 @@ var configRefusedGates = map[string]bool{
 // notYetGates are on by default upstream and not implemented here: false
 // is accepted (the node is without them), true is refused.
 var notYetGates = map[string]bool{
-	"CSIServiceAccountTokenSecrets": true, "KubeletPodResourcesDynamicResources": true,
-	"MutableCSINodeAllocatableCount": true, "RecoverVolumeExpansionFailure": true,
+	"CSIServiceAccountTokenSecrets": true, "MutableCSINodeAllocatableCount": true, "RecoverVolumeExpansionFailure": true,
 	"ResourceHealthStatusMessage": true, "SELinuxMountReadWriteOncePod": true,
 }
 
