@@ -48,11 +48,7 @@ func (sysMounter) Unmount(target string) error {
 // IsMountPoint looks for path in /proc/self/mountinfo (after resolving
 // symlinks), which also finds bind mounts on the same device.
 func (sysMounter) IsMountPoint(path string) (bool, error) {
-	p, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return false, err
-	}
-	table, err := readConsistently("/proc/self/mountinfo", os.ReadFile)
+	p, table, err := mountTable(path)
 	if err != nil {
 		return false, err
 	}
@@ -69,15 +65,22 @@ func (sysMounter) IsMountPoint(path string) (bool, error) {
 // resolving symlinks) has "seclabel" among its superblock options in
 // /proc/self/mountinfo.
 func (sysMounter) SupportsSELinux(path string) (bool, error) {
-	p, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return false, err
-	}
-	table, err := readConsistently("/proc/self/mountinfo", os.ReadFile)
+	p, table, err := mountTable(path)
 	if err != nil {
 		return false, err
 	}
 	return seclabeled(table, p), nil
+}
+
+// mountTable resolves path's symlinks and reads this process's mount
+// table, /proc/self/mountinfo.
+func mountTable(path string) (string, []byte, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", nil, err
+	}
+	table, err := readConsistently("/proc/self/mountinfo", os.ReadFile)
+	return p, table, err
 }
 
 // seclabeled finds the mount of table (a mountinfo) whose mount point is
