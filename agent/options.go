@@ -196,12 +196,13 @@ type ClusterOptions struct {
 	RuntimeClasses containerconfig.RuntimeClasses
 	// ResourceClaims reads the ResourceClaims of pods that have
 	// spec.resourceClaims (an API server's, resource.k8s.io/v1), which
-	// package dra checks before the pod's sandbox is created. The node
-	// registers no DRA driver, so a pod whose claim was allocated a device
-	// is never run: it waits in ContainerCreating with upstream's
-	// FailedPrepareDynamicResources event ("... DRA driver NAME is not
-	// registered") at each sync. Nil: no claim can be read, and such a pod
-	// waits the same way ("... no source of ResourceClaims").
+	// package dra checks and prepares before the pod's sandbox is created,
+	// through the DRA drivers' kubelet plugins that register in
+	// RootDir/plugins_registry. A pod whose claim was allocated a device
+	// of a driver not registered waits in ContainerCreating with
+	// upstream's FailedPrepareDynamicResources event ("... DRA driver NAME
+	// is not registered") at each sync. Nil: no claim can be read, and
+	// such a pod waits the same way ("... no source of ResourceClaims").
 	ResourceClaims dra.Claims
 	// CSINodes records the CSI drivers that register through the plugin
 	// registry on the API server's objects, as upstream's node info

@@ -102,8 +102,8 @@
 // (upstream's follow maps). A CDI ID comes once per container. The claims
 // of a pod to unprepare are the recorded ones only (upstream also derives
 // them from the pod when none is recorded, which unprepares nothing more).
-// Device health (ResourceHealthStatus, ResourceHealthStatusMessage) and
-// the pod-resources API's dynamic_resources are not reported yet.
+// Device health (ResourceHealthStatus, ResourceHealthStatusMessage) is
+// not reported yet.
 //
 // A Manager starts no goroutine; its methods are safe for concurrent use.
 // Claims is a one-method interface with a ClaimsFunc adapter; an API
