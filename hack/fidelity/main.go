@@ -571,6 +571,25 @@ func exitedWhileRunning(x, y ContainerView) bool {
 	return strings.HasPrefix(x.State, "terminated:") && y.State == "running" && y.Last == x.State
 }
 
+// justExited reports whether one of a and b shows an instance that has just
+// exited and the other the same point of the crash loop a sync later:
+// held in its back-off after that exit (same restart count), or one
+// cycle behind, in the back-off after the exit before (the exited side's
+// count one more); or still running that instance (same count), or
+// already running the next one (its count one more).
+func justExited(a, b ContainerView) bool {
+	for _, p := range [][2]ContainerView{{a, b}, {b, a}} {
+		x, y := p[0], p[1]
+		switch {
+		case exitedThenBackOff(x, y) && (x.RestartCount == y.RestartCount || x.RestartCount == y.RestartCount+1):
+			return true
+		case exitedWhileRunning(x, y) && (x.RestartCount == y.RestartCount || y.RestartCount == x.RestartCount+1):
+			return true
+		}
+	}
+	return false
+}
+
 // alignRetryCycles returns ours with each container that is at another
 // point of its retry cycle than upstream's set to upstream's state (and
 // what follows from it), and a timing note for each:
@@ -582,7 +601,9 @@ func exitedWhileRunning(x, y ContainerView) bool {
 //   - a crash loop just after an exit: terminated on one side (its kubelet
 //     has not synced since) and CrashLoopBackOff on the other, or still
 //     running there (its kubelet has not seen the exit yet), with the same
-//     restart count and that termination as the other's last one.
+//     restart count and that termination as the other's last one; or,
+//     one cycle apart (justExited), the other in the back-off after the
+//     exit before, or already running the next instance.
 func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 	cp := *ours
 	var notes []difference
@@ -612,9 +633,7 @@ func alignRetryCycles(up, ours *PodView) (*PodView, []difference) {
 				notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (crash-loop restarts)", kind, i, a[i].State, b[i].State), true})
 				b[i].State, b[i].Message, b[i].Ready, b[i].Started = a[i].State, a[i].Message, a[i].Ready, a[i].Started
 				crashAligned = true
-			case a[i].RestartCount > 0 && a[i].RestartCount == b[i].RestartCount &&
-				(exitedThenBackOff(a[i], b[i]) || exitedThenBackOff(b[i], a[i]) ||
-					exitedWhileRunning(a[i], b[i]) || exitedWhileRunning(b[i], a[i])):
+			case a[i].RestartCount > 0 && b[i].RestartCount > 0 && justExited(a[i], b[i]):
 				notes = append(notes, difference{fmt.Sprintf("%s[%d].state: upstream %q, ours %q (crash-loop restarts: exited, not synced yet)", kind, i, a[i].State, b[i].State), true})
 				b[i].State, b[i].Message, b[i].Last, b[i].Ready, b[i].Started = a[i].State, a[i].Message, a[i].Last, a[i].Ready, a[i].Started
 				crashAligned = true

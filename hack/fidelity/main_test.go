@@ -174,6 +174,28 @@ func TestCompare(t *testing.T) {
 		same, err = compare([]string{writeRecording(t, dir, "ex-up.json", upPod), writeRecording(t, dir, "ex-rc.json", oursPod)}, &out)
 		require.NoError(t, err)
 		assert.False(t, same)
+		// One cycle apart: the exited side one restart ahead of the other's
+		// back-off (CI, 2026-12-03: crashloop), or the running side one
+		// restart ahead of the other's exit (sidecar-crash).
+		ahead := crashing("d", 3, oom)
+		ahead.Status.ContainerStatuses[0].LastTerminationState = oom
+		behind := crashing("e", 2, v1.ContainerState{})
+		behind.Status.ContainerStatuses[0].State = backOff(behind)
+		behind.Status.ContainerStatuses[0].LastTerminationState = oom
+		same, err = compare([]string{writeRecording(t, dir, "cy-up.json", behind), writeRecording(t, dir, "cy-ours.json", ahead)}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		restarted := crashing("f", 3, v1.ContainerState{Running: &v1.ContainerStateRunning{}})
+		restarted.Status.ContainerStatuses[0].LastTerminationState = oom
+		same, err = compare([]string{writeRecording(t, dir, "cy-up2.json", upPod), writeRecording(t, dir, "cy-ours2.json", restarted)}, &out)
+		require.NoError(t, err)
+		assert.True(t, same, out.String())
+		// Two cycles apart is not timing.
+		far := crashing("g", 4, v1.ContainerState{Running: &v1.ContainerStateRunning{}})
+		far.Status.ContainerStatuses[0].LastTerminationState = oom
+		same, err = compare([]string{writeRecording(t, dir, "cy-up3.json", upPod), writeRecording(t, dir, "cy-ours3.json", far)}, &out)
+		require.NoError(t, err)
+		assert.False(t, same, out.String())
 		oursPod.Status.ContainerStatuses[0].RestartCount = 2
 		oursPod.Status.ContainerStatuses[0].LastTerminationState = terminated
 		same, err = compare([]string{writeRecording(t, dir, "ex-up.json", upPod), writeRecording(t, dir, "ex-other.json", oursPod)}, &out)
