@@ -120,13 +120,13 @@ type streamStates struct {
 	seen map[pleg.StreamState]int
 }
 
-func (s *streamStates) RelistDuration(time.Duration)                          {}
-func (s *streamStates) RelistInterval(time.Duration)                          {}
-func (s *streamStates) LastSeen(time.Time)                                    {}
-func (s *streamStates) EventsCoalesced(int)                                   {}
-func (s *streamStates) ObserveWork(podworkers.WorkKind, time.Duration, error) {}
-func (s *streamStates) PodStartDuration(time.Duration)                        {}
-func (s *streamStates) Event(string, string)                                  {}
+func (s *streamStates) RelistDuration(time.Duration)           {}
+func (s *streamStates) RelistInterval(time.Duration)           {}
+func (s *streamStates) LastSeen(time.Time)                     {}
+func (s *streamStates) EventsCoalesced(int)                    {}
+func (s *streamStates) ObserveWork(podworkers.WorkObservation) {}
+func (s *streamStates) PodStartDuration(time.Duration)         {}
+func (s *streamStates) Event(string, string)                   {}
 
 func (s *streamStates) StreamState(st pleg.StreamState) {
 	s.mu.Lock()

@@ -62,6 +62,7 @@ func (f forgetFunc) RemovePod(uid types.UID) { f(uid) }
 
 // HandlePodAdditions admits new pods and starts their workers.
 func (h *handler) HandlePodAdditions(pods []*v1.Pod) {
+	start := h.clock.Now()
 	sortByCreation(pods)
 	for _, pod := range pods {
 		h.pods.Add(pod)
@@ -91,7 +92,7 @@ func (h *handler) HandlePodAdditions(pods []*v1.Pod) {
 			h.alloc.HandleResize(pod)
 		}
 		h.prober.AddPod(pod)
-		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
+		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod, StartTime: start})
 	}
 	h.alloc.Flush()
 }
@@ -121,6 +122,7 @@ func (h *handler) reject(pod *v1.Pod, reason, msg string) {
 // containers' resources changed (an in-place resize) is weighed first
 // (allocation.Manager.HandleResize).
 func (h *handler) HandlePodUpdates(pods []*v1.Pod) {
+	start := h.clock.Now()
 	for _, pod := range pods {
 		old, had := h.pods.GetPodByUID(pod.UID)
 		h.pods.Update(pod)
@@ -133,7 +135,7 @@ func (h *handler) HandlePodUpdates(pods []*v1.Pod) {
 		if !h.workers.IsPodTerminationRequested(pod.UID) {
 			h.alloc.HandleResize(pod)
 		}
-		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: pod})
+		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodUpdate, Pod: pod, StartTime: start})
 	}
 	h.alloc.Flush()
 }
@@ -181,6 +183,7 @@ func (h *handler) HandlePodRemoves(pods []*v1.Pod) {
 // HandlePodReconcile records status-only changes; a pod the configuration
 // now reports terminal is synced so its worker notices.
 func (h *handler) HandlePodReconcile(pods []*v1.Pod) {
+	start := h.clock.Now()
 	for _, pod := range pods {
 		h.pods.Update(pod)
 		// A refused pod never reaches the workers: the Failed phase its
@@ -194,18 +197,19 @@ func (h *handler) HandlePodReconcile(pods []*v1.Pod) {
 		// writer just changed, is synced so that its status is reported
 		// anew; any other status-only change waits for the next sync.
 		if podspec.IsTerminal(pod.Status.Phase) || status.NeedsReadinessReconcile(pod) {
-			h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod})
+			h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod, StartTime: start})
 		}
 	}
 }
 
 // HandlePodSyncs resyncs pods (runtime events, probe results).
 func (h *handler) HandlePodSyncs(pods []*v1.Pod) {
+	start := h.clock.Now()
 	for _, pod := range pods {
 		if h.records.isRejected(pod.UID) {
 			continue
 		}
-		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod})
+		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodSync, Pod: pod, StartTime: start})
 	}
 }
 

@@ -137,12 +137,13 @@ func (h *handler) HandlePodCleanups(ctx context.Context) error {
 // added again while it was terminating (a static manifest put back, say)
 // was forgotten once its termination ended, and starts again now.
 func (h *handler) restartForgotten(desired []*v1.Pod, known map[types.UID]podworkers.WorkerSync) {
+	start := h.clock.Now()
 	for _, p := range desired {
 		if _, ok := known[p.UID]; ok || podspec.IsMirror(p) || h.records.isRejected(p.UID) {
 			continue
 		}
 		h.log.Info("Restarting a desired pod the pod workers no longer know", "pod", podDesc(p))
-		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: p})
+		h.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: p, StartTime: start})
 	}
 }
 

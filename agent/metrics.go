@@ -20,14 +20,14 @@ type noMetrics struct{}
 
 var _ Metrics = noMetrics{}
 
-func (noMetrics) RelistDuration(time.Duration)                          {}
-func (noMetrics) RelistInterval(time.Duration)                          {}
-func (noMetrics) LastSeen(time.Time)                                    {}
-func (noMetrics) EventsCoalesced(int)                                   {}
-func (noMetrics) StreamState(pleg.StreamState)                          {}
-func (noMetrics) ObserveWork(podworkers.WorkKind, time.Duration, error) {}
-func (noMetrics) PodStartDuration(time.Duration)                        {}
-func (noMetrics) Event(string, string)                                  {}
+func (noMetrics) RelistDuration(time.Duration)           {}
+func (noMetrics) RelistInterval(time.Duration)           {}
+func (noMetrics) LastSeen(time.Time)                     {}
+func (noMetrics) EventsCoalesced(int)                    {}
+func (noMetrics) StreamState(pleg.StreamState)           {}
+func (noMetrics) ObserveWork(podworkers.WorkObservation) {}
+func (noMetrics) PodStartDuration(time.Duration)         {}
+func (noMetrics) Event(string, string)                   {}
 
 // ProbeMetrics is an optional extension of Metrics: when Options.Metrics
 // also implements it, the agent reports every probe run to it, as

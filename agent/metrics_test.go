@@ -23,6 +23,7 @@ type recordingMetrics struct {
 	relists   int
 	lastSeen  time.Time
 	work      map[podworkers.WorkKind]int
+	measured  map[string]int // update type of the work measured from its start
 	podStarts []time.Duration
 	events    map[[2]string]int // type, reason
 }
@@ -30,7 +31,7 @@ type recordingMetrics struct {
 var _ agent.Metrics = (*recordingMetrics)(nil)
 
 func newRecordingMetrics() *recordingMetrics {
-	return &recordingMetrics{work: map[podworkers.WorkKind]int{}, events: map[[2]string]int{}}
+	return &recordingMetrics{work: map[podworkers.WorkKind]int{}, measured: map[string]int{}, events: map[[2]string]int{}}
 }
 
 func (m *recordingMetrics) RelistDuration(time.Duration) { m.mu.Lock(); m.relists++; m.mu.Unlock() }
@@ -39,9 +40,12 @@ func (m *recordingMetrics) LastSeen(t time.Time)         { m.mu.Lock(); m.lastSe
 func (m *recordingMetrics) EventsCoalesced(int)          {}
 func (m *recordingMetrics) StreamState(pleg.StreamState) {}
 
-func (m *recordingMetrics) ObserveWork(kind podworkers.WorkKind, _ time.Duration, _ error) {
+func (m *recordingMetrics) ObserveWork(o podworkers.WorkObservation) {
 	m.mu.Lock()
-	m.work[kind]++
+	m.work[o.Kind]++
+	if o.Started {
+		m.measured[o.UpdateType.String()]++
+	}
 	m.mu.Unlock()
 }
 
@@ -76,6 +80,7 @@ func TestMetricsHook(t *testing.T) {
 		assert.Equal(t, 3, m.relists, "relists observed")
 		assert.Equal(t, start.Add(time.Second), m.lastSeen, "last relist seen")
 		assert.Positive(t, m.work[podworkers.WorkSync], "syncs observed")
+		assert.Positive(t, m.measured["create"], "the pod's first sync measured from its addition: %v", m.measured)
 		assert.Equal(t, []time.Duration{0}, m.podStarts, "one pod started, Running at once, observed once")
 		assert.Equal(t, 1, m.events[[2]string{v1.EventTypeNormal, "Started"}], "events counted: %v", m.events)
 		assert.Equal(t, 1, m.events[[2]string{v1.EventTypeNormal, "Pulled"}], "events counted: %v", m.events)

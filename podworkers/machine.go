@@ -54,7 +54,8 @@ type update struct {
 	updateType UpdateType
 	pod        *v1.Pod
 	mirrorPod  *v1.Pod
-	runtime    bool // pod is a RunningPod: only its identity is known
+	runtime    bool      // pod is a RunningPod: only its identity is known
+	startTime  time.Time // UpdatePodOptions.StartTime
 }
 
 // podState is everything the Machine knows about one UID. It is kept until the
@@ -275,7 +276,7 @@ func (m *Machine) Update(now time.Time, opts UpdatePodOptions) (cancel bool, err
 	if mirror == nil && s.hasPending {
 		mirror = s.pending.mirrorPod
 	}
-	s.pending = update{updateType: opts.UpdateType, pod: pod, mirrorPod: mirror, runtime: runtimeOnly}
+	s.pending = update{updateType: opts.UpdateType, pod: pod, mirrorPod: mirror, runtime: runtimeOnly, startTime: opts.StartTime}
 	s.hasPending = true
 	m.wake(s)
 	return (became || shortened) && s.inFlight, nil
@@ -362,12 +363,13 @@ func (m *Machine) Next(now time.Time, uid types.UID) (w Work, ok bool) {
 	if u.mirrorPod != nil {
 		s.active.mirrorPod = u.mirrorPod
 	}
-	s.active.updateType = u.updateType
+	s.active.updateType, s.active.startTime = u.updateType, u.startTime
 	s.hasActive = true
 
 	w = Work{
 		UID:        uid,
 		UpdateType: s.active.updateType,
+		StartTime:  s.active.startTime,
 		Pod:        s.active.pod,
 		MirrorPod:  s.active.mirrorPod,
 		NewerThan:  s.lastDone,
@@ -449,12 +451,12 @@ func (m *Machine) Complete(now time.Time, uid types.UID, r Result) error {
 		}
 		s.startedTerminating = true
 		m.queue.remove(s)
-		m.replay(s, s.active.updateType)
+		m.replay(s, s.active.updateType, s.active.startTime)
 	case WorkTerminating:
 		s.terminatedAt = now
 		s.statusFn = nil
 		m.queue.remove(s)
-		m.replay(s, s.active.updateType)
+		m.replay(s, s.active.updateType, s.active.startTime)
 		m.debug("pod terminated", uid)
 	case WorkTerminatingRuntime:
 		if s.terminatedAt.IsZero() {
@@ -476,15 +478,16 @@ func (m *Machine) Complete(now time.Time, uid types.UID, r Result) error {
 	return nil
 }
 
-// replay makes the last consumed update pending again, unless an update is
-// already pending, and wakes a worker.
-func (m *Machine) replay(s *podState, t UpdateType) {
+// replay makes the last consumed update pending again, of type t and
+// measured from start, unless an update is already pending, and wakes a
+// worker.
+func (m *Machine) replay(s *podState, t UpdateType, start time.Time) {
 	if !s.hasPending {
 		if !s.hasActive {
 			return
 		}
 		s.pending = s.active
-		s.pending.updateType = t
+		s.pending.updateType, s.pending.startTime = t, start
 		s.hasPending = true
 	}
 	m.wake(s)
@@ -516,7 +519,7 @@ func (m *Machine) Resync(now time.Time) []types.UID {
 			m.wake(s)
 			continue
 		}
-		m.replay(s, SyncPodSync)
+		m.replay(s, SyncPodSync, now)
 	}
 	return due
 }
@@ -591,14 +594,14 @@ func (m *Machine) forget(now time.Time, s *podState, orphan bool) bool {
 		case !s.terminationRequested():
 			s.terminatingAt = now
 			s.gracePeriod, _ = effectiveGracePeriod(0, s.configPod(), nil)
-			m.replay(s, SyncPodKill)
+			m.replay(s, SyncPodKill, time.Time{})
 			m.debug("orphaned pod: termination requested", s.uid)
 			return false
 		default:
 			// Already terminating or terminated: a retry is in flight,
 			// pending or scheduled unless something went wrong; make sure.
 			if !s.inFlight && !s.hasPending && s.heapIndex < 0 {
-				m.replay(s, SyncPodKill)
+				m.replay(s, SyncPodKill, time.Time{})
 			}
 			return false
 		}

@@ -133,15 +133,33 @@ func (f StatusWaiterFunc) WaitNewerThan(ctx context.Context, uid types.UID, t ti
 // none) and must be safe for concurrent use; it is called outside the workers'
 // lock.
 type Metrics interface {
-	// ObserveWork reports one call to the Syncer: its kind, how long it took
-	// (including the wait for a newer runtime status) and its error.
-	ObserveWork(kind WorkKind, d time.Duration, err error)
+	// ObserveWork reports one finished call to the Syncer.
+	ObserveWork(o WorkObservation)
+}
+
+// WorkObservation is one finished call to the Syncer.
+type WorkObservation struct {
+	// Kind is the Syncer method called.
+	Kind WorkKind
+	// UpdateType is the type of the update the work took (Work.UpdateType).
+	UpdateType UpdateType
+	// Took is how long the call took, including the wait for a newer runtime
+	// status.
+	Took time.Duration
+	// SinceStart is the time from the update's StartTime to the end of the
+	// call, what upstream's kubelet_pod_worker_duration_seconds measures;
+	// meaningful only when Started.
+	SinceStart time.Duration
+	// Started says the update had a StartTime.
+	Started bool
+	// Err is the call's error.
+	Err error
 }
 
 // MetricsFunc adapts a function to Metrics.
-type MetricsFunc func(kind WorkKind, d time.Duration, err error)
+type MetricsFunc func(o WorkObservation)
 
 var _ Metrics = MetricsFunc(nil)
 
 // ObserveWork calls f.
-func (f MetricsFunc) ObserveWork(kind WorkKind, d time.Duration, err error) { f(kind, d, err) }
+func (f MetricsFunc) ObserveWork(o WorkObservation) { f(o) }

@@ -85,6 +85,13 @@ type UpdatePodOptions struct {
 	// KillPodOptions refine a kill (grace period override, status edit,
 	// eviction). They are ignored unless the pod is, or becomes, terminating.
 	KillPodOptions KillPodOptions
+	// StartTime is when the agent began handling the change that sent this
+	// update (upstream's dispatch time). The work that takes the update is
+	// measured from it (Metrics.ObserveWork's SinceStart); zero means it is
+	// not measured, as upstream does not measure kills of runtime-only pods,
+	// evictions and housekeeping's restarts. A newer pending update
+	// replaces an older one's StartTime.
+	StartTime time.Time
 }
 
 // uid returns the UID the update is for.
@@ -170,8 +177,13 @@ type Work struct {
 	UID types.UID
 	// Kind selects the Syncer method.
 	Kind WorkKind
-	// UpdateType is the type of the update being synced (for WorkSync).
+	// UpdateType is the type of the update being worked on: the last one
+	// taken for the pod, whatever the kind of work.
 	UpdateType UpdateType
+	// StartTime is that update's StartTime: zero if it had none. Work
+	// replayed after a phase change (terminal, terminated) keeps it; a
+	// resync or a retry starts anew.
+	StartTime time.Time
 	// Pod is the pod to sync. For WorkTerminatingRuntime it is the running pod
 	// of an orphan, as given in UpdatePodOptions.RunningPod.
 	Pod *v1.Pod

@@ -444,7 +444,12 @@ func (w *Workers) work(uid types.UID) {
 		res := w.do(ctx, work)
 		cancel()
 		if w.metrics != nil {
-			w.metrics.ObserveWork(work.Kind, w.clock.Since(start), res.Err)
+			end := w.clock.Now()
+			o := WorkObservation{Kind: work.Kind, UpdateType: work.UpdateType, Took: end.Sub(start), Err: res.Err}
+			if !work.StartTime.IsZero() {
+				o.SinceStart, o.Started = end.Sub(work.StartTime), true
+			}
+			w.metrics.ObserveWork(o)
 		}
 		if res.Err != nil {
 			level := slog.LevelError

@@ -438,25 +438,42 @@ func TestStaticPodsStartInOrder(t *testing.T) {
 	}
 }
 
+// TestMetrics checks what the workers observe: each Syncer call with the
+// type of the update it took, measured from the update's StartTime when it
+// has one (upstream's kubelet_pod_worker_duration_seconds), and kept across
+// the phase changes the update caused; a kill without a StartTime (upstream's
+// runtime-only kills and evictions) is not measured from any start.
 func TestMetrics(t *testing.T) {
 	var (
-		mu    sync.Mutex
-		kinds []podworkers.WorkKind
+		mu  sync.Mutex
+		got []string
 	)
-	metrics := podworkers.MetricsFunc(func(kind podworkers.WorkKind, _ time.Duration, _ error) {
+	metrics := podworkers.MetricsFunc(func(o podworkers.WorkObservation) {
 		mu.Lock()
 		defer mu.Unlock()
-		kinds = append(kinds, kind)
+		line := o.Kind.String() + " " + o.UpdateType.String()
+		if o.Started {
+			line += " since " + o.SinceStart.String()
+		}
+		got = append(got, line)
 	})
 	e := start(t, &podworkerstest.Syncer{}, func(o *podworkers.Options) { o.Metrics = metrics })
-	pod := newPod("a")
-	pod.Status.Phase = v1.PodSucceeded
-	e.w.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: pod})
+	done := newPod("done")
+	done.Status.Phase = v1.PodSucceeded
+	e.w.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodCreate, Pod: done, StartTime: e.clock.Now().Add(-2 * time.Second)})
+	e.idle(t)
+	orphan := newPod("orphan")
+	e.w.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.SyncPodKill, RunningPod: orphan})
 	e.idle(t)
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []podworkers.WorkKind{podworkers.WorkTerminating, podworkers.WorkTerminated}; !slices.Equal(kinds, want) {
-		t.Errorf("observed %v, want %v", kinds, want)
+	want := []string{
+		"SyncTerminatingPod create since 2s",
+		"SyncTerminatedPod create since 2s",
+		"SyncTerminatingRuntimePod kill",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("observed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

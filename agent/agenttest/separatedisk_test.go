@@ -197,14 +197,14 @@ func TestSeparateDiskGC(t *testing.T) {
 // of nothing else.
 type evictionMetrics func(signal string)
 
-func (f evictionMetrics) Evicted(signal string)                               { f(signal) }
-func (evictionMetrics) RelistDuration(time.Duration)                          {}
-func (evictionMetrics) RelistInterval(time.Duration)                          {}
-func (evictionMetrics) LastSeen(time.Time)                                    {}
-func (evictionMetrics) EventsCoalesced(int)                                   {}
-func (evictionMetrics) StreamState(pleg.StreamState)                          {}
-func (evictionMetrics) ObserveWork(podworkers.WorkKind, time.Duration, error) {}
-func (evictionMetrics) PodStartDuration(time.Duration)                        {}
-func (evictionMetrics) Event(string, string)                                  {}
+func (f evictionMetrics) Evicted(signal string)                { f(signal) }
+func (evictionMetrics) RelistDuration(time.Duration)           {}
+func (evictionMetrics) RelistInterval(time.Duration)           {}
+func (evictionMetrics) LastSeen(time.Time)                     {}
+func (evictionMetrics) EventsCoalesced(int)                    {}
+func (evictionMetrics) StreamState(pleg.StreamState)           {}
+func (evictionMetrics) ObserveWork(podworkers.WorkObservation) {}
+func (evictionMetrics) PodStartDuration(time.Duration)         {}
+func (evictionMetrics) Event(string, string)                   {}
 
 var _ agent.EvictionMetrics = evictionMetrics(nil)

@@ -190,7 +190,7 @@ func TestHTTPServer(t *testing.T) {
 		"# TYPE kubelet_pleg_last_seen_seconds gauge\n",
 		"# TYPE kubelet_pleg_discard_events counter\n",
 		"kubelet_pod_start_duration_seconds_count 1\n",
-		`kubelet_pod_worker_duration_seconds_count{operation="sync"}`,
+		`kubelet_pod_worker_duration_seconds_count{operation_type="create"}`,
 		`kubeletkit_events_total{reason="Started",type="Normal"} 1` + "\n",
 	}
 	all := func(body string) bool {

@@ -15,8 +15,9 @@
 //	kubelet_pleg_discard_events                  counter, PLEG events coalesced
 //	kubelet_pod_start_duration_seconds           histogram, first seen to Running (upstream's
 //	                                             buckets, 0.5s to 1h)
-//	kubelet_pod_worker_duration_seconds          histogram by operation (sync,
-//	                                             terminating, terminating_runtime, terminated)
+//	kubelet_pod_worker_duration_seconds          histogram by operation_type (create,
+//	                                             update, sync, kill, terminated), from
+//	                                             the agent's handling of the update
 //	kubeletkit_events_total                      counter by type and reason
 //
 // Fed by the agent's optional hooks (Metrics implements agent.StartMetrics,

@@ -116,7 +116,7 @@ func New(opts Options) (*Metrics, error) {
 		Help:    "Duration in seconds from the agent seeing a pod for the first time to the pod starting to run",
 		Buckets: podStartupBuckets})
 	m.work = prom.NewHistogramVec(prom.HistogramOpts{Name: "kubelet_pod_worker_duration_seconds",
-		Help: "Duration in seconds to sync a single pod, broken down by operation type"}, []string{"operation"})
+		Help: "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync"}, []string{"operation_type"})
 	m.events = prom.NewCounterVec(prom.CounterOpts{Name: "kubeletkit_events_total",
 		Help: "Events recorded by the agent, by type and reason"}, []string{"type", "reason"})
 	m.newRuntimeAndStartMetrics()
@@ -163,9 +163,15 @@ func (m *Metrics) EventsCoalesced(n int) { m.discarded.Add(float64(n)) }
 // not exposed.
 func (m *Metrics) StreamState(pleg.StreamState) {}
 
-// ObserveWork implements podworkers.Metrics.
-func (m *Metrics) ObserveWork(kind podworkers.WorkKind, d time.Duration, _ error) {
-	m.work.WithLabelValues(operation(kind)).Observe(d.Seconds())
+// ObserveWork implements podworkers.Metrics: upstream's
+// kubelet_pod_worker_duration_seconds, from the time the agent began
+// handling the update to the end of the work (work without a start, as
+// upstream's kills of removed and runtime-only pods, is not observed).
+func (m *Metrics) ObserveWork(o podworkers.WorkObservation) {
+	if !o.Started {
+		return
+	}
+	m.work.WithLabelValues(operationType(o)).Observe(o.SinceStart.Seconds())
 }
 
 // PodStartDuration implements agent.Metrics.
@@ -224,20 +230,15 @@ func (m *Metrics) StartedContainer(containerType, code string) {
 // limits) in kubelet_evictions.
 func (m *Metrics) Evicted(signal string) { m.evictions.WithLabelValues(signal).Inc() }
 
-// operation names a kind of pod work as the operation label of upstream's
-// kubelet_pod_worker_duration_seconds does: sync, terminating,
-// terminating_runtime or terminated.
-func operation(k podworkers.WorkKind) string {
-	switch k {
-	case podworkers.WorkSync:
-		return "sync"
-	case podworkers.WorkTerminating:
-		return "terminating"
-	case podworkers.WorkTerminatingRuntime:
-		return "terminating_runtime"
-	default:
+// operationType is the operation_type label of upstream's
+// kubelet_pod_worker_duration_seconds: "terminated" for the last work of a
+// pod, otherwise the type of the update the work took (create, update, sync
+// or kill).
+func operationType(o podworkers.WorkObservation) string {
+	if o.Kind == podworkers.WorkTerminated {
 		return "terminated"
 	}
+	return o.UpdateType.String()
 }
 
 // errorLog is promhttp's error logger over slog.

@@ -92,14 +92,26 @@ func TestHistograms(t *testing.T) {
 			"kubelet_pleg_relist_interval_seconds", nil, 1, 1},
 		{"pod start", func(m *prometheus.Metrics) { m.PodStartDuration(1500 * time.Millisecond) },
 			"kubelet_pod_start_duration_seconds", nil, 1, 1.5},
-		{"sync work", func(m *prometheus.Metrics) {
-			m.ObserveWork(podworkers.WorkSync, 100*time.Millisecond, nil)
-			m.ObserveWork(podworkers.WorkSync, 200*time.Millisecond, errors.New("failed"))
-			m.ObserveWork(podworkers.WorkTerminated, time.Second, nil)
-		}, "kubelet_pod_worker_duration_seconds", map[string]string{"operation": "sync"}, 2, 0.3},
-		{"terminating runtime work", func(m *prometheus.Metrics) {
-			m.ObserveWork(podworkers.WorkTerminatingRuntime, 250*time.Millisecond, nil)
-		}, "kubelet_pod_worker_duration_seconds", map[string]string{"operation": "terminating_runtime"}, 1, 0.25},
+		{"work by update type, from the update's start", func(m *prometheus.Metrics) {
+			m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkSync, UpdateType: podworkers.SyncPodSync,
+				Took: time.Millisecond, SinceStart: 100 * time.Millisecond, Started: true})
+			m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkSync, UpdateType: podworkers.SyncPodSync,
+				SinceStart: 200 * time.Millisecond, Started: true, Err: errors.New("failed")})
+			m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkSync, UpdateType: podworkers.SyncPodCreate,
+				SinceStart: time.Second, Started: true})
+			m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkSync, UpdateType: podworkers.SyncPodSync, Took: time.Second})
+		}, "kubelet_pod_worker_duration_seconds", map[string]string{"operation_type": "sync"}, 2, 0.3},
+		{"a pod's last work is terminated", func(m *prometheus.Metrics) {
+			m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkTerminated, UpdateType: podworkers.SyncPodUpdate,
+				SinceStart: 250 * time.Millisecond, Started: true})
+			m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkTerminating, UpdateType: podworkers.SyncPodUpdate,
+				SinceStart: time.Second, Started: true})
+		}, "kubelet_pod_worker_duration_seconds", map[string]string{"operation_type": "terminated"}, 1, 0.25},
+		{"a kill without a start is not observed", func(m *prometheus.Metrics) {
+			m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkTerminatingRuntime, UpdateType: podworkers.SyncPodKill, Took: time.Second})
+			m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkTerminating, UpdateType: podworkers.SyncPodKill,
+				SinceStart: 2 * time.Second, Started: true})
+		}, "kubelet_pod_worker_duration_seconds", map[string]string{"operation_type": "kill"}, 1, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,7 +311,7 @@ func TestHandlerServesEveryName(t *testing.T) {
 	require.NoError(t, m.RegisterNode(&node{rt: &runtime{containers: []*runtimeapi.Container{{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}},
 		pods: []v1.Pod{pod(v1.PodRunning)}}))
 	m.RelistDuration(time.Millisecond)
-	m.ObserveWork(podworkers.WorkSync, time.Millisecond, nil)
+	m.ObserveWork(podworkers.WorkObservation{Kind: podworkers.WorkSync, SinceStart: time.Millisecond, Started: true})
 	m.Event(v1.EventTypeNormal, "Started")
 	code, body := scrape(t, m.Handler())
 	require.Equal(t, http.StatusOK, code)
@@ -309,7 +321,7 @@ func TestHandlerServesEveryName(t *testing.T) {
 		"# TYPE kubelet_pleg_last_seen_seconds gauge\n",
 		"# TYPE kubelet_pleg_discard_events counter\n",
 		"# TYPE kubelet_pod_start_duration_seconds histogram\n",
-		`kubelet_pod_worker_duration_seconds_count{operation="sync"} 1` + "\n",
+		`kubelet_pod_worker_duration_seconds_count{operation_type="sync"} 1` + "\n",
 		`kubeletkit_events_total{reason="Started",type="Normal"} 1` + "\n",
 		"kubelet_running_pods 0\n",
 		`kubelet_running_containers{container_state="running"} 1` + "\n",
