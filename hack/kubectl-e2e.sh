@@ -266,6 +266,8 @@ for name in (\"logger\", \"reader\", \"web\"):
 print(\"ok\", sorted(pods))
 '"
 
+  scrape_metrics "${OUT}/metrics"
+
   # The kubelet API itself: refusals.
   local api="https://${NODE_IP}:${API_PORT}"
   check api-no-credentials expect 401 http_code "${api}/pods"
@@ -281,6 +283,38 @@ print(\"ok\", sorted(pods))
   # No controller manager runs here: the pods are deleted while the kubelet
   # runs, which confirms their end.
   kubectl -n "${NS}" delete pod -l kk-e2e=1 --timeout=60s >/dev/null || true
+}
+
+# scrape_metrics DIR: the kubelet's expositions through the API server's
+# node proxy, one file per endpoint, for hack/metrics-compare. An endpoint
+# that does not answer leaves an empty file (every family of it missing).
+scrape_metrics() {
+  local dir="$1" path
+  mkdir -p "${dir}"
+  for path in metrics metrics/resource metrics/probes metrics/cadvisor; do
+    if ! kubectl get --raw "/api/v1/nodes/${NODE}/proxy/${path}" >"${dir}/${path//\//-}.txt" 2>"${dir}/${path//\//-}.err"; then
+      kk_log "${AGENT}: /${path} did not answer: $(head -c 200 "${dir}/${path//\//-}.err")"
+      : >"${dir}/${path//\//-}.txt"
+    fi
+  done
+}
+
+# compare_metrics OURS: OURS' expositions beside upstream kubelet's
+# (hack/metrics-compare): a family kube-prometheus reads that upstream
+# serves and OURS does not, or one served under upstream's name with
+# another type, labels or buckets, fails, unless it is on the recorded
+# known list.
+compare_metrics() {
+  local ours="$1" mc="${HACK_DIR}/metrics-compare"
+  [[ -d "${DIR}/upstream/metrics" && -d "${DIR}/${ours}/metrics" ]] || return 0
+  if (cd "${mc}" && go run . -required required.txt -known known.txt -report "${DIR}/metrics-compare-${ours}.md" \
+    "${DIR}/upstream/metrics" "${DIR}/${ours}/metrics") >"${DIR}/metrics-compare-${ours}.out" 2>&1; then
+    kk_log "$(head -2 "${DIR}/metrics-compare-${ours}.out")"
+  else
+    cat "${DIR}/metrics-compare-${ours}.out"
+    kk_log "metrics of ${ours} differ from upstream kubelet's (${DIR}/metrics-compare-${ours}.md)"
+    FAILED=1
+  fi
 }
 
 # normalize FILE: FILE with what differs by nature masked: times, IDs,
@@ -328,6 +362,8 @@ main() {
     done
     ((differ == 0)) && kk_log "the outputs of upstream kubelet and ${ours} agree"
   done
+  # Only minikubelet: vknode serves virtual-kubelet's metrics, not a kubelet's.
+  compare_metrics minikubelet
   return "${FAILED}"
 }
 
