@@ -116,8 +116,9 @@
 // Everything is on the Metrics' own registries (Registry, and
 // ProbeRegistry for the probes), never on client_golang's global one, so
 // two agents in one process, or a test, do not collide; Options.Registry
-// shares one with other collectors. Help texts are upstream's without
-// component-base's stability prefix ("[ALPHA] ").
+// shares one with other collectors. Help texts are upstream's, with
+// component-base's stability prefix ("[ALPHA] ", "[STABLE] "), so that an
+// exposition of ours reads as upstream's (hack/metrics-compare checks it).
 //
 // # Threading
 //

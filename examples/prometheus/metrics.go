@@ -105,18 +105,18 @@ func New(opts Options) (*Metrics, error) {
 	// prom.DefBuckets, as upstream's histograms without buckets of their
 	// own: 5ms to 10s.
 	m.relistDuration = prom.NewHistogram(prom.HistogramOpts{Name: "kubelet_pleg_relist_duration_seconds",
-		Help: "Duration in seconds for relisting pods in PLEG"})
+		Help: alpha("Duration in seconds for relisting pods in PLEG.")})
 	m.relistInterval = prom.NewHistogram(prom.HistogramOpts{Name: "kubelet_pleg_relist_interval_seconds",
-		Help: "Interval in seconds between relisting in PLEG"})
+		Help: alpha("Interval in seconds between relisting in PLEG.")})
 	m.lastSeen = prom.NewGauge(prom.GaugeOpts{Name: "kubelet_pleg_last_seen_seconds",
-		Help: "Timestamp in seconds when PLEG was last seen active"})
+		Help: alpha("Timestamp in seconds when PLEG was last seen active.")})
 	m.discarded = prom.NewCounter(prom.CounterOpts{Name: "kubelet_pleg_discard_events",
-		Help: "The number of PLEG events coalesced instead of delivered on their own (upstream discarded them)"})
+		Help: alpha("The number of discard events in PLEG.")})
 	m.podStart = prom.NewHistogram(prom.HistogramOpts{Name: "kubelet_pod_start_duration_seconds",
-		Help:    "Duration in seconds from the agent seeing a pod for the first time to the pod starting to run",
+		Help:    alpha("Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run"),
 		Buckets: podStartupBuckets})
 	m.work = prom.NewHistogramVec(prom.HistogramOpts{Name: "kubelet_pod_worker_duration_seconds",
-		Help: "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync"}, []string{"operation_type"})
+		Help: alpha("Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync")}, []string{"operation_type"})
 	m.events = prom.NewCounterVec(prom.CounterOpts{Name: "kubeletkit_events_total",
 		Help: "Events recorded by the agent, by type and reason"}, []string{"type", "reason"})
 	m.newRuntimeAndStartMetrics()
@@ -186,22 +186,22 @@ func (m *Metrics) Event(eventtype, reason string) { m.events.WithLabelValues(eve
 func (m *Metrics) newRuntimeAndStartMetrics() {
 	op := []string{"operation_type"}
 	m.runtimeOps = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_runtime_operations_total",
-		Help: "Cumulative number of runtime operations by operation type."}, op)
+		Help: alpha("Cumulative number of runtime operations by operation type.")}, op)
 	m.runtimeDuration = prom.NewHistogramVec(prom.HistogramOpts{Name: "kubelet_runtime_operations_duration_seconds",
-		Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
+		Help:    alpha("Duration in seconds of runtime operations. Broken down by operation type."),
 		Buckets: prom.ExponentialBuckets(.005, 2.5, 14)}, op)
 	m.runtimeErrors = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_runtime_operations_errors_total",
-		Help: "Cumulative number of runtime operation errors by operation type."}, op)
+		Help: alpha("Cumulative number of runtime operation errors by operation type.")}, op)
 	m.startedPods = prom.NewCounter(prom.CounterOpts{Name: "kubelet_started_pods_total",
-		Help: "Cumulative number of pods started"})
+		Help: alpha("Cumulative number of pods started")})
 	m.startedPodsErrors = prom.NewCounter(prom.CounterOpts{Name: "kubelet_started_pods_errors_total",
-		Help: "Cumulative number of errors when starting pods"})
+		Help: alpha("Cumulative number of errors when starting pods")})
 	m.startedContainers = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_started_containers_total",
-		Help: "Cumulative number of containers started"}, []string{"container_type"})
+		Help: alpha("Cumulative number of containers started")}, []string{"container_type"})
 	m.startErrors = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_started_containers_errors_total",
-		Help: "Cumulative number of errors when starting containers"}, []string{"container_type", "code"})
+		Help: alpha("Cumulative number of errors when starting containers")}, []string{"container_type", "code"})
 	m.evictions = prom.NewCounterVec(prom.CounterOpts{Name: "kubelet_evictions",
-		Help: "Cumulative number of pod evictions by eviction signal"}, []string{"eviction_signal"})
+		Help: alpha("Cumulative number of pod evictions by eviction signal")}, []string{"eviction_signal"})
 }
 
 // StartedPod implements agent.StartMetrics: kubelet_started_pods_total,
@@ -245,3 +245,9 @@ func operationType(o podworkers.WorkObservation) string {
 type errorLog struct{ log *slog.Logger }
 
 func (l errorLog) Println(v ...any) { l.log.Warn("Metrics scrape", "err", fmt.Sprint(v...)) }
+
+// alpha and stable give a help text as upstream serves it: component-base
+// prefixes the help of every metric with its stability level.
+func alpha(help string) string { return "[ALPHA] " + help }
+
+func stable(help string) string { return "[STABLE] " + help }

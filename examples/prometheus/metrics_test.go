@@ -145,7 +145,7 @@ kubeletkit_events_total{reason="Started",type="Normal"} 2
 			m.EventsCoalesced(3)
 			m.EventsCoalesced(2)
 		}, `
-# HELP kubelet_pleg_discard_events The number of PLEG events coalesced instead of delivered on their own (upstream discarded them)
+# HELP kubelet_pleg_discard_events [ALPHA] The number of discard events in PLEG.
 # TYPE kubelet_pleg_discard_events counter
 kubelet_pleg_discard_events 5
 `},
@@ -153,7 +153,7 @@ kubelet_pleg_discard_events 5
 			m.LastSeen(seen.Add(-time.Minute))
 			m.LastSeen(seen)
 		}, `
-# HELP kubelet_pleg_last_seen_seconds Timestamp in seconds when PLEG was last seen active
+# HELP kubelet_pleg_last_seen_seconds [ALPHA] Timestamp in seconds when PLEG was last seen active.
 # TYPE kubelet_pleg_last_seen_seconds gauge
 kubelet_pleg_last_seen_seconds 1.7673230455e+09
 `},
@@ -178,6 +178,7 @@ type node struct {
 func (n *node) PodStatuses() []v1.Pod  { return n.pods }
 func (n *node) Runtime() agent.Runtime { return n.rt }
 func (n *node) Healthy() error         { return n.healthy }
+func (n *node) NodeName() string       { return "node1" }
 
 // runtime answers ListPodSandbox and ListContainers, the only methods the
 // gauges call; the others are the nil embedded interface's.
@@ -219,7 +220,10 @@ func TestNodeGauges(t *testing.T) {
 			name: "an empty healthy node",
 			node: &node{rt: &runtime{}},
 			want: `
-# HELP kubelet_running_pods Number of pods that have a running pod sandbox
+# HELP kubelet_node_name [ALPHA] The node's name. The count is always 1.
+# TYPE kubelet_node_name gauge
+kubelet_node_name{node="node1"} 1
+# HELP kubelet_running_pods [ALPHA] Number of pods that have a running pod sandbox
 # TYPE kubelet_running_pods gauge
 kubelet_running_pods 0
 # HELP kubeletkit_pleg_healthy 1 when the PLEG relisted within its threshold and the sync loop is not stuck
@@ -239,10 +243,13 @@ kubeletkit_pleg_healthy 1
 				healthy: errors.New("[-]pleg failed: relist is late"),
 			},
 			want: `
-# HELP kubelet_running_pods Number of pods that have a running pod sandbox
+# HELP kubelet_node_name [ALPHA] The node's name. The count is always 1.
+# TYPE kubelet_node_name gauge
+kubelet_node_name{node="node1"} 1
+# HELP kubelet_running_pods [ALPHA] Number of pods that have a running pod sandbox
 # TYPE kubelet_running_pods gauge
 kubelet_running_pods 2
-# HELP kubelet_running_containers Number of containers currently running
+# HELP kubelet_running_containers [ALPHA] Number of containers currently running
 # TYPE kubelet_running_containers gauge
 kubelet_running_containers{container_state="created"} 1
 kubelet_running_containers{container_state="exited"} 1
@@ -259,7 +266,7 @@ kubeletkit_pleg_healthy 0
 `,
 		},
 	}
-	names := []string{"kubelet_running_pods", "kubelet_running_containers", "kubeletkit_pods", "kubeletkit_pleg_healthy"}
+	names := []string{"kubelet_node_name", "kubelet_running_pods", "kubelet_running_containers", "kubeletkit_pods", "kubeletkit_pleg_healthy"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMetrics(t)
@@ -360,7 +367,7 @@ func TestProbeStartAndEvictionCounters(t *testing.T) {
 	m.Evicted("memory.available")
 
 	probes := `
-# HELP prober_probe_total Cumulative number of a liveness, readiness or startup probe for a container by result.
+# HELP prober_probe_total [ALPHA] Cumulative number of a liveness, readiness or startup probe for a container by result.
 # TYPE prober_probe_total counter
 prober_probe_total{container="db",namespace="prod",pod="db",pod_uid="u2",probe_type="Readiness",result="successful"} 1
 `
@@ -369,20 +376,20 @@ prober_probe_total{container="web",namespace="default",pod="web",pod_uid="u1",pr
 prober_probe_total{container="web",namespace="default",pod="web",pod_uid="u1",probe_type="Startup",result="unknown"} 1
 `
 	starts := `
-# HELP kubelet_started_pods_total Cumulative number of pods started
+# HELP kubelet_started_pods_total [ALPHA] Cumulative number of pods started
 # TYPE kubelet_started_pods_total counter
 kubelet_started_pods_total 2
-# HELP kubelet_started_pods_errors_total Cumulative number of errors when starting pods
+# HELP kubelet_started_pods_errors_total [ALPHA] Cumulative number of errors when starting pods
 # TYPE kubelet_started_pods_errors_total counter
 kubelet_started_pods_errors_total 1
-# HELP kubelet_started_containers_total Cumulative number of containers started
+# HELP kubelet_started_containers_total [ALPHA] Cumulative number of containers started
 # TYPE kubelet_started_containers_total counter
 kubelet_started_containers_total{container_type="container"} 2
 kubelet_started_containers_total{container_type="init_container"} 1
-# HELP kubelet_started_containers_errors_total Cumulative number of errors when starting containers
+# HELP kubelet_started_containers_errors_total [ALPHA] Cumulative number of errors when starting containers
 # TYPE kubelet_started_containers_errors_total counter
 kubelet_started_containers_errors_total{code="ErrImagePull",container_type="container"} 1
-# HELP kubelet_evictions Cumulative number of pod evictions by eviction signal
+# HELP kubelet_evictions [ALPHA] Cumulative number of pod evictions by eviction signal
 # TYPE kubelet_evictions counter
 kubelet_evictions{eviction_signal="memory.available"} 1
 `

@@ -21,12 +21,15 @@ type Node interface {
 	Runtime() agent.Runtime
 	// Healthy returns nil while the node is healthy, else the reasons.
 	Healthy() error
+	// NodeName returns the node's name.
+	NodeName() string
 }
 
 var _ Node = (*agent.Agent)(nil)
 
 // RegisterNode adds the gauges read from n at every scrape:
 //
+//	kubelet_node_name{node}                     always 1, the node's name in its label
 //	kubelet_running_pods                        pod sandboxes that are ready
 //	kubelet_running_containers{container_state} containers by CRI state
 //	                                            (created, running, exited, unknown)
@@ -54,17 +57,19 @@ type nodeCollector struct {
 	timeout time.Duration
 	node    Node
 
-	runningPods, runningContainers, pods, healthy *prom.Desc
+	nodeName, runningPods, runningContainers, pods, healthy *prom.Desc
 }
 
 func newNodeCollector(timeout time.Duration, n Node) *nodeCollector {
 	return &nodeCollector{
 		timeout: timeout,
 		node:    n,
+		nodeName: prom.NewDesc("kubelet_node_name",
+			alpha("The node's name. The count is always 1."), []string{"node"}, nil),
 		runningPods: prom.NewDesc("kubelet_running_pods",
-			"Number of pods that have a running pod sandbox", nil, nil),
+			alpha("Number of pods that have a running pod sandbox"), nil, nil),
 		runningContainers: prom.NewDesc("kubelet_running_containers",
-			"Number of containers currently running", []string{"container_state"}, nil),
+			alpha("Number of containers currently running"), []string{"container_state"}, nil),
 		pods: prom.NewDesc("kubeletkit_pods",
 			"Number of desired pods by phase", []string{"phase"}, nil),
 		healthy: prom.NewDesc("kubeletkit_pleg_healthy",
@@ -76,6 +81,7 @@ var _ prom.Collector = (*nodeCollector)(nil)
 
 // Describe implements prom.Collector.
 func (c *nodeCollector) Describe(ch chan<- *prom.Desc) {
+	ch <- c.nodeName
 	ch <- c.runningPods
 	ch <- c.runningContainers
 	ch <- c.pods
@@ -86,6 +92,7 @@ func (c *nodeCollector) Describe(ch chan<- *prom.Desc) {
 func (c *nodeCollector) Collect(ch chan<- prom.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
+	ch <- prom.MustNewConstMetric(c.nodeName, prom.GaugeValue, 1, c.node.NodeName())
 	rt := c.node.Runtime()
 	ready := &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}
 	if sbs, err := rt.ListPodSandbox(ctx, ready); err != nil {

@@ -29,17 +29,17 @@ type probeMetrics struct {
 func newProbeMetrics() (*probeMetrics, error) {
 	p := &probeMetrics{reg: prom.NewRegistry(), timed: map[types.UID]types.NamespacedName{}}
 	p.total = prom.NewCounterVec(prom.CounterOpts{Name: "prober_probe_total",
-		Help: "Cumulative number of a liveness, readiness or startup probe for a container by result."},
+		Help: alpha("Cumulative number of a liveness, readiness or startup probe for a container by result.")},
 		[]string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
 	// prom.DefBuckets, as upstream's, which gives none.
 	p.duration = prom.NewHistogramVec(prom.HistogramOpts{Name: "prober_probe_duration_seconds",
-		Help: "Duration in seconds for a probe response."},
+		Help: alpha("Duration in seconds for a probe response.")},
 		[]string{"probe_type", "container", "pod", "namespace"})
 	cs := []prom.Collector{p.total, p.duration}
 	// Upstream registers the process's start time beside them.
 	if start, ok := processStartTime(); ok {
 		cs = append(cs, prom.NewGaugeFunc(prom.GaugeOpts{Name: "process_start_time_seconds",
-			Help: "Start time of the process since unix epoch in seconds."}, func() float64 { return start }))
+			Help: alpha("Start time of the process since unix epoch in seconds.")}, func() float64 { return start }))
 	}
 	for _, c := range cs {
 		if err := p.reg.Register(c); err != nil {

@@ -53,27 +53,27 @@ var (
 // time, registered beside them in pkg/kubelet/server).
 var probeSeries = map[string]upstream{
 	"prober_probe_total": {typ: dto.MetricType_COUNTER,
-		help:   "Cumulative number of a liveness, readiness or startup probe for a container by result.",
+		help:   "[ALPHA] Cumulative number of a liveness, readiness or startup probe for a container by result.",
 		labels: []string{"container", "namespace", "pod", "pod_uid", "probe_type", "result"}},
-	"prober_probe_duration_seconds": {typ: dto.MetricType_HISTOGRAM, help: "Duration in seconds for a probe response.",
+	"prober_probe_duration_seconds": {typ: dto.MetricType_HISTOGRAM, help: "[ALPHA] Duration in seconds for a probe response.",
 		labels: []string{"container", "namespace", "pod", "probe_type"}, buckets: defBuckets},
-	"process_start_time_seconds": {typ: dto.MetricType_GAUGE, help: "Start time of the process since unix epoch in seconds."},
+	"process_start_time_seconds": {typ: dto.MetricType_GAUGE, help: "[ALPHA] Start time of the process since unix epoch in seconds."},
 }
 
 // startSeries are the pod start and image pull series of pkg/kubelet/metrics.
 var startSeries = map[string]upstream{
 	"kubelet_pod_start_sli_duration_seconds": {typ: dto.MetricType_HISTOGRAM,
-		help: "Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod " +
+		help: "[ALPHA] Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod " +
 			"creation timestamp to when all its containers are reported as started and observed via watch",
 		buckets: podStartupBuckets},
 	"kubelet_pod_start_total_duration_seconds": {typ: dto.MetricType_HISTOGRAM,
-		help: "Duration in seconds to start a pod since creation, including time to pull images and run init containers, " +
+		help: "[ALPHA] Duration in seconds to start a pod since creation, including time to pull images and run init containers, " +
 			"measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
 		buckets: podStartupBuckets},
-	"kubelet_image_pull_duration_seconds": {typ: dto.MetricType_HISTOGRAM, help: "Duration in seconds to pull an image.",
+	"kubelet_image_pull_duration_seconds": {typ: dto.MetricType_HISTOGRAM, help: "[ALPHA] Duration in seconds to pull an image.",
 		labels: []string{"image_size_in_bytes"}, buckets: imagePullBuckets},
 	"kubelet_pod_start_duration_seconds": {typ: dto.MetricType_HISTOGRAM,
-		help:    "Duration in seconds from the agent seeing a pod for the first time to the pod starting to run",
+		help:    "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run",
 		buckets: podStartupBuckets},
 }
 
@@ -195,7 +195,7 @@ func TestPodStartAndPullHistograms(t *testing.T) {
 	m.ImagePulled(10*time.Second, 150<<20)
 	m.ImagePulled(3*time.Second, 0)
 	want := `
-# HELP kubelet_image_pull_duration_seconds Duration in seconds to pull an image.
+# HELP kubelet_image_pull_duration_seconds [ALPHA] Duration in seconds to pull an image.
 # TYPE kubelet_image_pull_duration_seconds histogram
 `
 	for _, size := range []struct {

@@ -28,29 +28,29 @@ type ResourceOptions struct {
 // /metrics/resource.
 var (
 	nodeCPUDesc = prom.NewDesc("node_cpu_usage_seconds_total",
-		"Cumulative cpu time consumed by the node in core-seconds", nil, nil)
+		stable("Cumulative cpu time consumed by the node in core-seconds"), nil, nil)
 	nodeMemoryDesc = prom.NewDesc("node_memory_working_set_bytes",
-		"Current working set of the node in bytes", nil, nil)
+		stable("Current working set of the node in bytes"), nil, nil)
 	nodeSwapDesc = prom.NewDesc("node_swap_usage_bytes",
-		"Current swap usage of the node in bytes. Reported only on non-windows systems", nil, nil)
+		alpha("Current swap usage of the node in bytes. Reported only on non-windows systems"), nil, nil)
 	containerStartDesc = prom.NewDesc("container_start_time_seconds",
-		"Start time of the container since unix epoch in seconds", containerLabels, nil)
+		stable("Start time of the container since unix epoch in seconds"), containerLabels, nil)
 	containerCPUDesc = prom.NewDesc("container_cpu_usage_seconds_total",
-		"Cumulative cpu time consumed by the container in core-seconds", containerLabels, nil)
+		stable("Cumulative cpu time consumed by the container in core-seconds"), containerLabels, nil)
 	containerMemoryDesc = prom.NewDesc("container_memory_working_set_bytes",
-		"Current working set of the container in bytes", containerLabels, nil)
+		stable("Current working set of the container in bytes"), containerLabels, nil)
 	containerSwapDesc = prom.NewDesc("container_swap_usage_bytes",
-		"Current amount of the container swap usage in bytes. Reported only on non-windows systems", containerLabels, nil)
+		alpha("Current amount of the container swap usage in bytes. Reported only on non-windows systems"), containerLabels, nil)
 	containerSwapLimitDesc = prom.NewDesc("container_swap_limit_bytes",
-		"Current amount of the container swap limit in bytes. Reported only on non-windows systems", containerLabels, nil)
+		alpha("Current amount of the container swap limit in bytes. Reported only on non-windows systems"), containerLabels, nil)
 	podCPUDesc = prom.NewDesc("pod_cpu_usage_seconds_total",
-		"Cumulative cpu time consumed by the pod in core-seconds", podLabels, nil)
+		stable("Cumulative cpu time consumed by the pod in core-seconds"), podLabels, nil)
 	podMemoryDesc = prom.NewDesc("pod_memory_working_set_bytes",
-		"Current working set of the pod in bytes", podLabels, nil)
+		stable("Current working set of the pod in bytes"), podLabels, nil)
 	podSwapDesc = prom.NewDesc("pod_swap_usage_bytes",
-		"Current amount of the pod swap usage in bytes. Reported only on non-windows systems", podLabels, nil)
+		alpha("Current amount of the pod swap usage in bytes. Reported only on non-windows systems"), podLabels, nil)
 	scrapeErrorDesc = prom.NewDesc("resource_scrape_error",
-		"1 if there was an error while getting container metrics, 0 otherwise", nil, nil)
+		stable("1 if there was an error while getting container metrics, 0 otherwise"), nil, nil)
 
 	containerLabels = []string{"container", "pod", "namespace"}
 	podLabels       = []string{"pod", "namespace"}

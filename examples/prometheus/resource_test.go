@@ -63,42 +63,42 @@ func TestResourceMetrics(t *testing.T) {
 				},
 			}},
 		}, want: `
-# HELP container_cpu_usage_seconds_total Cumulative cpu time consumed by the container in core-seconds
+# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the container in core-seconds
 # TYPE container_cpu_usage_seconds_total counter
 container_cpu_usage_seconds_total{container="app",namespace="default",pod="web"} 1.5 1767225600000
 container_cpu_usage_seconds_total{container="sidecar",namespace="default",pod="web"} 0.5 1767225600000
-# HELP container_memory_working_set_bytes Current working set of the container in bytes
+# HELP container_memory_working_set_bytes [STABLE] Current working set of the container in bytes
 # TYPE container_memory_working_set_bytes gauge
 container_memory_working_set_bytes{container="app",namespace="default",pod="web"} 2.09715200e+08 1767225600000
-# HELP container_start_time_seconds Start time of the container since unix epoch in seconds
+# HELP container_start_time_seconds [STABLE] Start time of the container since unix epoch in seconds
 # TYPE container_start_time_seconds gauge
 container_start_time_seconds{container="app",namespace="default",pod="web"} 1.7672220005e+09
 container_start_time_seconds{container="sidecar",namespace="default",pod="web"} 1.7672220005e+09
-# HELP container_swap_limit_bytes Current amount of the container swap limit in bytes. Reported only on non-windows systems
+# HELP container_swap_limit_bytes [ALPHA] Current amount of the container swap limit in bytes. Reported only on non-windows systems
 # TYPE container_swap_limit_bytes gauge
 container_swap_limit_bytes{container="app",namespace="default",pod="web"} 4096 1767225600000
-# HELP container_swap_usage_bytes Current amount of the container swap usage in bytes. Reported only on non-windows systems
+# HELP container_swap_usage_bytes [ALPHA] Current amount of the container swap usage in bytes. Reported only on non-windows systems
 # TYPE container_swap_usage_bytes gauge
 container_swap_usage_bytes{container="app",namespace="default",pod="web"} 1024 1767225600000
-# HELP node_cpu_usage_seconds_total Cumulative cpu time consumed by the node in core-seconds
+# HELP node_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the node in core-seconds
 # TYPE node_cpu_usage_seconds_total counter
 node_cpu_usage_seconds_total 12.5 1767225600000
-# HELP node_memory_working_set_bytes Current working set of the node in bytes
+# HELP node_memory_working_set_bytes [STABLE] Current working set of the node in bytes
 # TYPE node_memory_working_set_bytes gauge
 node_memory_working_set_bytes 1.073741824e+09 1767225600000
-# HELP node_swap_usage_bytes Current swap usage of the node in bytes. Reported only on non-windows systems
+# HELP node_swap_usage_bytes [ALPHA] Current swap usage of the node in bytes. Reported only on non-windows systems
 # TYPE node_swap_usage_bytes gauge
 node_swap_usage_bytes 4096 1767225600000
-# HELP pod_cpu_usage_seconds_total Cumulative cpu time consumed by the pod in core-seconds
+# HELP pod_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the pod in core-seconds
 # TYPE pod_cpu_usage_seconds_total counter
 pod_cpu_usage_seconds_total{namespace="default",pod="web"} 2 1767225600000
-# HELP pod_memory_working_set_bytes Current working set of the pod in bytes
+# HELP pod_memory_working_set_bytes [STABLE] Current working set of the pod in bytes
 # TYPE pod_memory_working_set_bytes gauge
 pod_memory_working_set_bytes{namespace="default",pod="web"} 3.145728e+08 1767225600000
-# HELP pod_swap_usage_bytes Current amount of the pod swap usage in bytes. Reported only on non-windows systems
+# HELP pod_swap_usage_bytes [ALPHA] Current amount of the pod swap usage in bytes. Reported only on non-windows systems
 # TYPE pod_swap_usage_bytes gauge
 pod_swap_usage_bytes{namespace="default",pod="web"} 0 1767225600000
-# HELP resource_scrape_error 1 if there was an error while getting container metrics, 0 otherwise
+# HELP resource_scrape_error [STABLE] 1 if there was an error while getting container metrics, 0 otherwise
 # TYPE resource_scrape_error gauge
 resource_scrape_error 0
 `},
@@ -107,15 +107,15 @@ resource_scrape_error 0
 			Pods: []statsv1alpha1.PodStats{{PodRef: statsv1alpha1.PodReference{Name: "new", Namespace: "ns"},
 				Containers: []statsv1alpha1.ContainerStats{{Name: "c"}}}},
 		}, want: `
-# HELP node_cpu_usage_seconds_total Cumulative cpu time consumed by the node in core-seconds
+# HELP node_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the node in core-seconds
 # TYPE node_cpu_usage_seconds_total counter
 node_cpu_usage_seconds_total 1
-# HELP resource_scrape_error 1 if there was an error while getting container metrics, 0 otherwise
+# HELP resource_scrape_error [STABLE] 1 if there was an error while getting container metrics, 0 otherwise
 # TYPE resource_scrape_error gauge
 resource_scrape_error 0
 `},
 		{name: "the summary failed", err: errors.New("no cgroups"), want: `
-# HELP resource_scrape_error 1 if there was an error while getting container metrics, 0 otherwise
+# HELP resource_scrape_error [STABLE] 1 if there was an error while getting container metrics, 0 otherwise
 # TYPE resource_scrape_error gauge
 resource_scrape_error 1
 `},

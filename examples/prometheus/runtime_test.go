@@ -183,7 +183,7 @@ func TestInstrumentRuntimeDurations(t *testing.T) {
 	require.Error(t, err)
 
 	want := `
-# HELP kubelet_runtime_operations_duration_seconds Duration in seconds of runtime operations. Broken down by operation type.
+# HELP kubelet_runtime_operations_duration_seconds [ALPHA] Duration in seconds of runtime operations. Broken down by operation type.
 # TYPE kubelet_runtime_operations_duration_seconds histogram
 `
 	for _, op := range []string{"pull_image", "run_podsandbox"} {
@@ -200,7 +200,7 @@ func TestInstrumentRuntimeDurations(t *testing.T) {
 		want += `kubelet_runtime_operations_duration_seconds_count{operation_type="` + op + `"} 1` + "\n"
 	}
 	want += `
-# HELP kubelet_runtime_operations_errors_total Cumulative number of runtime operation errors by operation type.
+# HELP kubelet_runtime_operations_errors_total [ALPHA] Cumulative number of runtime operation errors by operation type.
 # TYPE kubelet_runtime_operations_errors_total counter
 kubelet_runtime_operations_errors_total{operation_type="pull_image"} 1
 `

@@ -57,15 +57,15 @@ func ImageSizeBucket(size uint64) string {
 // the image pulls, under upstream's names, help texts, labels and buckets.
 func (m *Metrics) newPodStartAndPullMetrics() {
 	m.podStartTotal = prom.NewHistogram(prom.HistogramOpts{Name: "kubelet_pod_start_total_duration_seconds",
-		Help: "Duration in seconds to start a pod since creation, including time to pull images and run init containers, " +
-			"measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
+		Help: alpha("Duration in seconds to start a pod since creation, including time to pull images and run init containers, " +
+			"measured from pod creation timestamp to when all its containers are reported as started and observed via watch"),
 		Buckets: podStartupBuckets})
 	m.podStartSLI = prom.NewHistogram(prom.HistogramOpts{Name: "kubelet_pod_start_sli_duration_seconds",
-		Help: "Duration in seconds to start a pod, excluding time to pull images and run init containers, " +
-			"measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
+		Help: alpha("Duration in seconds to start a pod, excluding time to pull images and run init containers, " +
+			"measured from pod creation timestamp to when all its containers are reported as started and observed via watch"),
 		Buckets: podStartupBuckets})
 	m.imagePulls = prom.NewHistogramVec(prom.HistogramOpts{Name: "kubelet_image_pull_duration_seconds",
-		Help: "Duration in seconds to pull an image.", Buckets: imagePullBuckets}, []string{"image_size_in_bytes"})
+		Help: alpha("Duration in seconds to pull an image."), Buckets: imagePullBuckets}, []string{"image_size_in_bytes"})
 }
 
 // PodStartTotalDuration implements agent.PodStartMetrics:
