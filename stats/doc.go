@@ -63,6 +63,19 @@
 // (with their PSI, and no I/O), with no filesystem walk and no ImageFsInfo: what metrics-server asks for
 // every 15 seconds stays cheap.
 //
+// # Usage, for per-container metrics
+//
+// Provider.Usage is what upstream kubelet's /metrics/cadvisor reports
+// about workloads, taken from the CRI as PodAndContainerStatsFromCRI does:
+// each ready sandbox's own CPU, memory, network, process count and I/O
+// pressure from ListPodSandboxStats, and each running container's CPU,
+// memory, swap, I/O pressure and writable layer, with its ID, name, image
+// and creation time. Figures are the runtime's, unconverted: what it left
+// out is nil, no rate is computed, nothing is summed, nothing is walked.
+// When the runtime cannot list sandbox stats, the containers come from
+// ListContainerStats and the pods have no figures of their own.
+// examples/prometheus turns it into cAdvisor's series.
+//
 // # Hosts
 //
 // LinuxHost (Linux only, the default Host there) reads procfs and the

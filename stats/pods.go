@@ -113,12 +113,7 @@ func (p *Provider) podsFromSandboxStats(ctx context.Context, d *disk, list []*ru
 			ps.Containers = append(ps.Containers, p.containerStats(ctx, d, c, ctr, sb, seen))
 		}
 		if c := lin.GetCpu(); c != nil {
-			ps.CPU = &statsv1alpha1.CPUStats{
-				Time:                 timeOf(c.GetTimestamp()),
-				UsageNanoCores:       valueOf(c.GetUsageNanoCores()),
-				UsageCoreNanoSeconds: valueOf(c.GetUsageCoreNanoSeconds()),
-				PSI:                  psiOf(c.GetPsi()),
-			}
+			ps.CPU = cpuOf(c)
 			key := sandboxKey + sb.GetId()
 			seen[key] = true
 			p.cpu.fill(key, ps.CPU)
