@@ -113,6 +113,32 @@
 // summary lacks is left out. The summary is bounded by
 // ResourceOptions.Timeout (5s).
 //
+// # /metrics/cadvisor
+//
+// NewCadvisorHandler serves upstream kubelet's cAdvisor metrics under
+// cAdvisor's names, help texts and types, built from the runtime's CRI
+// stats (an UsageProvider: stats.Provider.Usage, or the agent's) rather
+// than from cAdvisor's cgroup walk, and from a node.Machine, on a
+// registry of its own. CadvisorCollector, by container, id (the runtime's
+// container or sandbox ID), image, name (the container ID), namespace and
+// pod, the pod's own series with container, image and name empty:
+//
+//	container_cpu_usage_seconds_total{cpu="total"}, container_memory_usage_bytes,
+//	container_memory_working_set_bytes, container_memory_rss,
+//	container_memory_failures_total{failure_type,scope}, container_memory_swap,
+//	container_fs_usage_bytes{device} (the writable layer), container_start_time_seconds,
+//	container_pressure_{cpu,memory,io}_{stalled,waiting}_seconds_total
+//	                                             containers; the pod's CPU, memory and
+//	                                             pressure from its sandbox stats
+//	container_network_{receive,transmit}_{bytes,errors}_total{interface},
+//	container_processes                          the pod's, from its sandbox stats
+//	container_scrape_error                       1 when the usage failed, else 0
+//
+// MachineCollector: machine_cpu_cores, machine_memory_bytes and
+// machine_swap_bytes by boot_id, machine_id, system_uuid, and
+// machine_scrape_error. A figure the runtime did not give is left out;
+// docs/metrics.md lists what cAdvisor serves that this does not.
+//
 // Everything is on the Metrics' own registries (Registry, and
 // ProbeRegistry for the probes), never on client_golang's global one, so
 // two agents in one process, or a test, do not collide; Options.Registry
