@@ -148,14 +148,16 @@ const (
 	metricsPath = "/metrics"
 	// probeMetricsPath is under metricsPath: nodes/metrics, as upstream.
 	probeMetricsPath = "/metrics/probes"
-	logsPath         = "/logs/"
-	checkpointPath   = "/checkpoint/"
-	statuszPath      = "/statusz"
-	flagzPath        = "/flagz"
-	configzPath      = "/configz"
-	podsPath         = "/pods"
-	healthzPath      = "/healthz"
-	runningPodsPath  = "/runningpods/"
+	// cadvisorMetricsPath is under metricsPath too.
+	cadvisorMetricsPath = "/metrics/cadvisor"
+	logsPath            = "/logs/"
+	checkpointPath      = "/checkpoint/"
+	statuszPath         = "/statusz"
+	flagzPath           = "/flagz"
+	configzPath         = "/configz"
+	podsPath            = "/pods"
+	healthzPath         = "/healthz"
+	runningPodsPath     = "/runningpods/"
 )
 
 // isSubpath reports whether path is prefix or lies under it.

@@ -15,7 +15,7 @@
 //	/node                                         GET         v1.Node with the node's status (ours)      Node
 //	/stats/summary                                GET, POST   statsv1alpha1.Summary as JSON              Stats
 //	/metrics, /metrics/resource, /metrics/probes  GET         the handlers given                         Metrics, ResourceMetrics,
-//	                                                                                                         ProbeMetrics
+//	/metrics/cadvisor                                                                                        ProbeMetrics, CadvisorMetrics
 //	secure server only (the read-only one answers 405 "Debug endpoints are disabled."):
 //	/containerLogs/{ns}/{pod}/{container}         GET         the log, flushed as written                PodGetter, Logs
 //	/exec/{ns}/{pod}[/{uid}]/{container}          GET, POST   the stream, proxied to the runtime         PodGetter, Streaming
@@ -54,7 +54,7 @@
 // a cluster) and, when enabled, Anonymous; no user is 401 "Unauthorized".
 // The Authorizer is asked about nodes/<subresource> of the node, the verb
 // from the method: /stats → stats, /metrics and under it (/metrics/resource,
-// /metrics/probes) → metrics, /logs → log, /pods
+// /metrics/probes, /metrics/cadvisor) → metrics, /logs → log, /pods
 // and /runningpods → pods then proxy, /healthz → healthz then proxy,
 // /configz → configz then proxy, /statusz → statusz, /flagz → configz,
 // /checkpoint → checkpoint, everything else proxy; a request no attribute is allowed is 403

@@ -63,6 +63,11 @@ type Options struct {
 	// prober_probe_duration_seconds), on both servers and authorized as
 	// the other metrics (nodes/metrics); examples/prometheus builds it.
 	ProbeMetrics http.Handler
+	// CadvisorMetrics serves /metrics/cadvisor, upstream's cAdvisor
+	// metrics (container_*, machine_*), on both servers and authorized as
+	// the other metrics (nodes/metrics); examples/prometheus builds it
+	// from the runtime's CRI stats.
+	CadvisorMetrics http.Handler
 	// Stats answers /stats/summary.
 	Stats StatsProvider
 
@@ -166,6 +171,9 @@ func New(opts Options) *Server {
 	if opts.ProbeMetrics != nil {
 		mux.Handle("GET "+probeMetricsPath, opts.ProbeMetrics)
 	}
+	if opts.CadvisorMetrics != nil {
+		mux.Handle("GET "+cadvisorMetricsPath, opts.CadvisorMetrics)
+	}
 	if opts.Auth == nil {
 		disabled := func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
@@ -218,7 +226,7 @@ func New(opts Options) *Server {
 // /statusz.
 func (s *Server) paths(routes []podRoute) []string {
 	paths := []string{healthzPath, podsPath, "/node", statsPath, runningPodsPath, logsPath}
-	if s.opts.Metrics != nil || s.opts.ResourceMetrics != nil || s.opts.ProbeMetrics != nil {
+	if s.opts.Metrics != nil || s.opts.ResourceMetrics != nil || s.opts.ProbeMetrics != nil || s.opts.CadvisorMetrics != nil {
 		paths = append(paths, metricsPath)
 	}
 	if s.opts.Configz != nil {

@@ -12,11 +12,18 @@ import (
 	"github.com/kubeletkit/kubeletkit/server"
 )
 
-// /metrics/probes is served from Options.ProbeMetrics on both servers, as
-// upstream serves it on its secure and read-only ports; the secure server
-// asks the authorizer about nodes/metrics for it, as for every path under
-// /metrics, and nothing else. Without a handler the path does not exist.
-func TestProbeMetrics(t *testing.T) {
+// /metrics/probes, /metrics/cadvisor and /metrics/resource are served
+// from their Options handlers on both servers, as upstream serves them on
+// its secure and read-only ports; the secure server asks the authorizer
+// about nodes/metrics for them, as for every path under /metrics, and
+// nothing else. Without a handler the path does not exist.
+func TestMetricsPaths(t *testing.T) {
+	for _, path := range []string{"/metrics/probes", "/metrics/cadvisor", "/metrics/resource"} {
+		t.Run(path, func(t *testing.T) { testMetricsPath(t, path) })
+	}
+}
+
+func testMetricsPath(t *testing.T, path string) {
 	probes := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "prober_probe_total{result=\"failed\"} 1\n")
 	})
@@ -55,7 +62,15 @@ func TestProbeMetrics(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked []server.Attributes
-			opts := server.Options{Node: nodeStatus{name: "node1"}, ProbeMetrics: tc.handler}
+			opts := server.Options{Node: nodeStatus{name: "node1"}}
+			switch path {
+			case "/metrics/probes":
+				opts.ProbeMetrics = tc.handler
+			case "/metrics/cadvisor":
+				opts.CadvisorMetrics = tc.handler
+			default:
+				opts.ResourceMetrics = tc.handler
+			}
 			if tc.auth != nil {
 				opts.Auth = allow(&asked, tc.auth...)
 			}
@@ -64,7 +79,7 @@ func TestProbeMetrics(t *testing.T) {
 				method = http.MethodGet
 			}
 			rec := httptest.NewRecorder()
-			server.New(opts).Handler().ServeHTTP(rec, httptest.NewRequest(method, "/metrics/probes", nil))
+			server.New(opts).Handler().ServeHTTP(rec, httptest.NewRequest(method, path, nil))
 			assert.Equal(t, tc.code, rec.Code, rec.Body.String())
 			if tc.body != "" {
 				assert.Equal(t, tc.body, rec.Body.String())
