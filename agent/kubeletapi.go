@@ -216,8 +216,8 @@ func (a *Agent) newAPIServer() (*server.Server, error) {
 	}
 	return server.New(server.Options{
 		Pods: a, Node: a, Checks: a.healthChecks(), Metrics: a.opts.HTTP.MetricsHandler, ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler,
-		ProbeMetrics: a.opts.HTTP.ProbeMetricsHandler,
-		Stats:        a.api, PodGetter: a.api, Logs: a.api, Streaming: a.api, Runner: a.api, Checkpoints: a.api, RunningPods: a.api, Configz: o.Configz, WebSockets: o.WebSockets,
+		ProbeMetrics: a.opts.HTTP.ProbeMetricsHandler, CadvisorMetrics: a.opts.HTTP.CadvisorMetricsHandler,
+		Stats: a.api, PodGetter: a.api, Logs: a.api, Streaming: a.api, Runner: a.api, Checkpoints: a.api, RunningPods: a.api, Configz: o.Configz, WebSockets: o.WebSockets,
 		ZPages:   &server.ZPages{StartTime: a.started, Clock: a.clock, BinaryVersion: o.BinaryVersion, EmulationVersion: o.EmulationVersion, Flags: o.Flags},
 		NodeLogs: &server.NodeLogs{Dir: o.NodeLogDir, Query: o.NodeLogQuery, Journal: o.Journal},
 		Auth:     &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: a.opts.NodeName},

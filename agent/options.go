@@ -535,6 +535,10 @@ type HTTPOptions struct {
 	// (examples/prometheus has one over the Metrics' probe hooks, see
 	// ProbeMetrics); nil means no such endpoint.
 	ProbeMetricsHandler http.Handler
+	// CadvisorMetricsHandler serves /metrics/cadvisor on both servers,
+	// upstream's cAdvisor metrics (examples/prometheus has one over
+	// Agent.Usage and Agent.Machine); nil means no such endpoint.
+	CadvisorMetricsHandler http.Handler
 	// HealthChecks are /healthz's checks after the agent's own (ping,
 	// syncloop, pleg) on both servers; examples/apiserver's Joined adds
 	// "apisource", which says when the pods come from the local state.

@@ -163,7 +163,8 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 		rs = append(rs, runnable{name: "http",
 			start: func(context.Context) error {
 				srv = server.New(server.Options{Pods: a, Node: a, Checks: a.healthChecks(), Stats: a.api, Metrics: a.opts.HTTP.MetricsHandler,
-					ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler, ProbeMetrics: a.opts.HTTP.ProbeMetricsHandler, Logger: a.log.With("component", "http")})
+					ResourceMetrics: a.opts.HTTP.ResourceMetricsHandler, ProbeMetrics: a.opts.HTTP.ProbeMetricsHandler,
+					CadvisorMetrics: a.opts.HTTP.CadvisorMetricsHandler, Logger: a.log.With("component", "http")})
 				return nil
 			},
 			run: func(ctx context.Context) error { return srv.Serve(ctx, a.listener) }})

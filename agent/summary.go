@@ -7,6 +7,7 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	nodestats "github.com/kubeletkit/kubeletkit/stats"
+	"github.com/kubeletkit/kubeletkit/status/node"
 )
 
 // newSummary builds the provider of the Summary API (/stats/summary): the
@@ -25,3 +26,18 @@ func (a *nodeAPI) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1a
 	}
 	return a.summary.Summary(ctx, onlyCPUAndMemory)
 }
+
+// Usage implements the per-container usage examples/prometheus serves at
+// /metrics/cadvisor: the runtime's CRI stats of the pods and their running
+// containers (stats.Provider.Usage). Where the machine cannot be measured
+// (not Linux), it says so.
+func (a *Agent) Usage(ctx context.Context) (*nodestats.Usage, error) {
+	if a.api.summary == nil {
+		return nil, fmt.Errorf("usage: %w", a.api.summaryErr)
+	}
+	return a.api.summary.Usage(ctx)
+}
+
+// Machine returns the machine the node's status reports (Options.Node's,
+// with its pods capacity): what /metrics/cadvisor's machine series read.
+func (a *Agent) Machine() node.Machine { return a.opts.Node.Machine }
