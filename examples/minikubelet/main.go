@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -199,6 +200,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		opts.Metrics, opts.HTTP.MetricsHandler, opts.HTTP.ProbeMetricsHandler = metrics, metrics.Handler(), metrics.ProbeHandler()
 		if opts.HTTP.ResourceMetricsHandler, err = prometheus.NewResourceHandler(late, prometheus.ResourceOptions{Logger: log.With("component", "resource-metrics")}); err != nil {
+			return err
+		}
+		if opts.HTTP.CadvisorMetricsHandler, err = prometheus.NewCadvisorHandler(late, late, prometheus.CadvisorOptions{Logger: log.With("component", "cadvisor-metrics")}); err != nil {
 			return err
 		}
 	}
@@ -393,11 +397,21 @@ func join(c *config, cl kubeletconfig.ClusterConfig, opts *agent.Options, log *s
 	return j, nil
 }
 
-// lateStats is the agent's Summary for the resource metrics handler, which
-// is built before the agent is.
+// lateStats is the agent's Summary, usage and machine for the resource and
+// cAdvisor metrics handlers, which are built before the agent is.
 type lateStats struct{ *agent.Agent }
 
 // Summary implements server.StatsProvider with the agent's.
 func (l *lateStats) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsv1alpha1.Summary, error) {
 	return l.API().Summary(ctx, onlyCPUAndMemory)
+}
+
+// Capacity implements node.Machine with the agent's machine.
+func (l *lateStats) Capacity(ctx context.Context) (v1.ResourceList, error) {
+	return l.Machine().Capacity(ctx)
+}
+
+// SystemInfo implements node.Machine with the agent's machine.
+func (l *lateStats) SystemInfo(ctx context.Context) (v1.NodeSystemInfo, error) {
+	return l.Machine().SystemInfo(ctx)
 }

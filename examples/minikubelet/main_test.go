@@ -222,6 +222,18 @@ func TestHTTPServer(t *testing.T) {
 	code, body = get("/metrics/probes")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "# TYPE process_start_time_seconds gauge\n", "the probe metrics' own registry")
+	// The cAdvisor metrics from the runtime's CRI stats (the embedded
+	// fake's scripted usage), the pod's own and its container's, and the
+	// machine's.
+	code, body = get("/metrics/cadvisor")
+	assert.Equal(t, http.StatusOK, code)
+	ctr := `\{container="web",cpu="total",id="[0-9a-f]{64}",image="busybox:1.36",name="[0-9a-f]{64}",namespace="default",pod="web-edge1"\}`
+	pod := `\{container="",id="[0-9a-f]{64}",image="",name="",namespace="default",pod="web-edge1"\}`
+	assert.Regexp(t, `\ncontainer_cpu_usage_seconds_total`+ctr+` \S+ \d+\n`, body)
+	assert.Regexp(t, `\ncontainer_memory_working_set_bytes`+pod+` \S+ \d+\n`, body)
+	assert.Regexp(t, `\nmachine_cpu_cores\{boot_id="[^"]*",machine_id="[^"]*",system_uuid="[^"]*"\} [1-9]`, body)
+	assert.Contains(t, body, "\ncontainer_scrape_error 0\n")
+	assert.Contains(t, body, "\nmachine_scrape_error 0\n")
 	code, body = get("/healthz")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "ok", body)
