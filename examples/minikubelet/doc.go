@@ -25,6 +25,7 @@
 //	curl localhost:10255/stats/summary  # the Summary API: CPU, memory, disks
 //	curl localhost:10255/metrics   # Prometheus exposition (examples/prometheus)
 //	curl localhost:10255/metrics/probes  # the probes' (prober_probe_total ...)
+//	curl localhost:10255/metrics/cadvisor  # container_*, machine_* from the CRI stats
 //
 // The kubelet API (package server) serves container logs, exec, attach,
 // port-forward, the stats and /configz over TLS, with a self-signed
