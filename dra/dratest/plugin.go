@@ -3,6 +3,7 @@ package dratest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/test/bufconn"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 	drav1 "k8s.io/kubelet/pkg/apis/dra/v1"
 	drav1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 )
@@ -47,6 +50,17 @@ type Options struct {
 	// Services are the services served (drav1.DRAPluginService,
 	// drav1beta1.DRAPluginService). Nil: both.
 	Services []string
+	// Health serves the health service too (v1alpha1 DRAResourceHealth):
+	// NodeWatchResources sends the health SetHealth set, at once and
+	// whenever it is set again.
+	Health bool
+	// InMemory serves no socket: Dial makes each connection, in memory,
+	// served by goroutines of the caller's, so that a test inside a
+	// testing/synctest bubble can keep connections to the plugin (a
+	// goroutine reading a socket is never durably blocked, and the bubble
+	// would never settle). Endpoint is then only the name the plugin
+	// registers with. Start such a plugin inside the bubble.
+	InMemory bool
 }
 
 // Plugin is a fake DRA kubelet plugin. Its methods are safe for concurrent
@@ -55,6 +69,7 @@ type Plugin struct {
 	opts Options
 	srv  *grpc.Server
 	done chan struct{}
+	mem  *bufconn.Listener // InMemory
 
 	mu         sync.Mutex
 	devices    map[string][]*drav1.Device // by claim name
@@ -63,6 +78,9 @@ type Plugin struct {
 	prepared   map[string]bool // claim UIDs
 	calls      []Call
 	omitClaims bool
+	health     []*drahealthv1alpha1.DeviceHealth
+	healthSeq  int                        // how often SetHealth was called
+	watchers   map[chan struct{}]struct{} // the open health streams, told of a new SetHealth
 }
 
 // Start serves the plugin on Options.Endpoint until Stop.
@@ -73,12 +91,19 @@ func Start(opts Options) (*Plugin, error) {
 	if opts.Services == nil {
 		opts.Services = []string{drav1.DRAPluginService, drav1beta1.DRAPluginService}
 	}
-	l, err := net.Listen("unix", opts.Endpoint)
-	if err != nil {
-		return nil, err
-	}
 	p := &Plugin{opts: opts, srv: grpc.NewServer(), done: make(chan struct{}),
-		devices: map[string][]*drav1.Device{}, claimErrs: map[string]string{}, callErrs: map[Method]error{}, prepared: map[string]bool{}}
+		devices: map[string][]*drav1.Device{}, claimErrs: map[string]string{}, callErrs: map[Method]error{}, prepared: map[string]bool{},
+		watchers: map[chan struct{}]struct{}{}}
+	var l net.Listener
+	if opts.InMemory {
+		p.mem = bufconn.Listen(1 << 16)
+		l = p.mem
+	} else {
+		var err error
+		if l, err = net.Listen("unix", opts.Endpoint); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range opts.Services {
 		switch s {
 		case drav1.DRAPluginService:
@@ -89,6 +114,9 @@ func Start(opts Options) (*Plugin, error) {
 			_ = l.Close()
 			return nil, errors.New("dratest: unknown service " + s)
 		}
+	}
+	if opts.Health {
+		drahealthv1alpha1.RegisterDRAResourceHealthServer(p.srv, &healthService{p: p})
 	}
 	go func() {
 		defer close(p.done)
@@ -101,6 +129,51 @@ func Start(opts Options) (*Plugin, error) {
 func (p *Plugin) Stop() {
 	p.srv.Stop()
 	<-p.done
+}
+
+// Dial connects to an InMemory plugin, whatever endpoint says; a plugin
+// on a socket is dialed there. Its signature is dra.Dialer's.
+func (p *Plugin) Dial(ctx context.Context, endpoint string) (net.Conn, error) {
+	if p.mem == nil {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", p.opts.Endpoint)
+	}
+	return p.mem.DialContext(ctx)
+}
+
+// Dialer dials each plugin's Endpoint with the plugin's Dial, and refuses
+// any other endpoint: a dra.Dialer for a node whose DRA plugins are these.
+func Dialer(plugins ...*Plugin) func(ctx context.Context, endpoint string) (net.Conn, error) {
+	return func(ctx context.Context, endpoint string) (net.Conn, error) {
+		for _, p := range plugins {
+			if p.opts.Endpoint == endpoint {
+				return p.Dial(ctx, endpoint)
+			}
+		}
+		return nil, fmt.Errorf("dratest: no plugin at %s", endpoint)
+	}
+}
+
+// SetHealth sets the devices' health that NodeWatchResources streams, and
+// sends it on every open stream (Health).
+func (p *Plugin) SetHealth(devices ...*drahealthv1alpha1.DeviceHealth) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.health = devices
+	p.healthSeq++
+	for w := range p.watchers {
+		select {
+		case w <- struct{}{}:
+		default: // told already
+		}
+	}
+}
+
+// Watchers is the number of health streams open.
+func (p *Plugin) Watchers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.watchers)
 }
 
 // Driver is the driver's name.
@@ -215,6 +288,42 @@ func (s *service) NodeUnprepareResources(_ context.Context, req *drav1.NodeUnpre
 		resp.Claims[c.GetUid()] = &drav1.NodeUnprepareResourceResponse{}
 	}
 	return resp, nil
+}
+
+// healthService is the health service of the plugin.
+type healthService struct {
+	drahealthv1alpha1.UnimplementedDRAResourceHealthServer
+	p *Plugin
+}
+
+// NodeWatchResources sends the health SetHealth set, if it was, then each
+// new one, until the node ends the stream or the plugin stops.
+func (s *healthService) NodeWatchResources(_ *drahealthv1alpha1.NodeWatchResourcesRequest, stream drahealthv1alpha1.DRAResourceHealth_NodeWatchResourcesServer) error {
+	w := make(chan struct{}, 1)
+	s.p.mu.Lock()
+	s.p.watchers[w] = struct{}{}
+	if s.p.healthSeq > 0 {
+		w <- struct{}{}
+	}
+	s.p.mu.Unlock()
+	defer func() {
+		s.p.mu.Lock()
+		delete(s.p.watchers, w)
+		s.p.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-w:
+		}
+		s.p.mu.Lock()
+		resp := &drahealthv1alpha1.NodeWatchResourcesResponse{Devices: s.p.health}
+		s.p.mu.Unlock()
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
 }
 
 // SocketDir is a new directory for a test's unix sockets, removed when the
