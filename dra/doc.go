@@ -22,8 +22,10 @@
 // "v1beta1.DRAPlugin": Services). Manager.Registry is the Handler to give
 // pluginmanager for that type: ValidatePlugin refuses a plugin that lists
 // none of the Services, with upstream's messages; RegisterPlugin makes a
-// gRPC connection to the plugin's endpoint (a unix socket) and speaks v1
-// when the plugin offers it, else v1beta1; DeRegisterPlugin closes it.
+// gRPC connection to the plugin's endpoint (a unix socket, dialed by
+// Options.Dialer), speaks v1 when the plugin offers it, else v1beta1, and
+// opens the plugin's health stream (see Device health); DeRegisterPlugin
+// ends the stream and closes the connection.
 // Upstream also deletes a driver's ResourceSlices when none of its plugins
 // is back 30 seconds after the last went: that is the API server's side,
 // left to the caller.
@@ -80,6 +82,37 @@
 // Manager.UnprepareInactive does the same for every recorded pod that is
 // no longer active (upstream's reconcile loop; the agent's housekeeping).
 //
+// # Device health
+//
+// For as long as a plugin is registered, a goroutine of the Registry keeps
+// its health stream open (NodeWatchResources of the v1alpha1
+// DRAResourceHealth service, upstream 1.36's; opened again
+// HealthRetryPeriod, 5 seconds, after it ends or fails, so a plugin that
+// does not serve it fails every 5 seconds, as upstream's). Each report is
+// merged into the node's Health (Health.Merge: every reported device as
+// of its receipt, on the Options.Clock; a device left out whose report no
+// longer holds becomes Unknown) and written to
+// Options.StateDir/dra_health_state (HealthFile, upstream's JSON, read at
+// first use; one that cannot be read is logged and ignored, as
+// upstream's). When a device's health, message or timeout changed, the
+// pods whose prepared claims hold it are due (TakeHealthChanges: the
+// caller syncs them, as upstream's kubelet does on its DRA manager's
+// updates). When the stream ends the driver's devices are forgotten.
+//
+// Manager.UpdateAllocatedResourcesStatus then fills each container
+// status's allocatedResourcesStatus (upstream's ResourceHealthStatus and,
+// for the message, ResourceHealthStatusMessage, both beta and on since
+// 1.36): for each item of the container's resources.claims whose claim
+// was prepared, an entry "claim:<pod claim>" ("claim:<pod
+// claim>/<request>" for a request) with each of the claim's devices (of
+// the request, a subrequest counting as its request) by its first CDI ID,
+// else "<driver>/<pool>/<device>", and its health: the last report while
+// it holds (the plugin's timeout, else DefaultHealthTimeout, 30 seconds),
+// else Unknown; a message when the plugin gave one. As upstream's, a
+// report that times out shows Unknown at the pod's next sync, with no
+// sync of its own. The decisions are pure: Health.Merge, Health.At and
+// the status's filling, table-tested.
+//
 // # Checkpoint
 //
 // The recorded claims (their pods and each driver's devices with their CDI
@@ -102,10 +135,18 @@
 // (upstream's follow maps). A CDI ID comes once per container. The claims
 // of a pod to unprepare are the recorded ones only (upstream also derives
 // them from the pod when none is recorded, which unprepares nothing more).
-// Device health (ResourceHealthStatus, ResourceHealthStatusMessage) is
-// not reported yet.
+// The entries of allocatedResourcesStatus keep their order, new ones last,
+// and drivers come by name (upstream's orders are a map's). Health is
+// spoken in v1alpha1 only, as upstream 1.36 (1.37 adds v1 with a fallback
+// to v1alpha1).
 //
-// A Manager starts no goroutine; its methods are safe for concurrent use.
+// A Manager's methods are safe for concurrent use. It starts no goroutine
+// but its Registry's, one per registered plugin for its health stream,
+// which Registry.Close ends; the agent closes it when it stops.
+// Options.Dialer connects to the plugins: a test inside a testing/synctest
+// bubble gives one whose connections live in the bubble (dratest's
+// in-memory plugins), since a goroutine reading a socket is never durably
+// blocked and the bubble would never settle.
 // Claims is a one-method interface with a ClaimsFunc adapter; an API
 // server's client (examples/apiserver) or a map serves it. Package dratest
 // has a fake DRA kubelet plugin.

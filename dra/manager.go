@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	drav1 "k8s.io/kubelet/pkg/apis/dra/v1"
+	"k8s.io/utils/clock"
 )
 
 var (
@@ -72,6 +73,16 @@ type Options struct {
 	// Logger receives the registrations and the calls' failures. Nil:
 	// discarded.
 	Logger *slog.Logger
+	// Dialer connects to the plugins' endpoints. Nil: DialUnix. The
+	// Registry keeps a connection to each plugin and reads its health
+	// stream for as long as it is registered; a test inside a
+	// testing/synctest bubble, where a goroutine reading a socket is never
+	// durably blocked, gives one whose connections live in the bubble
+	// (dratest's in-memory plugins, dratest.Dialer).
+	Dialer Dialer
+	// Clock times the devices' health reports and the retries of the
+	// health streams. Nil: the real clock.
+	Clock clock.Clock
 }
 
 // ErrInvalidOptions is wrapped by New for Options it cannot use.
@@ -85,6 +96,8 @@ type Manager struct {
 	registry *Registry
 	stateDir string
 	log      *slog.Logger
+	clock    clock.Clock
+	health   healthCache
 
 	mu      sync.Mutex
 	loaded  bool                  // the checkpoint has been read
@@ -108,8 +121,17 @@ func New(opts Options) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{claims: opts.Claims, registry: newRegistry(opts.CallTimeout, log), stateDir: opts.StateDir, log: log,
-		cache: map[string]*claimInfo{}}, nil
+	if opts.Dialer == nil {
+		opts.Dialer = DialUnix
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	m := &Manager{claims: opts.Claims, stateDir: opts.StateDir, log: log, clock: opts.Clock,
+		cache: map[string]*claimInfo{}, health: healthCache{changed: map[types.UID]struct{}{}}}
+	m.registry = &Registry{timeout: opts.CallTimeout, log: log, dial: opts.Dialer, clock: opts.Clock, watch: m.watchHealth,
+		plugins: map[string][]*plugin{}}
+	return m, nil
 }
 
 // Registry is the Manager's registry of DRA plugins: the Handler to give

@@ -14,8 +14,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 	drav1 "k8s.io/kubelet/pkg/apis/dra/v1"
 	drav1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
+	"k8s.io/utils/clock"
 )
 
 // DefaultCallTimeout bounds each NodePrepareResources and
@@ -37,11 +39,17 @@ var Services = []string{drav1.DRAPluginService, drav1beta1.DRAPluginService}
 // one goes); the latest that is connected serves it, else the latest.
 //
 // A Registry is made by New, one per Manager (Manager.Registry). Its
-// methods are safe for concurrent use. Close closes the connections of the
-// plugins still registered.
+// methods are safe for concurrent use. Each registered plugin has a
+// goroutine that reads its health stream; Close ends them and closes the
+// connections of the plugins still registered.
 type Registry struct {
 	timeout time.Duration
 	log     *slog.Logger
+	dial    Dialer
+	clock   clock.Clock
+	// watch reads a plugin's health stream until it ends (the Manager's
+	// watchHealth).
+	watch func(ctx context.Context, driver string, stream drahealthv1alpha1.DRAResourceHealth_NodeWatchResourcesClient) error
 
 	mu      sync.Mutex
 	plugins map[string][]*plugin // by driver, in the order they registered
@@ -54,10 +62,29 @@ type plugin struct {
 	service  string // the chosen one of Services
 	conn     *grpc.ClientConn
 	timeout  time.Duration
+
+	stopWatch context.CancelFunc // ends the health stream's goroutine
+	watching  chan struct{}      // closed when it has ended
 }
 
-func newRegistry(timeout time.Duration, log *slog.Logger) *Registry {
-	return &Registry{timeout: timeout, log: log, plugins: map[string][]*plugin{}}
+// Dialer connects to a DRA plugin's endpoint, for the gRPC connection the
+// Registry keeps to it. DialUnix, the default, dials the endpoint as a
+// unix socket's path.
+type Dialer func(ctx context.Context, endpoint string) (net.Conn, error)
+
+// DialUnix dials endpoint as the path of a unix socket.
+func DialUnix(ctx context.Context, endpoint string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", endpoint)
+}
+
+// stop ends the plugin's health stream and closes its connection, and
+// returns once the stream's goroutine has ended.
+func (p *plugin) stop() error {
+	p.stopWatch()
+	err := p.conn.Close()
+	<-p.watching
+	return err
 }
 
 // ValidatePlugin checks that a plugin of driver name serves one of the
@@ -87,12 +114,16 @@ func chooseService(name, endpoint string, versions []string) (string, error) {
 	return "", fmt.Errorf("invalid supported gRPC versions of DRA driver plugin %s at endpoint %s: %w", name, endpoint, err)
 }
 
-// RegisterPlugin adds the plugin of driver name at the unix socket
-// endpoint, speaking the first of Services it lists. Its connection is
-// made at once and connects in the background; the calls wait for it. A
-// second plugin at an endpoint the driver already has is refused
-// ("endpoint EP already registered for DRA driver plugin NAME"), as
-// upstream's. ctx is not kept.
+// RegisterPlugin adds the plugin of driver name at endpoint (a unix
+// socket's path, dialed by Options.Dialer), speaking the first of Services
+// it lists. Its connection is made at once and connects in the
+// background; the calls wait for it. A goroutine then keeps the plugin's
+// health stream open (NodeWatchResources of the v1alpha1
+// DRAResourceHealth service, opened again HealthRetryPeriod after it ends
+// or fails, as upstream's: a plugin that does not serve it fails every
+// time) until the plugin is deregistered. A second plugin at an endpoint
+// the driver already has is refused ("endpoint EP already registered for
+// DRA driver plugin NAME"), as upstream's. ctx is not kept.
 func (r *Registry) RegisterPlugin(_ context.Context, name, endpoint string, versions []string) error {
 	service, err := chooseService(name, endpoint, versions)
 	if err != nil {
@@ -107,21 +138,26 @@ func (r *Registry) RegisterPlugin(_ context.Context, name, endpoint string, vers
 	}
 	conn, err := grpc.NewClient("passthrough:///"+endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", endpoint)
-		}))
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return r.dial(ctx, endpoint) }))
 	if err != nil {
 		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", name, endpoint, err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &plugin{driver: name, endpoint: endpoint, service: service, conn: conn, timeout: r.timeout,
+		stopWatch: cancel, watching: make(chan struct{})}
+	go func() {
+		defer close(p.watching)
+		r.watchPlugin(ctx, p)
+	}()
 	conn.Connect()
-	r.plugins[name] = append(r.plugins[name], &plugin{driver: name, endpoint: endpoint, service: service, conn: conn, timeout: r.timeout})
+	r.plugins[name] = append(r.plugins[name], p)
 	r.log.Info("Registered DRA plugin", "driver", name, "endpoint", endpoint, "service", service, "plugins", len(r.plugins[name]))
 	return nil
 }
 
-// DeRegisterPlugin removes the plugin of driver name at endpoint and
-// closes its connection. Upstream also deletes the driver's
+// DeRegisterPlugin removes the plugin of driver name at endpoint, ends its
+// health stream (its devices' health is then Unknown) and closes its
+// connection. Upstream also deletes the driver's
 // ResourceSlices when none of its plugins is back within 30 seconds; that
 // is the API server's side and is left to the caller.
 func (r *Registry) DeRegisterPlugin(name, endpoint string) {
@@ -140,7 +176,7 @@ func (r *Registry) DeRegisterPlugin(name, endpoint string) {
 	}
 	left := len(r.plugins[name])
 	r.mu.Unlock()
-	if err := p.conn.Close(); err != nil {
+	if err := p.stop(); err != nil {
 		r.log.Error("Failed to close the connection of a DRA plugin", "driver", name, "endpoint", endpoint, "err", err)
 	}
 	r.log.Info("Deregistered DRA plugin", "driver", name, "endpoint", endpoint, "plugins", left)
@@ -153,7 +189,8 @@ func (r *Registry) Drivers() []string {
 	return slices.Sorted(maps.Keys(r.plugins))
 }
 
-// Close deregisters every plugin and closes its connection.
+// Close deregisters every plugin, ends its health stream and closes its
+// connection; it returns once the streams' goroutines have ended.
 func (r *Registry) Close() {
 	r.mu.Lock()
 	all := r.plugins
@@ -161,7 +198,7 @@ func (r *Registry) Close() {
 	r.mu.Unlock()
 	for _, plugins := range all {
 		for _, p := range plugins {
-			_ = p.conn.Close()
+			_ = p.stop()
 		}
 	}
 }
