@@ -301,7 +301,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	}
 	b.cgroups.killer = b.podsync
 	b.syncer = &podSyncer{podView: view, rt: b.rt, cache: b.cache, pleg: b.pleg, podsync: b.podsync, alloc: b.alloc, prober: b.prober,
-		vol: b.vol, cgroups: b.cgroups, devices: b.devices, msgs: status.FileMessageReader{PodsDir: opts.podsDir(), LogsDir: opts.logsDir()},
+		vol: b.vol, cgroups: b.cgroups, devices: b.devices, dra: b.dra, msgs: status.FileMessageReader{PodsDir: opts.podsDir(), LogsDir: opts.logsDir()},
 		metrics: b.metrics, events: b.events, clock: b.clock, log: log, rootDir: opts.RootDir}
 	if opts.Cluster.ReportHostIPs {
 		b.syncer.hostIPs = opts.Node.HostIPs

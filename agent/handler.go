@@ -237,14 +237,16 @@ func (h *handler) handlePLEGEvents(events []pleg.Event) {
 }
 
 // podsToSync are the pods the sync loop syncs at its next tick beside those
-// due: those past their active deadline, and those holding a device whose
-// health changed (their allocatedResourcesStatus is due).
+// due: those past their active deadline, and those holding a device (a
+// device plugin's or a DRA driver's) whose health changed (their
+// allocatedResourcesStatus is due).
 func (h *handler) podsToSync(now time.Time) []*v1.Pod {
 	pods := h.podsPastDeadline(now)
-	if h.devices == nil {
-		return pods
+	changed := h.dra.TakeHealthChanges()
+	if h.devices != nil {
+		changed = append(changed, h.devices.TakeHealthChanges()...)
 	}
-	for _, uid := range h.devices.TakeHealthChanges() {
+	for _, uid := range changed {
 		if p, ok := h.pods.GetPodByUID(uid); ok && !slices.ContainsFunc(pods, func(q *v1.Pod) bool { return q.UID == uid }) {
 			pods = append(pods, p)
 		}

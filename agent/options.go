@@ -409,6 +409,14 @@ type NodeOptions struct {
 	// /var/lib/kubelet/device-plugins, where plugins look for it. Empty
 	// means no device plugins.
 	DevicePluginDir string
+	// DRADialer connects to the kubelet plugins of DRA drivers that
+	// register through the plugin registry (dra.Options.Dialer): the node
+	// keeps a connection to each and reads its devices' health stream.
+	// Nil: an endpoint is a unix socket's path, dialed (dra.DialUnix). A
+	// test inside a testing/synctest bubble (agenttest), where a goroutine
+	// reading a socket is never durably blocked, gives in-memory plugins'
+	// (dratest.Dialer).
+	DRADialer dra.Dialer
 }
 
 // CgroupOptions put the pods in upstream's cgroup hierarchy (package

@@ -23,7 +23,8 @@ import (
 // which also gives the containers their claims' CDI devices (b.dra).
 func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 	opts, log := b.opts, b.log
-	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims, StateDir: opts.RootDir, Logger: log.With("component", "dra")})
+	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims, StateDir: opts.RootDir, Dialer: opts.Node.DRADialer,
+		Clock: b.clock, Logger: log.With("component", "dra")})
 	if err != nil {
 		return nil, err
 	}

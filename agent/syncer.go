@@ -16,6 +16,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/devices"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/podworkers"
@@ -39,6 +40,7 @@ type podSyncer struct {
 	vol      *volume.Manager
 	cgroups  *podCgroups
 	devices  *devices.Manager // nil without Node.DevicePluginDir
+	dra      *dra.Manager     // the health of the claims' devices
 	msgs     status.MessageReader
 	metrics  Metrics
 	events   EventRecorder
@@ -84,6 +86,7 @@ func (s *podSyncer) generate(pod *v1.Pod, rs *cri.PodStatus, terminal bool, edit
 	if s.devices != nil {
 		s.devices.UpdateAllocatedResourcesStatus(pod, &st)
 	}
+	s.dra.UpdateAllocatedResourcesStatus(pod, &st)
 	if st.Reason == status.ReasonDeadlineExceeded && old.Reason != status.ReasonDeadlineExceeded {
 		s.events.Eventf(pod, v1.EventTypeNormal, status.ReasonDeadlineExceeded, "%s", status.MessageDeadlineExceeded)
 	}
