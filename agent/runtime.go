@@ -233,3 +233,13 @@ func (c capabilities) CheckpointContainer(ctx context.Context, req *runtimeapi.C
 	}
 	return unsupported("checkpoint", "cri.Checkpointer")
 }
+
+// UpdatePodSandboxResources implements cri.SandboxResourcesUpdater: the
+// runtime's, when it has the capability, else ErrUnimplemented (which the
+// resize takes as upstream takes a runtime's Unimplemented: it goes on).
+func (c capabilities) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) error {
+	if u, ok := c.Runtime.(cri.SandboxResourcesUpdater); ok {
+		return u.UpdatePodSandboxResources(ctx, req)
+	}
+	return unsupported("update pod sandbox resources", "cri.SandboxResourcesUpdater")
+}

@@ -241,6 +241,16 @@ func (c *Client) CheckpointContainer(ctx context.Context, req *runtimeapi.Checkp
 
 var _ Checkpointer = (*Client)(nil)
 
+// UpdatePodSandboxResources implements SandboxResourcesUpdater.
+func (c *Client) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) error {
+	_, err := call(ctx, c, "UpdatePodSandboxResources", c.timeout, func(ctx context.Context) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
+		return c.runtime.UpdatePodSandboxResources(ctx, req)
+	})
+	return err
+}
+
+var _ SandboxResourcesUpdater = (*Client)(nil)
+
 // ExecSync implements Execer. A timeout above zero is sent to the runtime
 // (rounded up to whole seconds, as CRI carries seconds) and bounds the call
 // at timeout plus the runtime request timeout; 0 leaves the call unbounded

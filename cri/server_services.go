@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
@@ -90,6 +91,16 @@ func (s *runtimeServer) ContainerStatus(ctx context.Context, req *runtimeapi.Con
 func (s *runtimeServer) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
 	res := &runtimeapi.ContainerResources{Linux: req.Linux, Windows: req.Windows}
 	return &runtimeapi.UpdateContainerResourcesResponse{}, s.rt.UpdateContainerResources(ctx, req.ContainerId, res)
+}
+
+// UpdatePodSandboxResources serves the runtime's SandboxResourcesUpdater,
+// or answers Unimplemented when it has none.
+func (s *runtimeServer) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
+	u, ok := s.rt.(SandboxResourcesUpdater)
+	if !ok {
+		return nil, fmt.Errorf("update pod sandbox resources: %w", ErrUnimplemented)
+	}
+	return &runtimeapi.UpdatePodSandboxResourcesResponse{}, u.UpdatePodSandboxResources(ctx, req)
 }
 
 func (s *runtimeServer) ReopenContainerLog(ctx context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {

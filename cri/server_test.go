@@ -248,3 +248,32 @@ func TestNewServerValidates(t *testing.T) {
 	_, err = cri.NewServer(&stubRuntime{}, nil, cri.ServerOptions{})
 	assert.ErrorContains(t, err, "nil ImageService")
 }
+
+// sandboxUpdater is a stub runtime that takes UpdatePodSandboxResources.
+type sandboxUpdater struct {
+	stubRuntime
+	got *runtimeapi.UpdatePodSandboxResourcesRequest
+}
+
+func (s *sandboxUpdater) UpdatePodSandboxResources(_ context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) error {
+	s.got = req
+	return nil
+}
+
+// UpdatePodSandboxResources goes through the client and the server to a
+// runtime that takes it; a runtime without it answers Unimplemented, which
+// the client gives as cri.ErrUnimplemented (what a resize ignores).
+func TestUpdatePodSandboxResources(t *testing.T) {
+	req := &runtimeapi.UpdatePodSandboxResourcesRequest{PodSandboxId: "sb1",
+		Resources: &runtimeapi.LinuxContainerResources{CpuShares: 512, MemoryLimitInBytes: 64 << 20}}
+	rt := &sandboxUpdater{}
+	c := serve(t, rt, rt, cri.DialOptions{})
+	require.NoError(t, c.UpdatePodSandboxResources(context.Background(), req))
+	require.NotNil(t, rt.got)
+	assert.Equal(t, "sb1", rt.got.GetPodSandboxId())
+	assert.Equal(t, int64(512), rt.got.GetResources().GetCpuShares())
+
+	plain := &stubRuntime{}
+	c = serve(t, plain, plain, cri.DialOptions{})
+	assert.ErrorIs(t, c.UpdatePodSandboxResources(context.Background(), req), cri.ErrUnimplemented)
+}

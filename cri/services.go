@@ -130,6 +130,17 @@ type Checkpointer interface {
 	CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) error
 }
 
+// SandboxResourcesUpdater tells the runtime a pod's new resources after an
+// in-place resize (CRI UpdatePodSandboxResources, added in CRI v1 for 1.33;
+// containerd 2.1 and later implement it, 1.6 answers Unimplemented). It is
+// outside RuntimeService, as Checkpointer is: upstream's kubelet treats the
+// call as a notification and goes on whatever the runtime answers.
+type SandboxResourcesUpdater interface {
+	// UpdatePodSandboxResources hands the runtime the pod's overhead and
+	// its resources less the overhead, for the sandbox req.PodSandboxId.
+	UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) error
+}
+
 // RuntimeService is the runtime half of CRI v1, as this module uses it.
 // The CRI client returned by Dial and fake.Runtime implement it.
 type RuntimeService interface {

@@ -157,6 +157,22 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error
 	return nil
 }
 
+// UpdatePodSandboxResources implements cri.SandboxResourcesUpdater: the
+// call is recorded (Calls) for the sandbox, which must exist (NotFound
+// otherwise, as containerd); nothing else changes, the containers' own
+// resources being what UpdateContainerResources set.
+func (r *Runtime) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) error {
+	if err := r.enter(ctx, UpdatePodSandboxResources, proto.CloneOf(req)); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, err := r.sandboxes.resolve(req.GetPodSandboxId(), "pod sandbox")
+	return err
+}
+
+var _ cri.SandboxResourcesUpdater = (*Runtime)(nil)
+
 func (r *Runtime) stopSandboxLocked(now int64, s *sandbox) {
 	for _, c := range s.containers {
 		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/podspec"
 )
@@ -216,8 +217,9 @@ func (s *Syncer) desired(pod *v1.Pod, u ContainerToUpdate) *runtimeapi.LinuxCont
 // pod's cgroup shrinks. Each update changes only the resource of its pass;
 // the first failure ends the resize, which the next sync takes up again.
 // A pod-level resize that changes no container is the pod's cgroup alone,
-// grown then shrunk (updates empty).
-func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToUpdate) StepResult {
+// grown then shrunk (updates empty). Once all is done, the runtime is told
+// the pod's new resources (notifySandbox).
+func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, sandboxID string, updates []ContainerToUpdate) StepResult {
 	step := StepResult{Step: StepResizePodInPlace, Target: pod.Name}
 	fail := func(err error) StepResult {
 		step.Err = fmt.Errorf("%w: pod %s: %w", ErrResizePodInPlace, podDesc(pod), err)
@@ -285,7 +287,44 @@ func (s *Syncer) resize(ctx context.Context, pod *v1.Pod, updates []ContainerToU
 		}
 	}
 	s.log.Info("Resized containers in place", "pod", podDesc(pod), "containers", len(updates))
+	s.notifySandbox(ctx, pod, sandboxID)
 	return step
+}
+
+// PodSandboxResourcer is what a PodCgroupResizer may also answer, found by
+// type assertion (package cgroups' Manager has it): the pod's overhead and
+// its resources less the overhead, as the runtime is told them after a
+// resize (cgroups.SandboxResources).
+type PodSandboxResourcer interface {
+	SandboxResources(pod *v1.Pod) (overhead, resources *runtimeapi.LinuxContainerResources)
+}
+
+// notifySandbox tells the runtime, when it takes the call
+// (cri.SandboxResourcesUpdater), the pod's resources after a resize, as
+// upstream's kubelet does at the end of every resize: a notification, whose
+// failure is logged and changes nothing (a runtime that does not implement
+// it, containerd before 2.1, only at debug level). Without pod cgroups
+// (PodCgroups not a PodSandboxResourcer) there is no pod-level resource
+// configuration to send.
+func (s *Syncer) notifySandbox(ctx context.Context, pod *v1.Pod, sandboxID string) {
+	u, ok := s.rt.(cri.SandboxResourcesUpdater)
+	if !ok || sandboxID == "" {
+		return
+	}
+	r, ok := s.opts.PodCgroups.(PodSandboxResourcer)
+	if !ok {
+		return
+	}
+	overhead, resources := r.SandboxResources(pod)
+	err := u.UpdatePodSandboxResources(ctx, &runtimeapi.UpdatePodSandboxResourcesRequest{
+		PodSandboxId: sandboxID, Overhead: overhead, Resources: resources})
+	switch {
+	case err == nil:
+	case errors.Is(err, cri.ErrUnimplemented):
+		s.log.Debug("The runtime does not implement UpdatePodSandboxResources; the resize goes on", "pod", podDesc(pod))
+	default:
+		s.log.Error("Failed to notify the runtime of the pod's resources (UpdatePodSandboxResources)", "pod", podDesc(pod), "err", err)
+	}
 }
 
 // memoryUsage is a container's memory usage as the runtime measures it

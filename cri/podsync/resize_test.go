@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubeletkit/kubeletkit/cgroups"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
@@ -542,4 +543,56 @@ func TestSyncPodResizeRestartResizesPodCgroup(t *testing.T) {
 	got := h.status(resized).ContainerByName("app")
 	assert.NotEqual(t, id, got.GetId(), "restarted")
 	assert.Equal(t, int64(3500), got.GetResources().GetLinux().GetCpuQuota())
+}
+
+// sandboxCgroups is a pod cgroup resizer that also gives the sandbox's
+// resources, as cgroups.Manager does.
+type sandboxCgroups struct{ cgroupCalls }
+
+func (*sandboxCgroups) SandboxResources(pod *v1.Pod) (overhead, resources *runtimeapi.LinuxContainerResources) {
+	return cgroups.SandboxResources(pod, cgroups.PodOptions{})
+}
+
+// After a resize the runtime is told the pod's new resources
+// (UpdatePodSandboxResources), after every container changed, as upstream's
+// kubelet does; a runtime that does not implement it, or fails it, does not
+// fail the resize.
+func TestResizeNotifiesTheSandbox(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault error
+	}{
+		{"runtime takes it", nil},
+		{"runtime without it", cri.ErrUnimplemented},
+		{"runtime fails it", errors.New("boom")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			s, err := podsync.New(podsync.Options{Runtime: h.rt, Clock: h.clk, Recorder: h.rec, PodCgroups: &sandboxCgroups{},
+				Config: containerconfig.Options{LogRoot: t.TempDir()}})
+			require.NoError(t, err)
+			h.s = s
+			pod := newPod(v1.RestartPolicyAlways, nil, sized("app", "500m", "500m", "128Mi"))
+			pod.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("8Mi")}
+			require.NoError(t, h.sync(pod).Err())
+			require.Empty(t, h.rt.CallsOf(fake.UpdatePodSandboxResources), "no resize yet")
+			if tc.fault != nil {
+				h.rt.InjectFault(fake.UpdatePodSandboxResources, fake.Fault{Err: tc.fault})
+			}
+
+			resized := pod.DeepCopy()
+			resized.Spec.Containers[0] = sized("app", "1", "1", "256Mi")
+			r := h.sync(resized)
+			require.NoError(t, r.Err(), "the notification never fails the resize")
+			calls := h.rt.Calls()
+			last := calls[len(calls)-1]
+			require.Equal(t, fake.UpdatePodSandboxResources, last.Method, "after the containers' updates")
+			req := last.Request.(*runtimeapi.UpdatePodSandboxResourcesRequest)
+			assert.NotEmpty(t, req.GetPodSandboxId())
+			assert.Equal(t, []int64{102, 10000, 100000, 8 << 20},
+				[]int64{req.GetOverhead().GetCpuShares(), req.GetOverhead().GetCpuQuota(), req.GetOverhead().GetCpuPeriod(), req.GetOverhead().GetMemoryLimitInBytes()}, "overhead")
+			assert.Equal(t, []int64{1024, 100000, 100000, 256 << 20},
+				[]int64{req.GetResources().GetCpuShares(), req.GetResources().GetCpuQuota(), req.GetResources().GetCpuPeriod(), req.GetResources().GetMemoryLimitInBytes()}, "the pod less its overhead")
+		})
+	}
 }

@@ -257,7 +257,7 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	}
 	if !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0 {
 		if len(a.ContainersToUpdate) != 0 || s.podCgroupStale(pod) {
-			res.Steps = append(res.Steps, s.resize(ctx, pod, a.ContainersToUpdate))
+			res.Steps = append(res.Steps, s.resize(ctx, pod, a.SandboxID, a.ContainersToUpdate))
 		}
 		return res
 	}
@@ -318,7 +318,7 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus
 	// limit may exceed the pod cgroup's old one, which cgroup v1 refuses)
 	// and for a pod-level resize.
 	if len(a.ContainersToUpdate) != 0 || (!a.CreateSandbox && (a.restartsForResize() || s.podCgroupStale(pod))) {
-		res.Steps = append(res.Steps, s.resize(ctx, pod, a.ContainersToUpdate))
+		res.Steps = append(res.Steps, s.resize(ctx, pod, a.SandboxID, a.ContainersToUpdate))
 	}
 	for _, i := range a.ContainersToStart {
 		c := &pod.Spec.Containers[i]
