@@ -182,8 +182,12 @@ type ClusterOptions struct {
 	// only.
 	Recorder EventRecorder
 	// VolumeSources give configMaps, secrets and service account tokens to
-	// the pods' volumes and environment. Empty means the objects of
-	// Sources.ObjectPath, and no tokens.
+	// the pods' volumes and environment, and the claims and persistent
+	// volumes behind persistentVolumeClaim and ephemeral volumes (Claims;
+	// also CSIDrivers when it is a volume.CSIDriverSource). Without
+	// ConfigMaps, Secrets and Tokens: the objects of Sources.ObjectPath,
+	// and no tokens; without Claims: a pod with a claim waits with
+	// FailedMount.
 	VolumeSources volume.Sources
 	// Services lists the services whose variables containers get
 	// (KUBERNETES_SERVICE_HOST ...). Nil means none.

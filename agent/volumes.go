@@ -38,12 +38,14 @@ func (b *blocks) envSources() (containerconfig.ConfigMapGetter, containerconfig.
 
 // newVolumes builds the volume manager: every pod's volumes under
 // RootDir/pods/<uid>/volumes, with configMaps and secrets from
-// Options.Cluster.VolumeSources or, failing that, from the object manifests.
+// Options.Cluster.VolumeSources or, failing that, from the object manifests,
+// and claims and persistent volumes from Options.Cluster.VolumeSources.Claims.
 func (b *blocks) newVolumes() (*volume.Manager, error) {
 	sources := b.opts.Cluster.VolumeSources
 	if sources.ConfigMaps == nil && sources.Secrets == nil && sources.Tokens == nil {
 		b.objects = &volume.StaticSources{}
-		sources = volume.Sources{ConfigMaps: b.objects, Secrets: b.objects}
+		// Claims stay the cluster's: the object manifests hold none.
+		sources = volume.Sources{ConfigMaps: b.objects, Secrets: b.objects, Claims: sources.Claims}
 	}
 	// Secrets live on a tmpfs and subPaths are pinned by bind mounts, as
 	// upstream; an agent that cannot mount keeps secrets in the root dir

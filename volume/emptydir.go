@@ -24,6 +24,7 @@ const (
 	ProjectedPluginName   = "kubernetes.io/projected"
 	CSIPluginName         = "kubernetes.io/csi"
 	ImagePluginName       = "kubernetes.io/image"
+	LocalPluginName       = "kubernetes.io/local-volume"
 )
 
 // emptyDirPerm is the mode of an emptyDir, as upstream: anyone in the pod

@@ -13,19 +13,30 @@ import (
 )
 
 // hostPathPlugin is the hostPath plugin: the container mounts the host's
-// path itself.
+// path itself. It also mounts hostPath persistent volumes, read-only when
+// the claim's volume says so.
 type hostPathPlugin struct{}
 
-var _ Plugin = (*hostPathPlugin)(nil)
+var (
+	_ Plugin           = (*hostPathPlugin)(nil)
+	_ PersistentPlugin = (*hostPathPlugin)(nil)
+)
 
 func (hostPathPlugin) Name() string                    { return HostPathPluginName }
 func (hostPathPlugin) CanSupport(spec *v1.Volume) bool { return spec.HostPath != nil }
+
+func (hostPathPlugin) CanSupportPersistent(pv *v1.PersistentVolume) bool {
+	return pv.Spec.HostPath != nil
+}
 
 // SetUp checks the path against its type, creating it for
 // DirectoryOrCreate (0755) and FileOrCreate (0644, with its parent
 // directories), with upstream's messages.
 func (hostPathPlugin) SetUp(_ context.Context, v *Volume) (Mounted, error) {
-	hp := v.Spec.HostPath
+	hp, readOnly := v.Spec.HostPath, false
+	if v.PersistentVolume != nil {
+		hp, readOnly = v.PersistentVolume.Spec.HostPath, v.ReadOnly
+	}
 	if hp.Path == "" || !filepath.IsAbs(hp.Path) {
 		return Mounted{}, fmt.Errorf("%w: hostPath path %q must be absolute", ErrInvalidVolume, hp.Path)
 	}
@@ -41,7 +52,7 @@ func (hostPathPlugin) SetUp(_ context.Context, v *Volume) (Mounted, error) {
 	if err := checkHostPathType(hp.Path, typ); err != nil {
 		return Mounted{}, err
 	}
-	return Mounted{HostPath: hp.Path}, nil
+	return Mounted{HostPath: hp.Path, ReadOnly: readOnly}, nil
 }
 
 // TearDown does nothing: the host's path is not the pod's.

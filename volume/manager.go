@@ -68,6 +68,7 @@ func New(opts Options) (*Manager, error) {
 			payload: projectedPayload(src, m.tokens, opts.NodeAllocatable), memory: !opts.SecretsOnDisk, mounter: opts.Mounter, now: m.clock.Now},
 		newCSIPlugin(opts),
 		imagePlugin{},
+		&localPlugin{mounter: opts.Mounter},
 	}
 	for _, p := range opts.Plugins {
 		name := p.Name()
@@ -89,9 +90,10 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// resolve finds each volume's plugin; a volume that cannot be processed
-// carries its error.
-func (m *Manager) resolve(pod *v1.Pod) []desiredVol {
+// resolve finds each volume's plugin, and the persistent volume of each
+// claim's volume (read once while the pod is desired); a volume that
+// cannot be processed carries its error.
+func (m *Manager) resolve(ctx context.Context, pod *v1.Pod) []desiredVol {
 	vols := make([]desiredVol, len(pod.Spec.Volumes))
 	uidErr := validUID(pod.UID)
 	seen := make(map[string]int, len(vols))
@@ -113,6 +115,10 @@ func (m *Manager) resolve(pod *v1.Pod) []desiredVol {
 		if dv.err != nil {
 			continue
 		}
+		if claim, ok := ClaimName(pod, spec); ok {
+			m.resolveBound(ctx, pod, dv, claim)
+			continue
+		}
 		for _, p := range m.plugins {
 			if p.CanSupport(spec) {
 				dv.plugin = p
@@ -127,7 +133,53 @@ func (m *Manager) resolve(pod *v1.Pod) []desiredVol {
 			dv.remount = r.RequiresRemount(spec)
 		}
 	}
+	checkDirs(vols)
 	return vols
+}
+
+// resolveBound resolves a claim's volume: the bound persistent volume
+// (the one found before while the pod stays desired) and the plugin that
+// supports it.
+func (m *Manager) resolveBound(ctx context.Context, pod *v1.Pod, dv *desiredVol, claim string) {
+	m.mu.Lock()
+	b := m.core.boundClaim(pod.UID, dv.spec.Name, claim)
+	m.mu.Unlock()
+	if b == nil {
+		nb, err := resolveClaim(ctx, m.opts.Sources.Claims, pod, dv.spec)
+		if err != nil {
+			dv.err = err
+			return
+		}
+		b = &nb
+	}
+	for _, p := range m.plugins {
+		if pp, ok := p.(PersistentPlugin); ok && pp.CanSupportPersistent(b.pv) {
+			dv.plugin, dv.bound = p, b
+			return
+		}
+	}
+	dv.err = fmt.Errorf("%w: no volume plugin supports persistent volume %q of volume %q", ErrUnsupported, b.pv.Name, dv.spec.Name)
+}
+
+// checkDirs fails the volumes whose directory another volume of the pod
+// already has: two claims bound to one persistent volume, or a volume
+// named as another's persistent volume (upstream merges the first into
+// one volume; here the second fails to process).
+func checkDirs(vols []desiredVol) {
+	type key struct{ plugin, dir string }
+	seen := make(map[key]string, len(vols))
+	for i := range vols {
+		dv := &vols[i]
+		if dv.err != nil || dv.plugin == nil {
+			continue
+		}
+		k := key{dv.plugin.Name(), dv.dirName()}
+		if other, dup := seen[k]; dup {
+			dv.err = fmt.Errorf("%w: volume %q would use the directory of volume %q (%s)", ErrUnsupported, dv.spec.Name, other, k.dir)
+			continue
+		}
+		seen[k] = dv.spec.Name
+	}
 }
 
 // notify wakes the reconciler; never blocks.
@@ -162,7 +214,7 @@ func (m *Manager) WaitForMount(ctx context.Context, pod *v1.Pod) error {
 	if pod == nil || len(pod.Spec.Volumes) == 0 {
 		return nil
 	}
-	vols := m.resolve(pod)
+	vols := m.resolve(ctx, pod)
 	m.mu.Lock()
 	m.core.setPod(pod, vols)
 	m.mu.Unlock()
@@ -359,18 +411,19 @@ func (m *Manager) perform(ctx context.Context, op operation) {
 	)
 	switch op.kind {
 	case opSetUp:
-		v := &Volume{PodUID: op.uid, Name: op.name, Dir: VolumeDir(m.opts.RootDir, op.uid, op.plugin.Name(), op.name), Pod: op.pod, Spec: op.spec}
+		v := &Volume{PodUID: op.uid, Name: op.name, Dir: VolumeDir(m.opts.RootDir, op.uid, op.plugin.Name(), op.dirName()), Pod: op.pod, Spec: op.spec,
+			PersistentVolume: op.pv, ReadOnly: op.readOnly}
 		res, err = op.plugin.SetUp(ctx, v)
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Warn("volume set up failed", "pod", op.pod.Namespace+"/"+op.pod.Name, "uid", op.uid, "volume", op.name, "plugin", op.plugin.Name(), "err", err)
-				m.event(op.pod, v1.EventTypeWarning, EventFailedMount, "MountVolume.SetUp failed for volume %q : %v", op.name, err)
+				m.event(op.pod, v1.EventTypeWarning, EventFailedMount, "MountVolume.SetUp failed for volume %q : %v", op.dirName(), err)
 			}
 		} else if !op.remount {
 			m.log.Info("volume set up", "pod", op.pod.Namespace+"/"+op.pod.Name, "uid", op.uid, "volume", op.name, "plugin", op.plugin.Name())
 		}
 	case opTearDown:
-		v := &Volume{PodUID: op.uid, Name: op.name, Dir: VolumeDir(m.opts.RootDir, op.uid, op.plugin.Name(), op.name)}
+		v := &Volume{PodUID: op.uid, Name: op.name, Dir: VolumeDir(m.opts.RootDir, op.uid, op.plugin.Name(), op.dirName())}
 		// The subPaths pinned in the volume go first, as upstream's
 		// CleanSubPaths before TearDown.
 		if err = m.cleanSubPaths(op.uid, op.name); err == nil {

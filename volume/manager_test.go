@@ -85,9 +85,9 @@ func TestWaitForMountFailsAtOnceForAVolumeItCannotProcess(t *testing.T) {
 	}{
 		{
 			name: "no plugin",
-			pod:  newPod("p", v1.Volume{Name: "pvc", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}),
+			pod:  newPod("p", v1.Volume{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "nfs", Path: "/x"}}}),
 			is:   volume.ErrUnsupported,
-			want: `unmounted volumes=[pvc], unattached volumes=[], failed to process volumes=[pvc]: volume "pvc": unsupported: no volume plugin supports volume "pvc"`,
+			want: `unmounted volumes=[nfs], unattached volumes=[], failed to process volumes=[nfs]: volume "nfs": unsupported: no volume plugin supports volume "nfs"`,
 		},
 		{
 			name: "bad name",

@@ -21,18 +21,28 @@ func defaultMounter() Mounter { return sysMounter{} }
 
 // Mount calls mount(2) with nodev,nosuid for tmpfs, and MS_BIND (not
 // recursive, as upstream's "-o bind") for fstype "" with the option
-// "bind".
+// "bind"; with the options "bind" and "ro" the bind mount is then
+// remounted read-only, as upstream's mounter does.
 func (sysMounter) Mount(source, target, fstype string, options []string) error {
 	var flags uintptr
 	data := strings.Join(options, ",")
+	readOnlyBind := false
 	switch {
 	case fstype == "tmpfs":
 		flags = syscall.MS_NODEV | syscall.MS_NOSUID
 	case fstype == "" && len(options) == 1 && options[0] == "bind":
 		flags, data = syscall.MS_BIND, ""
+	case fstype == "" && len(options) == 2 && options[0] == "bind" && options[1] == "ro":
+		flags, data, readOnlyBind = syscall.MS_BIND, "", true
 	}
 	if err := syscall.Mount(source, target, fstype, flags, data); err != nil {
 		return fmt.Errorf("mount %s on %s (%s): %w", fstype, target, strings.Join(options, ","), err)
+	}
+	if readOnlyBind {
+		if err := syscall.Mount("", target, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+			_ = syscall.Unmount(target, 0)
+			return fmt.Errorf("remount %s read-only: %w", target, err)
+		}
 	}
 	return nil
 }

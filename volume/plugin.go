@@ -32,6 +32,16 @@ type Plugin interface {
 	TearDown(ctx context.Context, v *Volume) error
 }
 
+// PersistentPlugin is implemented by plugins that also mount persistent
+// volumes, the volumes behind a pod's persistentVolumeClaim and ephemeral
+// volumes (upstream's plugins' CanSupport of a volume.Spec holding a
+// PersistentVolume). The built-ins: hostPath, local and csi. Such a
+// volume's Volume has PersistentVolume set and its Dir is named after the
+// persistent volume, as upstream's.
+type PersistentPlugin interface {
+	CanSupportPersistent(pv *v1.PersistentVolume) bool
+}
+
 // Remounter is implemented by plugins whose content follows a source
 // (upstream's RequiresRemount): SetUp is called again every
 // Options.RefreshPeriod and on Manager.Refresh.
@@ -44,13 +54,21 @@ type Volume struct {
 	// PodUID and Name identify the volume.
 	PodUID types.UID
 	Name   string
-	// Dir is the volume's directory, <RootDir>/pods/<uid>/volumes/<plugin>/<name>;
-	// it is not created for the plugin.
+	// Dir is the volume's directory, <RootDir>/pods/<uid>/volumes/<plugin>/<name>
+	// (<persistent volume's name> for a claim's volume); it is not
+	// created for the plugin.
 	Dir string
 	// Pod and Spec are the pod and its volume; nil in a TearDown of a
 	// volume whose pod is no longer known.
 	Pod  *v1.Pod
 	Spec *v1.Volume
+	// PersistentVolume is the volume bound to the claim of a
+	// persistentVolumeClaim or ephemeral Spec (for a PersistentPlugin);
+	// nil for other volumes and in every TearDown.
+	PersistentVolume *v1.PersistentVolume
+	// ReadOnly is the claim source's readOnly (persistentVolumeClaim's;
+	// false for an ephemeral volume); only with PersistentVolume.
+	ReadOnly bool
 }
 
 // Mounted is what SetUp made.

@@ -42,15 +42,26 @@ func (k opKind) String() string {
 
 // operation is one step for the driver.
 type operation struct {
-	kind    opKind
-	uid     types.UID
-	name    string // the volume; empty for opCleanPodDir
-	plugin  Plugin
-	pod     *v1.Pod    // opSetUp only
-	spec    *v1.Volume // opSetUp only
-	remount bool       // opSetUp of a volume already set up
-	started time.Time  // when plan returned it
-	gen     uint64     // opSetUp: the pod's refreshGen
+	kind     opKind
+	uid      types.UID
+	name     string // the volume; empty for opCleanPodDir
+	dir      string // the name of its directory (name, or its persistent volume's)
+	plugin   Plugin
+	pod      *v1.Pod              // opSetUp only
+	spec     *v1.Volume           // opSetUp only
+	pv       *v1.PersistentVolume // opSetUp of a claim's volume only
+	readOnly bool                 // the claim's readOnly, with pv
+	remount  bool                 // opSetUp of a volume already set up
+	started  time.Time            // when plan returned it
+	gen      uint64               // opSetUp: the pod's refreshGen
+}
+
+// dirName is the name of the operation's volume directory.
+func (o operation) dirName() string {
+	if o.dir != "" {
+		return o.dir
+	}
+	return o.name
 }
 
 func (o operation) String() string {
@@ -70,6 +81,18 @@ type desiredVol struct {
 	plugin  Plugin
 	remount bool  // the plugin refreshes content
 	err     error // the volume cannot be processed (bad spec, no plugin)
+	// A claim's volume (persistentVolumeClaim, ephemeral): its directory
+	// is named after the bound persistent volume.
+	bound *boundVolume
+}
+
+// dirName is the name of the volume's directory: the persistent volume's
+// for a claim's volume, as upstream names it, else the volume's.
+func (d *desiredVol) dirName() string {
+	if d.bound != nil {
+		return d.bound.pv.Name
+	}
+	return d.spec.Name
 }
 
 type desiredPod struct {
@@ -81,6 +104,7 @@ type desiredPod struct {
 // actualVol is a volume that is set up (or was found on disk).
 type actualVol struct {
 	plugin        Plugin
+	dir           string // the name of its directory
 	mounted       Mounted
 	setUpAt       time.Time // when the last successful SetUp started
 	refreshGen    uint64    // the pod's refreshGen when it started
@@ -140,6 +164,21 @@ func (p *podState) vol(name string) *volState {
 func (p *podState) addVol(name string) *volState {
 	v := &volState{name: name}
 	p.vols = append(p.vols, v)
+	return v
+}
+
+// adopt renames to name a volume found on disk in the directory a claim's
+// volume uses (the persistent volume's name, which is all a restart
+// knows of it) and returns it; nil when there is none.
+func (p *podState) adopt(name string, dv *desiredVol) *volState {
+	if dv.err != nil || dv.bound == nil {
+		return nil
+	}
+	v := p.vol(dv.dirName())
+	if v == nil || v.want != nil || v.have == nil || !v.have.reconstructed || v.have.plugin != dv.plugin || v.inflight {
+		return nil
+	}
+	v.name = name
 	return v
 }
 
@@ -214,6 +253,9 @@ func (r *reconciler) setPod(pod *v1.Pod, vols []desiredVol) {
 		name := vols[i].spec.Name
 		v := p.vol(name)
 		if v == nil {
+			v = p.adopt(name, &vols[i])
+		}
+		if v == nil {
 			v = p.addVol(name)
 		}
 		if v.want == nil { // the first of duplicates wins; all carry the error
@@ -264,7 +306,7 @@ func (r *reconciler) addReconstructed(uid types.UID, name string, pl Plugin) {
 		v = p.addVol(name)
 	}
 	if v.have == nil {
-		v.have = &actualVol{plugin: pl, reconstructed: true}
+		v.have = &actualVol{plugin: pl, dir: name, reconstructed: true}
 	}
 	p.dir, p.dirty = true, true
 }
@@ -334,7 +376,7 @@ func (r *reconciler) planPod(p *podState, now time.Time, sourcesReady bool, out 
 				continue
 			}
 			v.inflight = true
-			out = append(out, operation{kind: opTearDown, uid: p.uid, name: v.name, plugin: v.have.plugin, started: now})
+			out = append(out, operation{kind: opTearDown, uid: p.uid, name: v.name, dir: v.have.dir, plugin: v.have.plugin, started: now})
 			continue
 		}
 		remount := false
@@ -350,8 +392,12 @@ func (r *reconciler) planPod(p *podState, now time.Time, sourcesReady bool, out 
 			remount = true
 		}
 		v.inflight = true
-		out = append(out, operation{kind: opSetUp, uid: p.uid, name: v.name, plugin: v.want.plugin, pod: p.desired.pod,
-			spec: v.want.spec, remount: remount, started: now, gen: p.desired.refreshGen})
+		op := operation{kind: opSetUp, uid: p.uid, name: v.name, dir: v.want.dirName(), plugin: v.want.plugin, pod: p.desired.pod,
+			spec: v.want.spec, remount: remount, started: now, gen: p.desired.refreshGen}
+		if b := v.want.bound; b != nil {
+			op.pv, op.readOnly = b.pv, b.readOnly
+		}
+		out = append(out, op)
 	}
 	if p.desired == nil && p.dir && !busy {
 		if !sourcesReady {
@@ -404,7 +450,7 @@ func (r *reconciler) complete(op operation, m Mounted, err error, now time.Time)
 		v.fail.retryAt = now.Add(backoff(v.fail.attempts))
 		if op.kind == opSetUp {
 			if v.have == nil {
-				v.have = &actualVol{plugin: op.plugin, uncertain: true}
+				v.have = &actualVol{plugin: op.plugin, dir: op.dir, uncertain: true}
 			}
 			if v.want == nil || p.desired == nil {
 				v.fail = nil // the pod went meanwhile: tear down at once
@@ -415,7 +461,7 @@ func (r *reconciler) complete(op operation, m Mounted, err error, now time.Time)
 	v.fail = nil
 	switch op.kind {
 	case opSetUp:
-		v.have = &actualVol{plugin: op.plugin, mounted: m, setUpAt: op.started, refreshGen: op.gen}
+		v.have = &actualVol{plugin: op.plugin, dir: op.dir, mounted: m, setUpAt: op.started, refreshGen: op.gen}
 	case opTearDown:
 		v.have = nil
 		p.prune()
@@ -539,4 +585,22 @@ func (r *reconciler) mounted(uid types.UID) map[string]Mounted {
 		}
 	}
 	return out
+}
+
+// boundClaim returns how a desired pod's claim volume was resolved, if it
+// was and still names the same claim: a pod's claims are resolved once, so
+// a running pod's volume is not torn down when its claim can no longer be
+// read.
+func (r *reconciler) boundClaim(uid types.UID, name, claim string) *boundVolume {
+	p := r.pods[uid]
+	if p == nil || p.desired == nil {
+		return nil
+	}
+	for i := range p.desired.vols {
+		dv := &p.desired.vols[i]
+		if dv.spec.Name == name && dv.err == nil && dv.bound != nil && dv.bound.claim.Name == claim {
+			return dv.bound
+		}
+	}
+	return nil
 }
