@@ -145,7 +145,7 @@ func TestCSIErrors(t *testing.T) {
 		pod := csiPod("csi.example.com")
 		pod.UID, pod.Name = "uid-nosecret", "nosecret"
 		pod.Spec.Volumes[0].CSI.NodePublishSecretRef.Name = "absent"
-		assert.ErrorContains(t, h.failMount(pod), `nodePublishSecretRef: secret "absent" not found`)
+		assert.ErrorContains(t, h.failMount(pod), `fetching NodePublishSecretRef ns/absent failed: secret "absent" not found`)
 		h.m.RemovePod(pod.UID)
 	})
 }

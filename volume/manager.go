@@ -260,23 +260,30 @@ func (m *Manager) WaitForMount(ctx context.Context, pod *v1.Pod) error {
 	}
 }
 
-// mountError formats WaitForMount's error.
+// mountError formats WaitForMount's error; a volume whose last error
+// wraps ErrNotAttached is also listed as unattached.
 func mountError(st podMountState, cause error) error {
-	unmounted, failed := st.unmounted, st.failed
+	unmounted, failed, unattached := st.unmounted, st.failed, []string{}
 	if unmounted == nil {
 		unmounted = []string{}
 	}
 	if failed == nil {
 		failed = []string{}
 	}
+	for _, name := range unmounted {
+		if err := st.errs[name]; err != nil && errors.Is(err, ErrNotAttached) {
+			unattached = append(unattached, name)
+		}
+	}
+	prefix := fmt.Sprintf("unmounted volumes=%v, unattached volumes=%v, failed to process volumes=%v", unmounted, unattached, failed)
 	if len(st.failed) > 0 {
 		// The cause is one volume's error, also in the reasons.
-		return fmt.Errorf("unmounted volumes=%v, unattached volumes=[], failed to process volumes=%v: %w", unmounted, failed, &reasonsError{st.reasons(), cause, st.errList()})
+		return fmt.Errorf("%s: %w", prefix, &reasonsError{st.reasons(), cause, st.errList()})
 	}
 	if r := st.reasons(); r != "" {
-		return fmt.Errorf("unmounted volumes=%v, unattached volumes=[], failed to process volumes=%v: %w", unmounted, failed, &reasonsError{cause.Error() + "; " + r, cause, st.errList()})
+		return fmt.Errorf("%s: %w", prefix, &reasonsError{cause.Error() + "; " + r, cause, st.errList()})
 	}
-	return fmt.Errorf("unmounted volumes=%v, unattached volumes=[], failed to process volumes=%v: %w", unmounted, failed, cause)
+	return fmt.Errorf("%s: %w", prefix, cause)
 }
 
 // reasonsError carries a message and unwraps to the cause and to each

@@ -56,6 +56,10 @@ var (
 	// ErrPodRemoved is wrapped by WaitForMount when the pod is removed
 	// while it waits.
 	ErrPodRemoved = errors.New("pod removed while waiting for its volumes")
+	// ErrNotAttached is wrapped by the set up of a persistent volume that
+	// needs attaching to the node (a CSI driver's attachRequired), which
+	// this node does not do; WaitForMount lists it in "unattached volumes".
+	ErrNotAttached = errors.New("volume not attached")
 	// ErrNotMounted is wrapped by Mounts when a volume is not set up.
 	ErrNotMounted = errors.New("volume not mounted")
 	// ErrAlreadyRunning is returned by a second Run.

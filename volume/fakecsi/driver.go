@@ -38,6 +38,9 @@ type Options struct {
 	NodeID string
 	// StageUnstage advertises STAGE_UNSTAGE_VOLUME.
 	StageUnstage bool
+	// SingleNodeMultiWriter advertises SINGLE_NODE_MULTI_WRITER (the
+	// access modes SINGLE_NODE_SINGLE_WRITER and SINGLE_NODE_MULTI_WRITER).
+	SingleNodeMultiWriter bool
 }
 
 // Call is one recorded call.
@@ -50,6 +53,10 @@ type Call struct {
 	FSType        string
 	VolumeContext map[string]string
 	Secrets       map[string]string
+	// AccessMode and MountFlags are the volume capability's (stage and
+	// publish).
+	AccessMode csipb.VolumeCapability_AccessMode_Mode
+	MountFlags []string
 }
 
 // Driver is the fake driver.
@@ -191,8 +198,10 @@ func (d *Driver) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilities
 	}
 	resp := &csipb.NodeGetCapabilitiesResponse{}
 	if d.opts.StageUnstage {
-		resp.Capabilities = append(resp.Capabilities, &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{
-			Rpc: &csipb.NodeServiceCapability_RPC{Type: csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}}})
+		resp.Capabilities = append(resp.Capabilities, rpcCapability(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME))
+	}
+	if d.opts.SingleNodeMultiWriter {
+		resp.Capabilities = append(resp.Capabilities, rpcCapability(csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER))
 	}
 	return resp, nil
 }
@@ -207,6 +216,10 @@ func (d *Driver) NodeGetInfo(context.Context, *csipb.NodeGetInfoRequest) (*csipb
 	return &csipb.NodeGetInfoResponse{NodeId: d.opts.NodeID}, nil
 }
 
+func rpcCapability(t csipb.NodeServiceCapability_RPC_Type) *csipb.NodeServiceCapability {
+	return &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: t}}}
+}
+
 func fsType(c *csipb.VolumeCapability) string { return c.GetMount().GetFsType() }
 
 // NodeStageVolume records the staging path, which must be a directory.
@@ -214,7 +227,8 @@ func (d *Driver) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRe
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.record(Call{Method: NodeStageVolume, VolumeID: req.VolumeId, StagingPath: req.StagingTargetPath,
-		FSType: fsType(req.VolumeCapability), VolumeContext: req.VolumeContext, Secrets: req.Secrets}); err != nil {
+		FSType: fsType(req.VolumeCapability), VolumeContext: req.VolumeContext, Secrets: req.Secrets,
+		AccessMode: req.VolumeCapability.GetAccessMode().GetMode(), MountFlags: req.VolumeCapability.GetMount().GetMountFlags()}); err != nil {
 		return nil, err
 	}
 	if !d.opts.StageUnstage {
@@ -254,7 +268,8 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolu
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.record(Call{Method: NodePublishVolume, VolumeID: req.VolumeId, TargetPath: req.TargetPath, StagingPath: req.StagingTargetPath,
-		ReadOnly: req.Readonly, FSType: fsType(req.VolumeCapability), VolumeContext: req.VolumeContext, Secrets: req.Secrets}); err != nil {
+		ReadOnly: req.Readonly, FSType: fsType(req.VolumeCapability), VolumeContext: req.VolumeContext, Secrets: req.Secrets,
+		AccessMode: req.VolumeCapability.GetAccessMode().GetMode(), MountFlags: req.VolumeCapability.GetMount().GetMountFlags()}); err != nil {
 		return nil, err
 	}
 	if req.VolumeId == "" || req.TargetPath == "" || req.VolumeCapability == nil {
