@@ -2,6 +2,8 @@ package agenttest_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,11 +14,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/pluginmanager/pluginmanagertest"
+	"github.com/kubeletkit/kubeletkit/volume"
 	"github.com/kubeletkit/kubeletkit/volume/fakecsi"
 )
 
@@ -66,5 +71,90 @@ func TestCSIDriverRegistersThroughThePluginRegistry(t *testing.T) {
 		waitRunning(t, n, "with-csi")
 		assert.Equal(t, []string{fakecsi.NodeGetInfo, fakecsi.NodeGetCapabilities, fakecsi.NodePublishVolume}, driver.Methods())
 		assert.Len(t, driver.Published(), 1)
+	})
+}
+
+// A pod's claim bound to a CSI persistent volume of a driver registered
+// through the plugin registry: the node stages the volume at upstream's
+// global mount path, publishes it in the pod's volume directory, and the
+// pod runs; deleting the pod unpublishes, then unstages. A pod whose claim
+// is Pending waits in ContainerCreating with upstream's FailedMount
+// message. Without a claim source, both wait in ContainerCreating.
+func TestPersistentVolumeClaimOfACSIDriver(t *testing.T) {
+	root, err := os.MkdirTemp("", "kk") // short: socket paths have at most 107 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(root) })
+	driver := fakecsi.New(fakecsi.Options{Name: "csi.example.com", NodeID: "node-1", StageUnstage: true})
+	driverSock := filepath.Join(root, "plugins", "csi.example.com", "csi.sock")
+	serveOutside(t, driverSock, driver.Serve)
+	registrar := pluginmanagertest.New(&registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "csi.example.com",
+		Endpoint: driverSock, SupportedVersions: []string{"1.0.0"}})
+	serveOutside(t, filepath.Join(root, "plugins_registry", "csi.example.com-reg.sock"), registrar.ServeListener)
+
+	objects := &volume.StaticSources{}
+	claim := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data", UID: "claim-uid"},
+		Spec:       v1.PersistentVolumeClaimSpec{VolumeName: "pv-data"},
+		Status:     v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound},
+	}
+	objects.SetPersistentVolumeClaim(claim)
+	objects.SetPersistentVolumeClaim(&v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pending"},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}})
+	objects.SetPersistentVolume(&v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-data"},
+		Spec: v1.PersistentVolumeSpec{
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "vol-1"}},
+			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			ClaimRef:               &v1.ObjectReference{Namespace: "default", Name: "data", UID: "claim-uid"},
+		},
+	})
+	objects.SetCSIDriver(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "csi.example.com"},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptrTo(false)}})
+	claimPod := func(name, claim string) *v1.Pod {
+		app := container("app", "sleep", "3600")
+		app.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		p := pod(name, app)
+		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		return p
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		opts := agent.Options{RootDir: root}
+		opts.Cluster.VolumeSources = volume.Sources{ConfigMaps: objects, Secrets: objects, Claims: objects}
+		n := agenttest.NewNode(t, agenttest.Options{Agent: opts})
+		n.Step(2 * time.Second)
+
+		n.AddPod(claimPod("with-pvc", "data"))
+		waitRunning(t, n, "with-pvc")
+		assert.Equal(t, []string{fakecsi.NodeGetInfo, fakecsi.NodeGetCapabilities, fakecsi.NodeStageVolume, fakecsi.NodePublishVolume}, driver.Methods())
+		uid := string(n.Pod("default", "with-pvc").UID)
+		staging := filepath.Join(root, "plugins", "kubernetes.io", "csi", "csi.example.com", fmt.Sprintf("%x", sha256.Sum256([]byte("vol-1"))), "globalmount")
+		assert.Equal(t, map[string]string{"vol-1": staging}, driver.Staged())
+		assert.Equal(t, map[string]string{filepath.Join(root, "pods", uid, "volumes", "kubernetes.io~csi", "pv-data", "mount"): "vol-1"}, driver.Published())
+
+		n.AddPod(claimPod("pending", "pending"))
+		n.Step(10 * time.Second)
+		p := n.Pod("default", "pending")
+		assert.Equal(t, v1.PodPending, p.Status.Phase)
+		if assert.Len(t, p.Status.ContainerStatuses, 1) && assert.NotNil(t, p.Status.ContainerStatuses[0].State.Waiting) {
+			assert.Equal(t, "ContainerCreating", p.Status.ContainerStatuses[0].State.Waiting.Reason)
+		}
+		var failed []string
+		for _, e := range n.PodEvents("default", "pending") {
+			if e.Reason == "FailedMount" {
+				failed = append(failed, e.Message)
+			}
+		}
+		if assert.NotEmpty(t, failed) {
+			assert.Equal(t, `Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: volume "data": error processing PVC default/pending: PVC is not bound`, failed[0])
+		}
+
+		calls := len(driver.Methods())
+		n.DeletePod("default", "with-pvc")
+		n.StepUntil(time.Minute, func() bool { return len(driver.Staged()) == 0 })
+		assert.Equal(t, []string{fakecsi.NodeUnpublishVolume, fakecsi.NodeUnstageVolume}, driver.Methods()[calls:])
+		assert.Empty(t, driver.Published())
+		assert.NoDirExists(t, filepath.Dir(staging))
 	})
 }
