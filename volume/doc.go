@@ -30,6 +30,13 @@
 //   - csi: inline (ephemeral) CSI volumes of the pod spec over the driver's
 //     gRPC socket: NodeStageVolume when the driver has STAGE_UNSTAGE_VOLUME,
 //     NodePublishVolume, and the reverse on teardown.
+//   - persistentVolumeClaim and ephemeral: the claim and its bound
+//     persistent volume from Sources.Claims, with upstream's checks and
+//     messages ("error processing PVC ns/c: PVC is not bound"); hostPath
+//     persistent volumes as hostPath, local ones bind-mounted on
+//     kubernetes.io~local-volume/<pv>, CSI ones staged once per node at
+//     upstream's global mount path and published per pod on
+//     kubernetes.io~csi/<pv>/mount, unstaged after the last pod.
 //
 // Options.Plugins adds others (the Plugin interface is four methods).
 // Content comes from small interfaces in Options.Sources (ConfigMapSource,

@@ -191,8 +191,8 @@ func (j *Joined) ServiceAccounts() *ServiceAccounts { return &ServiceAccounts{cl
 //	                topology labels (CSINodes); Run makes the CSINode
 //
 // VolumeSources become configMaps, secrets and tokens from the API server
-// (WatchingSources, through KeptSources with a LocalState) only when opts
-// has none; RuntimeClasses stay the caller's, as no RuntimeClass is watched
+// (WatchingSources, through KeptSources with a LocalState), and its claims,
+// persistent volumes and CSIDrivers (Claims), only when opts has none; RuntimeClasses stay the caller's, as no RuntimeClass is watched
 // here. With a LocalState, HTTP.HealthChecks gain "apisource" (see
 // Joined.HealthCheck). NodeName is set to the joined node's when empty;
 // another name is an error wrapping ErrInvalidArgument. On an error opts is

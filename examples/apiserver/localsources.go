@@ -83,7 +83,7 @@ func NewKeptSources(inner volume.Sources, state *localstate.State, opts KeptSour
 }
 
 // Sources returns the sources as the volume block takes them, a member for
-// each member inner has.
+// each member inner has; Claims is inner's own.
 func (k *KeptSources) Sources() volume.Sources {
 	var s volume.Sources
 	if k.inner.ConfigMaps != nil {
@@ -95,6 +95,9 @@ func (k *KeptSources) Sources() volume.Sources {
 	if k.inner.Tokens != nil {
 		s.Tokens = k
 	}
+	// Claims are not kept: a node cut off from its API server runs the
+	// pods whose claims it resolved before.
+	s.Claims = k.inner.Claims
 	return s
 }
 

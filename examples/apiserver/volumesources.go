@@ -76,9 +76,10 @@ func NewVolumeSources(client kubernetes.Interface, opts VolumeSourcesOptions) (*
 	return &VolumeSources{client: client, ttl: ttl, clock: clk, entries: map[objectKey]cacheEntry{}}, nil
 }
 
-// Sources returns the three sources as the volume block takes them.
+// Sources returns the three sources as the volume block takes them, and
+// the claims of the same API server (Claims).
 func (s *VolumeSources) Sources() volume.Sources {
-	return volume.Sources{ConfigMaps: s, Secrets: s, Tokens: s}
+	return volume.Sources{ConfigMaps: s, Secrets: s, Tokens: s, Claims: NewClaims(s.client)}
 }
 
 // GetConfigMap returns the configMap, from the cache while it is fresh.

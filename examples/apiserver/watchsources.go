@@ -129,9 +129,11 @@ func NewWatchingSources(client kubernetes.Interface, opts WatchingSourcesOptions
 	return &WatchingSources{client: client, o: opts, log: orDiscard(opts.Logger), items: map[objectKey]*watchedObject{}}, nil
 }
 
-// Sources returns the three sources as the volume block takes them.
+// Sources returns the three sources as the volume block takes them, and
+// the claims of the same API server (Claims, read with a GET each time,
+// not watched).
 func (s *WatchingSources) Sources() volume.Sources {
-	return volume.Sources{ConfigMaps: s, Secrets: s, Tokens: s}
+	return volume.Sources{ConfigMaps: s, Secrets: s, Tokens: s, Claims: NewClaims(s.client)}
 }
 
 // Run serves reads until ctx ends, stopping the watches of idle objects
