@@ -79,6 +79,8 @@ type csiPlugin struct {
 	objects  CSIDriverSource // nil: no CSIDriver objects
 	nodeName string
 	mounter  Mounter
+	// deviceOp times an unstaging for Options.Metrics (Manager.deviceOp).
+	deviceOp func(ctx context.Context, plugin string) func(error)
 
 	// staging serializes, per staging path, a SetUp's record and stage
 	// against a TearDown's count of the records and unstage.
@@ -115,10 +117,10 @@ var (
 	_ PersistentPlugin = (*csiPlugin)(nil)
 )
 
-func newCSIPlugin(o Options) *csiPlugin {
+func newCSIPlugin(o Options, deviceOp func(ctx context.Context, plugin string) func(error)) *csiPlugin {
 	objects, _ := o.Sources.Claims.(CSIDriverSource)
 	return &csiPlugin{drivers: o.CSIDrivers, root: o.RootDir, timeout: o.CSITimeout, secrets: o.Sources.Secrets,
-		objects: objects, nodeName: o.NodeName, mounter: o.Mounter}
+		objects: objects, nodeName: o.NodeName, mounter: o.Mounter, deviceOp: deviceOp}
 }
 
 func (p *csiPlugin) Name() string                    { return CSIPluginName }
@@ -502,15 +504,10 @@ func (p *csiPlugin) TearDown(ctx context.Context, v *Volume) error {
 			return err
 		}
 		if !used {
-			if _, err := c.node.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: d.VolumeHandle, StagingTargetPath: d.StagingPath}); err != nil {
-				return fmt.Errorf("CSI driver %s: NodeUnstageVolume: %w", d.Driver, err)
-			}
-			p.setStaged(d.StagingPath, false)
-			global := filepath.Dir(d.StagingPath)
-			if err := os.Remove(filepath.Join(global, csiDataFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			if err := removeEmpty(d.StagingPath, global); err != nil {
+			done := p.deviceOp(ctx, CSIPluginName+":"+d.Driver)
+			err := p.unstage(ctx, c, d)
+			done(err)
+			if err != nil {
 				return err
 			}
 		}
@@ -519,6 +516,20 @@ func (p *csiPlugin) TearDown(ctx context.Context, v *Volume) error {
 		return err
 	}
 	return removeEmpty(target, v.Dir)
+}
+
+// unstage unstages a volume no pod uses any more and removes its global
+// mount directory.
+func (p *csiPlugin) unstage(ctx context.Context, c *csiClient, d csiVolumeData) error {
+	if _, err := c.node.NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: d.VolumeHandle, StagingTargetPath: d.StagingPath}); err != nil {
+		return fmt.Errorf("CSI driver %s: NodeUnstageVolume: %w", d.Driver, err)
+	}
+	p.setStaged(d.StagingPath, false)
+	global := filepath.Dir(d.StagingPath)
+	if err := os.Remove(filepath.Join(global, csiDataFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return removeEmpty(d.StagingPath, global)
 }
 
 // stagedFor reports whether a CSI volume directory other than dir records

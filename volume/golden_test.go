@@ -67,7 +67,7 @@ func (g *goldenHarness) run(c golden.Case) ([]string, error) {
 		}
 		return nil, nil
 	case "found":
-		g.r.addReconstructed(types.UID(f[1]), f[2], plainPlugin)
+		g.r.addReconstructed(types.UID(f[1]), f[2], plainPlugin, plainPlugin.Name())
 		return nil, nil
 	case "tick":
 		d, err := time.ParseDuration(f[1])

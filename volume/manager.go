@@ -66,7 +66,7 @@ func New(opts Options) (*Manager, error) {
 			payload: downwardAPIPayload(opts.NodeAllocatable), mounter: opts.Mounter, now: m.clock.Now},
 		&contentPlugin{name: ProjectedPluginName, supports: func(s *v1.Volume) bool { return s.Projected != nil },
 			payload: projectedPayload(src, m.tokens, opts.NodeAllocatable), memory: !opts.SecretsOnDisk, mounter: opts.Mounter, now: m.clock.Now},
-		newCSIPlugin(opts),
+		newCSIPlugin(opts, m.deviceOp),
 		imagePlugin{},
 		&localPlugin{mounter: opts.Mounter},
 	}
@@ -129,6 +129,7 @@ func (m *Manager) resolve(ctx context.Context, pod *v1.Pod) []desiredVol {
 			dv.err = fmt.Errorf("%w: no volume plugin supports volume %q", ErrUnsupported, spec.Name)
 			continue
 		}
+		dv.metric = QualifiedPluginName(dv.plugin.Name(), spec, nil)
 		if r, ok := dv.plugin.(Remounter); ok {
 			dv.remount = r.RequiresRemount(spec)
 		}
@@ -155,6 +156,7 @@ func (m *Manager) resolveBound(ctx context.Context, pod *v1.Pod, dv *desiredVol,
 	for _, p := range m.plugins {
 		if pp, ok := p.(PersistentPlugin); ok && pp.CanSupportPersistent(b.pv) {
 			dv.plugin, dv.bound = p, b
+			dv.metric = QualifiedPluginName(p.Name(), nil, b.pv)
 			return
 		}
 	}
@@ -420,7 +422,9 @@ func (m *Manager) perform(ctx context.Context, op operation) {
 	case opSetUp:
 		v := &Volume{PodUID: op.uid, Name: op.name, Dir: VolumeDir(m.opts.RootDir, op.uid, op.plugin.Name(), op.dirName()), Pod: op.pod, Spec: op.spec,
 			PersistentVolume: op.pv, ReadOnly: op.readOnly}
+		start := m.clock.Now()
 		res, err = op.plugin.SetUp(ctx, v)
+		m.observeSetUp(ctx, op, start, err)
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Warn("volume set up failed", "pod", op.pod.Namespace+"/"+op.pod.Name, "uid", op.uid, "volume", op.name, "plugin", op.plugin.Name(), "err", err)
@@ -431,11 +435,13 @@ func (m *Manager) perform(ctx context.Context, op operation) {
 		}
 	case opTearDown:
 		v := &Volume{PodUID: op.uid, Name: op.name, Dir: VolumeDir(m.opts.RootDir, op.uid, op.plugin.Name(), op.dirName())}
+		start := m.clock.Now()
 		// The subPaths pinned in the volume go first, as upstream's
 		// CleanSubPaths before TearDown.
 		if err = m.cleanSubPaths(op.uid, op.name); err == nil {
 			err = op.plugin.TearDown(ctx, v)
 		}
+		m.observe(ctx.Err(), OpUnmount, op.metric, start, err)
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Warn("volume tear down failed", "uid", op.uid, "volume", op.name, "plugin", op.plugin.Name(), "err", err)
@@ -509,7 +515,7 @@ func (m *Manager) reconstruct() {
 					m.log.Warn("volume of an unknown plugin left alone", "uid", uid, "plugin", UnescapeQualifiedName(pl.Name()), "volume", v.Name())
 					continue
 				}
-				m.core.addReconstructed(uid, v.Name(), plugin)
+				m.core.addReconstructed(uid, v.Name(), plugin, reconstructedName(plugin, filepath.Join(PodVolumesDir(m.opts.RootDir, uid), pl.Name(), v.Name())))
 				n++
 			}
 		}

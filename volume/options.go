@@ -144,6 +144,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Recorder receives FailedMount events (nil: none).
 	Recorder EventRecorder
+	// Metrics receives every operation's duration and outcome, as
+	// upstream's storage_operation_duration_seconds (nil: none); see
+	// Manager.VolumeCounts for upstream's volume_manager_total_volumes.
+	Metrics Metrics
 	// ReconcilePeriod (zero: DefaultReconcilePeriod).
 	ReconcilePeriod time.Duration
 	// RefreshPeriod (zero: DefaultRefreshPeriod).

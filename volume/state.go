@@ -52,6 +52,8 @@ type operation struct {
 	pv       *v1.PersistentVolume // opSetUp of a claim's volume only
 	readOnly bool                 // the claim's readOnly, with pv
 	remount  bool                 // opSetUp of a volume already set up
+	verify   bool                 // opSetUp: the volume's first, which checks it is attached (OpVerifyAttached)
+	metric   string               // the volume's qualified plugin name, for Metrics
 	started  time.Time            // when plan returned it
 	gen      uint64               // opSetUp: the pod's refreshGen
 }
@@ -79,8 +81,9 @@ func (o operation) String() string {
 type desiredVol struct {
 	spec    *v1.Volume
 	plugin  Plugin
-	remount bool  // the plugin refreshes content
-	err     error // the volume cannot be processed (bad spec, no plugin)
+	remount bool   // the plugin refreshes content
+	err     error  // the volume cannot be processed (bad spec, no plugin)
+	metric  string // the qualified plugin name (QualifiedPluginName)
 	// A claim's volume (persistentVolumeClaim, ephemeral): its directory
 	// is named after the bound persistent volume.
 	bound *boundVolume
@@ -105,6 +108,7 @@ type desiredPod struct {
 type actualVol struct {
 	plugin        Plugin
 	dir           string // the name of its directory
+	metric        string // the qualified plugin name (QualifiedPluginName)
 	mounted       Mounted
 	setUpAt       time.Time // when the last successful SetUp started
 	refreshGen    uint64    // the pod's refreshGen when it started
@@ -298,15 +302,16 @@ func (r *reconciler) removePod(uid types.UID) {
 	r.forget(p)
 }
 
-// addReconstructed records a volume found on disk.
-func (r *reconciler) addReconstructed(uid types.UID, name string, pl Plugin) {
+// addReconstructed records a volume found on disk; metric is its
+// qualified plugin name.
+func (r *reconciler) addReconstructed(uid types.UID, name string, pl Plugin, metric string) {
 	p := r.pod(uid)
 	v := p.vol(name)
 	if v == nil {
 		v = p.addVol(name)
 	}
 	if v.have == nil {
-		v.have = &actualVol{plugin: pl, dir: name, reconstructed: true}
+		v.have = &actualVol{plugin: pl, dir: name, metric: metric, reconstructed: true}
 	}
 	p.dir, p.dirty = true, true
 }
@@ -376,7 +381,7 @@ func (r *reconciler) planPod(p *podState, now time.Time, sourcesReady bool, out 
 				continue
 			}
 			v.inflight = true
-			out = append(out, operation{kind: opTearDown, uid: p.uid, name: v.name, dir: v.have.dir, plugin: v.have.plugin, started: now})
+			out = append(out, operation{kind: opTearDown, uid: p.uid, name: v.name, dir: v.have.dir, plugin: v.have.plugin, metric: v.have.metric, started: now})
 			continue
 		}
 		remount := false
@@ -393,10 +398,11 @@ func (r *reconciler) planPod(p *podState, now time.Time, sourcesReady bool, out 
 		}
 		v.inflight = true
 		op := operation{kind: opSetUp, uid: p.uid, name: v.name, dir: v.want.dirName(), plugin: v.want.plugin, pod: p.desired.pod,
-			spec: v.want.spec, remount: remount, started: now, gen: p.desired.refreshGen}
+			spec: v.want.spec, remount: remount, started: now, gen: p.desired.refreshGen, metric: v.want.metric}
 		if b := v.want.bound; b != nil {
 			op.pv, op.readOnly = b.pv, b.readOnly
 		}
+		op.verify = v.have == nil && !r.setUpElsewhere(p, v.want)
 		out = append(out, op)
 	}
 	if p.desired == nil && p.dir && !busy {
@@ -450,7 +456,7 @@ func (r *reconciler) complete(op operation, m Mounted, err error, now time.Time)
 		v.fail.retryAt = now.Add(backoff(v.fail.attempts))
 		if op.kind == opSetUp {
 			if v.have == nil {
-				v.have = &actualVol{plugin: op.plugin, dir: op.dir, uncertain: true}
+				v.have = &actualVol{plugin: op.plugin, dir: op.dir, metric: op.metric, uncertain: true}
 			}
 			if v.want == nil || p.desired == nil {
 				v.fail = nil // the pod went meanwhile: tear down at once
@@ -461,7 +467,7 @@ func (r *reconciler) complete(op operation, m Mounted, err error, now time.Time)
 	v.fail = nil
 	switch op.kind {
 	case opSetUp:
-		v.have = &actualVol{plugin: op.plugin, dir: op.dir, mounted: m, setUpAt: op.started, refreshGen: op.gen}
+		v.have = &actualVol{plugin: op.plugin, dir: op.dir, metric: op.metric, mounted: m, setUpAt: op.started, refreshGen: op.gen}
 	case opTearDown:
 		v.have = nil
 		p.prune()
@@ -603,4 +609,46 @@ func (r *reconciler) boundClaim(uid types.UID, name, claim string) *boundVolume 
 		}
 	}
 	return nil
+}
+
+// setUpElsewhere reports whether the persistent volume of a claim's
+// volume is already set up (or half set up) for another pod: upstream
+// verifies a persistent volume's attachment once for the node, not once
+// per pod.
+func (r *reconciler) setUpElsewhere(p *podState, dv *desiredVol) bool {
+	if dv.bound == nil {
+		return false
+	}
+	for _, o := range r.list {
+		if o == p {
+			continue
+		}
+		for _, v := range o.vols {
+			if v.have != nil && v.have.plugin == dv.plugin && v.have.dir == dv.bound.pv.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// counts counts the desired volumes (of desired pods, with a plugin) and
+// the usable ones by qualified plugin name.
+func (r *reconciler) counts() (desired, actual map[string]int) {
+	desired, actual = map[string]int{}, map[string]int{}
+	for _, p := range r.list {
+		if p.desired != nil {
+			for i := range p.desired.vols {
+				if dv := &p.desired.vols[i]; dv.err == nil && dv.plugin != nil {
+					desired[dv.metric]++
+				}
+			}
+		}
+		for _, v := range p.vols {
+			if v.have.usable() {
+				actual[v.have.metric]++
+			}
+		}
+	}
+	return desired, actual
 }

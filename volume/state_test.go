@@ -78,7 +78,7 @@ func TestReconcilerPlan(t *testing.T) {
 	}
 	removePod := func(uid string) action { return func(r *reconciler) { r.removePod(types.UID(uid)) } }
 	reconstructed := func(uid, name string) action {
-		return func(r *reconciler) { r.addReconstructed(types.UID(uid), name, plainPlugin) }
+		return func(r *reconciler) { r.addReconstructed(types.UID(uid), name, plainPlugin, plainPlugin.Name()) }
 	}
 	// active holds the pods the agent still runs (Options.ActivePod).
 	active := map[types.UID]bool{}
