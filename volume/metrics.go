@@ -54,7 +54,9 @@ type MetricsFunc func(op, plugin string, d time.Duration, err error)
 var _ Metrics = MetricsFunc(nil)
 
 // ObserveOperation implements Metrics.
-func (f MetricsFunc) ObserveOperation(op, plugin string, d time.Duration, err error) { f(op, plugin, d, err) }
+func (f MetricsFunc) ObserveOperation(op, plugin string, d time.Duration, err error) {
+	f(op, plugin, d, err)
+}
 
 // QualifiedPluginName is the plugin name upstream labels a volume's
 // metrics with: the plugin's name, followed by ":<driver>" for a CSI
