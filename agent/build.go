@@ -284,6 +284,9 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if b.vol, err = b.newVolumes(); err != nil {
 		return nil, err
 	}
+	if vm, ok := b.metrics.(VolumeMetrics); ok {
+		vm.CountVolumes(b.vol.VolumeCounts)
+	}
 	mgr, err := newCgroups(opts, b.caps, capacity, log)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // noMetrics is the Metrics of an agent given none.
@@ -106,6 +107,34 @@ type EvictionMetrics interface {
 	// nodefs.available ..., or a local storage limit: emptydirfs.limit,
 	// ephemeralpodfs.limit, ephemeralcontainerfs.limit).
 	Evicted(signal string)
+}
+
+// VolumeMetrics is an optional extension of Metrics: when Options.Metrics
+// also implements it, the agent reports the volume manager's operations to
+// it, as upstream's storage_operation_duration_seconds observes them, and
+// gives it the count of the manager's volumes, as upstream's
+// volume_manager_total_volumes reads them.
+type VolumeMetrics interface {
+	// ObserveVolumeOperation is volume.Metrics' ObserveOperation: one
+	// operation op (volume.OpVerifyAttached, OpMount, OpUnmount,
+	// OpUnmountDevice) of a volume of plugin (volume.QualifiedPluginName,
+	// e.g. "kubernetes.io/empty-dir", "kubernetes.io/csi:<driver>"),
+	// its duration on the agent's clock and its error (nil: success). It
+	// is called from the operations' goroutines and must not block.
+	ObserveVolumeOperation(op, plugin string, d time.Duration, err error)
+	// CountVolumes is called once, by New, with the function that counts
+	// the volume manager's desired and set-up volumes by plugin
+	// (volume.Manager.VolumeCounts), cheap enough for every scrape.
+	CountVolumes(count func() []volume.VolumeCount)
+}
+
+// volumeMetrics is the volume manager's Metrics: the agent's
+// VolumeMetrics, or nil when it has none.
+func volumeMetrics(metrics Metrics) volume.Metrics {
+	if vm, ok := metrics.(VolumeMetrics); ok {
+		return volume.MetricsFunc(vm.ObserveVolumeOperation)
+	}
+	return nil
 }
 
 // countingProber wraps the probe runner so that every probe run that gave

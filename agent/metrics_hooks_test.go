@@ -17,6 +17,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/prober"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // hookMetrics records what the optional Metrics extensions are told.
@@ -249,4 +250,49 @@ func TestMetricsPodStartAndPullHooks(t *testing.T) {
 			})
 		})
 	}
+}
+
+// volumeHookMetrics records what VolumeMetrics is told.
+type volumeHookMetrics struct {
+	*recordingMetrics
+	ops   [][2]string // operation, plugin
+	count func() []volume.VolumeCount
+}
+
+var _ agent.VolumeMetrics = (*volumeHookMetrics)(nil)
+
+func (m *volumeHookMetrics) ObserveVolumeOperation(op, plugin string, _ time.Duration, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		m.ops = append(m.ops, [2]string{op, plugin})
+	}
+}
+
+func (m *volumeHookMetrics) CountVolumes(count func() []volume.VolumeCount) { m.count = count }
+
+// The agent reports its volume manager's operations to VolumeMetrics and
+// gives it the manager's counts: a running pod's emptyDir was verified and
+// mounted and counts as desired and set up; after the pod's deletion it
+// was unmounted and counts no more.
+func TestMetricsVolumeHooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &volumeHookMetrics{recordingMetrics: newRecordingMetrics()}
+		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{Metrics: m}}, nil)
+		require.NotNil(t, m.count, "CountVolumes called by New")
+		pod := n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cache"}, Spec: v1.PodSpec{
+			Volumes:    []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
+			Containers: []v1.Container{{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "3600"}}}}})
+		require.True(t, n.StepUntil(time.Minute, podIs(n, pod.Name, isRunning)), "pod %s", pod.Name)
+		m.mu.Lock()
+		assert.Equal(t, [][2]string{{volume.OpVerifyAttached, volume.EmptyDirPluginName}, {volume.OpMount, volume.EmptyDirPluginName}}, m.ops)
+		m.mu.Unlock()
+		assert.Equal(t, []volume.VolumeCount{{Plugin: volume.EmptyDirPluginName, Desired: 1, Actual: 1}}, m.count())
+
+		n.DeletePodWithGrace(pod.Namespace, pod.Name, 0)
+		require.True(t, n.StepUntil(time.Minute, func() bool { return len(m.count()) == 0 }), "the volume torn down")
+		m.mu.Lock()
+		assert.Equal(t, [2]string{volume.OpUnmount, volume.EmptyDirPluginName}, m.ops[len(m.ops)-1])
+		m.mu.Unlock()
+	})
 }

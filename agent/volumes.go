@@ -76,6 +76,7 @@ func (b *blocks) newVolumes() (*volume.Manager, error) {
 		Clock:         b.clock,
 		RefreshPeriod: b.opts.Timings.VolumeRefresh,
 		Recorder:      b.events,
+		Metrics:       volumeMetrics(b.metrics),
 		Logger:        b.log.With("component", "volumes"),
 	})
 }
