@@ -53,7 +53,9 @@ func (m *Metrics) ObserveVolumeOperation(op, plugin string, d time.Duration, err
 // CountVolumes implements agent.VolumeMetrics: volume_manager_total_volumes
 // is count's result at every scrape (none before it is given). A later
 // call replaces an earlier one: one agent per Metrics.
-func (m *Metrics) CountVolumes(count func() []volume.VolumeCount) { m.volumes.totals.count.Store(&count) }
+func (m *Metrics) CountVolumes(count func() []volume.VolumeCount) {
+	m.volumes.totals.count.Store(&count)
+}
 
 // volumeCollector is volume_manager_total_volumes, read at scrape time.
 type volumeCollector struct {
