@@ -79,6 +79,15 @@
 // the volumes of pods that do not come back are torn down once
 // Options.SourcesReady says the agent knows all its pods.
 //
+// # Metrics
+//
+// Options.Metrics is told of each operation as upstream's
+// storage_operation_duration_seconds observes it (OpVerifyAttached,
+// OpMount, OpUnmount, OpUnmountDevice), under upstream's qualified plugin
+// names (QualifiedPluginName); VolumeCounts counts the desired and set-up
+// volumes per plugin, as volume_manager_total_volumes, for a collector to
+// read at scrape time. Neither needs a metrics library.
+//
 // # Security
 //
 // Paths built from pod data (pod UID, volume names, item paths, keys,

@@ -21,7 +21,8 @@
 //	kubeletkit_events_total                      counter by type and reason
 //
 // Fed by the agent's optional hooks (Metrics implements agent.StartMetrics,
-// agent.EvictionMetrics, agent.PodStartMetrics and agent.ImagePullMetrics),
+// agent.EvictionMetrics, agent.PodStartMetrics, agent.ImagePullMetrics and
+// agent.VolumeMetrics),
 // under upstream's names, help texts, labels and buckets:
 //
 //	kubelet_started_pods_total                   counter, sandboxes the agent tried to create
@@ -40,6 +41,14 @@
 //	kubelet_image_pull_duration_seconds          histogram by image_size_in_bytes (0-10MB,
 //	                                             10MB-100MB ... GT100GB, N/A: ImageSizeBucket),
 //	                                             successful pulls, 1s to 1h
+//	storage_operation_duration_seconds           histogram by volume_plugin (kubernetes.io/empty-dir,
+//	                                             kubernetes.io/csi:<driver> ...), operation_name
+//	                                             (verify_controller_attached_volume, volume_mount,
+//	                                             volume_unmount, unmount_device), status (success,
+//	                                             fail-unknown), migrated (false); 100ms to 10m
+//	volume_manager_total_volumes                 gauge by plugin_name and state
+//	                                             (desired_state_of_world, actual_state_of_world),
+//	                                             the volume manager's counts at scrape time
 //
 // # /metrics/probes
 //
