@@ -27,7 +27,9 @@
 #      port-forward, proxy) with the kubelet client certificate, at their
 #      Node's InternalIP, else Hostname
 #      (--kubelet-preferred-address-types=InternalIP,Hostname), without
-#      verifying their serving certificates.
+#      verifying their serving certificates. The aggregation layer is on
+#      (the front proxy's CA and client certificate, aggregator routing to
+#      EndpointSlices), for metrics-server and the cluster's aggregated APIs.
 #   5. Creates what a controller-manager and kubeadm would: the `default`
 #      ServiceAccount and the `kube-root-ca.crt` ConfigMap in the `default`
 #      namespace, and the ClusterRoleBinding kubeadm:apiserver-kubelet-client
@@ -53,9 +55,12 @@
 #      $KK_WORK/controlplane/env (with KK_KUBECTL, the kubectl that
 #      hack/controlplane-setup.sh built, and KK_CLIENT_CA_FILE), and prints
 #      the API server URL.
+#   8. With KK_METRICS_SERVER=1 only: metrics-server and the metrics API
+#      (start_metrics_server below), after the env file.
 #
 # A running control plane is reused only when it was started with the
-# kubelet client certificate (an older hack/controlplane-start.sh did not);
+# kubelet client certificate and the aggregation layer (an older
+# hack/controlplane-start.sh did not);
 # otherwise it is stopped and started afresh. Reusing it writes KK_KUBECTL
 # into its env file again.
 #
@@ -64,6 +69,11 @@
 # tokens and etcd), waits until it is ready and updates the pid and env
 # files: the API-server tests use it to check that clients resume their
 # watches. It fails when no control plane of $KK_WORK runs.
+#
+# hack/controlplane-start.sh --start-metrics-server starts metrics-server
+# beside a running control plane and registers the metrics API (kubectl
+# top); --stop-metrics-server unregisters it and stops metrics-server
+# (hack/kubectl-e2e.sh uses both).
 #
 # hack/controlplane-start.sh --stop-apiserver stops the kube-apiserver of a
 # running control plane (etcd goes on) and keeps its command line;
@@ -88,6 +98,11 @@
 #                           Service's endpoint)
 #   KK_CP_SIGNING_DURATION  kube-controller-manager --cluster-signing-duration
 #                           with KK_CP_CLUSTER=1 (default 8760h)
+#   KK_METRICS_SERVER=1     start metrics-server too (step 8)
+#   KK_METRICS_SERVER_VERSION  its release (v0.8.0), built once into
+#                           KK_APISERVER_CACHE/metrics-server-<version>/
+#   KK_METRICS_RESOLUTION   its --metric-resolution (15s)
+#   KK_METRICS_SERVER_VERBOSITY  its --v (1)
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -160,7 +175,8 @@ reusable() {
   local cmd
   running || return 1
   cmd="$(kk_cmdline "$(kk_pidfile_pid "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver)")"
-  [[ "${cmd}" == "${KK_APISERVER_BIN} "* && "${cmd}" == *" --kubelet-client-certificate=${KUBELET_CLIENT}.crt "* ]] || return 1
+  [[ "${cmd}" == "${KK_APISERVER_BIN} "* && "${cmd}" == *" --kubelet-client-certificate=${KUBELET_CLIENT}.crt "* &&
+    "${cmd}" == *" --requestheader-client-ca-file=${FRONT_PROXY_CA} "* ]] || return 1
   # A cluster is reused as a cluster only, with its controllers running.
   if [[ "${CLUSTER}" == 1 ]]; then
     [[ "${cmd}" == *" --enable-bootstrap-token-auth "* && -n "$(kk_pidfile_pid "${KK_KCM_PIDFILE}" kk_is_our_kcm)" &&
@@ -317,22 +333,24 @@ start_apiserver() {
   # hack/cluster.sh) it is the Service's endpoint, as on a real cluster.
   local endpoints=(--endpoint-reconciler-type=none) issuer="${SA_ISSUER}"
   if [[ "${ADDRESS}" != 127.0.0.1 ]]; then
-    # The control plane's namespace runs no kube-proxy, so a Service's
-    # ClusterIP means nothing there: the API server calls webhooks,
-    # conversion webhooks and aggregated APIs at their endpoints' pod IPs
-    # (routed to the nodes), as a control plane without kube-proxy does. Its
-    # self-signed serving certificate names kubernetes.default.svc but not
-    # the cluster.local name, so that is the issuer pods can discover
+    # Its self-signed serving certificate names kubernetes.default.svc but
+    # not the cluster.local name, so that is the issuer pods can discover
     # (upstream's OIDC discovery spec fetches it from a pod).
-    endpoints=(--advertise-address="${ADDRESS}" --endpoint-reconciler-type=lease --enable-aggregator-routing=true)
-    # The aggregator authenticates to aggregated API servers as the front
-    # proxy, which they trust for the user in X-Remote-User and friends.
-    endpoints+=(--requestheader-client-ca-file="${FRONT_PROXY_CA}" --requestheader-allowed-names=front-proxy-client
-      --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group
-      --requestheader-extra-headers-prefix=X-Remote-Extra- --proxy-client-cert-file="${FRONT_PROXY_CLIENT}.crt"
-      --proxy-client-key-file="${FRONT_PROXY_CLIENT}.key")
+    endpoints=(--advertise-address="${ADDRESS}" --endpoint-reconciler-type=lease)
     issuer="https://kubernetes.default.svc"
   fi
+  # The aggregation layer, as kubeadm configures it. No kube-proxy runs
+  # beside the API server, so a Service's ClusterIP means nothing here: the
+  # API server calls webhooks, conversion webhooks and aggregated APIs at
+  # their EndpointSlices' addresses (pod IPs routed to the nodes in a
+  # cluster; the host address metrics-server listens on for kubectl top). The
+  # aggregator authenticates to aggregated API servers as the front proxy,
+  # which they trust for the user in X-Remote-User and friends.
+  local aggregation=(--enable-aggregator-routing=true
+    --requestheader-client-ca-file="${FRONT_PROXY_CA}" --requestheader-allowed-names=front-proxy-client
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group
+    --requestheader-extra-headers-prefix=X-Remote-Extra- --proxy-client-cert-file="${FRONT_PROXY_CLIENT}.crt"
+    --proxy-client-key-file="${FRONT_PROXY_CLIENT}.key")
   if [[ "${CLUSTER}" == 1 ]]; then
     cluster=(--client-ca-file="${CLIENT_CA}" --enable-bootstrap-token-auth
       --kubelet-certificate-authority="${CLIENT_CA}")
@@ -356,6 +374,7 @@ start_apiserver() {
     "${cluster[@]}" \
     --allow-privileged=true \
     "${endpoints[@]}" \
+    "${aggregation[@]}" \
     --profiling=false \
     --v="${VERBOSITY}"
   kk_log "kube-apiserver started (pid $(cat "${KK_APISERVER_PIDFILE}")) on ${APISERVER_URL}"
@@ -565,6 +584,154 @@ start_stopped_apiserver() {
   kk_log "kube-apiserver started again (pid $(cat "${KK_APISERVER_PIDFILE}")) on ${APISERVER_URL} in $((SECONDS - t0))s"
 }
 
+# ---- metrics-server (kubectl top) -----------------------------------------
+
+# kctl ARGS...: the kubectl of KK_K8S_VERSION as the admin.
+kctl() { "${KK_KUBECTL_BIN}" --kubeconfig "${KK_KUBECONFIG}" "$@"; }
+
+metrics_server_live() {
+  [[ "$(curl --noproxy '*' -sS --max-time 2 --cacert "${KK_MS_DIR}/tls.crt" \
+    "https://${MS_HOST}:${MS_PORT}/livez" 2>/dev/null)" == ok ]]
+}
+
+metrics_api_available() {
+  [[ "$(kctl get apiservice v1beta1.metrics.k8s.io \
+    -o jsonpath='{.status.conditions[?(@.type=="Available")].status}' 2>/dev/null)" == True ]]
+}
+
+# set_env KEY VALUE: KEY's line in the env file, replaced or added.
+set_env() {
+  sed -i "/^export $1=/d" "${KK_CP_ENV}"
+  printf 'export %s=%s\n' "$1" "$2" >>"${KK_CP_ENV}"
+}
+
+# start_metrics_server: metrics-server (KK_METRICS_SERVER_VERSION, built and
+# cached on first use) as a host process beside the running control plane,
+# and the metrics API v1beta1.metrics.k8s.io registered with the aggregator.
+#   - It runs as the ServiceAccount kube-system/metrics-server (RBAC in
+#     hack/metrics-server/rbac.yaml), with a token from the TokenRequest API
+#     (24h) in $KK_WORK/controlplane/metrics-server/kubeconfig, for the API
+#     server, for its delegated authentication and authorization, and for the
+#     kubelets (which check it with TokenReview and SubjectAccessReview:
+#     nodes/metrics).
+#   - The front proxy's CA and header names come from the ConfigMap
+#     kube-system/extension-apiserver-authentication, which kube-apiserver
+#     writes. Its client-ca-file is there only when kube-apiserver has
+#     --client-ca-file (KK_CP_CLUSTER=1): metrics-server is given the client
+#     CA itself (--client-ca-file), the CA kubelets trust for the API server
+#     here, as kubeadm's ca.crt is both; without it, it logs a missing CA
+#     bundle every second or two.
+#   - It serves on the host's address on its default route (kk_node_ip, the
+#     kubelets' --node-ip) and a free port, with a self-signed certificate
+#     for metrics-server.kube-system.svc: the aggregator routes to the
+#     address in the Service's EndpointSlice (--enable-aggregator-routing),
+#     which may not be a loopback address, and checks that name against the
+#     APIService's caBundle (the certificate itself).
+#   - It reaches each kubelet at its Node's InternalIP, else Hostname (the
+#     address types kube-apiserver uses; the harnesses' kubelets report
+#     --node-ip as InternalIP), on the port in the Node's status (the
+#     harnesses pick free ports), without verifying the kubelet's serving
+#     certificate (--kubelet-insecure-tls): upstream kubelet makes a
+#     self-signed one in its --cert-dir at each start, minikubelet and vknode
+#     one of their own, and no CA signs them; kube-apiserver here verifies
+#     none either.
+#   - --metric-resolution KK_METRICS_RESOLUTION (15s; upstream's default is
+#     60s): CPU needs two scrapes, so figures appear 15 to 30s after a pod or
+#     a node does.
+# A metrics-server of this KK_WORK that runs already is stopped first.
+start_metrics_server() {
+  local t0=${SECONDS} token deadline
+  [[ -x "${KK_KUBECTL_BIN}" ]] || kk_die "${KK_KUBECTL_BIN} missing: run hack/controlplane-setup.sh"
+  kk_build_metrics_server
+  stop_metrics_server_process
+  MS_HOST="$(kk_node_ip)"
+  MS_PORT="$(kk_free_port)"
+  rm -rf "${KK_MS_DIR}"
+  mkdir -p "${KK_MS_DIR}"
+  chmod 0700 "${KK_MS_DIR}"
+  kk_serving_cert "${KK_MS_DIR}" metrics-server.kube-system.svc "IP:${MS_HOST}"
+  kctl apply -f "${HACK_DIR}/metrics-server/rbac.yaml" >/dev/null || kk_die "cannot apply hack/metrics-server/rbac.yaml"
+  token="$(kctl -n kube-system create token metrics-server --duration=24h)" ||
+    kk_die "cannot get a token for ServiceAccount kube-system/metrics-server"
+  write_kubeconfig "${KK_MS_DIR}/kubeconfig" system:serviceaccount:kube-system:metrics-server "${token}"
+  # --kubeconfig must stay the first flag: kk_is_our_metrics_server
+  # recognises ours by it.
+  launch metrics-server "${KK_MS_PIDFILE}" "${KK_MS_LOG}" \
+    "${KK_METRICS_SERVER_BIN}" --kubeconfig="${KK_MS_DIR}/kubeconfig" \
+    --authentication-kubeconfig="${KK_MS_DIR}/kubeconfig" --authorization-kubeconfig="${KK_MS_DIR}/kubeconfig" \
+    --client-ca-file="${CLIENT_CA}" \
+    --bind-address="${MS_HOST}" --secure-port="${MS_PORT}" \
+    --tls-cert-file="${KK_MS_DIR}/tls.crt" --tls-private-key-file="${KK_MS_DIR}/tls.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname --kubelet-use-node-status-port \
+    --kubelet-insecure-tls --metric-resolution="${KK_METRICS_RESOLUTION:-15s}" \
+    --profiling=false --v="${KK_METRICS_SERVER_VERBOSITY:-1}"
+  kk_log "metrics-server started (pid $(cat "${KK_MS_PIDFILE}")) on https://${MS_HOST}:${MS_PORT}"
+  wait_for metrics-server "${KK_MS_PIDFILE}" "${KK_MS_LOG}" metrics_server_live
+  kctl apply -f - >/dev/null <<EOF || kk_die "cannot register the metrics API"
+apiVersion: v1
+kind: Service
+metadata: {name: metrics-server, namespace: kube-system, labels: {app.kubernetes.io/name: metrics-server}}
+spec:
+  ports: [{name: https, port: 443, protocol: TCP, targetPort: ${MS_PORT}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: metrics-server-host
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: metrics-server, endpointslice.kubernetes.io/managed-by: controlplane-start.kubeletkit.dev}
+addressType: IPv4
+endpoints: [{addresses: ["${MS_HOST}"], conditions: {ready: true}}]
+ports: [{name: https, port: ${MS_PORT}, protocol: TCP}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io, labels: {app.kubernetes.io/name: metrics-server}}
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  service: {name: metrics-server, namespace: kube-system, port: 443}
+  caBundle: $(base64 -w0 <"${KK_MS_DIR}/tls.crt")
+  groupPriorityMinimum: 100
+  versionPriority: 100
+EOF
+  deadline=$((SECONDS + START_TIMEOUT))
+  until metrics_api_available; do
+    kk_pid_alive "$(cat "${KK_MS_PIDFILE}")" || { tail -n 30 "${KK_MS_LOG}" >&2; kk_die "metrics-server exited; see ${KK_MS_LOG}"; }
+    if ((SECONDS >= deadline)); then
+      kctl get apiservice v1beta1.metrics.k8s.io -o yaml >&2 || true
+      kk_die "APIService v1beta1.metrics.k8s.io not Available within ${START_TIMEOUT}s; see ${KK_MS_LOG}"
+    fi
+    sleep 0.5
+  done
+  set_env KK_METRICS_SERVER_PID "$(tr -dc '0-9' <"${KK_MS_PIDFILE}")"
+  set_env KK_METRICS_SERVER_ENDPOINT "${MS_HOST}:${MS_PORT}"
+  kk_log "metrics API v1beta1.metrics.k8s.io available in $((SECONDS - t0))s"
+}
+
+# stop_metrics_server_process: stop the metrics-server of this KK_WORK, if
+# one runs.
+stop_metrics_server_process() {
+  local pid
+  pid="$(kk_pidfile_pid "${KK_MS_PIDFILE}" kk_is_our_metrics_server)"
+  [[ -z "${pid}" ]] || kk_stop_pid metrics-server "${pid}" 5 || exit 1
+  rm -f "${KK_MS_PIDFILE}"
+}
+
+# stop_metrics_server: unregister the metrics API (an APIService whose
+# server is gone makes every client's discovery warn), then stop
+# metrics-server. Its RBAC stays.
+stop_metrics_server() {
+  kctl delete apiservice v1beta1.metrics.k8s.io --ignore-not-found >/dev/null 2>&1 || true
+  kctl -n kube-system delete service metrics-server --ignore-not-found >/dev/null 2>&1 || true
+  kctl -n kube-system delete endpointslice metrics-server-host --ignore-not-found >/dev/null 2>&1 || true
+  stop_metrics_server_process
+  if [[ -f "${KK_CP_ENV}" ]]; then
+    sed -i -e '/^export KK_METRICS_SERVER_PID=/d' -e '/^export KK_METRICS_SERVER_ENDPOINT=/d' "${KK_CP_ENV}"
+  fi
+  kk_log "metrics-server stopped, metrics API unregistered"
+}
+
 main() {
   local t0=${SECONDS}
   case "${1:-}" in
@@ -581,12 +748,22 @@ main() {
       start_stopped_apiserver
       return 0
       ;;
-    *) kk_die "unknown argument ${1} (--restart-apiserver, --stop-apiserver or --start-apiserver)" ;;
+    --start-metrics-server | --stop-metrics-server)
+      running || kk_die "no running, ready control plane in ${KK_WORK}: run hack/controlplane-start.sh first"
+      APISERVER_URL="$(env_value KK_APISERVER_URL)"
+      if [[ "$1" == --start-metrics-server ]]; then start_metrics_server; else stop_metrics_server; fi
+      return 0
+      ;;
+    *) kk_die "unknown argument ${1} (--restart-apiserver, --stop-apiserver, --start-apiserver, --start-metrics-server or --stop-metrics-server)" ;;
   esac
   mkdir -p "${KK_WORK}"
   if reusable; then
     kk_log "control plane already running and ready (etcd pid $(env_value KK_ETCD_PID), kube-apiserver pid $(env_value KK_APISERVER_PID)); reusing it"
     write_env_kubectl
+    if [[ "${KK_METRICS_SERVER:-0}" == 1 && -z "$(kk_pidfile_pid "${KK_MS_PIDFILE}" kk_is_our_metrics_server)" ]]; then
+      APISERVER_URL="$(env_value KK_APISERVER_URL)"
+      start_metrics_server
+    fi
     printf '%s\n' "$(env_value KK_APISERVER_URL)"
     return 0
   fi
@@ -600,6 +777,7 @@ main() {
   write_kubeconfig "${KK_CP_DIR}/kubeconfig-node" "system:node:${NODE_NAME}" "${NODE_TOKEN}"
   [[ "${CLUSTER}" != 1 ]] || start_controllers
   write_env
+  [[ "${KK_METRICS_SERVER:-0}" != 1 ]] || start_metrics_server
   kk_log "control plane ready in $((SECONDS - t0))s; env file ${KK_CP_ENV}"
   printf '%s\n' "${APISERVER_URL}"
 }

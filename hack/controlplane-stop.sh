@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # hack/controlplane-stop.sh: stop the etcd and kube-apiserver (and the
-# kube-controller-manager and kube-scheduler of KK_CP_CLUSTER=1) started by
+# kube-controller-manager and kube-scheduler of KK_CP_CLUSTER=1, and the
+# metrics-server of KK_METRICS_SERVER=1 or --start-metrics-server) started by
 # hack/controlplane-start.sh and remove their state. Safe to run at any time
 # (when nothing runs it only removes leftovers). It:
-#   1. stops kube-scheduler, kube-controller-manager, kube-apiserver, then etcd: the PID in $KK_WORK/kube-apiserver.pid
+#   1. stops metrics-server, kube-scheduler, kube-controller-manager,
+#      kube-apiserver, then etcd: the PID in $KK_WORK/kube-apiserver.pid
 #      or $KK_WORK/etcd.pid, only if that process really is our binary with
 #      our cert dir / data dir; any other process with such a command line
 #      (pid file lost) too. SIGTERM, wait up to $KK_STOP_TIMEOUT seconds
@@ -50,6 +52,7 @@ main() {
   if [[ -z "$(kk_pidfile_pid "${KK_ETCD_PIDFILE}" kk_is_our_etcd)" && -z "$(kk_find_pids kk_is_our_etcd etcd)" ]]; then
     api_timeout=$((STOP_TIMEOUT < 2 ? STOP_TIMEOUT : 2))
   fi
+  stop_daemon metrics-server "${KK_MS_PIDFILE}" kk_is_our_metrics_server metrics-server 5
   stop_daemon kube-scheduler "${KK_SCHEDULER_PIDFILE}" kk_is_our_scheduler kube-scheduler-
   stop_daemon kube-controller-manager "${KK_KCM_PIDFILE}" kk_is_our_kcm kube-controller
   stop_daemon kube-apiserver "${KK_APISERVER_PIDFILE}" kk_is_our_apiserver kube-apiserver- "${api_timeout}"

@@ -117,7 +117,8 @@ kk_find_our_containerd() {
 #   KK_APISERVER_CACHE  dir of the cached kube-apiserver-<version>,
 #                       kubectl-<version>, kubelet-<version>,
 #                       kube-controller-manager-<version> and
-#                       kube-scheduler-<version> binaries
+#                       kube-scheduler-<version> binaries (and of
+#                       metrics-server-<version>/, containerd-v<version>/)
 #                       (default $KK_WORK/bin); point it at a persistent dir
 #                       when KK_WORK is a fresh temp dir (as in .ci/run).
 # The hard eviction thresholds of every kubelet the harnesses run (upstream
@@ -250,6 +251,20 @@ kk_is_our_scheduler() {
   [[ "$(kk_cmdline "$1")" == /*"/kube-scheduler-v"*" --kubeconfig=${KK_KUBECONFIG} "* ]]
 }
 
+# metrics-server (KK_METRICS_SERVER=1 or --start-metrics-server): its
+# serving certificate and kubeconfig under the control plane's dir.
+KK_MS_DIR="${KK_CP_DIR}/metrics-server"
+KK_MS_PIDFILE="${KK_WORK}/metrics-server.pid"
+KK_MS_LOG="${KK_WORK}/metrics-server.log"
+
+# kk_is_our_metrics_server PID: true when PID is alive and runs a
+# metrics-server binary whose first flag is our kubeconfig for it (unique to
+# this KK_WORK), as hack/controlplane-start.sh starts it.
+kk_is_our_metrics_server() {
+  kk_pid_alive "$1" || return 1
+  [[ "$(kk_cmdline "$1")" == /*"/metrics-server --kubeconfig=${KK_MS_DIR}/kubeconfig "* ]]
+}
+
 # kk_pidfile_pid PIDFILE CHECK: print the PID in PIDFILE when CHECK PID (one
 # of the kk_is_our_* functions) accepts it; nothing otherwise.
 kk_pidfile_pid() {
@@ -265,7 +280,7 @@ kk_find_pids() {
   local p comm
   for p in /proc/[0-9]*; do
     comm=""
-    read -r comm <"${p}/comm" 2>/dev/null || true
+    read -r comm 2>/dev/null <"${p}/comm" || true
     [[ "${comm}" == "$2" ]] || continue
     p="${p#/proc/}"
     if "$1" "${p}"; then printf '%s\n' "${p}"; fi
@@ -388,6 +403,43 @@ kk_build_virtual_kubelet() {
   kk_go_install "github.com/virtual-kubelet/virtual-kubelet/cmd/virtual-kubelet@${KK_VK_VERSION}" "${KK_VK_BIN}"
 }
 
+# ---- metrics-server (kubectl top) ---------------------------------------
+#   KK_METRICS_SERVER_VERSION  sigs.k8s.io/metrics-server release (v0.8.0); its
+#                              binary is cached as
+#                              $KK_APISERVER_CACHE/metrics-server-<version>/metrics-server.
+#                              v0.9.0 is served by the module proxy but is not an
+#                              approved release here: refused.
+KK_METRICS_SERVER_VERSION="${KK_METRICS_SERVER_VERSION:-v0.8.0}"
+KK_METRICS_SERVER_DIR="${KK_APISERVER_CACHE}/metrics-server-${KK_METRICS_SERVER_VERSION}"
+KK_METRICS_SERVER_BIN="${KK_METRICS_SERVER_DIR}/metrics-server"
+
+# kk_build_metrics_server: build sigs.k8s.io/metrics-server/cmd/metrics-server
+# at KK_METRICS_SERVER_VERSION into KK_METRICS_SERVER_BIN unless it is there
+# (KK_REBUILD=1 builds anyway). `go install pkg@version` outside any module
+# and workspace: the release's own go.mod (no replace directives) picks every
+# dependency, as its Makefile's build does; the machine's Go (the release
+# asks for go 1.24.4). The version is stamped where the release build stamps
+# it (client-go's version package), so `metrics-server --version` says it.
+kk_build_metrics_server() {
+  local v="${KK_METRICS_SERVER_VERSION}" mod=sigs.k8s.io/metrics-server gobin t0=${SECONDS} ldflags
+  [[ "${v}" != v0.9.0 ]] || kk_die "metrics-server v0.9.0 is not an approved release: use v0.8.0"
+  if [[ -x "${KK_METRICS_SERVER_BIN}" && "${KK_REBUILD:-0}" != 1 ]]; then
+    kk_log "metrics-server ${v} cached: ${KK_METRICS_SERVER_BIN}"
+    return 0
+  fi
+  command -v go >/dev/null 2>&1 || kk_die "go not found"
+  gobin="$(mktemp -d)"
+  ldflags="-s -w -X k8s.io/client-go/pkg/version.gitVersion=${v} -X k8s.io/client-go/pkg/version.gitTreeState=clean"
+  kk_log "building metrics-server ${v}"
+  (cd "${gobin}" && GOWORK=off GOTOOLCHAIN=local GOFLAGS=-mod=mod GOBIN="${gobin}" CGO_ENABLED=0 nice -n 10 \
+    go install -trimpath -ldflags "${ldflags}" "${mod}/cmd/metrics-server@${v}") ||
+    { rm -rf "${gobin}"; kk_die "metrics-server ${v}: build failed"; }
+  mkdir -p "${KK_METRICS_SERVER_DIR}"
+  mv -f "${gobin}/metrics-server" "${KK_METRICS_SERVER_BIN}"
+  rm -rf "${gobin}"
+  kk_log "built ${KK_METRICS_SERVER_BIN} in $((SECONDS - t0))s: $("${KK_METRICS_SERVER_BIN}" --version 2>/dev/null | head -1)"
+}
+
 # kk_go_install PKG@VERSION BIN: `go install` PKG at VERSION outside any
 # workspace (static, trimmed), into BIN, even if BIN exists (the caller
 # decides when to build). About 4 minutes on 2 cores with an empty Go build
@@ -407,14 +459,18 @@ kk_go_install() {
   kk_log "built ${bin} in $((SECONDS - t0))s"
 }
 
-# kk_serving_cert DIR NAME: a self-signed serving certificate for NAME and
-# 127.0.0.1, DIR/tls.crt and DIR/tls.key (the key 0600), valid for a day.
+# kk_serving_cert DIR NAME [SAN...]: a self-signed serving certificate for
+# NAME and 127.0.0.1 (and each SAN, as DNS:name or IP:address), DIR/tls.crt
+# and DIR/tls.key (the key 0600), valid for a day.
 kk_serving_cert() {
-  local dir="$1" name="$2"
+  local dir="$1" name="$2" sans
+  shift 2
+  sans="DNS:${name},IP:127.0.0.1$(printf ',%s' "$@")"
+  sans="${sans%,}"
   command -v openssl >/dev/null 2>&1 || kk_die "openssl not found"
   mkdir -p "${dir}"
   (umask 077 && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=${name}" \
-    -addext "subjectAltName=DNS:${name},IP:127.0.0.1" -keyout "${dir}/tls.key" -out "${dir}/tls.crt" 2>/dev/null) ||
+    -addext "subjectAltName=${sans}" -keyout "${dir}/tls.key" -out "${dir}/tls.crt" 2>/dev/null) ||
     kk_die "openssl could not make a serving certificate for ${name}"
 }
 
