@@ -27,6 +27,21 @@
 # The third node is examples/vknode, virtual-kubelet's node with our
 # provider (its kubelet API is VK's, with the same authentication).
 # KK_E2E_AGENTS (default "upstream minikubelet vknode") picks the kubelets.
+#
+# kubectl top: before each kubelet starts, metrics-server (v0.8.0, built once
+# into KK_APISERVER_CACHE) is started afresh beside the control plane
+# (hack/controlplane-start.sh --start-metrics-server: the metrics API
+# v1beta1.metrics.k8s.io through the aggregator, a scrape of every kubelet's
+# /metrics/resource each 15s), so that the figures of each come from a
+# metrics-server that has seen no other kubelet as kk-node. Once the pods
+# run, `kubectl top node kk-node` and `kubectl top pod` must give the node's
+# CPU and memory and those of logger, reader and web within
+# KK_E2E_TOP_TIMEOUT seconds (120; a poll, no fixed wait): a kubelet whose
+# node or pods have no figures fails its check, as any other. The figures
+# are printed side by side at the end ($KK_WORK/kubectl-e2e/top.txt). It is
+# stopped and the metrics API unregistered at the end
+# (--stop-metrics-server), so that later stages' nodes are not scraped.
+# KK_E2E_TOP=0 leaves it out.
 # Needs root.
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -40,6 +55,9 @@ NS=default
 AGENT_PID=""
 AGENT_BIN=""
 FAILED=0
+TOP="${KK_E2E_TOP:-1}"
+TOP_TIMEOUT="${KK_E2E_TOP_TIMEOUT:-120}"
+TOP_STARTED=0
 
 [[ -S "${KK_SOCK}" ]] || kk_die "no containerd at ${KK_SOCK}: run hack/containerd-start.sh"
 [[ "$(id -u)" == 0 ]] || kk_die "needs root (the kubelets run containers)"
@@ -61,6 +79,9 @@ stop_agent() {
 
 cleanup() {
   stop_agent
+  if ((TOP_STARTED)); then
+    bash "${HACK_DIR}/controlplane-start.sh" --stop-metrics-server || true
+  fi
   kubectl -n "${NS}" delete pod -l kk-e2e=1 --force --grace-period=0 >/dev/null 2>&1 || true
   kubectl delete node "${NODE}" >/dev/null 2>&1 || true
   crictl rmp -fa >/dev/null 2>&1 || true
@@ -266,6 +287,11 @@ for name in (\"logger\", \"reader\", \"web\"):
     assert p[\"memory\"][\"workingSetBytes\"] > 0, (name, p.get(\"memory\"))
 print(\"ok\", sorted(pods))
 '"
+  # kubectl top: metrics-server's scrape of the kubelet's /metrics/resource
+  # (authorized as nodes/metrics), through the aggregator.
+  if [[ "${TOP}" == 1 ]]; then
+    check top top_figures
+  fi
 
   # /metrics/cadvisor through the node proxy: a running container of ours
   # has its CPU time (upstream: cAdvisor's; minikubelet: from the runtime's
@@ -338,6 +364,96 @@ compare_metrics() {
   fi
 }
 
+# top_figures: poll kubectl top, up to TOP_TIMEOUT seconds, until it gives
+# the CPU and memory of node NODE and of the pods logger, reader and web.
+# The figures go to OUT/top-node.out and OUT/top-pods.out, the metrics API's
+# own objects (unrounded) to OUT/top-node.json and OUT/top-pods.json, and
+# the wait's length to OUT/top-wait.out; what has figures, to standard
+# output (the same under every kubelet that passes, so compared as the
+# other outputs).
+top_figures() {
+  local t0=${SECONDS} node pods missing name
+  while :; do
+    node="$(kubectl top node "${NODE}" --no-headers 2>&1)" || node=""
+    pods="$(kubectl -n "${NS}" top pod --no-headers 2>&1)" || pods=""
+    missing=""
+    [[ -n "${node}" ]] || missing="node ${NODE}"
+    for name in logger reader web; do
+      awk -v n="${name}" '$1 == n && NF >= 3 { found = 1 } END { exit !found }' <<<"${pods}" ||
+        missing+="${missing:+, }pod ${name}"
+    done
+    [[ -n "${missing}" ]] || break
+    if ((SECONDS - t0 >= TOP_TIMEOUT)); then
+      printf 'no figures within %ss for: %s\nkubectl top node: %s\nkubectl top pod: %s\n' "${TOP_TIMEOUT}" "${missing}" \
+        "$(kubectl top node "${NODE}" 2>&1)" "$(kubectl -n "${NS}" top pod 2>&1)"
+      return 1
+    fi
+    sleep 2
+  done
+  printf '%s\n' "${node}" >"${OUT}/top-node.out"
+  printf '%s\n' "${pods}" >"${OUT}/top-pods.out"
+  printf '%s\n' "$((SECONDS - t0))" >"${OUT}/top-wait.out"
+  kubectl get --raw "/apis/metrics.k8s.io/v1beta1/nodes/${NODE}" >"${OUT}/top-node.json" 2>&1 || true
+  kubectl get --raw "/apis/metrics.k8s.io/v1beta1/namespaces/${NS}/pods" >"${OUT}/top-pods.json" 2>&1 || true
+  printf 'node %s: cpu, memory\npods with cpu and memory: logger reader web\n' "${NODE}"
+}
+
+# top_side_by_side: the figures of kubectl top under each kubelet that gave
+# them, one column a kubelet: the node's (CPU, its share of allocatable,
+# memory, its share) and each pod's (CPU, memory); then the pods' figures
+# as the metrics API has them (kubectl top rounds a few hundred KiB to
+# 0Mi), and how long kubectl top took to give them all once the checks
+# before it were done.
+top_side_by_side() {
+  local agent row
+  printf 'kubectl top through metrics-server %s (--metric-resolution=%s), node %s and its pods\n' \
+    "${KK_METRICS_SERVER_VERSION}" "${KK_METRICS_RESOLUTION:-15s}" "${NODE}"
+  printf '%-14s' ''
+  for agent in ${AGENTS}; do printf ' %-24s' "${agent}"; done
+  printf '\n'
+  for row in "node ${NODE}" "pod logger" "pod reader" "pod web" "pod crasher"; do
+    printf '%-14s' "${row}"
+    for agent in ${AGENTS}; do
+      if [[ "${row}" == node* ]]; then
+        printf ' %-24s' "$(awk '{ print $2, $3, $4, $5 }' "${DIR}/${agent}/top-node.out" 2>/dev/null || true)"
+      else
+        printf ' %-24s' "$(awk -v n="${row#pod }" '$1 == n { print $2, $3 }' "${DIR}/${agent}/top-pods.out" 2>/dev/null || true)"
+      fi
+    done
+    printf '\n'
+  done
+  printf 'metrics API, unrounded (pod: CPU in cores, working set in KiB)\n'
+  for row in logger reader web crasher; do
+    printf '%-14s' "pod ${row}"
+    for agent in ${AGENTS}; do
+      printf ' %-24s' "$(python3 -c '
+import json, sys
+try:
+    items = json.load(open(sys.argv[1]))["items"]
+except Exception:
+    sys.exit(0)
+def cores(q):
+    return int(q[:-1]) / {"n": 1e9, "u": 1e6, "m": 1e3}[q[-1]] if q[-1] in "num" else float(q)
+def kib(q):
+    for suffix, f in (("Ki", 1), ("Mi", 1024), ("Gi", 1024 * 1024)):
+        if q.endswith(suffix):
+            return int(q[:-2]) * f
+    return int(q) // 1024
+for p in items:
+    if p["metadata"]["name"] == sys.argv[2]:
+        print("%.4f %dKi" % (sum(cores(c["usage"]["cpu"]) for c in p["containers"]),
+                             sum(kib(c["usage"]["memory"]) for c in p["containers"])))
+' "${DIR}/${agent}/top-pods.json" "${row}" 2>/dev/null || true)"
+    done
+    printf '\n'
+  done
+  printf '%-14s' 'top wait'
+  for agent in ${AGENTS}; do
+    printf ' %-24s' "$(sed 's/$/s/' "${DIR}/${agent}/top-wait.out" 2>/dev/null || true)"
+  done
+  printf '\n'
+}
+
 # normalize FILE: FILE with what differs by nature masked: times, IDs,
 # ports, and the stderr line of kubectl cp's tar, which kubectl drops when
 # the copy ends first (under either kubelet, about one run in three).
@@ -364,6 +480,10 @@ main() {
     crictl rmp -fa >/dev/null 2>&1 || true
     kubectl delete node "${NODE}" >/dev/null 2>&1 || true
     API_PORT="$(kk_free_port)"
+    if [[ "${TOP}" == 1 ]]; then
+      TOP_STARTED=1
+      bash "${HACK_DIR}/controlplane-start.sh" --start-metrics-server
+    fi
     start "${AGENT}"
     run_checks
     stop_agent
@@ -385,6 +505,10 @@ main() {
   done
   # Only minikubelet: vknode serves virtual-kubelet's metrics, not a kubelet's.
   compare_metrics minikubelet
+  if [[ "${TOP}" == 1 ]]; then
+    top_side_by_side >"${DIR}/top.txt"
+    cat "${DIR}/top.txt" >&2
+  fi
   return "${FAILED}"
 }
 
