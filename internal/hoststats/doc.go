@@ -6,9 +6,12 @@
 // signals, stats for the Summary API), so that each file is parsed in one
 // place.
 //
-// The parsers (parse.go) are portable and pure: bytes in, numbers out. Host
-// (host_linux.go) reads the files under a configurable procfs and cgroup
-// root, so tests point it at fixtures; Statfs, DiskUsage and the device
+// The parsers (parse.go, and cgroup.go for what cAdvisor reads of a pod's
+// or container's cgroup: CFS throttling, page cache, block I/O by device)
+// are portable and pure: bytes in, numbers out. Host (host_linux.go,
+// cgroup_linux.go) reads the files under a configurable procfs, cgroup and
+// sysfs root, so tests point it at fixtures (testdata/cgroup: v1 and v2
+// samples); Statfs, DiskUsage and the device
 // helpers (fs_linux.go) use the system calls directly. Periodic
 // (periodic.go) keeps one costly measurement per pod and renews it once per
 // period with jitter, as upstream kubelet does for volume stats.

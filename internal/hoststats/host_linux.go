@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// Host reads the node's procfs and cgroup files under two roots, so that
-// tests can point it at fixtures. The zero value reads nothing: set both.
+// Host reads the node's procfs, cgroup and sysfs files under their roots,
+// so that tests can point it at fixtures. The zero value reads nothing: set
+// ProcRoot and CgroupRoot.
 type Host struct {
 	// ProcRoot is where procfs is mounted ("/proc").
 	ProcRoot string
@@ -20,6 +21,9 @@ type Host struct {
 	// ("/sys/fs/cgroup"): the v2 unified hierarchy, or the v1 directory
 	// holding one directory per controller ("memory", "cpuacct").
 	CgroupRoot string
+	// SysRoot is where sysfs is mounted ("/sys"), for the names of block
+	// devices; empty leaves them unnamed.
+	SysRoot string
 }
 
 // CgroupV2 reports whether CgroupRoot is a cgroup v2 unified hierarchy.

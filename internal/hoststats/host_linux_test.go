@@ -137,7 +137,7 @@ func TestPIDsAndNetDev(t *testing.T) {
 
 	ifs, err := h.NetDev()
 	require.NoError(t, err)
-	assert.Equal(t, []Interface{{Name: "eth0", RxBytes: 100, TxBytes: 5}}, ifs, "PID 1's namespace, the host's")
+	assert.Equal(t, []Interface{{Name: "eth0", RxBytes: 100, RxPackets: 1, TxBytes: 5, TxPackets: 1}}, ifs, "PID 1's namespace, the host's")
 	require.NoError(t, os.RemoveAll(filepath.Join(proc, "1")))
 	ifs, err = h.NetDev()
 	require.NoError(t, err)

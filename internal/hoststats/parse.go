@@ -160,6 +160,9 @@ func ParseProcStat(data []byte) (ProcStat, error) {
 type Interface struct {
 	Name                                 string
 	RxBytes, RxErrors, TxBytes, TxErrors uint64
+	// RxPackets, RxDropped, TxPackets and TxDropped are the packets
+	// received and transmitted and those dropped each way.
+	RxPackets, RxDropped, TxPackets, TxDropped uint64
 }
 
 // ignoredInterfaces are the name prefixes cAdvisor leaves out of a
@@ -209,8 +212,10 @@ func ParseNetDev(data []byte) ([]Interface, error) {
 			}
 			v[i] = n
 		}
-		// Receive: bytes packets errs ...; transmit from column 8 likewise.
-		out = append(out, Interface{Name: name, RxBytes: v[0], RxErrors: v[2], TxBytes: v[8], TxErrors: v[10]})
+		// Receive: bytes packets errs drop ...; transmit from column 8
+		// likewise.
+		out = append(out, Interface{Name: name, RxBytes: v[0], RxPackets: v[1], RxErrors: v[2], RxDropped: v[3],
+			TxBytes: v[8], TxPackets: v[9], TxErrors: v[10], TxDropped: v[11]})
 	}
 	return out, sc.Err()
 }

@@ -110,14 +110,14 @@ func TestParseNetDev(t *testing.T) {
 	}{
 		{name: "interfaces", in: netDevHeader +
 			"    lo: 900 9 0 0 0 0 0 0 900 9 0 0 0 0 0 0\n" +
-			"  eth0: 1000 10 1 0 0 0 0 0 2000 20 2 0 0 0 0 0\n" +
+			"  eth0: 1000 10 1 7 0 0 0 0 2000 20 2 8 0 0 0 0\n" +
 			"vethab12: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n" +
 			"docker0: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n" +
 			"nerdctl0: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n" +
 			"  ens4:3000 30 3 0 0 0 0 0 4000 40 4 0 0 0 0 0\n",
 			want: []Interface{
-				{Name: "eth0", RxBytes: 1000, RxErrors: 1, TxBytes: 2000, TxErrors: 2},
-				{Name: "ens4", RxBytes: 3000, RxErrors: 3, TxBytes: 4000, TxErrors: 4},
+				{Name: "eth0", RxBytes: 1000, RxPackets: 10, RxErrors: 1, RxDropped: 7, TxBytes: 2000, TxPackets: 20, TxErrors: 2, TxDropped: 8},
+				{Name: "ens4", RxBytes: 3000, RxPackets: 30, RxErrors: 3, TxBytes: 4000, TxPackets: 40, TxErrors: 4},
 			}},
 		{name: "only loopback", in: netDevHeader + "    lo: 900 9 0 0 0 0 0 0 900 9 0 0 0 0 0 0\n"},
 		{name: "no header", in: "", wantErr: "no header"},
