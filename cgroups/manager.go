@@ -492,6 +492,22 @@ func (m *Manager) Pods() (map[types.UID]Name, error) {
 	return out, nil
 }
 
+// PodCgroups lists the pod cgroups that exist under this Manager's
+// hierarchy (Pods), by pod UID, each as its path under the cgroup mount
+// as the driver spells it: what stats.CgroupReader reads.
+func (m *Manager) PodCgroups() (map[types.UID]string, error) {
+	pods, err := m.Pods()
+	if err != nil {
+		return nil, err
+	}
+	d := m.Driver()
+	out := make(map[types.UID]string, len(pods))
+	for uid, n := range pods {
+		out[uid] = spell(d, n)
+	}
+	return out, nil
+}
+
 // UpdateQOS sets the burstable cgroup's CPU shares to the sum of the CPU
 // requests of the Burstable pods among active and the besteffort cgroup's
 // to MinShares, as upstream's QoS manager does whenever pods come and go

@@ -3,6 +3,7 @@ package cgroups_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,6 +175,10 @@ func TestV1Hierarchy(t *testing.T) {
 		}
 	}); !slices.Equal(got, []string{"b-1", "e-1", "g-1"}) {
 		t.Errorf("Pods = %v", got)
+	}
+	wantPaths := map[types.UID]string{"g-1": "/kubepods/podg-1", "b-1": "/kubepods/burstable/podb-1", "e-1": "/kubepods/besteffort/pode-1"}
+	if paths, err := m.PodCgroups(); err != nil || !maps.Equal(paths, wantPaths) {
+		t.Errorf("PodCgroups = %v, %v; want %v", paths, err, wantPaths)
 	}
 
 	// A process left in a container cgroup of the burstable pod is killed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -402,6 +403,9 @@ func TestSystemdDestroy(t *testing.T) {
 		if n.Systemd() != want[uid] {
 			t.Errorf("Pods[%s] = %s, want %s", uid, n.Systemd(), want[uid])
 		}
+	}
+	if paths, err := m.PodCgroups(); err != nil || !maps.Equal(paths, want) {
+		t.Errorf("PodCgroups = %v, %v; want the systemd driver's paths %v", paths, err, want)
 	}
 
 	bSlice := filepath.Join(root, "cpu,cpuacct", want["b-1"])
