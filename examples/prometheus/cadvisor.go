@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kubeletkit/kubeletkit/stats"
@@ -32,14 +36,37 @@ func (f UsageFunc) Usage(ctx context.Context) (*stats.Usage, error) { return f(c
 
 var _ UsageProvider = UsageFunc(nil)
 
+// CgroupStatsProvider reads what the pods' cgroups and network namespaces
+// tell beyond the runtime's CRI stats: *stats.CgroupReader and
+// *agent.Agent implement it. It never fails: a pod, cgroup or figure it
+// could not read is left out.
+type CgroupStatsProvider interface {
+	CgroupStats(ctx context.Context, pods []stats.PodUsage) map[types.UID]*stats.PodCgroupStats
+}
+
+// CgroupStatsFunc adapts a function to CgroupStatsProvider.
+type CgroupStatsFunc func(ctx context.Context, pods []stats.PodUsage) map[types.UID]*stats.PodCgroupStats
+
+// CgroupStats calls f.
+func (f CgroupStatsFunc) CgroupStats(ctx context.Context, pods []stats.PodUsage) map[types.UID]*stats.PodCgroupStats {
+	return f(ctx, pods)
+}
+
+var _ CgroupStatsProvider = CgroupStatsFunc(nil)
+
 // CadvisorOptions configure the /metrics/cadvisor collectors. The zero
-// value bounds a scrape's calls to 5s and logs nothing.
+// value bounds a scrape's calls to 5s, reads no cgroup and logs nothing.
 type CadvisorOptions struct {
 	// Timeout bounds the usage and the machine's figures in one scrape;
 	// 0 means 5s.
 	Timeout time.Duration
 	// Logger receives what could not be measured; nil discards it.
 	Logger *slog.Logger
+	// Cgroups, when set, adds the series cAdvisor reads from the pods'
+	// and containers' cgroups and the pods' network namespaces, which
+	// the CRI stats do not give: CFS throttling, page cache, block I/O,
+	// packets and drops. Nil serves none of them.
+	Cgroups CgroupStatsProvider
 }
 
 func (o CadvisorOptions) defaults() CadvisorOptions {
@@ -96,6 +123,21 @@ var (
 		"Total time duration no tasks in the container could make progress due to IO congestion.")
 	cadvisorIOWaiting = cadvisorDesc("container_pressure_io_waiting_seconds_total",
 		"Total time duration tasks in the container have waited due to IO congestion.")
+	cadvisorCFSPeriodsDesc   = cadvisorDesc("container_cpu_cfs_periods_total", "Number of elapsed enforcement period intervals.")
+	cadvisorCFSThrottledDesc = cadvisorDesc("container_cpu_cfs_throttled_periods_total", "Number of throttled period intervals.")
+	cadvisorCFSSecondsDesc   = cadvisorDesc("container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.")
+	cadvisorMemCacheDesc     = cadvisorDesc("container_memory_cache", "Number of bytes of page cache memory.")
+	cadvisorReadBytesDesc    = cadvisorDesc("container_fs_reads_bytes_total", "Cumulative count of bytes read", "device")
+	cadvisorReadsDesc        = cadvisorDesc("container_fs_reads_total", "Cumulative count of reads completed", "device")
+	cadvisorWriteBytesDesc   = cadvisorDesc("container_fs_writes_bytes_total", "Cumulative count of bytes written", "device")
+	cadvisorWritesDesc       = cadvisorDesc("container_fs_writes_total", "Cumulative count of writes completed", "device")
+	cadvisorBlkioDesc        = cadvisorDesc("container_blkio_device_usage_total", "Blkio Device bytes usage", "device", "major", "minor", "operation")
+	cadvisorRxPacketsDesc    = cadvisorDesc("container_network_receive_packets_total", "Cumulative count of packets received", "interface")
+	cadvisorRxDroppedDesc    = cadvisorDesc("container_network_receive_packets_dropped_total",
+		"Cumulative count of packets dropped while receiving", "interface")
+	cadvisorTxPacketsDesc = cadvisorDesc("container_network_transmit_packets_total", "Cumulative count of packets transmitted", "interface")
+	cadvisorTxDroppedDesc = cadvisorDesc("container_network_transmit_packets_dropped_total",
+		"Cumulative count of packets dropped while transmitting", "interface")
 	cadvisorScrapeErrorDesc = prom.NewDesc("container_scrape_error",
 		"1 if there was an error while getting container metrics, 0 otherwise", nil, nil)
 
@@ -113,9 +155,13 @@ var (
 // and pressure stall times, and its start time; for each pod (container
 // label empty), the sandbox's own CPU time, memory, page faults, process
 // count, pressure stall times and network counters by interface; plus
-// container_scrape_error. A figure the runtime did not give is left out,
-// and every sample is stamped with the time its figure was taken. See
-// docs/metrics.md for what cAdvisor serves that this does not.
+// container_scrape_error. With CadvisorOptions.Cgroups, also what cAdvisor
+// reads of the cgroups and network namespaces: for each container and
+// pod, its CFS throttling (with a CPU quota), page cache and block I/O by
+// device; for each pod, its packets and drops by interface. A figure the
+// runtime (or the cgroup) did not give is left out, and every sample is
+// stamped with the time its figure was taken. See docs/metrics.md for what
+// cAdvisor serves that this does not.
 type CadvisorCollector struct {
 	usage UsageProvider
 	o     CadvisorOptions
@@ -137,7 +183,9 @@ func (c *CadvisorCollector) Describe(ch chan<- *prom.Desc) {
 	for _, d := range []*prom.Desc{cadvisorCPUDesc, cadvisorMemUsageDesc, cadvisorWorkingSetDesc, cadvisorRSSDesc, cadvisorFailuresDesc,
 		cadvisorSwapDesc, cadvisorFsUsageDesc, cadvisorRxBytesDesc, cadvisorRxErrorsDesc, cadvisorTxBytesDesc, cadvisorTxErrorsDesc,
 		cadvisorProcessesDesc, cadvisorStartDesc, cadvisorCPUStalled, cadvisorCPUWaiting, cadvisorMemStalled, cadvisorMemWaiting,
-		cadvisorIOStalled, cadvisorIOWaiting, cadvisorScrapeErrorDesc} {
+		cadvisorIOStalled, cadvisorIOWaiting, cadvisorScrapeErrorDesc, cadvisorCFSPeriodsDesc, cadvisorCFSThrottledDesc, cadvisorCFSSecondsDesc,
+		cadvisorMemCacheDesc, cadvisorReadBytesDesc, cadvisorReadsDesc, cadvisorWriteBytesDesc, cadvisorWritesDesc, cadvisorBlkioDesc,
+		cadvisorRxPacketsDesc, cadvisorRxDroppedDesc, cadvisorTxPacketsDesc, cadvisorTxDroppedDesc} {
 		ch <- d
 	}
 }
@@ -155,7 +203,12 @@ func (c *CadvisorCollector) Collect(ch chan<- prom.Metric) {
 		ch <- prom.MustNewConstMetric(cadvisorScrapeErrorDesc, prom.GaugeValue, 1)
 		return
 	}
+	var cgroups map[types.UID]*stats.PodCgroupStats
+	if c.o.Cgroups != nil {
+		cgroups = c.o.Cgroups.CgroupStats(ctx, u.Pods)
+	}
 	for _, p := range u.Pods {
+		cg := cgroups[types.UID(p.Ref.UID)]
 		// The pod's own series: cAdvisor's of the pod cgroup, and of the
 		// sandbox for the network, with no container, name or image.
 		pod := []string{"", p.SandboxID, "", "", p.Ref.Namespace, p.Ref.Name}
@@ -176,6 +229,10 @@ func (c *CadvisorCollector) Collect(ch chan<- prom.Metric) {
 				sample(ch, cadvisorTxErrorsDesc, prom.CounterValue, n.Time, i.TxErrors, labels...)
 			}
 		}
+		if cg != nil {
+			cgroupSeries(ch, cg.Pod, pod)
+			networkPacketSeries(ch, cg.Network, pod)
+		}
 		for _, ctr := range p.Containers {
 			labels := []string{ctr.Name, ctr.ID, ctr.Image, ctr.ID, p.Ref.Namespace, p.Ref.Name}
 			// Whole seconds, as cAdvisor's.
@@ -191,9 +248,78 @@ func (c *CadvisorCollector) Collect(ch chan<- prom.Metric) {
 			if ctr.IO != nil {
 				psiSeries(ch, cadvisorIOStalled, cadvisorIOWaiting, ctr.IO.Time, ctr.IO.PSI, labels)
 			}
+			if cs, ok := containerCgroup(cg, ctr.ID); ok {
+				cgroupSeries(ch, cs, labels)
+			}
 		}
 	}
 	ch <- prom.MustNewConstMetric(cadvisorScrapeErrorDesc, prom.GaugeValue, 0)
+}
+
+// containerCgroup is the cgroup figures of container id in a pod's, if
+// they were read.
+func containerCgroup(pod *stats.PodCgroupStats, id string) (stats.CgroupStats, bool) {
+	if pod == nil {
+		return stats.CgroupStats{}, false
+	}
+	cs, ok := pod.Containers[id]
+	return cs, ok
+}
+
+// cgroupSeries sends what a cgroup tells beyond the CRI stats, as cAdvisor
+// serves it: the CFS counters (only with a CPU quota), the page cache, and
+// the block I/O by device. A device sysfs did not name is left out of the
+// series labelled by device alone, where two such would collide.
+func cgroupSeries(ch chan<- prom.Metric, s stats.CgroupStats, labels []string) {
+	at := metav1.NewTime(s.Time)
+	if c := s.CFS; c != nil {
+		throttled := c.ThrottledTime.Seconds()
+		sample(ch, cadvisorCFSPeriodsDesc, prom.CounterValue, at, &c.Periods, labels...)
+		sample(ch, cadvisorCFSThrottledDesc, prom.CounterValue, at, &c.ThrottledPeriods, labels...)
+		sample(ch, cadvisorCFSSecondsDesc, prom.CounterValue, at, &throttled, labels...)
+	}
+	sample(ch, cadvisorMemCacheDesc, prom.GaugeValue, at, s.MemoryCacheBytes, labels...)
+	for _, d := range s.IO {
+		if d.Device != "" {
+			dev := append(slices.Clone(labels), d.Device)
+			ioSample(ch, cadvisorReadBytesDesc, at, d.Bytes, "Read", dev)
+			ioSample(ch, cadvisorWriteBytesDesc, at, d.Bytes, "Write", dev)
+			ioSample(ch, cadvisorReadsDesc, at, d.Ops, "Read", dev)
+			ioSample(ch, cadvisorWritesDesc, at, d.Ops, "Write", dev)
+		}
+		major, minor := strconv.FormatUint(d.Major, 10), strconv.FormatUint(d.Minor, 10)
+		for _, op := range slices.Sorted(maps.Keys(d.Bytes)) {
+			v := d.Bytes[op]
+			sample(ch, cadvisorBlkioDesc, prom.CounterValue, at, &v, append(slices.Clone(labels), d.Device, major, minor, op)...)
+		}
+	}
+}
+
+// ioSample sends a device's figure of operation op, 0 when the table has
+// none for it, as cAdvisor's; nothing when the cgroup's files said nothing
+// of the device in that table.
+func ioSample(ch chan<- prom.Metric, d *prom.Desc, at metav1.Time, table map[string]uint64, op string, labels []string) {
+	if table == nil {
+		return
+	}
+	v := table[op]
+	sample(ch, d, prom.CounterValue, at, &v, labels...)
+}
+
+// networkPacketSeries sends the packets and drops of the pod's network
+// namespace by interface.
+func networkPacketSeries(ch chan<- prom.Metric, n *stats.PodNetworkStats, pod []string) {
+	if n == nil {
+		return
+	}
+	at := metav1.NewTime(n.Time)
+	for _, i := range n.Interfaces {
+		labels := append(slices.Clone(pod), i.Name)
+		sample(ch, cadvisorRxPacketsDesc, prom.CounterValue, at, &i.RxPackets, labels...)
+		sample(ch, cadvisorRxDroppedDesc, prom.CounterValue, at, &i.RxDropped, labels...)
+		sample(ch, cadvisorTxPacketsDesc, prom.CounterValue, at, &i.TxPackets, labels...)
+		sample(ch, cadvisorTxDroppedDesc, prom.CounterValue, at, &i.TxDropped, labels...)
+	}
 }
 
 // cpuSeries sends the CPU time, with cpu="total" as cAdvisor's when it has

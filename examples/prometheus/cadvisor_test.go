@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -262,4 +263,90 @@ func TestCadvisorHandler(t *testing.T) {
 	assert.ErrorIs(t, err, prometheus.ErrInvalidArgument)
 	_, err = prometheus.NewCadvisorHandler(p, nil, prometheus.CadvisorOptions{})
 	assert.ErrorIs(t, err, prometheus.ErrInvalidArgument)
+}
+
+// With CadvisorOptions.Cgroups, the series cAdvisor reads from the cgroups
+// and the pod's network namespace join the CRI's, under cAdvisor's names,
+// help texts, types and labels: the CFS counters only where a CPU quota is
+// set (app), page cache and block I/O for the pod and its containers, the
+// packets and drops for the pod; a device sysfs did not name has only
+// container_blkio_device_usage_total; a pod or container the cgroups did
+// not tell of has none of them.
+func TestCadvisorCgroupMetrics(t *testing.T) {
+	const ms = "1767225600000" // statsAt
+	p, _, sid, app, _ := cadvisorNode(t)
+	cache, appCache := uint64(8192), uint64(4096)
+	var asked []string
+	cgroups := prometheus.CgroupStatsFunc(func(_ context.Context, pods []stats.PodUsage) map[types.UID]*stats.PodCgroupStats {
+		for _, p := range pods {
+			asked = append(asked, p.Ref.UID)
+		}
+		return map[types.UID]*stats.PodCgroupStats{"uid-web": {
+			Pod: stats.CgroupStats{Time: statsAt.Time, MemoryCacheBytes: &cache, IO: []stats.DeviceIO{
+				{Major: 7, Minor: 3, Bytes: map[string]uint64{"Read": 4096}},
+				{Device: "/dev/vda", Major: 254, Bytes: map[string]uint64{"Read": 1228800, "Write": 49152}, Ops: map[string]uint64{"Read": 30}},
+			}},
+			Containers: map[string]stats.CgroupStats{app: {Time: statsAt.Time, MemoryCacheBytes: &appCache,
+				CFS: &stats.CFSStats{Periods: 40, ThrottledPeriods: 5, ThrottledTime: 2500 * time.Millisecond}}},
+			Network: &stats.PodNetworkStats{Time: statsAt.Time, Interfaces: []stats.InterfaceStats{
+				{Name: "eth0", RxPackets: 203, RxDropped: 3, TxPackets: 117, TxDropped: 1}}},
+		}}
+	})
+	c, err := prometheus.NewCadvisorCollector(p, prometheus.CadvisorOptions{Cgroups: cgroups})
+	require.NoError(t, err)
+	want := strings.NewReplacer("{sandbox}", sid, "{app}", app).Replace(`
+# HELP container_blkio_device_usage_total Blkio Device bytes usage
+# TYPE container_blkio_device_usage_total counter
+container_blkio_device_usage_total{container="",device="",id="{sandbox}",image="",major="7",minor="3",name="",namespace="default",operation="Read",pod="web"} 4096 ` + ms + `
+container_blkio_device_usage_total{container="",device="/dev/vda",id="{sandbox}",image="",major="254",minor="0",name="",namespace="default",operation="Read",pod="web"} 1.2288e+06 ` + ms + `
+container_blkio_device_usage_total{container="",device="/dev/vda",id="{sandbox}",image="",major="254",minor="0",name="",namespace="default",operation="Write",pod="web"} 49152 ` + ms + `
+# HELP container_cpu_cfs_periods_total Number of elapsed enforcement period intervals.
+# TYPE container_cpu_cfs_periods_total counter
+container_cpu_cfs_periods_total{container="app",id="{app}",image="busybox:1.36",name="{app}",namespace="default",pod="web"} 40 ` + ms + `
+# HELP container_cpu_cfs_throttled_periods_total Number of throttled period intervals.
+# TYPE container_cpu_cfs_throttled_periods_total counter
+container_cpu_cfs_throttled_periods_total{container="app",id="{app}",image="busybox:1.36",name="{app}",namespace="default",pod="web"} 5 ` + ms + `
+# HELP container_cpu_cfs_throttled_seconds_total Total time duration the container has been throttled.
+# TYPE container_cpu_cfs_throttled_seconds_total counter
+container_cpu_cfs_throttled_seconds_total{container="app",id="{app}",image="busybox:1.36",name="{app}",namespace="default",pod="web"} 2.5 ` + ms + `
+# HELP container_fs_reads_bytes_total Cumulative count of bytes read
+# TYPE container_fs_reads_bytes_total counter
+container_fs_reads_bytes_total{container="",device="/dev/vda",id="{sandbox}",image="",name="",namespace="default",pod="web"} 1.2288e+06 ` + ms + `
+# HELP container_fs_reads_total Cumulative count of reads completed
+# TYPE container_fs_reads_total counter
+container_fs_reads_total{container="",device="/dev/vda",id="{sandbox}",image="",name="",namespace="default",pod="web"} 30 ` + ms + `
+# HELP container_fs_writes_bytes_total Cumulative count of bytes written
+# TYPE container_fs_writes_bytes_total counter
+container_fs_writes_bytes_total{container="",device="/dev/vda",id="{sandbox}",image="",name="",namespace="default",pod="web"} 49152 ` + ms + `
+# HELP container_fs_writes_total Cumulative count of writes completed
+# TYPE container_fs_writes_total counter
+container_fs_writes_total{container="",device="/dev/vda",id="{sandbox}",image="",name="",namespace="default",pod="web"} 0 ` + ms + `
+# HELP container_memory_cache Number of bytes of page cache memory.
+# TYPE container_memory_cache gauge
+container_memory_cache{container="",id="{sandbox}",image="",name="",namespace="default",pod="web"} 8192 ` + ms + `
+container_memory_cache{container="app",id="{app}",image="busybox:1.36",name="{app}",namespace="default",pod="web"} 4096 ` + ms + `
+# HELP container_network_receive_packets_dropped_total Cumulative count of packets dropped while receiving
+# TYPE container_network_receive_packets_dropped_total counter
+container_network_receive_packets_dropped_total{container="",id="{sandbox}",image="",interface="eth0",name="",namespace="default",pod="web"} 3 ` + ms + `
+# HELP container_network_receive_packets_total Cumulative count of packets received
+# TYPE container_network_receive_packets_total counter
+container_network_receive_packets_total{container="",id="{sandbox}",image="",interface="eth0",name="",namespace="default",pod="web"} 203 ` + ms + `
+# HELP container_network_transmit_packets_dropped_total Cumulative count of packets dropped while transmitting
+# TYPE container_network_transmit_packets_dropped_total counter
+container_network_transmit_packets_dropped_total{container="",id="{sandbox}",image="",interface="eth0",name="",namespace="default",pod="web"} 1 ` + ms + `
+# HELP container_network_transmit_packets_total Cumulative count of packets transmitted
+# TYPE container_network_transmit_packets_total counter
+container_network_transmit_packets_total{container="",id="{sandbox}",image="",interface="eth0",name="",namespace="default",pod="web"} 117 ` + ms + `
+`)
+	names := []string{"container_blkio_device_usage_total", "container_cpu_cfs_periods_total", "container_cpu_cfs_throttled_periods_total",
+		"container_cpu_cfs_throttled_seconds_total", "container_fs_reads_bytes_total", "container_fs_reads_total", "container_fs_writes_bytes_total",
+		"container_fs_writes_total", "container_memory_cache", "container_network_receive_packets_dropped_total",
+		"container_network_receive_packets_total", "container_network_transmit_packets_dropped_total", "container_network_transmit_packets_total"}
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want), names...))
+	assert.Equal(t, []string{"uid-web"}, asked, "asked for the pods of the usage")
+
+	// Without Cgroups, none of them.
+	c, err = prometheus.NewCadvisorCollector(p, prometheus.CadvisorOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 0, testutil.CollectAndCount(c, names...))
 }
