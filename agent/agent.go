@@ -23,6 +23,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/server"
+	nodestats "github.com/kubeletkit/kubeletkit/stats"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -134,6 +135,9 @@ type Agent struct {
 	// cgroupMgr manages the pod and QoS cgroups; nil without
 	// Cgroups.PerQOS.
 	cgroupMgr *cgroups.Manager
+	// cgroupStats reads the pod cgroups cgroupMgr names for
+	// /metrics/cadvisor; nil without Cgroups.PerQOS.
+	cgroupStats *nodestats.CgroupReader
 
 	listener    net.Listener
 	apiListener net.Listener       // the kubelet API's; nil when none

@@ -36,6 +36,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/server"
+	nodestats "github.com/kubeletkit/kubeletkit/stats"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -142,8 +143,12 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{opts: opts, log: log, clock: opts.Clock, rt: b.rt, fakeRT: b.fakeRT, view: b.view, healthz: healthz,
 		node: b.node, shutdown: b.shutdown, api: b.api, podResources: b.podResources, pleg: b.pleg, loop: b.loop, config: b.config,
 		ready: make(chan struct{}), ownRoot: ownRoot, started: opts.Clock.Now()}
-	if b.cgroups != nil {
+	if b.cgroups != nil && b.cgroups.mgr != nil {
 		a.cgroupMgr = b.cgroups.mgr
+		if a.cgroupStats, err = nodestats.NewCgroupReader(nodestats.CgroupReaderOptions{Pods: a.cgroupMgr, CgroupRoot: opts.Cgroups.FS,
+			Clock: opts.Clock, Logger: log.With("component", "cgroup-stats")}); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
 	}
 	if a.watchdog, err = watchdog.New(watchdog.Options{Timeout: opts.Watchdog.Timeout, Notifier: opts.Watchdog.Notifier,
 		Checks: a.watchdogChecks(), Clock: opts.Clock, Logger: log.With("component", "watchdog")}); err != nil {

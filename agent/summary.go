@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/kubeletkit/kubeletkit/cgroups"
 	nodestats "github.com/kubeletkit/kubeletkit/stats"
 	"github.com/kubeletkit/kubeletkit/status/node"
 )
@@ -38,6 +40,20 @@ func (a *Agent) Usage(ctx context.Context) (*nodestats.Usage, error) {
 	return a.api.summary.Usage(ctx)
 }
 
+// CgroupStats implements examples/prometheus' CgroupStatsProvider: what
+// the cgroups of pods (those of a Usage) and their network namespaces tell
+// beyond the CRI stats, read from the pod cgroups the agent's cgroup
+// manager lists (stats.CgroupReader) under Cgroups.FS. Without
+// Cgroups.PerQOS there are no pod cgroups: nothing.
+func (a *Agent) CgroupStats(ctx context.Context, pods []nodestats.PodUsage) map[types.UID]*nodestats.PodCgroupStats {
+	if a.cgroupStats == nil {
+		return nil
+	}
+	return a.cgroupStats.CgroupStats(ctx, pods)
+}
+
 // Machine returns the machine the node's status reports (Options.Node's,
 // with its pods capacity): what /metrics/cadvisor's machine series read.
 func (a *Agent) Machine() node.Machine { return a.opts.Node.Machine }
+
+var _ nodestats.PodCgroupLister = (*cgroups.Manager)(nil)

@@ -202,7 +202,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if opts.HTTP.ResourceMetricsHandler, err = prometheus.NewResourceHandler(late, prometheus.ResourceOptions{Logger: log.With("component", "resource-metrics")}); err != nil {
 			return err
 		}
-		if opts.HTTP.CadvisorMetricsHandler, err = prometheus.NewCadvisorHandler(late, late, prometheus.CadvisorOptions{Logger: log.With("component", "cadvisor-metrics")}); err != nil {
+		if opts.HTTP.CadvisorMetricsHandler, err = prometheus.NewCadvisorHandler(late, late, prometheus.CadvisorOptions{Logger: log.With("component", "cadvisor-metrics"), Cgroups: late}); err != nil {
 			return err
 		}
 	}
@@ -397,8 +397,9 @@ func join(c *config, cl kubeletconfig.ClusterConfig, opts *agent.Options, log *s
 	return j, nil
 }
 
-// lateStats is the agent's Summary, usage and machine for the resource and
-// cAdvisor metrics handlers, which are built before the agent is.
+// lateStats is the agent's Summary, usage, cgroup stats and machine for
+// the resource and cAdvisor metrics handlers, which are built before the
+// agent is.
 type lateStats struct{ *agent.Agent }
 
 // Summary implements server.StatsProvider with the agent's.
