@@ -76,6 +76,14 @@
 // ListContainerStats and the pods have no figures of their own.
 // examples/prometheus turns it into cAdvisor's series.
 //
+// CgroupReader adds, for the pods of a Usage, what cAdvisor reads of their
+// cgroups and the CRI stats do not give: each pod cgroup's (named by a
+// PodCgroupLister: cgroups.Manager) and its containers' (ContainerCgroup
+// finds them among its children by ID) CFS throttling, page cache and
+// block I/O by device, and the packets and drops of the pod's network
+// namespace, read through a process of the pod. It never fails: what
+// cannot be read is left out.
+//
 // # Hosts
 //
 // LinuxHost (Linux only, the default Host there) reads procfs and the

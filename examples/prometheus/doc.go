@@ -143,6 +143,19 @@
 //	container_processes                          the pod's, from its sandbox stats
 //	container_scrape_error                       1 when the usage failed, else 0
 //
+// With CadvisorOptions.Cgroups (a CgroupStatsProvider: stats.CgroupReader,
+// or the agent's), also what cAdvisor reads of the cgroups and the pods'
+// network namespaces, which the CRI stats lack:
+//
+//	container_cpu_cfs_{periods,throttled_periods,throttled_seconds}_total
+//	                                             containers and pods with a CPU quota
+//	container_memory_cache,
+//	container_fs_{reads,writes}_bytes_total{device}, container_fs_{reads,writes}_total{device},
+//	container_blkio_device_usage_total{device,major,minor,operation}
+//	                                             containers and pods
+//	container_network_{receive,transmit}_packets{,_dropped}_total{interface}
+//	                                             the pod's
+//
 // MachineCollector: machine_cpu_cores, machine_memory_bytes and
 // machine_swap_bytes by boot_id, machine_id, system_uuid, and
 // machine_scrape_error. A figure the runtime did not give is left out;
