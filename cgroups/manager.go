@@ -96,6 +96,10 @@ type Options struct {
 	StateDir string
 	// Pod configures every pod cgroup (CFS quota and period, pids limit).
 	Pod PodOptions
+	// ExclusiveCPUs, when set (cpumanager.Manager), lifts the CFS quota of
+	// the cgroup of a pod that holds exclusive CPUs, as upstream's
+	// DisableCPUQuotaWithExclusiveCPUs (on by default) does.
+	ExclusiveCPUs ExclusiveCPUs
 	// Logger receives the manager's logs; nil discards them.
 	Logger *slog.Logger
 	// Kill ends a process left in a cgroup being removed; nil means
@@ -415,7 +419,7 @@ func (m *Manager) EnsurePod(pod *v1.Pod) error {
 	if err := m.owned.add(n); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if err := m.create(n, PodConfig(pod, m.opts.Pod)); err != nil {
+	if err := m.create(n, PodConfig(pod, m.podOptions(pod))); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
@@ -578,4 +582,20 @@ func (m *Manager) CleanupOrphans(pods map[types.UID]Name, running, volumesExist 
 			m.log.Info("Failed to remove an orphaned pod cgroup", "podUID", uid, "err", err)
 		}
 	}
+}
+
+// ExclusiveCPUs tells whether a pod holds CPUs of its own (a CPU manager's
+// static policy); cpumanager.Manager implements it.
+type ExclusiveCPUs interface {
+	PodHasExclusiveCPUs(pod *v1.Pod) bool
+}
+
+// podOptions are the Manager's pod options for one pod: without a CFS
+// quota when the pod holds exclusive CPUs.
+func (m *Manager) podOptions(pod *v1.Pod) PodOptions {
+	o := m.opts.Pod
+	if m.opts.ExclusiveCPUs != nil && m.opts.ExclusiveCPUs.PodHasExclusiveCPUs(pod) {
+		o.DisableCPUQuota = true
+	}
+	return o
 }

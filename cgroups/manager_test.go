@@ -314,3 +314,37 @@ func TestNames(t *testing.T) {
 		})
 	}
 }
+
+type exclusiveCPUs map[string]bool
+
+func (e exclusiveCPUs) PodHasExclusiveCPUs(pod *v1.Pod) bool { return e[string(pod.UID)] }
+
+// A pod that holds exclusive CPUs (a CPU manager's static policy) gets a
+// cgroup without a CFS quota, as upstream's DisableCPUQuotaWithExclusiveCPUs;
+// the others keep theirs.
+func TestExclusiveCPUsLiftQuota(t *testing.T) {
+	root := fakeV2(t)
+	m, _ := newManager(t, root, cgroups.Options{ExclusiveCPUs: exclusiveCPUs{"x": true}})
+	if err := m.Start(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	x := pod("x", "cpu=2,memory=64Mi/cpu=2,memory=64Mi")
+	g := pod("g", "cpu=2,memory=64Mi/cpu=2,memory=64Mi")
+	for _, p := range []*v1.Pod{x, g} {
+		if err := m.EnsurePod(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kp := filepath.Join(root, "kubepods")
+	for file, want := range map[string]string{
+		filepath.Join(kp, "podx/cpu.max"): "max 100000",
+		filepath.Join(kp, "podg/cpu.max"): "200000 100000",
+	} {
+		if got := read(t, file); got != want {
+			t.Errorf("%s = %q, want %q", strings.TrimPrefix(file, root), got, want)
+		}
+	}
+	if _, r := m.SandboxResources(x); r.GetCpuQuota() != -1 {
+		t.Errorf("sandbox quota %d, want -1", r.GetCpuQuota())
+	}
+}

@@ -31,7 +31,7 @@ func (m *Manager) ResizePod(pod *v1.Pod, grow bool) error {
 	if err != nil || !ok {
 		return err
 	}
-	want := PodConfig(pod, m.opts.Pod)
+	want := PodConfig(pod, m.podOptions(pod))
 	have, err := fs.readLimits(n)
 	if err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -65,7 +65,7 @@ func (m *Manager) PodResized(pod *v1.Pod) (bool, error) {
 	if err != nil || !ok {
 		return err == nil, err
 	}
-	want := PodConfig(pod, m.opts.Pod)
+	want := PodConfig(pod, m.podOptions(pod))
 	have, err := fs.readLimits(n)
 	if err != nil {
 		return false, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)

@@ -51,5 +51,5 @@ func SandboxResources(pod *v1.Pod, opts PodOptions) (overhead, resources *runtim
 // SandboxResources is the package function with the Manager's pod
 // options, what cri/podsync sends the runtime after a resize.
 func (m *Manager) SandboxResources(pod *v1.Pod) (overhead, resources *runtimeapi.LinuxContainerResources) {
-	return SandboxResources(pod, m.opts.Pod)
+	return SandboxResources(pod, m.podOptions(pod))
 }

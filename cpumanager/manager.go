@@ -473,3 +473,16 @@ func sortedUIDs[V any](m map[types.UID]V) []types.UID {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// ContainerCPUSet gives a container's CPUs in Linux list syntax and whether
+// they are its own, for its CRI config (containerconfig.ContainerCPUs):
+// ContainerCPUs, and whether the container holds exclusive CPUs.
+func (m *Manager) ContainerCPUSet(pod *v1.Pod, c *v1.Container) (cpus string, exclusive bool) {
+	if m.o.Policy != PolicyStatic {
+		return "", false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, exclusive = m.st.assignments[pod.UID][c.Name]
+	return m.containerCPUs(pod.UID, c.Name).String(), exclusive
+}

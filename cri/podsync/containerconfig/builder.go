@@ -63,6 +63,13 @@ type ClaimDevices interface {
 	CDIDevices(pod *v1.Pod, c *v1.Container) ([]string, error)
 }
 
+// ContainerCPUs gives the CPUs a container may run on, in Linux list
+// syntax ("2-3,6"; empty: every CPU), and whether they are its own, as a
+// CPU manager decides them (cpumanager.Manager does).
+type ContainerCPUs interface {
+	ContainerCPUSet(pod *v1.Pod, c *v1.Container) (cpus string, exclusive bool)
+}
+
 // ConfigMapGetter gives the configMaps that containers' environments
 // reference (envFrom, configMapKeyRef). A missing one is an error for which
 // apimachinery's errors.IsNotFound holds. volume.StaticSources and the
@@ -130,6 +137,11 @@ type Options struct {
 	// Devices, as upstream's kubelet adds the DRA manager's after the
 	// device manager's (nil: none).
 	ClaimDevices ClaimDevices
+	// CPUs gives the CPUs each container may run on (its cpuset_cpus) and
+	// whether they are its own; a container with CPUs of its own runs
+	// without a CFS quota (-1), as upstream's DisableCPUQuotaWithExclusiveCPUs
+	// (on by default) runs it. nil: no cpuset, the runtime's default.
+	CPUs ContainerCPUs
 	// LogRoot is the root of pod log directories (empty: DefaultLogRoot).
 	// Like PodsDir and SeccompProfileRoot, it is handed to the runtime,
 	// which reads a relative path from its own working directory: give

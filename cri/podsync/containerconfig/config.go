@@ -347,14 +347,22 @@ func resources(pod *v1.Pod, c *v1.Container, period time.Duration) *runtimeapi.L
 }
 
 // linuxResources is Resources with the container's oom_score_adj
-// (OOMScoreAdj), its huge page limits (HugepageLimits) and, where the node accounts swap
-// (Options.MemorySwapController), the swap limit set to the memory limit.
+// (OOMScoreAdj), its huge page limits (HugepageLimits), where the node accounts swap
+// (Options.MemorySwapController) the swap limit set to the memory limit, and
+// its CPUs (Options.CPUs).
 func (b *Builder) linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
 	r := b.Resources(pod, c)
 	r.OomScoreAdj = OOMScoreAdj(pod, c, b.opts.MemoryCapacity)
 	r.HugepageLimits = HugepageLimits(pod, c, b.opts.HugePageSizes)
 	if b.opts.MemorySwapController {
 		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
+	}
+	if b.opts.CPUs != nil {
+		cpus, exclusive := b.opts.CPUs.ContainerCPUSet(pod, c)
+		r.CpusetCpus = cpus
+		if exclusive && r.CpuQuota > 0 {
+			r.CpuQuota = -1
+		}
 	}
 	return r
 }

@@ -654,3 +654,32 @@ func TestClaimDevices(t *testing.T) {
 	_, err = b.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[1], cri.ContainerTypeRegular, 0, nil, "", nil)
 	assert.ErrorIs(t, err, refuse)
 }
+
+type cpusFunc func(pod *v1.Pod, c *v1.Container) (string, bool)
+
+func (f cpusFunc) ContainerCPUSet(pod *v1.Pod, c *v1.Container) (string, bool) { return f(pod, c) }
+
+// A CPU manager's CPUs become the container's cpuset; a container with CPUs
+// of its own runs without a CFS quota (DisableCPUQuotaWithExclusiveCPUs).
+func TestContainerCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cpus      string
+		exclusive bool
+		quota     int64
+	}{
+		{"exclusive", "2-3", true, -1},
+		{"shared pool", "0-1,4-7", false, 200000},
+		{"no cpuset", "", false, 200000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("", nil, sized("app", "2", "2", "64Mi"))
+			b := newBuilder(t, containerconfig.Options{CPUs: cpusFunc(func(*v1.Pod, *v1.Container) (string, bool) { return tc.cpus, tc.exclusive })})
+			cfg, err := containerConfig(b, pod)
+			require.NoError(t, err)
+			r := cfg.GetLinux().GetResources()
+			assert.Equal(t, tc.cpus, r.GetCpusetCpus())
+			assert.Equal(t, tc.quota, r.GetCpuQuota())
+		})
+	}
+}
