@@ -21,8 +21,10 @@ func TestProvider(t *testing.T) {
 	c := &v1.Container{Name: "c1"}
 	var seen []string
 	p := &Provider{
-		Name:  "cpu",
-		Store: storeFunc(func(types.UID, string) topologymanager.Hint { return topologymanager.Hint{NUMANodes: 1, Preferred: true} }),
+		Name: "cpu",
+		Store: storeFunc(func(types.UID, string) topologymanager.Hint {
+			return topologymanager.Hint{NUMANodes: 1, Preferred: true}
+		}),
 		ContainerHintsFunc: func(*v1.Pod, *v1.Container) map[string][]topologymanager.Hint {
 			return map[string][]topologymanager.Hint{"cpu": nil}
 		},
