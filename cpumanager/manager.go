@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/kubeletkit/kubeletkit/podspec"
+	"github.com/kubeletkit/kubeletkit/topologymanager"
 )
 
 // The policies of cpuManagerPolicy (--cpu-manager-policy).
@@ -46,19 +47,6 @@ const StateFileName = "cpu_manager_state"
 // ErrInvalidOptions is wrapped by New's errors about its options.
 var ErrInvalidOptions = errors.New("cpumanager: invalid options")
 
-// Affinity gives the NUMA nodes the topology manager chose for a
-// container; the static policy takes its CPUs from them first. nil
-// nodes: no preference.
-type Affinity interface {
-	NUMANodes(uid types.UID, container string) []int
-}
-
-// AffinityFunc adapts a function to Affinity.
-type AffinityFunc func(uid types.UID, container string) []int
-
-// NUMANodes calls f.
-func (f AffinityFunc) NUMANodes(uid types.UID, container string) []int { return f(uid, container) }
-
 // Options configure a Manager.
 type Options struct {
 	// Policy is PolicyNone (the default, "") or PolicyStatic.
@@ -81,8 +69,10 @@ type Options struct {
 	// StateDir is where the checkpoint (StateFileName) lives, the kubelet's
 	// root directory. Empty: the state lives in memory only.
 	StateDir string
-	// Affinity gives the topology manager's choice; nil: no preference.
-	Affinity Affinity
+	// Affinity gives the NUMA nodes the topology manager chose for each
+	// container (topologymanager.Manager): its CPUs are taken from them
+	// first. nil: no preference.
+	Affinity topologymanager.Store
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -239,7 +229,7 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container) error {
 	}
 	var nodes []int
 	if m.o.Affinity != nil {
-		nodes = m.o.Affinity.NUMANodes(pod.UID, c.Name)
+		nodes = m.o.Affinity.Affinity(pod.UID, c.Name).NUMANodes.Nodes()
 	}
 	cpus, err := TakeAligned(t, available, n, nodes)
 	if err != nil {
