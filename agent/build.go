@@ -192,6 +192,7 @@ type blocks struct {
 	plugins      *pluginmanager.Manager // the plugin registry
 	objects      *volume.StaticSources  // configMaps and secrets from Sources.ObjectPath
 	devices      *devices.Manager       // nil without Node.DevicePluginDir
+	res          resourceManagers       // the CPU and topology managers; nil parts with every policy none
 	cgroups      *podCgroups            // its manager is nil without Cgroups.PerQOS
 	podsync      *podsync.Syncer
 	dra          *dra.Manager         // its Registry is the DRAPlugin handler
@@ -243,6 +244,9 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if b.devices, err = newDevices(opts, log); err != nil {
 		return nil, err
 	}
+	if b.res, err = newResourceManagers(opts, log); err != nil {
+		return nil, err
+	}
 	b.nodeView = &nodeView{opts: opts, devices: b.devices, log: log}
 	if b.alloc, err = newAllocation(opts, b.nodeView, view, b.events, log); err != nil {
 		return nil, err
@@ -292,7 +296,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if vm, ok := b.metrics.(VolumeMetrics); ok {
 		vm.CountVolumes(b.vol.VolumeCounts)
 	}
-	mgr, err := newCgroups(opts, b.caps, capacity, log)
+	mgr, err := newCgroups(opts, b.caps, capacity, b.res.cpu, log)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +369,7 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	// What each part keeps of a pod, forgotten at housekeeping once the pod
 	// is finished and no longer desired.
 	h.forgetters = []podForgetter{b.alloc, forgetFunc(view.status.Remove), b.podsync,
-		forgetFunc(b.sink.forget), b.vol, forgetProbeMetrics(b.metrics)}
+		forgetFunc(b.sink.forget), b.vol, forgetProbeMetrics(b.metrics), b.res}
 	pl := b.pleg
 	b.loop, err = syncloop.New(syncloop.Options{
 		Handler:   h,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/cgroups"
+	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/pleg"
@@ -103,7 +104,7 @@ type podCgroups struct {
 // for its cgroup driver as it starts, Cgroups.Driver being the fallback
 // (upstream's KubeletCgroupDriverFromCRI). The huge page sizes of capacity
 // are those a pod's cgroup limits.
-func newCgroups(opts Options, rt cgroups.RuntimeConfigGetter, capacity v1.ResourceList, log *slog.Logger) (*cgroups.Manager, error) {
+func newCgroups(opts Options, rt cgroups.RuntimeConfigGetter, capacity v1.ResourceList, cpus *cpumanager.Manager, log *slog.Logger) (*cgroups.Manager, error) {
 	if !opts.Cgroups.PerQOS {
 		return nil, nil
 	}
@@ -118,7 +119,8 @@ func newCgroups(opts Options, rt cgroups.RuntimeConfigGetter, capacity v1.Resour
 		CgroupRoot: opts.Cgroups.Root, StateDir: filepath.Join(opts.RootDir, "cgroups"),
 		Pod: cgroups.PodOptions{PidsLimit: opts.Cgroups.PodPidsLimit, CPUPeriod: uint64(opts.Cgroups.CPUCFSQuotaPeriod.Microseconds()),
 			HugePageSizes: hugePageSizes},
-		Logger: log.With("component", "cgroups")})
+		ExclusiveCPUs: exclusiveCPUs(cpus),
+		Logger:        log.With("component", "cgroups")})
 }
 
 // start creates the hierarchy, kubepods limited as upstream's: the node's
@@ -309,4 +311,13 @@ func (c *podCgroups) resources(pod *v1.Pod) *v1.ResourceRequirements {
 		return nil
 	}
 	return r
+}
+
+// exclusiveCPUs is the CPU manager as cgroups.ExclusiveCPUs; nil (no
+// interface value) without one.
+func exclusiveCPUs(cpus *cpumanager.Manager) cgroups.ExclusiveCPUs {
+	if cpus == nil {
+		return nil
+	}
+	return cpus
 }

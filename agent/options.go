@@ -7,8 +7,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
 
 	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
@@ -81,6 +83,10 @@ type Options struct {
 	// Cgroups puts the pods in upstream's cgroup hierarchy; the zero value
 	// leaves cgroups to the runtime.
 	Cgroups CgroupOptions
+	// Resources configures the node's resource managers (the CPU manager
+	// and the topology manager); the zero value is upstream's default,
+	// both policies "none".
+	Resources ResourceOptions
 	// Security is what the node allows pods and how it guards them:
 	// unsafe sysctls, the default seccomp profile, mounts.
 	Security SecurityOptions
@@ -421,6 +427,44 @@ type NodeOptions struct {
 	// reading a socket is never durably blocked, gives in-memory plugins'
 	// (dratest.Dialer).
 	DRADialer dra.Dialer
+}
+
+// ResourceOptions configure the node's resource managers as the
+// KubeletConfiguration fields of the same names (docs/resources.md).
+type ResourceOptions struct {
+	// CPUManagerPolicy is "none" (the default, "") or "static" (package
+	// cpumanager): the containers of Guaranteed pods that request whole
+	// CPUs get them exclusively, written into their CRI config (cpuset,
+	// no CFS quota) and kept in RootDir/cpu_manager_state. The static
+	// policy reserves ReservedSystemCPUs, or as many CPUs as
+	// Node.KubeReserved and Node.SystemReserved reserve (at least one).
+	CPUManagerPolicy string
+	// CPUManagerPolicyOptions are the static policy's options
+	// (cpumanager.OptionFullPCPUsOnly, cpumanager.OptionStrictCPUReservation);
+	// any other is refused by name.
+	CPUManagerPolicyOptions map[string]string
+	// CPUManagerReconcilePeriod is how often running containers' cpusets
+	// are brought in line with the CPU manager's state; 0 means 10s.
+	CPUManagerReconcilePeriod time.Duration
+	// ReservedSystemCPUs are the CPUs kept for the system and the kubelet
+	// (--reserved-cpus), never given exclusively.
+	ReservedSystemCPUs cpuset.CPUSet
+	// TopologyManagerPolicy is "none" (the default, ""), "best-effort",
+	// "restricted" or "single-numa-node" (package topologymanager): the
+	// NUMA alignment of the CPU manager's CPUs, refusing pods
+	// (TopologyAffinityError) where the policy requires an alignment that
+	// cannot be had.
+	TopologyManagerPolicy string
+	// TopologyManagerScope is "container" (the default, "") or "pod".
+	TopologyManagerScope string
+	// TopologyManagerPolicyOptions are the topology manager's options
+	// (topologymanager.OptionMaxAllowableNUMANodes,
+	// topologymanager.OptionPreferClosestNUMANodes).
+	TopologyManagerPolicyOptions map[string]string
+	// Topology is the machine's CPUs; nil means read from /sys when a
+	// policy other than "none" needs it (cpumanager.Discover). A test
+	// gives a fake machine (cpumanager.NewTopology).
+	Topology *cpumanager.Topology
 }
 
 // CgroupOptions put the pods in upstream's cgroup hierarchy (package

@@ -19,13 +19,17 @@ func (p podResourcePods) Pods() []*v1.Pod       { return p.view.pods.GetPods() }
 
 // newPodResources builds the pod-resources API over the blocks the agent
 // has: its pods, the DRA manager's prepared claims and, with a device
-// plugin directory, the device manager. There is no CPU or memory manager:
-// the API answers as upstream's policies "none". It serves RootDir/pod-resources/kubelet.sock
+// plugin directory, the device manager, and with Options.Resources the CPU
+// manager's exclusive CPUs. There is no memory manager: the API answers as
+// upstream's policy "None" for memory. It serves RootDir/pod-resources/kubelet.sock
 // only with HTTP.PodResources.
 func (b *blocks) newPodResources() (*podresources.Server, error) {
 	sources := podresources.Sources{DynamicResources: b.dra}
 	if b.devices != nil {
 		sources.Devices = b.devices
+	}
+	if b.res.cpu != nil {
+		sources.CPUs = b.res.cpu
 	}
 	return podresources.New(podresources.Options{Dir: filepath.Join(b.opts.RootDir, podresources.DirName),
 		Pods: podResourcePods{view: b.view}, Sources: sources, Clock: b.clock, Logger: b.log.With("component", "podresources")})

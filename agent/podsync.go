@@ -38,6 +38,10 @@ func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 	if b.devices != nil {
 		devs = b.devices
 	}
+	var cpus containerconfig.ContainerCPUs
+	if b.res.cpu != nil {
+		cpus = b.res.cpu
+	}
 	cms, secrets := b.envSources()
 	pr := b.prober
 	var records podsync.PullRecords
@@ -51,6 +55,7 @@ func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 			RecursiveReadOnlyMounts: b.features.handlerSupportsRecursiveReadOnly,
 			Devices:                 devs,
 			ClaimDevices:            claims,
+			CPUs:                    cpus,
 			UserNamespaces:          b.features.handlerSupportsUserNamespaces,
 			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,

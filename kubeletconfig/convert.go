@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/cpuset"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/cri/imagegc"
@@ -330,6 +331,7 @@ func (c *converter) node() {
 	o.Cgroups.Root = kc.CgroupRoot
 	o.Cgroups.PodPidsLimit = deref(kc.PodPidsLimit)
 	o.Cgroups.CPUCFSQuotaPeriod = deref(kc.CPUCFSQuotaPeriod).Duration
+	c.resourceManagers()
 	for _, e := range kc.EnforceNodeAllocatable {
 		switch e {
 		case enforcePods, enforceNone:
@@ -489,5 +491,26 @@ func (c *converter) checkGates() {
 		if refused, why := gateRefusal(name, on); refused {
 			c.refuse("featureGates."+name, on, why)
 		}
+	}
+}
+
+// resourceManagers maps the CPU manager's and the topology manager's
+// fields; the policies and options themselves are checked by the agent's
+// blocks (cpumanager, topologymanager), which refuse an unknown one by name.
+func (c *converter) resourceManagers() {
+	kc, r := c.kc, &c.cfg.Agent.Resources
+	r.CPUManagerPolicy = kc.CPUManagerPolicy
+	r.CPUManagerPolicyOptions = maps.Clone(kc.CPUManagerPolicyOptions)
+	r.CPUManagerReconcilePeriod = kc.CPUManagerReconcilePeriod.Duration
+	r.TopologyManagerPolicy = kc.TopologyManagerPolicy
+	r.TopologyManagerScope = kc.TopologyManagerScope
+	r.TopologyManagerPolicyOptions = maps.Clone(kc.TopologyManagerPolicyOptions)
+	if kc.ReservedSystemCPUs != "" {
+		set, err := cpuset.Parse(kc.ReservedSystemCPUs)
+		if err != nil {
+			c.invalid("unable to parse reservedSystemCPUs (--reserved-cpus) %q: %v", kc.ReservedSystemCPUs, err)
+			return
+		}
+		r.ReservedSystemCPUs = set
 	}
 }

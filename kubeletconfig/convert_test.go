@@ -146,19 +146,13 @@ func TestConvertRefused(t *testing.T) {
 		want []string
 		msg  string
 	}{
-		{"cpu manager", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.CPUManagerPolicy = "static" },
-			[]string{"cpuManagerPolicy"}, `kubelet config: cpuManagerPolicy "static": not supported by this node (no CPU manager)`},
-		{"cpu and topology manager options", func(kc *kubeletv1beta1.KubeletConfiguration) {
-			kc.CPUManagerPolicyOptions = map[string]string{"full-pcpus-only": "true"}
-			kc.TopologyManagerPolicy = "single-numa-node"
-			kc.TopologyManagerPolicyOptions = map[string]string{"prefer-closest-numa-nodes": "true"}
-		}, []string{"cpuManagerPolicyOptions", "topologyManagerPolicy", "topologyManagerPolicyOptions"}, `topologyManagerPolicy "single-numa-node"`},
+		{"memory manager", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.MemoryManagerPolicy = "Static" },
+			[]string{"memoryManagerPolicy"}, `kubelet config: memoryManagerPolicy "Static": not supported by this node (no memory manager)`},
 		{"several", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.PodsPerCore = 10
 			kc.StaticPodURLHeader = map[string][]string{"a": {"b"}}
-			kc.ReservedSystemCPUs = "0"
 			kc.EvictionMaxPodGracePeriod = 30
-		}, []string{"staticPodURLHeader", "evictionMaxPodGracePeriod", "podsPerCore", "reservedSystemCPUs"}, `podsPerCore 10: not supported by this node`},
+		}, []string{"staticPodURLHeader", "evictionMaxPodGracePeriod", "podsPerCore"}, `podsPerCore 10: not supported by this node`},
 		{"gates", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.FeatureGates = map[string]bool{"CPUManager": true, "MemoryQoS": false, "NodeSwap": false, "EventedPLEG": false}
 		}, []string{"featureGates.CPUManager", "featureGates.NodeSwap"}, "featureGates.CPUManager true"},
@@ -237,12 +231,14 @@ func TestConvertInvalid(t *testing.T) {
 		kc.ContainerLogMaxSize = "ten"
 		kc.ClusterDNS = []string{"kube-dns"}
 		kc.Authorization.Mode = "RBAC"
-		kc.CPUManagerPolicy = "static"
+		kc.MemoryManagerPolicy = "Static"
+		kc.ReservedSystemCPUs = "3-1"
 	})
 	require.ErrorIs(t, err, kubeletconfig.ErrUnsupported)
 	for _, want := range []string{`tlsMinVersion "VersionTLS9"`, `tlsCipherSuites: "TLS_NOPE"`, `tlsCertFile "/c" and tlsPrivateKeyFile ""`,
 		`kubeReserved: cannot reserve "gpu"`, "grace period must be specified", `containerLogMaxSize "ten"`,
-		`authorization.mode "RBAC": must be AlwaysAllow or Webhook`, `cpuManagerPolicy "static"`, `clusterDNS: "kube-dns" is not an IP address`} {
+		`authorization.mode "RBAC": must be AlwaysAllow or Webhook`, `memoryManagerPolicy "Static"`,
+		`unable to parse reservedSystemCPUs (--reserved-cpus) "3-1"`, `clusterDNS: "kube-dns" is not an IP address`} {
 		assert.ErrorContains(t, err, want)
 	}
 }
@@ -399,4 +395,27 @@ func TestConvertSeparateDiskGC(t *testing.T) {
 	require.ErrorAs(t, err, &unsupported)
 	assert.Equal(t, "featureGates.KubeletSeparateDiskGC", unsupported.Refused[0].Field)
 	assert.Contains(t, err.Error(), "always on in this node")
+}
+
+// The CPU manager's and the topology manager's fields reach the agent's
+// Options.Resources; the blocks check the policies and options.
+func TestConvertResourceManagers(t *testing.T) {
+	cfg, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.CPUManagerPolicy = "static"
+		kc.CPUManagerPolicyOptions = map[string]string{"full-pcpus-only": "true"}
+		kc.CPUManagerReconcilePeriod = duration(5 * time.Second)
+		kc.ReservedSystemCPUs = "0,4"
+		kc.TopologyManagerPolicy = "single-numa-node"
+		kc.TopologyManagerScope = "pod"
+		kc.TopologyManagerPolicyOptions = map[string]string{"max-allowable-numa-nodes": "16"}
+	})
+	require.NoError(t, err)
+	r := cfg.Agent.Resources
+	assert.Equal(t, "static", r.CPUManagerPolicy)
+	assert.Equal(t, map[string]string{"full-pcpus-only": "true"}, r.CPUManagerPolicyOptions)
+	assert.Equal(t, 5*time.Second, r.CPUManagerReconcilePeriod)
+	assert.Equal(t, "0,4", r.ReservedSystemCPUs.String())
+	assert.Equal(t, "single-numa-node", r.TopologyManagerPolicy)
+	assert.Equal(t, "pod", r.TopologyManagerScope)
+	assert.Equal(t, map[string]string{"max-allowable-numa-nodes": "16"}, r.TopologyManagerPolicyOptions)
 }

@@ -35,6 +35,7 @@ authorization:
 kind: KubeletConfiguration
 readOnlyPort: 10255
 cpuManagerPolicy: static
+memoryManagerPolicy: Static
 `), 0o600)
 
 	kc, err := kubeletconfig.Load(kubeletconfig.Files{Config: file, DropInDir: dropIns})
@@ -49,14 +50,14 @@ cpuManagerPolicy: static
 	_, err = kubeletconfig.Convert(kc)
 	fmt.Println(errors.Is(err, kubeletconfig.ErrUnsupported), err)
 
-	kc.CPUManagerPolicy = "none"
+	kc.MemoryManagerPolicy = "None"
 	cfg, err := kubeletconfig.Convert(kc)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(cfg.Agent.Sources.ManifestPath, cfg.Agent.Cgroups.Driver, cfg.Agent.HTTP.Listen, cfg.RuntimeEndpoint)
+	fmt.Println(cfg.Agent.Sources.ManifestPath, cfg.Agent.Cgroups.Driver, cfg.Agent.HTTP.Listen, cfg.RuntimeEndpoint, cfg.Agent.Resources.CPUManagerPolicy)
 	// Output:
-	// true kubelet config: cpuManagerPolicy "static": not supported by this node (no CPU manager)
-	// /etc/kubernetes/manifests systemd 0.0.0.0:10255 unix:///run/containerd/containerd.sock
+	// true kubelet config: memoryManagerPolicy "Static": not supported by this node (no memory manager)
+	// /etc/kubernetes/manifests systemd 0.0.0.0:10255 unix:///run/containerd/containerd.sock static
 }

@@ -30,17 +30,18 @@ var mapped = map[string]bool{
 	"maxPods": true, "serializeImagePulls": true, "maxParallelImagePulls": true, "podPidsLimit": true, "cpuCFSQuotaPeriod": true,
 	"imagePullCredentialsVerificationPolicy": true, "preloadedImagesVerificationAllowlist": true,
 	"enableSystemLogHandler": true, "enableSystemLogQuery": true,
+	"cpuManagerPolicy": true, "cpuManagerPolicyOptions": true, "cpuManagerReconcilePeriod": true, "reservedSystemCPUs": true,
+	"topologyManagerPolicy": true, "topologyManagerScope": true, "topologyManagerPolicyOptions": true,
 }
 
 // ignored are the fields upstream itself does not act on in the
 // configurations it accepts here: hairpinMode is for network plugins a CRI
 // runtime does not have; the iptables bits mark packets for chains
-// kubelet no longer uses them for; the CPU manager's reconcile period and
-// the topology manager's scope only matter under policies other than none
-// (refused); memoryThrottlingFactor only under MemoryQoS (refused).
+// kubelet no longer uses them for; memoryThrottlingFactor only matters
+// under MemoryQoS (refused).
 var ignored = map[string]bool{
 	"hairpinMode": true, "iptablesMasqueradeBit": true, "iptablesDropBit": true,
-	"cpuManagerReconcilePeriod": true, "topologyManagerScope": true, "memoryThrottlingFactor": true,
+	"memoryThrottlingFactor": true,
 }
 
 // offValues are the values, beside upstream's default, that a field not
@@ -87,7 +88,5 @@ func (c *converter) checkRest() {
 
 // why says what the node lacks for some of the refused fields.
 var why = map[string]string{
-	"cpuManagerPolicy":      "no CPU manager",
-	"memoryManagerPolicy":   "no memory manager",
-	"topologyManagerPolicy": "no topology manager",
+	"memoryManagerPolicy": "no memory manager",
 }

@@ -633,8 +633,8 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, containerID stri
 	if c.resources == nil {
 		c.resources = &runtimeapi.ContainerResources{}
 	}
-	if resources.GetLinux() != nil {
-		c.resources.Linux = resources.Linux
+	if l := resources.GetLinux(); l != nil {
+		c.resources.Linux = mergeLinuxResources(c.resources.Linux, l)
 	}
 	if resources.GetWindows() != nil {
 		c.resources.Windows = resources.Windows
@@ -720,4 +720,49 @@ func (r *Runtime) checkImageMountsLocked(mounts []*runtimeapi.Mount) error {
 		}
 	}
 	return nil
+}
+
+// mergeLinuxResources applies an update as containerd applies it to a
+// container's spec: every field the update sets (non-zero) replaces the
+// old one, the others stay, so that an update of the cpuset alone (a CPU
+// manager's) keeps the container's limits.
+func mergeLinuxResources(old, upd *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {
+	if old == nil {
+		return upd
+	}
+	out := proto.CloneOf(old)
+	if v := upd.GetCpuPeriod(); v != 0 {
+		out.CpuPeriod = v
+	}
+	if v := upd.GetCpuQuota(); v != 0 {
+		out.CpuQuota = v
+	}
+	if v := upd.GetCpuShares(); v != 0 {
+		out.CpuShares = v
+	}
+	if v := upd.GetCpusetCpus(); v != "" {
+		out.CpusetCpus = v
+	}
+	if v := upd.GetCpusetMems(); v != "" {
+		out.CpusetMems = v
+	}
+	if v := upd.GetMemoryLimitInBytes(); v != 0 {
+		out.MemoryLimitInBytes = v
+	}
+	if v := upd.GetMemorySwapLimitInBytes(); v != 0 {
+		out.MemorySwapLimitInBytes = v
+	}
+	if v := upd.GetOomScoreAdj(); v != 0 {
+		out.OomScoreAdj = v
+	}
+	if v := upd.GetHugepageLimits(); len(v) > 0 {
+		out.HugepageLimits = v
+	}
+	for k, v := range upd.GetUnified() {
+		if out.Unified == nil {
+			out.Unified = map[string]string{}
+		}
+		out.Unified[k] = v
+	}
+	return out
 }

@@ -54,6 +54,10 @@ func TestContainerLifecycle(t *testing.T) {
 	update := &runtimeapi.LinuxContainerResources{CpuShares: 1024, MemoryLimitInBytes: 128 << 20}
 	require.NoError(t, e.rt.UpdateContainerResources(ctx, id, &runtimeapi.ContainerResources{Linux: update}))
 	assert.True(t, proto.Equal(update, e.status(id).Resources.Linux))
+	// As containerd: an update sets what it names and keeps the rest (a CPU
+	// manager's cpuset alone keeps the limits).
+	require.NoError(t, e.rt.UpdateContainerResources(ctx, id, &runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{CpusetCpus: "2-3"}}))
+	assert.True(t, proto.Equal(&runtimeapi.LinuxContainerResources{CpuShares: 1024, MemoryLimitInBytes: 128 << 20, CpusetCpus: "2-3"}, e.status(id).Resources.Linux))
 
 	e.clk.Step(time.Second)
 	require.NoError(t, e.rt.StopContainer(ctx, id, 30))

@@ -25,6 +25,13 @@ func cgroupFlags(fs *flag.FlagSet, kc *kubeletv1beta1.KubeletConfiguration) {
 		"(The pod cgroup's pids limit: it needs --cgroups-per-qos; 0 or negative sets none.)")
 	fs.Var(optional[metav1.Duration]{&kc.CPUCFSQuotaPeriod, parseDuration}, "cpu-cfs-quota-period", "Sets CPU CFS quota period value, cpu.cfs_period_us, defaults to Linux Kernel default. "+
 		"(The CFS period of containers that limit CPU, and of the pod cgroups with --cgroups-per-qos; 1ms to 1s, default 100ms.)")
+	fs.Var(value[string]{&kc.CPUManagerPolicy, parseString[string]}, "cpu-manager-policy", "CPU manager policy: none (default) or static, which gives the containers of Guaranteed pods that request whole CPUs those CPUs exclusively (state in ROOT-DIR/cpu_manager_state; needs --reserved-cpus or a cpu in --kube-reserved/--system-reserved)")
+	fs.Var(mapValue{m: &kc.CPUManagerPolicyOptions, op: "="}, "cpu-manager-policy-options", "the static policy's options (key=value,...): full-pcpus-only, strict-cpu-reservation")
+	fs.Var(value[metav1.Duration]{&kc.CPUManagerReconcilePeriod, parseDuration}, "cpu-manager-reconcile-period", "how often running containers' cpusets are brought in line with the CPU manager (default 10s)")
+	fs.Var(value[string]{&kc.ReservedSystemCPUs, parseString[string]}, "reserved-cpus", "CPUs kept for the system and the node (Linux list syntax, 0-1,4), never given exclusively")
+	fs.Var(value[string]{&kc.TopologyManagerPolicy, parseString[string]}, "topology-manager-policy", "topology manager policy: none (default), best-effort, restricted or single-numa-node")
+	fs.Var(value[string]{&kc.TopologyManagerScope, parseString[string]}, "topology-manager-scope", "topology manager scope: container (default) or pod")
+	fs.Var(mapValue{m: &kc.TopologyManagerPolicyOptions, op: "="}, "topology-manager-policy-options", "the topology manager's options (key=value,...): max-allowable-numa-nodes, prefer-closest-numa-nodes")
 }
 
 // parseInt64 reads --pod-max-pids.

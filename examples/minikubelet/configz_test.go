@@ -155,6 +155,17 @@ func TestConfigzFromFlags(t *testing.T) {
 			assert.Equal(t, &metav1.Duration{Duration: 50 * time.Millisecond}, kc.CPUCFSQuotaPeriod)
 		},
 	}, {
+		name: "CPU and topology managers", args: []string{"--cpu-manager-policy", "static", "--cpu-manager-policy-options", "full-pcpus-only=true",
+			"--reserved-cpus", "0", "--cpu-manager-reconcile-period", "5s", "--topology-manager-policy", "best-effort", "--topology-manager-scope", "pod"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, "static", kc.CPUManagerPolicy)
+			assert.Equal(t, map[string]string{"full-pcpus-only": "true"}, kc.CPUManagerPolicyOptions)
+			assert.Equal(t, "0", kc.ReservedSystemCPUs)
+			assert.Equal(t, metav1.Duration{Duration: 5 * time.Second}, kc.CPUManagerReconcilePeriod)
+			assert.Equal(t, "best-effort", kc.TopologyManagerPolicy)
+			assert.Equal(t, "pod", kc.TopologyManagerScope)
+		},
+	}, {
 		name: "CFS period, upstream's default", args: nil,
 		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
 			assert.Equal(t, &metav1.Duration{Duration: 100 * time.Millisecond}, kc.CPUCFSQuotaPeriod)
