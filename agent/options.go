@@ -465,6 +465,10 @@ type ResourceOptions struct {
 	// policy other than "none" needs it (cpumanager.Discover). A test
 	// gives a fake machine (cpumanager.NewTopology).
 	Topology *cpumanager.Topology
+	// NUMADistances are the distances between NUMA nodes that the
+	// topology manager's prefer-closest-numa-nodes option weighs; nil means
+	// read from /sys with a discovered Topology (topologymanager.ReadDistances).
+	NUMADistances map[int][]int
 }
 
 // CgroupOptions put the pods in upstream's cgroup hierarchy (package

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/allocation"
+	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 )
@@ -35,6 +36,7 @@ func newAllocation(opts Options, nv *nodeView, view *podView, events EventRecord
 			return p, ok && !view.workers.IsPodTerminationRequested(uid)
 		}},
 		Clock: opts.Clock, Logger: log.With("component", "allocation"), Recorder: events,
+		CPUManagerStatic: opts.Resources.CPUManagerPolicy == cpumanager.PolicyStatic,
 	})
 	if err != nil {
 		return nil, err

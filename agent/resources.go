@@ -30,15 +30,21 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 		len(r.CPUManagerPolicyOptions) == 0 && len(r.TopologyManagerPolicyOptions) == 0 && r.ReservedSystemCPUs.IsEmpty() {
 		return resourceManagers{}, nil
 	}
-	topo := r.Topology
+	topo, distances := r.Topology, r.NUMADistances
 	if topo == nil {
 		var err error
 		if topo, err = cpumanager.Discover("/sys"); err != nil {
 			return resourceManagers{}, fmt.Errorf("Resources: the machine's CPU topology: %w", err)
 		}
+		if distances == nil && r.TopologyManagerPolicyOptions[topologymanager.OptionPreferClosestNUMANodes] != "" {
+			if distances, err = topologymanager.ReadDistances("/sys", topo.NUMANodes()); err != nil {
+				return resourceManagers{}, fmt.Errorf("Resources: %w", err)
+			}
+		}
 	}
 	tm, err := topologymanager.New(topologymanager.Options{Policy: r.TopologyManagerPolicy, Scope: r.TopologyManagerScope,
-		PolicyOptions: r.TopologyManagerPolicyOptions, NUMANodes: topo.NUMANodes(), Logger: log.With("component", "topologymanager")})
+		PolicyOptions: r.TopologyManagerPolicyOptions, NUMANodes: topo.NUMANodes(), Distances: distances,
+		Logger: log.With("component", "topologymanager")})
 	if err != nil {
 		return resourceManagers{}, fmt.Errorf("Resources.TopologyManagerPolicy: %w: %w", err, ErrInvalidOptions)
 	}

@@ -191,3 +191,33 @@ func TestPodsFuncs(t *testing.T) {
 	assert.True(t, ok)
 	assert.Same(t, p, got)
 }
+
+// Under the static CPU manager a Guaranteed pod's CPU resize is Infeasible
+// with upstream's message; its memory resize, and a Burstable pod's CPU
+// resize, are weighed as usual.
+func TestAdmitResizeUnderStaticCPUManager(t *testing.T) {
+	m, err := allocation.New(allocation.Options{Node: someNode, Pods: noPods, CPUManagerStatic: true})
+	require.NoError(t, err)
+	g := newPod(t, "g", map[string]string{"cpu": "1", "memory": "256Mi"})
+	b := newPod(t, "b", map[string]string{"cpu": "1", "memory": "256Mi", "burstable": ""})
+	m.SetAllocated(g)
+	m.SetAllocated(b)
+
+	cpu := g.DeepCopy()
+	resize(t, cpu, map[string]string{"cpu": "2"})
+	assert.Equal(t, allocation.Decision{Outcome: allocation.Infeasible, Message: `Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"`}, m.AdmitResize(cpu))
+
+	mem := g.DeepCopy()
+	resize(t, mem, map[string]string{"memory": "512Mi"})
+	assert.Equal(t, allocation.Admit, m.AdmitResize(mem).Outcome)
+
+	bcpu := b.DeepCopy()
+	resize(t, bcpu, map[string]string{"cpu": "2"})
+	assert.Equal(t, allocation.Admit, m.AdmitResize(bcpu).Outcome)
+
+	// Without the static policy the same resize is admitted.
+	plain, err := allocation.New(allocation.Options{Node: someNode, Pods: noPods})
+	require.NoError(t, err)
+	plain.SetAllocated(g)
+	assert.Equal(t, allocation.Admit, plain.AdmitResize(cpu).Outcome)
+}

@@ -31,6 +31,11 @@ const (
 	// MessageStaticPod is the PodResizePending message of a static pod's
 	// resize, which is Infeasible.
 	MessageStaticPod = "In-place resize of static-pods is not supported"
+	// MessageCPUManagerStatic is the PodResizePending message of a
+	// Guaranteed pod's CPU resize under the static CPU manager, which is
+	// Infeasible (upstream without InPlacePodVerticalScalingExclusiveCPUs,
+	// alpha and off).
+	MessageCPUManagerStatic = `Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"`
 	// MessageCapacityPrefix starts the PodResizePending message of a
 	// resize asking more CPU or memory than the node's allocatable:
 	// "Node didn't have enough capacity: cpu, requested: 5000, capacity:
@@ -181,4 +186,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Recorder receives the Resize* events on pods. Nil means none.
 	Recorder EventRecorder
+	// CPUManagerStatic says the node's CPU manager runs the static policy:
+	// a Guaranteed pod's resize that changes a container's CPU request is
+	// Infeasible (MessageCPUManagerStatic), as upstream refuses it.
+	CPUManagerStatic bool
 }

@@ -5,10 +5,12 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/admission"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // AdmitResize weighs pod's resize against the node's allocatable
@@ -19,6 +21,13 @@ import (
 func (m *Manager) AdmitResize(pod *v1.Pod) Decision {
 	if d, ok := staticRefusal(pod); ok {
 		return d
+	}
+	if m.cpuStatic {
+		if allocated, ok := m.AllocatedPod(pod); ok {
+			if d, ok := ExclusiveCPURefusal(allocated, pod); ok {
+				return d
+			}
+		}
 	}
 	alloc, err := m.node.Allocatable()
 	if err != nil {
@@ -31,6 +40,30 @@ func (m *Manager) AdmitResize(pod *v1.Pod) Decision {
 		allocated[i], _ = m.AllocatedPod(p)
 	}
 	return AdmitResize(pod, alloc, allocated)
+}
+
+// ExclusiveCPURefusal is the decision on a resize under the static CPU
+// manager: Infeasible (MessageCPUManagerStatic) when pod is Guaranteed and
+// one of its containers (init containers included) asks another CPU
+// request than allocated holds; ok is false otherwise. It is pure.
+func ExclusiveCPURefusal(allocated, pod *v1.Pod) (Decision, bool) {
+	if podspec.QOSClass(pod) != v1.PodQOSGuaranteed {
+		return Decision{}, false
+	}
+	was := map[string]resource.Quantity{}
+	for _, cs := range [][]v1.Container{allocated.Spec.InitContainers, allocated.Spec.Containers} {
+		for _, c := range cs {
+			was[c.Name] = c.Resources.Requests[v1.ResourceCPU]
+		}
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if q := c.Resources.Requests[v1.ResourceCPU]; !q.Equal(was[c.Name]) {
+				return Decision{Outcome: Infeasible, Message: MessageCPUManagerStatic}, true
+			}
+		}
+	}
+	return Decision{}, false
 }
 
 // HandleResize decides on pod's resize, as upstream's allocation manager,

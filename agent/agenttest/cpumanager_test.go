@@ -130,3 +130,33 @@ func TestTopologyManagerRefusal(t *testing.T) {
 		assert.Equal(t, "Pod was rejected: Resources cannot be allocated with Topology locality", big.Status.Message)
 	})
 }
+
+// A Guaranteed pod's CPU resize under the static policy is Infeasible, with
+// upstream's condition message; its exclusive CPUs stay.
+func TestStaticCPUManagerRefusesCPUResize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := cpuNode(t, t.TempDir(), "")
+		db := n.AddPod(sizedPod("db", "1", true))
+		require.True(t, n.StepUntil(time.Minute, func() bool { return n.Pod("default", "db").Status.Phase == v1.PodRunning }))
+		// One CPU: the free thread of the core the reserved CPU 0 splits.
+		assert.Equal(t, "2", runningResources(n, string(db.UID), "app").GetCpusetCpus())
+		bigger := n.Pod("default", "db").DeepCopy()
+		two := resource.MustParse("2")
+		bigger.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = two
+		bigger.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = two
+		n.UpdatePod(bigger)
+		var cond *v1.PodCondition
+		require.True(t, n.StepUntil(time.Minute, func() bool {
+			for _, c := range n.Pod("default", "db").Status.Conditions {
+				if c.Type == v1.PodResizePending {
+					cond = &c
+					return true
+				}
+			}
+			return false
+		}))
+		assert.Equal(t, v1.PodReasonInfeasible, cond.Reason)
+		assert.Equal(t, `Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"`, cond.Message)
+		assert.Equal(t, "2", runningResources(n, string(db.UID), "app").GetCpusetCpus())
+	})
+}
