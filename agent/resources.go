@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -52,8 +53,11 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 	cpu, err := cpumanager.New(cpumanager.Options{Policy: r.CPUManagerPolicy, PolicyOptions: r.CPUManagerPolicyOptions, Topology: topo,
 		Reserved: r.ReservedSystemCPUs, ReservedMilliCPU: reserved, StateDir: opts.RootDir, Affinity: tm,
 		Logger: log.With("component", "cpumanager")})
-	if err != nil {
+	if errors.Is(err, cpumanager.ErrInvalidOptions) {
 		return resourceManagers{}, fmt.Errorf("Resources.CPUManagerPolicy: %w: %w", err, ErrInvalidOptions)
+	}
+	if err != nil {
+		return resourceManagers{}, fmt.Errorf("Resources: %w", err)
 	}
 	tm.AddHintProvider(cpu)
 	return resourceManagers{cpu: cpu, topology: tm}, nil

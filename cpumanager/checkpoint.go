@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/cpuset"
@@ -60,6 +61,9 @@ func (m *Manager) save() error {
 		return err
 	}
 	c.Checksum = sum
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
 	return atomicfile.WriteJSON(path, c)
 }
 
@@ -71,7 +75,9 @@ func (m *Manager) restore() error {
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return m.save()
+		// Written at the first change: StateDir may not exist yet (the
+		// agent makes its root directory when it runs).
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("cpumanager: %w", err)

@@ -29,8 +29,9 @@
 //     UpdateContainerResources; Failed makes the next pass retry one.
 //   - RemovePod when a pod ends, for a prompt release.
 //
-// The state survives restarts in Options.StateDir/cpu_manager_state
-// (upstream's file name and fields, our own checksum): a checkpoint of
+// The state survives restarts in Options.StateDir/cpu_manager_state, written
+// at its first change (upstream's file name and fields, our own checksum;
+// StateDir is made if missing): a checkpoint of
 // another policy, or whose CPUs do not add up to the machine's, makes New
 // fail, as upstream refuses to start; the operator drains the node and
 // removes the file. CPUs and AllocatableCPUs answer the pod-resources API.
