@@ -75,7 +75,7 @@ func newAdmission(b *blocks, preempt admission.PreemptorFunc) (admission.Chain, 
 		// The CPU manager's exclusive CPUs, aligned by the topology
 		// manager, in the same place: upstream's resource allocation
 		// handler.
-		chain = append(chain, b.res.topology)
+		chain = append(chain, b.res.admission(b.clock, b.metrics))
 	}
 	chain = append(chain, pred, admission.AppArmor{HostEnabled: b.appArmor}, admission.NodeFeatures(declaredFeatures(b.opts)))
 	if b.shutdown.Enabled() {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
@@ -107,6 +108,21 @@ type EvictionMetrics interface {
 	// nodefs.available ..., or a local storage limit: emptydirfs.limit,
 	// ephemeralpodfs.limit, ephemeralcontainerfs.limit).
 	Evicted(signal string)
+}
+
+// ResourceMetrics is an optional extension of Metrics: when Options.Metrics
+// also implements it, the CPU manager reports its figures to it
+// (cpumanager.Metrics: upstream's cpu_manager_* series and
+// container_aligned_compute_resources_*), and every admission through the
+// topology manager is timed and counted, as upstream's
+// topology_manager_admission_requests_total, _errors_total and
+// _duration_ms count them. Only with Options.Resources (a manager built).
+type ResourceMetrics interface {
+	cpumanager.Metrics
+	// TopologyAdmission is one pod's admission through the topology
+	// manager: its duration on the agent's clock and whether the pod was
+	// refused. It must not block.
+	TopologyAdmission(d time.Duration, refused bool)
 }
 
 // VolumeMetrics is an optional extension of Metrics: when Options.Metrics

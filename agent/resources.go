@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
+	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/pleg"
@@ -50,8 +53,12 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 		return resourceManagers{}, fmt.Errorf("Resources.TopologyManagerPolicy: %w: %w", err, ErrInvalidOptions)
 	}
 	reserved := opts.Node.KubeReserved.Cpu().MilliValue() + opts.Node.SystemReserved.Cpu().MilliValue()
+	var cpuMetrics cpumanager.Metrics
+	if rm, ok := opts.Metrics.(ResourceMetrics); ok {
+		cpuMetrics = rm
+	}
 	cpu, err := cpumanager.New(cpumanager.Options{Policy: r.CPUManagerPolicy, PolicyOptions: r.CPUManagerPolicyOptions, Topology: topo,
-		Reserved: r.ReservedSystemCPUs, ReservedMilliCPU: reserved, StateDir: opts.RootDir, Affinity: tm,
+		Reserved: r.ReservedSystemCPUs, ReservedMilliCPU: reserved, StateDir: opts.RootDir, Affinity: tm, Metrics: cpuMetrics,
 		Logger: log.With("component", "cpumanager")})
 	if errors.Is(err, cpumanager.ErrInvalidOptions) {
 		return resourceManagers{}, fmt.Errorf("Resources.CPUManagerPolicy: %w: %w", err, ErrInvalidOptions)
@@ -61,6 +68,21 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 	}
 	tm.AddHintProvider(cpu)
 	return resourceManagers{cpu: cpu, topology: tm}, nil
+}
+
+// admission is the topology manager as an admission handler, each admission
+// timed and counted when the agent's Metrics are ResourceMetrics.
+func (r resourceManagers) admission(clk clock.PassiveClock, metrics Metrics) admission.Handler {
+	rm, ok := metrics.(ResourceMetrics)
+	if !ok {
+		return r.topology
+	}
+	return admission.HandlerFunc(func(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
+		start := clk.Now()
+		ok, reason, message := r.topology.Admit(pod, others)
+		rm.TopologyAdmission(clk.Since(start), !ok)
+		return ok, reason, message
+	})
 }
 
 func orNone(policy string) string {

@@ -73,8 +73,29 @@ type Options struct {
 	// container (topologymanager.Manager): its CPUs are taken from them
 	// first. nil: no preference.
 	Affinity topologymanager.Store
+	// Metrics receives the static policy's figures (upstream's
+	// cpu_manager_* series); nil means none.
+	Metrics Metrics
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+}
+
+// Metrics receives the CPU manager's figures, as upstream's kubelet counts
+// them. Its methods are called with the Manager's lock held and must not
+// call back into it or block.
+type Metrics interface {
+	// Pinning counts one container that asks for exclusive CPUs
+	// (cpu_manager_pinning_requests_total), whether its allocation failed
+	// (cpu_manager_pinning_errors_total), and whether full-pcpus-only was
+	// in force (container_aligned_compute_resources_count, or its
+	// _failure_count, with scope "container" and boundary "physical_cpu").
+	Pinning(failed, fullPCPUs bool)
+	// Pool reports the state after New and after every change: the shared
+	// pool without the reserved CPUs in millicores
+	// (cpu_manager_shared_pool_size_millicores), the CPUs held exclusively
+	// (cpu_manager_exclusive_cpu_allocation_count) and those by NUMA node
+	// (cpu_manager_allocation_per_numa, every node of the machine).
+	Pool(sharedMilliCPU int64, exclusive int, byNUMA map[int]int)
 }
 
 // Manager is the CPU manager: it decides which CPUs each container may run
@@ -133,7 +154,24 @@ func New(opts Options) (*Manager, error) {
 	if err := m.restore(); err != nil {
 		return nil, err
 	}
+	if opts.Policy == PolicyStatic {
+		m.reportPool()
+	}
 	return m, nil
+}
+
+// reportPool gives Options.Metrics the state (mu held, or before the
+// Manager is shared).
+func (m *Manager) reportPool() {
+	if m.o.Metrics == nil {
+		return
+	}
+	held := m.held()
+	byNUMA := map[int]int{}
+	for _, n := range m.o.Topology.NUMANodes() {
+		byNUMA[n] = held.Intersection(m.o.Topology.CPUsInNUMANodes(n)).Size()
+	}
+	m.o.Metrics.Pool(int64(m.st.defaultSet.Difference(m.reserved).Size())*1000, held.Size(), byNUMA)
 }
 
 // static validates the static policy's options and picks the reserved CPUs.
@@ -213,6 +251,16 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	err := m.allocate(pod, c, n)
+	if m.o.Metrics != nil {
+		m.o.Metrics.Pinning(err != nil, m.full)
+	}
+	return err
+}
+
+// allocate is Allocate's work for a container that asks for n exclusive
+// CPUs (mu held).
+func (m *Manager) allocate(pod *v1.Pod, c *v1.Container, n int) error {
 	if _, ok := m.st.assignments[pod.UID][c.Name]; ok {
 		return nil
 	}
@@ -242,6 +290,7 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container) error {
 	m.st.defaultSet = m.st.defaultSet.Difference(cpus)
 	m.updateReusable(pod, c, cpus)
 	m.log.Info("Allocated exclusive CPUs", "pod", klogName(pod), "container", c.Name, "cpus", cpus.String())
+	m.reportPool()
 	if err := m.save(); err != nil {
 		m.log.Error("Could not write the CPU manager checkpoint", "err", err)
 	}
@@ -342,6 +391,7 @@ func (m *Manager) removePod(uid types.UID) bool {
 	}
 	m.st.defaultSet = m.st.defaultSet.Union(release.Difference(m.held()))
 	m.log.Info("Released exclusive CPUs", "podUID", uid, "cpus", release.String())
+	m.reportPool()
 	return true
 }
 

@@ -250,3 +250,35 @@ func TestDiscoverHost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, tp.NumCPUs())
 }
+
+type metricsLog []string
+
+func (l *metricsLog) Pinning(failed, full bool) {
+	*l = append(*l, fmt.Sprintf("pinning failed=%v full=%v", failed, full))
+}
+
+func (l *metricsLog) Pool(shared int64, exclusive int, byNUMA map[int]int) {
+	*l = append(*l, fmt.Sprintf("pool shared=%d exclusive=%d numa=%v", shared, exclusive, byNUMA))
+}
+
+// The figures of upstream's cpu_manager_* series: a pinning request for each
+// container that asks for exclusive CPUs (a failure counted as such), and
+// the pool after each change.
+func TestMetrics(t *testing.T) {
+	var got metricsLog
+	tp := topo(t, 2, 2, 1, 1) // 4 CPUs, one NUMA node a socket
+	m, err := cpumanager.New(cpumanager.Options{Policy: cpumanager.PolicyStatic, Topology: tp, ReservedMilliCPU: 1000, Metrics: &got, Logger: quiet})
+	require.NoError(t, err)
+	ok, _, _ := m.Admit(pod("p1", []string{"app a cpu=2", "app b cpu=500m"}), nil)
+	require.True(t, ok)
+	ok, _, _ = m.Admit(pod("p2", []string{"app a cpu=2"}), nil)
+	require.False(t, ok)
+	m.RemovePod("p1")
+	assert.Equal(t, metricsLog{
+		"pool shared=3000 exclusive=0 numa=map[0:0 1:0]",
+		"pool shared=1000 exclusive=2 numa=map[0:0 1:2]",
+		"pinning failed=false full=false",
+		"pinning failed=true full=false",
+		"pool shared=3000 exclusive=0 numa=map[0:0 1:0]",
+	}, got)
+}

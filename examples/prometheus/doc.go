@@ -49,6 +49,18 @@
 //	volume_manager_total_volumes                 gauge by plugin_name and state
 //	                                             (desired_state_of_world, actual_state_of_world),
 //	                                             the volume manager's counts at scrape time
+//	kubelet_cpu_manager_pinning_requests_total,  counters: containers asking for exclusive CPUs,
+//	kubelet_cpu_manager_pinning_errors_total     and those refused (agent.ResourceMetrics)
+//	kubelet_cpu_manager_shared_pool_size_millicores,
+//	kubelet_cpu_manager_exclusive_cpu_allocation_count,
+//	kubelet_cpu_manager_allocation_per_numa      gauges: the static policy's pool, by numa_node
+//	kubelet_container_aligned_compute_resources_count,
+//	kubelet_container_aligned_compute_resources_failure_count
+//	                                             counters by scope and boundary (full-pcpus-only)
+//	kubelet_topology_manager_admission_requests_total,
+//	kubelet_topology_manager_admission_errors_total,
+//	kubelet_topology_manager_admission_duration_ms
+//	                                             admissions through the topology manager
 //
 // # /metrics/probes
 //

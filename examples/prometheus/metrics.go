@@ -71,7 +71,8 @@ type Metrics struct {
 	podStartSLI   prom.Histogram
 	imagePulls    *prom.HistogramVec // by image_size_in_bytes
 
-	volumes volumeMetrics
+	volumes  volumeMetrics
+	managers managerMetrics // the CPU and topology managers'
 
 	// probes is /metrics/probes' registry, apart from reg as upstream's.
 	probes *probeMetrics
@@ -124,10 +125,11 @@ func New(opts Options) (*Metrics, error) {
 	m.newRuntimeAndStartMetrics()
 	m.newPodStartAndPullMetrics()
 	m.volumes = newVolumeMetrics()
-	for _, c := range []prom.Collector{m.relistDuration, m.relistInterval, m.lastSeen, m.discarded, m.podStart, m.work, m.events,
+	m.managers = newManagerMetrics()
+	for _, c := range append([]prom.Collector{m.relistDuration, m.relistInterval, m.lastSeen, m.discarded, m.podStart, m.work, m.events,
 		m.runtimeOps, m.runtimeDuration, m.runtimeErrors, m.startedPods, m.startedPodsErrors,
 		m.startedContainers, m.startErrors, m.evictions, m.podStartTotal, m.podStartSLI, m.imagePulls,
-		m.volumes.operations, m.volumes.totals} {
+		m.volumes.operations, m.volumes.totals}, m.managers.collectors()...) {
 		if err := m.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("new metrics: %w", err)
 		}
