@@ -342,29 +342,15 @@ func isRegularInit(pod *v1.Pod, c *v1.Container) bool {
 // error's Type (SMTAlignmentError), else UnexpectedAdmissionError with
 // "Allocate failed due to …, which is unexpected".
 func (m *Manager) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message string) {
-	for _, c := range containers(pod) {
+	for _, c := range podspec.Containers(pod) {
 		if err := m.Allocate(pod, c); err != nil {
 			m.RemovePod(pod.UID)
-			var typed interface{ Type() string }
-			if errors.As(err, &typed) {
-				return false, typed.Type(), err.Error()
-			}
-			return false, "UnexpectedAdmissionError", fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)
+			return topologymanager.AdmitResult(err)
 		}
 	}
 	return true, "", ""
 }
 
-func containers(pod *v1.Pod) []*v1.Container {
-	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
-	for i := range pod.Spec.InitContainers {
-		out = append(out, &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		out = append(out, &pod.Spec.Containers[i])
-	}
-	return out
-}
 
 // RemovePod releases a pod's CPUs to the shared pool (a CPU another
 // container still holds stays out of it).

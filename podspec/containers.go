@@ -23,3 +23,17 @@ func RestartsOnResize(c *v1.Container, r v1.ResourceName) bool {
 	}
 	return false
 }
+
+// Containers returns pointers to pod's init containers (sidecars among
+// them, in order), then its app containers: the order in which resource
+// managers allocate and a pod's containers start.
+func Containers(pod *v1.Pod) []*v1.Container {
+	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}

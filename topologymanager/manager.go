@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // HintProvider is a resource manager the topology manager consults: the CPU
@@ -162,7 +164,7 @@ func (m *Manager) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message stri
 var _ Store = (*Manager)(nil)
 
 func (m *Manager) admitNone(pod *v1.Pod) error {
-	for _, c := range containers(pod) {
+	for _, c := range podspec.Containers(pod) {
 		if err := m.allocate(pod, c); err != nil {
 			return err
 		}
@@ -171,7 +173,7 @@ func (m *Manager) admitNone(pod *v1.Pod) error {
 }
 
 func (m *Manager) admitContainers(pod *v1.Pod) error {
-	for _, c := range containers(pod) {
+	for _, c := range podspec.Containers(pod) {
 		hints := make([]map[string][]Hint, 0, len(m.providers))
 		for _, p := range m.providers {
 			hints = append(hints, p.ContainerHints(pod, c))
@@ -199,7 +201,7 @@ func (m *Manager) admitPod(pod *v1.Pod) error {
 	if !admit {
 		return TopologyAffinityError{}
 	}
-	for _, c := range containers(pod) {
+	for _, c := range podspec.Containers(pod) {
 		m.set(pod.UID, c.Name, best)
 		if err := m.allocate(pod, c); err != nil {
 			return err
@@ -217,17 +219,6 @@ func (m *Manager) allocate(pod *v1.Pod, c *v1.Container) error {
 	return nil
 }
 
-// containers returns the pod's init containers then its app containers.
-func containers(pod *v1.Pod) []*v1.Container {
-	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
-	for i := range pod.Spec.InitContainers {
-		out = append(out, &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		out = append(out, &pod.Spec.Containers[i])
-	}
-	return out
-}
 
 func (m *Manager) set(uid types.UID, container string, h Hint) {
 	m.mu.Lock()
