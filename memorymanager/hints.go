@@ -58,7 +58,7 @@ func (m *Manager) PodHints(pod *v1.Pod) map[string][]topologymanager.Hint {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, c := range containers(pod) {
+	for _, c := range podspec.Containers(pod) {
 		if blocks, ok := m.st.assignments[pod.UID][c.Name]; ok {
 			return m.regenerateHints(pod, c, blocks, req)
 		}

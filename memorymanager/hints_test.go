@@ -10,6 +10,7 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kubeletkit/kubeletkit/memorymanager"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/topologymanager"
 )
 
@@ -102,23 +103,12 @@ func TestPodScope(t *testing.T) {
 }
 
 func memoryNodes(m *memorymanager.Manager, p *v1.Pod, name string) string {
-	for _, c := range containersOf(p) {
+	for _, c := range podspec.Containers(p) {
 		if c.Name == name {
 			return m.ContainerMemoryNodes(p, c)
 		}
 	}
 	return "?"
-}
-
-func containersOf(p *v1.Pod) []*v1.Container {
-	var out []*v1.Container
-	for i := range p.Spec.InitContainers {
-		out = append(out, &p.Spec.InitContainers[i])
-	}
-	for i := range p.Spec.Containers {
-		out = append(out, &p.Spec.Containers[i])
-	}
-	return out
 }
 
 func fmtHints(h []topologymanager.Hint) string {

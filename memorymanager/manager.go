@@ -372,24 +372,13 @@ func isRegularInit(pod *v1.Pod, c *v1.Container) bool {
 // message are topologymanager.AdmitResult's: UnexpectedAdmissionError,
 // "Allocate failed due to …, which is unexpected".
 func (m *Manager) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message string) {
-	for _, c := range containers(pod) {
+	for _, c := range podspec.Containers(pod) {
 		if err := m.Allocate(pod, c); err != nil {
 			m.RemovePod(pod.UID)
 			return topologymanager.AdmitResult(err)
 		}
 	}
 	return true, "", ""
-}
-
-func containers(pod *v1.Pod) []*v1.Container {
-	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
-	for i := range pod.Spec.InitContainers {
-		out = append(out, &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		out = append(out, &pod.Spec.Containers[i])
-	}
-	return out
 }
 
 // AddContainer tells the manager that a container of the pod starts: the
@@ -446,7 +435,7 @@ func (m *Manager) RemoveStaleState(active []*v1.Pod) {
 	live := map[types.UID]map[string]bool{}
 	for _, p := range active {
 		live[p.UID] = map[string]bool{}
-		for _, c := range containers(p) {
+		for _, c := range podspec.Containers(p) {
 			live[p.UID][c.Name] = true
 		}
 	}
