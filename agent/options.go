@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
 	"github.com/kubeletkit/kubeletkit/admission"
@@ -16,6 +17,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 	"github.com/kubeletkit/kubeletkit/cri/pullrecords"
 	"github.com/kubeletkit/kubeletkit/dra"
+	"github.com/kubeletkit/kubeletkit/memorymanager"
 	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/status"
 	"github.com/kubeletkit/kubeletkit/status/node"
@@ -465,6 +467,19 @@ type ResourceOptions struct {
 	// policy other than "none" needs it (cpumanager.Discover). A test
 	// gives a fake machine (cpumanager.NewTopology).
 	Topology *cpumanager.Topology
+	// MemoryManagerPolicy is "None" (the default, "") or "Static" (package
+	// memorymanager): the memory and huge pages of Guaranteed pods'
+	// containers are pinned to NUMA nodes (their cpuset_mems), aligned by
+	// the topology manager, kept in RootDir/memory_manager_state.
+	MemoryManagerPolicy string
+	// ReservedMemory is reservedMemory (--reserved-memory): the memory kept
+	// on each NUMA node for the system; under "Static" its sum by resource
+	// must equal Node.KubeReserved + Node.SystemReserved (+ the hard
+	// memory.available eviction threshold, for memory).
+	ReservedMemory []kubeletv1beta1.MemoryReservation
+	// MemoryMachine is the machine's NUMA memory; nil means read from
+	// /sys under "Static" (memorymanager.Discover).
+	MemoryMachine *memorymanager.Machine
 	// NUMADistances are the distances between NUMA nodes that the
 	// topology manager's prefer-closest-numa-nodes option weighs; nil means
 	// read from /sys with a discovered Topology (topologymanager.ReadDistances).

@@ -20,8 +20,7 @@ func (p podResourcePods) Pods() []*v1.Pod       { return p.view.pods.GetPods() }
 // newPodResources builds the pod-resources API over the blocks the agent
 // has: its pods, the DRA manager's prepared claims and, with a device
 // plugin directory, the device manager, and with Options.Resources the CPU
-// manager's exclusive CPUs. There is no memory manager: the API answers as
-// upstream's policy "None" for memory. It serves RootDir/pod-resources/kubelet.sock
+// manager's exclusive CPUs and the memory manager's pinned memory. It serves RootDir/pod-resources/kubelet.sock
 // only with HTTP.PodResources.
 func (b *blocks) newPodResources() (*podresources.Server, error) {
 	sources := podresources.Sources{DynamicResources: b.dra}
@@ -30,6 +29,9 @@ func (b *blocks) newPodResources() (*podresources.Server, error) {
 	}
 	if b.res.cpu != nil {
 		sources.CPUs = b.res.cpu
+	}
+	if b.res.memory != nil {
+		sources.Memory = b.res.memory
 	}
 	return podresources.New(podresources.Options{Dir: filepath.Join(b.opts.RootDir, podresources.DirName),
 		Pods: podResourcePods{view: b.view}, Sources: sources, Clock: b.clock, Logger: b.log.With("component", "podresources")})

@@ -42,6 +42,10 @@ func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 	if b.res.cpu != nil {
 		cpus = b.res.cpu
 	}
+	var memoryNodes containerconfig.ContainerMemoryNodes
+	if b.res.memory != nil {
+		memoryNodes = b.res.memory
+	}
 	cms, secrets := b.envSources()
 	pr := b.prober
 	var records podsync.PullRecords
@@ -56,6 +60,7 @@ func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 			Devices:                 devs,
 			ClaimDevices:            claims,
 			CPUs:                    cpus,
+			MemoryNodes:             memoryNodes,
 			UserNamespaces:          b.features.handlerSupportsUserNamespaces,
 			SeccompDefault:          opts.Security.SeccompDefault, SeccompProfileRoot: filepath.Join(opts.RootDir, "seccomp"),
 			Cgroups: sandboxCgroups, RuntimeClasses: opts.Cluster.RuntimeClasses,

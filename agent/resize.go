@@ -12,6 +12,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/memorymanager"
 )
 
 // resizeRetryEvery is how many housekeeping passes go between retries of
@@ -36,7 +37,8 @@ func newAllocation(opts Options, nv *nodeView, view *podView, events EventRecord
 			return p, ok && !view.workers.IsPodTerminationRequested(uid)
 		}},
 		Clock: opts.Clock, Logger: log.With("component", "allocation"), Recorder: events,
-		CPUManagerStatic: opts.Resources.CPUManagerPolicy == cpumanager.PolicyStatic,
+		CPUManagerStatic:    opts.Resources.CPUManagerPolicy == cpumanager.PolicyStatic,
+		MemoryManagerStatic: opts.Resources.MemoryManagerPolicy == memorymanager.PolicyStatic,
 	})
 	if err != nil {
 		return nil, err

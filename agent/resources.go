@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -15,7 +16,10 @@ import (
 	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/eviction"
+	"github.com/kubeletkit/kubeletkit/memorymanager"
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/topologymanager"
 )
 
@@ -25,12 +29,18 @@ import (
 type resourceManagers struct {
 	cpu      *cpumanager.Manager
 	topology *topologymanager.Manager
+	memory   *memorymanager.Manager // nil unless MemoryManagerPolicy is Static
 }
 
 // newResourceManagers builds the managers of Options.Resources.
 func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, error) {
 	r := opts.Resources
+	memPolicy := r.MemoryManagerPolicy
+	if memPolicy == "" {
+		memPolicy = memorymanager.PolicyNone
+	}
 	if orNone(r.CPUManagerPolicy) == cpumanager.PolicyNone && orNone(r.TopologyManagerPolicy) == topologymanager.PolicyNone &&
+		memPolicy == memorymanager.PolicyNone && len(r.ReservedMemory) == 0 &&
 		len(r.CPUManagerPolicyOptions) == 0 && len(r.TopologyManagerPolicyOptions) == 0 && r.ReservedSystemCPUs.IsEmpty() {
 		return resourceManagers{}, nil
 	}
@@ -67,7 +77,69 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 		return resourceManagers{}, fmt.Errorf("Resources: %w", err)
 	}
 	tm.AddHintProvider(cpu)
-	return resourceManagers{cpu: cpu, topology: tm}, nil
+	res := resourceManagers{cpu: cpu, topology: tm}
+	if memPolicy == memorymanager.PolicyNone && len(r.ReservedMemory) == 0 {
+		return res, nil
+	}
+	machine := r.MemoryMachine
+	if machine == nil {
+		if machine, err = memorymanager.Discover("/sys"); err != nil {
+			return resourceManagers{}, fmt.Errorf("Resources: the machine's NUMA memory: %w", err)
+		}
+	}
+	res.memory, err = memorymanager.New(memorymanager.Options{Policy: memPolicy, Machine: machine, ReservedMemory: r.ReservedMemory,
+		KubeReserved: opts.Node.KubeReserved, SystemReserved: opts.Node.SystemReserved, EvictionHardMemory: hardEvictionMemory(opts, machine),
+		StateDir: opts.RootDir, Affinity: tm, Logger: log.With("component", "memorymanager")})
+	if errors.Is(err, memorymanager.ErrInvalidOptions) {
+		return resourceManagers{}, fmt.Errorf("Resources.MemoryManagerPolicy: %w: %w", err, ErrInvalidOptions)
+	}
+	if err != nil {
+		return resourceManagers{}, fmt.Errorf("Resources: %w", err)
+	}
+	// After the CPU manager, as upstream adds its providers.
+	tm.AddHintProvider(res.memory)
+	return res, nil
+}
+
+// hardEvictionMemory is the hard memory.available eviction threshold in
+// bytes (a percentage of the machine's memory), which the memory manager's
+// reservations must cover: none when eviction is off.
+func hardEvictionMemory(opts Options, machine *memorymanager.Machine) resource.Quantity {
+	if opts.Eviction.Disabled {
+		return resource.Quantity{}
+	}
+	thresholds := opts.Eviction.Thresholds
+	if thresholds == nil {
+		thresholds = eviction.DefaultHardThresholds()
+	}
+	var total int64
+	for _, n := range machine.Nodes() {
+		total += int64(n.Memory)
+	}
+	for _, t := range thresholds {
+		if t.Signal != eviction.SignalMemoryAvailable || !t.IsHard() {
+			continue
+		}
+		if t.Value.Quantity != nil {
+			return t.Value.Quantity.DeepCopy()
+		}
+		return *resource.NewQuantity(int64(float64(total)*float64(t.Value.Percentage)), resource.BinarySI)
+	}
+	return resource.Quantity{}
+}
+
+// reconciler is the periodic pass over the managers that have one: nil
+// without the static CPU policy or a memory manager.
+func (r resourceManagers) reconciler(b *blocks, period time.Duration) *resourceReconciler {
+	cpu := r.cpu
+	if cpu != nil && cpu.Policy() != cpumanager.PolicyStatic {
+		cpu = nil
+	}
+	if cpu == nil && r.memory == nil {
+		return nil
+	}
+	return &resourceReconciler{cpu: cpu, mem: r.memory, view: b.view, cache: b.cache, rt: b.caps, clock: b.clock,
+		period: period, log: b.log.With("component", "resource-managers")}
 }
 
 // admission is the topology manager as an admission handler, each admission
@@ -92,19 +164,27 @@ func orNone(policy string) string {
 	return policy
 }
 
-// RemovePod forgets a finished pod: its CPUs back to the shared pool.
+// RemovePod forgets a finished pod: its CPUs back to the shared pool, its
+// memory back to its NUMA nodes.
 func (r resourceManagers) RemovePod(uid types.UID) {
 	if r.cpu != nil {
 		r.cpu.RemovePod(uid)
 		r.topology.RemovePod(uid)
 	}
+	if r.memory != nil {
+		r.memory.RemovePod(uid)
+	}
 }
 
-// cpuReconciler writes the CPU manager's cpusets into running containers
+// resourceReconciler writes the CPU manager's cpusets into running containers
 // every CPUManagerReconcilePeriod, as upstream's reconcileState: the shared
-// pool shrinks and grows as pods take and release exclusive CPUs.
-type cpuReconciler struct {
-	cpu    *cpumanager.Manager
+// pool shrinks and grows as pods take and release exclusive CPUs. On the same
+// pass the memory manager releases what inactive pods held and the memory of
+// regular init containers once a later container runs (upstream's
+// removeStaleState and AddContainer).
+type resourceReconciler struct {
+	cpu    *cpumanager.Manager // nil unless the static policy
+	mem    *memorymanager.Manager
 	view   *podView
 	cache  *pleg.Cache
 	rt     cri.ContainerManager
@@ -113,7 +193,7 @@ type cpuReconciler struct {
 	log    *slog.Logger
 }
 
-func (r *cpuReconciler) run(ctx context.Context) error {
+func (r *resourceReconciler) run(ctx context.Context) error {
 	period := r.period
 	if period <= 0 {
 		period = 10 * time.Second
@@ -132,8 +212,11 @@ func (r *cpuReconciler) run(ctx context.Context) error {
 
 // reconcile is one pass: the active pods' running containers, newest
 // attempt of each, from the PLEG's cache.
-func (r *cpuReconciler) reconcile(ctx context.Context) {
+func (r *resourceReconciler) reconcile(ctx context.Context) {
 	active := r.view.admitted("")
+	if r.mem != nil {
+		r.mem.RemoveStaleState(active)
+	}
 	var running []cpumanager.RunningContainer
 	for _, p := range active {
 		st, err := r.cache.Get(p.UID)
@@ -149,8 +232,14 @@ func (r *cpuReconciler) reconcile(ctx context.Context) {
 			seen[name] = true
 			if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 				running = append(running, cpumanager.RunningContainer{PodUID: p.UID, Name: name, ID: c.GetId()})
+				if spec := podspec.Container(p, name); r.mem != nil && spec != nil {
+					r.mem.AddContainer(p, spec)
+				}
 			}
 		}
+	}
+	if r.cpu == nil {
+		return
 	}
 	for _, u := range r.cpu.Reconcile(active, running) {
 		err := r.rt.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{

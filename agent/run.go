@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/server"
 	"github.com/kubeletkit/kubeletkit/syncloop"
 	"github.com/kubeletkit/kubeletkit/syncloop/source"
@@ -143,10 +142,8 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 	if b.devices != nil {
 		rs = append(rs, runnable{name: "devices", run: b.devices.Run})
 	}
-	if b.res.cpu != nil && b.res.cpu.Policy() == cpumanager.PolicyStatic {
-		r := &cpuReconciler{cpu: b.res.cpu, view: b.view, cache: b.cache, rt: b.caps, clock: b.clock,
-			period: a.opts.Resources.CPUManagerReconcilePeriod, log: a.log.With("component", "cpumanager")}
-		rs = append(rs, runnable{name: "cpu-manager", run: r.run})
+	if r := b.res.reconciler(b, a.opts.Resources.CPUManagerReconcilePeriod); r != nil {
+		rs = append(rs, runnable{name: "resource-managers", run: r.run})
 	}
 	if b.objects != nil && a.opts.Sources.ObjectPath != "" {
 		// Read once before the pod sources start: a static pod's first

@@ -221,3 +221,18 @@ func TestAdmitResizeUnderStaticCPUManager(t *testing.T) {
 	plain.SetAllocated(g)
 	assert.Equal(t, allocation.Admit, plain.AdmitResize(cpu).Outcome)
 }
+
+// Under the Static memory manager a Guaranteed pod's memory resize is
+// Infeasible; its CPU resize is weighed as usual (no static CPU policy).
+func TestAdmitResizeUnderStaticMemoryManager(t *testing.T) {
+	m, err := allocation.New(allocation.Options{Node: someNode, Pods: noPods, MemoryManagerStatic: true})
+	require.NoError(t, err)
+	g := newPod(t, "g", map[string]string{"cpu": "1", "memory": "256Mi"})
+	m.SetAllocated(g)
+	mem := g.DeepCopy()
+	resize(t, mem, map[string]string{"memory": "512Mi"})
+	assert.Equal(t, allocation.Decision{Outcome: allocation.Infeasible, Message: `Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"`}, m.AdmitResize(mem))
+	cpu := g.DeepCopy()
+	resize(t, cpu, map[string]string{"cpu": "2"})
+	assert.Equal(t, allocation.Admit, m.AdmitResize(cpu).Outcome)
+}

@@ -36,6 +36,11 @@ const (
 	// Infeasible (upstream without InPlacePodVerticalScalingExclusiveCPUs,
 	// alpha and off).
 	MessageCPUManagerStatic = `Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"`
+	// MessageMemoryManagerStatic is the PodResizePending message of a
+	// Guaranteed pod's memory resize under the memory manager's Static
+	// policy, which is Infeasible (upstream without
+	// InPlacePodVerticalScalingExclusiveMemory, alpha and off).
+	MessageMemoryManagerStatic = `Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"`
 	// MessageCapacityPrefix starts the PodResizePending message of a
 	// resize asking more CPU or memory than the node's allocatable:
 	// "Node didn't have enough capacity: cpu, requested: 5000, capacity:
@@ -190,4 +195,8 @@ type Options struct {
 	// a Guaranteed pod's resize that changes a container's CPU request is
 	// Infeasible (MessageCPUManagerStatic), as upstream refuses it.
 	CPUManagerStatic bool
+	// MemoryManagerStatic says the node's memory manager runs the Static
+	// policy: a Guaranteed pod's resize that changes a container's memory
+	// request is Infeasible (MessageMemoryManagerStatic).
+	MemoryManagerStatic bool
 }

@@ -22,9 +22,9 @@ func (m *Manager) AdmitResize(pod *v1.Pod) Decision {
 	if d, ok := staticRefusal(pod); ok {
 		return d
 	}
-	if m.cpuStatic {
+	if m.cpuStatic || m.memStatic {
 		if allocated, ok := m.AllocatedPod(pod); ok {
-			if d, ok := ExclusiveCPURefusal(allocated, pod); ok {
+			if d, ok := ExclusiveRefusal(allocated, pod, m.cpuStatic, m.memStatic); ok {
 				return d
 			}
 		}
@@ -42,28 +42,38 @@ func (m *Manager) AdmitResize(pod *v1.Pod) Decision {
 	return AdmitResize(pod, alloc, allocated)
 }
 
-// ExclusiveCPURefusal is the decision on a resize under the static CPU
-// manager: Infeasible (MessageCPUManagerStatic) when pod is Guaranteed and
-// one of its containers (init containers included) asks another CPU
-// request than allocated holds; ok is false otherwise. It is pure.
-func ExclusiveCPURefusal(allocated, pod *v1.Pod) (Decision, bool) {
+// ExclusiveRefusal is the decision on a resize under the static CPU
+// manager (cpuStatic) or the Static memory manager (memStatic): Infeasible
+// when pod is Guaranteed and one of its containers (init containers
+// included) asks another CPU (MessageCPUManagerStatic) or memory
+// (MessageMemoryManagerStatic) request than allocated holds, CPU first, as
+// upstream weighs them; ok is false otherwise. It is pure.
+func ExclusiveRefusal(allocated, pod *v1.Pod, cpuStatic, memStatic bool) (Decision, bool) {
 	if podspec.QOSClass(pod) != v1.PodQOSGuaranteed {
 		return Decision{}, false
 	}
-	was := map[string]resource.Quantity{}
-	for _, cs := range [][]v1.Container{allocated.Spec.InitContainers, allocated.Spec.Containers} {
-		for _, c := range cs {
-			was[c.Name] = c.Resources.Requests[v1.ResourceCPU]
-		}
+	if cpuStatic && requestChanged(allocated, pod, v1.ResourceCPU) {
+		return Decision{Outcome: Infeasible, Message: MessageCPUManagerStatic}, true
 	}
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range cs {
-			if q := c.Resources.Requests[v1.ResourceCPU]; !q.Equal(was[c.Name]) {
-				return Decision{Outcome: Infeasible, Message: MessageCPUManagerStatic}, true
-			}
-		}
+	if memStatic && requestChanged(allocated, pod, v1.ResourceMemory) {
+		return Decision{Outcome: Infeasible, Message: MessageMemoryManagerStatic}, true
 	}
 	return Decision{}, false
+}
+
+// requestChanged reports whether a container of pod asks another request of
+// r than it has in allocated.
+func requestChanged(allocated, pod *v1.Pod, r v1.ResourceName) bool {
+	was := map[string]resource.Quantity{}
+	for _, c := range podspec.Containers(allocated) {
+		was[c.Name] = c.Resources.Requests[r]
+	}
+	for _, c := range podspec.Containers(pod) {
+		if q := c.Resources.Requests[r]; !q.Equal(was[c.Name]) {
+			return true
+		}
+	}
+	return false
 }
 
 // HandleResize decides on pod's resize, as upstream's allocation manager,

@@ -494,9 +494,10 @@ func (c *converter) checkGates() {
 	}
 }
 
-// resourceManagers maps the CPU manager's and the topology manager's
-// fields; the policies and options themselves are checked by the agent's
-// blocks (cpumanager, topologymanager), which refuse an unknown one by name.
+// resourceManagers maps the CPU, memory and topology managers' fields; the
+// policies and options themselves are checked by the agent's blocks
+// (cpumanager, memorymanager, topologymanager), which refuse an unknown one
+// by name.
 func (c *converter) resourceManagers() {
 	kc, r := c.kc, &c.cfg.Agent.Resources
 	r.CPUManagerPolicy = kc.CPUManagerPolicy
@@ -505,6 +506,8 @@ func (c *converter) resourceManagers() {
 	r.TopologyManagerPolicy = kc.TopologyManagerPolicy
 	r.TopologyManagerScope = kc.TopologyManagerScope
 	r.TopologyManagerPolicyOptions = maps.Clone(kc.TopologyManagerPolicyOptions)
+	r.MemoryManagerPolicy = kc.MemoryManagerPolicy
+	r.ReservedMemory = slices.Clone(kc.ReservedMemory)
 	if kc.ReservedSystemCPUs != "" {
 		set, err := cpuset.Parse(kc.ReservedSystemCPUs)
 		if err != nil {

@@ -146,8 +146,8 @@ func TestConvertRefused(t *testing.T) {
 		want []string
 		msg  string
 	}{
-		{"memory manager", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.MemoryManagerPolicy = "Static" },
-			[]string{"memoryManagerPolicy"}, `kubelet config: memoryManagerPolicy "Static": not supported by this node (no memory manager)`},
+		{"qos reserved", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.QOSReserved = map[string]string{"memory": "50%"} },
+			[]string{"qosReserved"}, `kubelet config: qosReserved`},
 		{"several", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.PodsPerCore = 10
 			kc.StaticPodURLHeader = map[string][]string{"a": {"b"}}
@@ -231,13 +231,13 @@ func TestConvertInvalid(t *testing.T) {
 		kc.ContainerLogMaxSize = "ten"
 		kc.ClusterDNS = []string{"kube-dns"}
 		kc.Authorization.Mode = "RBAC"
-		kc.MemoryManagerPolicy = "Static"
+		kc.PodsPerCore = 10
 		kc.ReservedSystemCPUs = "3-1"
 	})
 	require.ErrorIs(t, err, kubeletconfig.ErrUnsupported)
 	for _, want := range []string{`tlsMinVersion "VersionTLS9"`, `tlsCipherSuites: "TLS_NOPE"`, `tlsCertFile "/c" and tlsPrivateKeyFile ""`,
 		`kubeReserved: cannot reserve "gpu"`, "grace period must be specified", `containerLogMaxSize "ten"`,
-		`authorization.mode "RBAC": must be AlwaysAllow or Webhook`, `memoryManagerPolicy "Static"`,
+		`authorization.mode "RBAC": must be AlwaysAllow or Webhook`, `podsPerCore 10`,
 		`unable to parse reservedSystemCPUs (--reserved-cpus) "3-1"`, `clusterDNS: "kube-dns" is not an IP address`} {
 		assert.ErrorContains(t, err, want)
 	}
@@ -408,6 +408,8 @@ func TestConvertResourceManagers(t *testing.T) {
 		kc.TopologyManagerPolicy = "single-numa-node"
 		kc.TopologyManagerScope = "pod"
 		kc.TopologyManagerPolicyOptions = map[string]string{"max-allowable-numa-nodes": "16"}
+		kc.MemoryManagerPolicy = "Static"
+		kc.ReservedMemory = []kubeletv1beta1.MemoryReservation{{NumaNode: 0, Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}}
 	})
 	require.NoError(t, err)
 	r := cfg.Agent.Resources
@@ -418,4 +420,7 @@ func TestConvertResourceManagers(t *testing.T) {
 	assert.Equal(t, "single-numa-node", r.TopologyManagerPolicy)
 	assert.Equal(t, "pod", r.TopologyManagerScope)
 	assert.Equal(t, map[string]string{"max-allowable-numa-nodes": "16"}, r.TopologyManagerPolicyOptions)
+	assert.Equal(t, "Static", r.MemoryManagerPolicy)
+	require.Len(t, r.ReservedMemory, 1)
+	assert.Equal(t, "1Gi", r.ReservedMemory[0].Limits.Memory().String())
 }

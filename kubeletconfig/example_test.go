@@ -35,7 +35,7 @@ authorization:
 kind: KubeletConfiguration
 readOnlyPort: 10255
 cpuManagerPolicy: static
-memoryManagerPolicy: Static
+podsPerCore: 10
 `), 0o600)
 
 	kc, err := kubeletconfig.Load(kubeletconfig.Files{Config: file, DropInDir: dropIns})
@@ -50,7 +50,7 @@ memoryManagerPolicy: Static
 	_, err = kubeletconfig.Convert(kc)
 	fmt.Println(errors.Is(err, kubeletconfig.ErrUnsupported), err)
 
-	kc.MemoryManagerPolicy = "None"
+	kc.PodsPerCore = 0
 	cfg, err := kubeletconfig.Convert(kc)
 	if err != nil {
 		fmt.Println(err)
@@ -58,6 +58,6 @@ memoryManagerPolicy: Static
 	}
 	fmt.Println(cfg.Agent.Sources.ManifestPath, cfg.Agent.Cgroups.Driver, cfg.Agent.HTTP.Listen, cfg.RuntimeEndpoint, cfg.Agent.Resources.CPUManagerPolicy)
 	// Output:
-	// true kubelet config: memoryManagerPolicy "Static": not supported by this node (no memory manager)
+	// true kubelet config: podsPerCore 10: not supported by this node
 	// /etc/kubernetes/manifests systemd 0.0.0.0:10255 unix:///run/containerd/containerd.sock static
 }

@@ -32,6 +32,7 @@ var mapped = map[string]bool{
 	"enableSystemLogHandler": true, "enableSystemLogQuery": true,
 	"cpuManagerPolicy": true, "cpuManagerPolicyOptions": true, "cpuManagerReconcilePeriod": true, "reservedSystemCPUs": true,
 	"topologyManagerPolicy": true, "topologyManagerScope": true, "topologyManagerPolicyOptions": true,
+	"memoryManagerPolicy": true, "reservedMemory": true,
 }
 
 // ignored are the fields upstream itself does not act on in the
@@ -87,6 +88,4 @@ func (c *converter) checkRest() {
 }
 
 // why says what the node lacks for some of the refused fields.
-var why = map[string]string{
-	"memoryManagerPolicy": "no memory manager",
-}
+var why = map[string]string{}

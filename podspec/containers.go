@@ -37,3 +37,14 @@ func Containers(pod *v1.Pod) []*v1.Container {
 	}
 	return out
 }
+
+// Container returns the pod's init or app container of that name, nil if
+// there is none.
+func Container(pod *v1.Pod, name string) *v1.Container {
+	for _, c := range Containers(pod) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}

@@ -3,9 +3,15 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
@@ -29,6 +35,8 @@ func cgroupFlags(fs *flag.FlagSet, kc *kubeletv1beta1.KubeletConfiguration) {
 	fs.Var(mapValue{m: &kc.CPUManagerPolicyOptions, op: "="}, "cpu-manager-policy-options", "the static policy's options (key=value,...): full-pcpus-only, strict-cpu-reservation")
 	fs.Var(value[metav1.Duration]{&kc.CPUManagerReconcilePeriod, parseDuration}, "cpu-manager-reconcile-period", "how often running containers' cpusets are brought in line with the CPU manager (default 10s)")
 	fs.Var(value[string]{&kc.ReservedSystemCPUs, parseString[string]}, "reserved-cpus", "CPUs kept for the system and the node (Linux list syntax, 0-1,4), never given exclusively")
+	fs.Var(value[string]{&kc.MemoryManagerPolicy, parseString[string]}, "memory-manager-policy", "memory manager policy: None (default) or Static, which pins the memory and huge pages of Guaranteed pods' containers to NUMA nodes (state in ROOT-DIR/memory_manager_state; needs --reserved-memory)")
+	fs.Var(reservedMemoryValue{&kc.ReservedMemory}, "reserved-memory", "memory reserved on a NUMA node, NODE:resource=quantity,... (0:memory=1Gi,hugepages-2Mi=64Mi); repeat the flag, or separate nodes with ';', for several nodes")
 	fs.Var(value[string]{&kc.TopologyManagerPolicy, parseString[string]}, "topology-manager-policy", "topology manager policy: none (default), best-effort, restricted or single-numa-node")
 	fs.Var(value[string]{&kc.TopologyManagerScope, parseString[string]}, "topology-manager-scope", "topology manager scope: container (default) or pod")
 	fs.Var(mapValue{m: &kc.TopologyManagerPolicyOptions, op: "="}, "topology-manager-policy-options", "the topology manager's options (key=value,...): max-allowable-numa-nodes, prefer-closest-numa-nodes")
@@ -56,6 +64,56 @@ func cgroupOptions(c *config, opts *agent.Options) error {
 	}
 	if opts.Cgroups.PerQOS && os.Geteuid() != 0 {
 		return errors.New("--cgroups-per-qos creates the pods' cgroups, which needs root: run as root, or pass --cgroups-per-qos=false")
+	}
+	return nil
+}
+
+// reservedMemoryValue is --reserved-memory, as upstream spells it: each
+// value NODE:resource=quantity,..., several nodes in one value separated by
+// ';', the flag repeatable.
+type reservedMemoryValue struct {
+	r *[]kubeletv1beta1.MemoryReservation
+}
+
+func (v reservedMemoryValue) String() string {
+	if v.r == nil {
+		return ""
+	}
+	var nodes []string
+	for _, m := range *v.r {
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(m.Limits)) {
+			q := m.Limits[name]
+			parts = append(parts, string(name)+"="+q.String())
+		}
+		nodes = append(nodes, strconv.Itoa(int(m.NumaNode))+":"+strings.Join(parts, ","))
+	}
+	return strings.Join(nodes, ";")
+}
+
+func (v reservedMemoryValue) Set(s string) error {
+	for _, node := range strings.Split(s, ";") {
+		if node == "" {
+			continue
+		}
+		id, list, ok := strings.Cut(node, ":")
+		n, err := strconv.ParseInt(id, 10, 32)
+		if !ok || err != nil || n < 0 {
+			return fmt.Errorf("%q: want NUMA-NODE:resource=quantity,...", node)
+		}
+		limits := v1.ResourceList{}
+		for _, kv := range strings.Split(list, ",") {
+			name, val, ok := strings.Cut(kv, "=")
+			if !ok || name == "" {
+				return fmt.Errorf("%q is not resource=quantity", kv)
+			}
+			q, err := resource.ParseQuantity(val)
+			if err != nil {
+				return fmt.Errorf("%s: %w", kv, err)
+			}
+			limits[v1.ResourceName(name)] = q
+		}
+		*v.r = append(*v.r, kubeletv1beta1.MemoryReservation{NumaNode: int32(n), Limits: limits})
 	}
 	return nil
 }

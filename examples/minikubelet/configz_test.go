@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
@@ -164,6 +165,16 @@ func TestConfigzFromFlags(t *testing.T) {
 			assert.Equal(t, metav1.Duration{Duration: 5 * time.Second}, kc.CPUManagerReconcilePeriod)
 			assert.Equal(t, "best-effort", kc.TopologyManagerPolicy)
 			assert.Equal(t, "pod", kc.TopologyManagerScope)
+		},
+	}, {
+		name: "memory manager", args: []string{"--memory-manager-policy", "Static", "--reserved-memory", "0:memory=1Gi,hugepages-2Mi=64Mi;1:memory=2Gi",
+			"--reserved-memory", "2:memory=512Mi"},
+		check: func(t *testing.T, kc *kubeletconfig.KubeletConfiguration) {
+			assert.Equal(t, "Static", kc.MemoryManagerPolicy)
+			require.Len(t, kc.ReservedMemory, 3)
+			assert.Equal(t, int32(1), kc.ReservedMemory[1].NumaNode)
+			assert.Equal(t, "64Mi", kc.ReservedMemory[0].Limits.Name("hugepages-2Mi", resource.BinarySI).String())
+			assert.Equal(t, "512Mi", kc.ReservedMemory[2].Limits.Memory().String())
 		},
 	}, {
 		name: "CFS period, upstream's default", args: nil,

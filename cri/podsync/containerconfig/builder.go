@@ -70,6 +70,13 @@ type ContainerCPUs interface {
 	ContainerCPUSet(pod *v1.Pod, c *v1.Container) (cpus string, exclusive bool)
 }
 
+// ContainerMemoryNodes gives the NUMA nodes a container's memory is pinned
+// to, in Linux list syntax ("0", "0-1"; empty: no pinning), as
+// memorymanager.Manager does.
+type ContainerMemoryNodes interface {
+	ContainerMemoryNodes(pod *v1.Pod, c *v1.Container) string
+}
+
 // ConfigMapGetter gives the configMaps that containers' environments
 // reference (envFrom, configMapKeyRef). A missing one is an error for which
 // apimachinery's errors.IsNotFound holds. volume.StaticSources and the
@@ -142,6 +149,10 @@ type Options struct {
 	// without a CFS quota (-1), as upstream's DisableCPUQuotaWithExclusiveCPUs
 	// (on by default) runs it. nil: no cpuset, the runtime's default.
 	CPUs ContainerCPUs
+	// MemoryNodes gives the NUMA nodes each container's memory is pinned
+	// to (its cpuset_mems), as a memory manager's Static policy decides
+	// them. nil: none, the runtime's default.
+	MemoryNodes ContainerMemoryNodes
 	// LogRoot is the root of pod log directories (empty: DefaultLogRoot).
 	// Like PodsDir and SeccompProfileRoot, it is handed to the runtime,
 	// which reads a relative path from its own working directory: give

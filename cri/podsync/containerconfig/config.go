@@ -348,8 +348,8 @@ func resources(pod *v1.Pod, c *v1.Container, period time.Duration) *runtimeapi.L
 
 // linuxResources is Resources with the container's oom_score_adj
 // (OOMScoreAdj), its huge page limits (HugepageLimits), where the node accounts swap
-// (Options.MemorySwapController) the swap limit set to the memory limit, and
-// its CPUs (Options.CPUs).
+// (Options.MemorySwapController) the swap limit set to the memory limit, its
+// CPUs (Options.CPUs) and its memory's NUMA nodes (Options.MemoryNodes).
 func (b *Builder) linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
 	r := b.Resources(pod, c)
 	r.OomScoreAdj = OOMScoreAdj(pod, c, b.opts.MemoryCapacity)
@@ -363,6 +363,9 @@ func (b *Builder) linuxResources(pod *v1.Pod, c *v1.Container) *runtimeapi.Linux
 		if exclusive && r.CpuQuota > 0 {
 			r.CpuQuota = -1
 		}
+	}
+	if b.opts.MemoryNodes != nil {
+		r.CpusetMems = b.opts.MemoryNodes.ContainerMemoryNodes(pod, c)
 	}
 	return r
 }

@@ -683,3 +683,19 @@ func TestContainerCPUs(t *testing.T) {
 		})
 	}
 }
+
+type memoryNodesFunc func(pod *v1.Pod, c *v1.Container) string
+
+func (f memoryNodesFunc) ContainerMemoryNodes(pod *v1.Pod, c *v1.Container) string { return f(pod, c) }
+
+// A memory manager's NUMA nodes become the container's cpuset_mems.
+func TestContainerMemoryNodes(t *testing.T) {
+	pod := newPod("", nil, sized("app", "1", "1", "64Mi"))
+	b := newBuilder(t, containerconfig.Options{MemoryNodes: memoryNodesFunc(func(*v1.Pod, *v1.Container) string { return "0-1" })})
+	cfg, err := containerConfig(b, pod)
+	require.NoError(t, err)
+	assert.Equal(t, "0-1", cfg.GetLinux().GetResources().GetCpusetMems())
+	cfg, err = containerConfig(newBuilder(t, containerconfig.Options{}), pod)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.GetLinux().GetResources().GetCpusetMems())
+}
