@@ -241,11 +241,16 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	b.sourcesReady = func() bool { return config.SeenAllSources(sources...) }
 	b.sink = newMemorySink(opts.Out, opts.Cluster.StatusSink, opts.Cluster.MirrorPods == nil)
 	b.cache = pleg.NewCache()
-	if b.devices, err = newDevices(opts, log); err != nil {
-		return nil, err
-	}
 	if b.res, err = newResourceManagers(opts, log); err != nil {
 		return nil, err
+	}
+	if b.devices, err = newDevices(opts, b.res.numaNodes(), log); err != nil {
+		return nil, err
+	}
+	if b.devices != nil && b.res.topology != nil {
+		// The devices' NUMA nodes, for the CPU and memory managers to
+		// align with (the devices are allocated first, at admission).
+		b.res.topology.AddHintProvider(b.devices)
 	}
 	b.nodeView = &nodeView{opts: opts, devices: b.devices, log: log}
 	if b.alloc, err = newAllocation(opts, b.nodeView, view, b.events, log); err != nil {

@@ -10,10 +10,11 @@ import (
 var _ containerconfig.ContainerDevices = (*devices.Manager)(nil)
 
 // newDevices builds the device manager when Options.Node.DevicePluginDir
-// is set; nil otherwise.
-func newDevices(opts Options, log *slog.Logger) (*devices.Manager, error) {
+// is set; nil otherwise. numa are the machine's NUMA nodes when the
+// resource managers know them: the devices' topology hints range over them.
+func newDevices(opts Options, numa []int, log *slog.Logger) (*devices.Manager, error) {
 	if opts.Node.DevicePluginDir == "" {
 		return nil, nil
 	}
-	return devices.New(devices.Options{Dir: opts.Node.DevicePluginDir, Clock: opts.Clock, Logger: log.With("component", "devices")})
+	return devices.New(devices.Options{Dir: opts.Node.DevicePluginDir, Clock: opts.Clock, NUMANodes: numa, Logger: log.With("component", "devices")})
 }

@@ -12,9 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
+	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/devices/devicestest"
@@ -137,4 +140,49 @@ func deviceHealth(id string, h v1.ResourceHealthStatus) func(v1.Pod) bool {
 		want := []v1.ResourceStatus{{Name: "example.com/gpu", Resources: []v1.ResourceHealth{{ResourceID: v1.ResourceID(id), Health: h}}}}
 		return equality.Semantic.DeepEqual(want, p.Status.ContainerStatuses[0].AllocatedResourcesStatus)
 	}
+}
+
+const gpuCPUPod = `apiVersion: v1
+kind: Pod
+metadata: {name: NAME, namespace: default, uid: NAME-uid}
+spec:
+  containers:
+  - name: train
+    image: busybox
+    resources:
+      limits: {example.com/gpu: "1", cpu: "1", memory: 64Mi}
+`
+
+// A device's NUMA node steers the CPU manager: on a machine of two NUMA
+// nodes (CPUs 0,2 on node 0; 1,3 on node 1) whose only device sits on node
+// 1, a Guaranteed pod asking for the device and one CPU gets a CPU of node
+// 1 under the single-numa-node policy.
+func TestDeviceTopologyAlignsCPUs(t *testing.T) {
+	dir := t.TempDir()
+	manifests, root, plugins := filepath.Join(dir, "manifests"), filepath.Join(dir, "root"), devicePluginDir(t)
+	require.NoError(t, os.Mkdir(manifests, 0o750))
+	rt := agent.NewFakeRuntime(nil, nil)
+	t.Cleanup(rt.Close)
+	machine, err := cpumanager.NewTopology(2, 1, 2, 1)
+	require.NoError(t, err)
+	n := startNodeWith(t, agent.Options{Runtime: rt, RootDir: root, Sources: agent.SourceOptions{ManifestPath: manifests},
+		Node:      agent.NodeOptions{DevicePluginDir: plugins, KubeReserved: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}},
+		Resources: agent.ResourceOptions{CPUManagerPolicy: "static", TopologyManagerPolicy: "single-numa-node", Topology: machine}})
+	plugin := devicestest.New("example.com/gpu", &pluginapi.Device{ID: "gpu1", Health: pluginapi.Healthy,
+		Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: 1}}}})
+	t.Cleanup(plugin.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, plugin.StartAndRegister(ctx, filepath.Join(plugins, devices.SocketName)))
+	n.waitResource("example.com/gpu", 1, 1)
+
+	n.write("a.yaml", strings.ReplaceAll(gpuCPUPod, "NAME", "a"))
+	n.waitPod("a-node1", "Running", isRunning)
+	var cpus string
+	for _, c := range rt.CallsOf(fake.CreateContainer) {
+		if req := c.Request.(*runtimeapi.CreateContainerRequest); req.GetSandboxConfig().GetMetadata().GetUid() == "a-uid" {
+			cpus = req.GetConfig().GetLinux().GetResources().GetCpusetCpus()
+		}
+	}
+	assert.Contains(t, []string{"1", "3"}, cpus, "a CPU of node 1, beside the device")
 }

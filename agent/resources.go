@@ -27,6 +27,7 @@ import (
 // when every policy is "none" and no option is set, as a node without them
 // behaves the same.
 type resourceManagers struct {
+	numa     []int // the machine's NUMA nodes
 	cpu      *cpumanager.Manager
 	topology *topologymanager.Manager
 	memory   *memorymanager.Manager // nil unless MemoryManagerPolicy is Static
@@ -77,7 +78,7 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 		return resourceManagers{}, fmt.Errorf("Resources: %w", err)
 	}
 	tm.AddHintProvider(cpu)
-	res := resourceManagers{cpu: cpu, topology: tm}
+	res := resourceManagers{numa: topo.NUMANodes(), cpu: cpu, topology: tm}
 	if memPolicy == memorymanager.PolicyNone && len(r.ReservedMemory) == 0 {
 		return res, nil
 	}
@@ -163,6 +164,9 @@ func orNone(policy string) string {
 	}
 	return policy
 }
+
+// numaNodes are the machine's NUMA nodes; nil without resource managers.
+func (r resourceManagers) numaNodes() []int { return r.numa }
 
 // RemovePod forgets a finished pod: its CPUs back to the shared pool, its
 // memory back to its NUMA nodes.

@@ -88,20 +88,8 @@ func podGuaranteedCPUs(pod *v1.Pod) int {
 // the mask is as small as any mask whose CPUs (free or not) could.
 func (m *Manager) hints(from cpuset.CPUSet, n int) []topologymanager.Hint {
 	t := m.o.Topology
-	nodes := t.NUMANodes()
-	minSize := len(nodes)
-	out := []topologymanager.Hint{}
-	topologymanager.IterateMasks(nodes, func(mask topologymanager.Mask) {
+	return topologymanager.MinimalHints(t.NUMANodes(), func(mask topologymanager.Mask) (bool, bool) {
 		in := t.CPUsInNUMANodes(mask.Nodes()...)
-		if in.Size() >= n && mask.Count() < minSize {
-			minSize = mask.Count()
-		}
-		if from.Intersection(in).Size() >= n {
-			out = append(out, topologymanager.Hint{NUMANodes: mask})
-		}
+		return from.Intersection(in).Size() >= n, in.Size() >= n
 	})
-	for i := range out {
-		out[i].Preferred = out[i].NUMANodes.Count() == minSize
-	}
-	return out
 }

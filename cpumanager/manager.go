@@ -351,7 +351,6 @@ func (m *Manager) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message stri
 	return true, "", ""
 }
 
-
 // RemovePod releases a pod's CPUs to the shared pool (a CPU another
 // container still holds stays out of it).
 func (m *Manager) RemovePod(uid types.UID) {

@@ -69,6 +69,9 @@ type Options struct {
 	StopGracePeriod time.Duration
 	// RPCTimeout: DefaultRPCTimeout when zero.
 	RPCTimeout time.Duration
+	// NUMANodes are the machine's NUMA nodes, over which the manager's
+	// topology hints range (ContainerHints); nil: no hints.
+	NUMANodes []int
 	// OnChange is called, without locks held, when a resource's capacity or
 	// allocatable may have changed: a plugin registered, listed its devices
 	// or went away. The agent syncs the node's status on it. Nil: none.
@@ -121,6 +124,9 @@ type resourceState struct {
 	listed bool
 	// health of each device, by ID, as last listed: true when Healthy.
 	health map[string]bool
+	// numa are the NUMA nodes each device is attached to, as its plugin
+	// last listed them (Device.Topology); a device without any has none.
+	numa map[string][]int
 }
 
 // healthy reports whether device id can be allocated (mu held).
@@ -399,8 +405,12 @@ func (m *Manager) setDevices(ep *endpoint, devs []*pluginapi.Device) {
 		return
 	}
 	r.health = make(map[string]bool, len(devs))
+	r.numa = make(map[string][]int, len(devs))
 	for _, d := range devs {
 		r.health[d.GetID()] = d.GetHealth() == pluginapi.Healthy
+		for _, n := range d.GetTopology().GetNodes() {
+			r.numa[d.GetID()] = append(r.numa[d.GetID()], int(n.GetID()))
+		}
 	}
 	last := m.lastHealth[ep.resource]
 	for id, ok := range r.health {

@@ -46,15 +46,23 @@ func startNode(t *testing.T, dir string) *node {
 	return n
 }
 
+// startNodeWithNUMA is startNode on a machine of the given NUMA nodes.
+func startNodeWithNUMA(t *testing.T, numa ...int) *node {
+	t.Helper()
+	n, stop := startStoppable(t, "", numa...)
+	t.Cleanup(stop)
+	return n
+}
+
 // startStoppable starts a manager whose stop the test chooses.
-func startStoppable(t *testing.T, dir string) (*node, func()) {
+func startStoppable(t *testing.T, dir string, numa ...int) (*node, func()) {
 	t.Helper()
 	if dir == "" {
 		dir = shortTempDir(t)
 	}
 	n := &node{clk: testingclock.NewFakeClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)), dir: dir, changes: make(chan struct{}, 1)}
 	var err error
-	n.m, err = devices.New(devices.Options{Dir: dir, Clock: n.clk, OnChange: func() {
+	n.m, err = devices.New(devices.Options{Dir: dir, Clock: n.clk, NUMANodes: numa, OnChange: func() {
 		select {
 		case n.changes <- struct{}{}:
 		default:

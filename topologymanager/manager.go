@@ -219,7 +219,6 @@ func (m *Manager) allocate(pod *v1.Pod, c *v1.Container) error {
 	return nil
 }
 
-
 func (m *Manager) set(uid types.UID, container string, h Hint) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -95,6 +95,30 @@ func IterateMasks(nodes []int, f func(Mask)) {
 	}
 }
 
+// MinimalHints is the hint generation the resource managers share: for
+// every mask of nodes (IterateMasks), fits reports whether the free
+// resources inside the mask satisfy the request (a hint) and whether the
+// resources inside it could at all, free or not; a hint is preferred when
+// its mask is as small as the smallest that could. The result is never nil:
+// an empty slice means the request cannot be satisfied.
+func MinimalHints(nodes []int, fits func(Mask) (free, could bool)) []Hint {
+	minSize := len(nodes)
+	out := []Hint{}
+	IterateMasks(nodes, func(mask Mask) {
+		free, could := fits(mask)
+		if could && mask.Count() < minSize {
+			minSize = mask.Count()
+		}
+		if free {
+			out = append(out, Hint{NUMANodes: mask})
+		}
+	})
+	for i := range out {
+		out[i].Preferred = out[i].NUMANodes.Count() == minSize
+	}
+	return out
+}
+
 // Hint is upstream's TopologyHint: the NUMA nodes a resource would be
 // allocated from and whether that allocation is preferred. An empty
 // NUMANodes means no NUMA preference.
