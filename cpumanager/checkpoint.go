@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/kubeletkit/kubeletkit/internal/atomicfile"
+	"github.com/kubeletkit/kubeletkit/internal/checksum"
 )
 
 // checkpoint is the file's shape, upstream's fields: the policy, the
@@ -28,13 +28,7 @@ type checkpoint struct {
 
 func (c checkpoint) sum() (uint32, error) {
 	c.Checksum = 0
-	b, err := json.Marshal(c)
-	if err != nil {
-		return 0, err
-	}
-	h := fnv.New32a()
-	h.Write(b)
-	return h.Sum32(), nil
+	return checksum.JSON(c)
 }
 
 // save writes the state (mu held).

@@ -319,20 +319,11 @@ func (m *Manager) updateReusable(pod *v1.Pod, c *v1.Container, cpus cpuset.CPUSe
 		clear(m.reusable)
 		r = cpuset.New()
 	}
-	if isRegularInit(pod, c) {
+	if podspec.IsRegularInitContainer(pod, c) {
 		m.reusable[pod.UID] = r.Union(cpus)
 		return
 	}
 	m.reusable[pod.UID] = r.Difference(cpus)
-}
-
-func isRegularInit(pod *v1.Pod, c *v1.Container) bool {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == c.Name {
-			return !podspec.IsSidecar(&pod.Spec.InitContainers[i])
-		}
-	}
-	return false
 }
 
 // Admit allocates the CPUs of a pod's containers, init containers first, as
@@ -342,13 +333,7 @@ func isRegularInit(pod *v1.Pod, c *v1.Container) bool {
 // error's Type (SMTAlignmentError), else UnexpectedAdmissionError with
 // "Allocate failed due to …, which is unexpected".
 func (m *Manager) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message string) {
-	for _, c := range podspec.Containers(pod) {
-		if err := m.Allocate(pod, c); err != nil {
-			m.RemovePod(pod.UID)
-			return topologymanager.AdmitResult(err)
-		}
-	}
-	return true, "", ""
+	return topologymanager.AdmitAll(pod, m.Allocate, m.RemovePod)
 }
 
 // RemovePod releases a pod's CPUs to the shared pool (a CPU another

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/internal/atomicfile"
+	"github.com/kubeletkit/kubeletkit/internal/checksum"
 )
 
 // checkpoint is the file's shape, upstream's fields: the policy, every
@@ -26,13 +26,7 @@ type checkpoint struct {
 
 func (c checkpoint) sum() (uint32, error) {
 	c.Checksum = 0
-	b, err := json.Marshal(c)
-	if err != nil {
-		return 0, err
-	}
-	h := fnv.New32a()
-	h.Write(b)
-	return h.Sum32(), nil
+	return checksum.JSON(c)
 }
 
 // save writes the state (mu held).

@@ -307,7 +307,7 @@ func (m *Manager) updateReusable(pod *v1.Pod, c *v1.Container, blocks []Block) {
 			delete(m.reusable, uid)
 		}
 	}
-	if isRegularInit(pod, c) {
+	if podspec.IsRegularInitContainer(pod, c) {
 		r := m.reusable[pod.UID]
 		if r == nil {
 			r = map[topologymanager.Mask]map[v1.ResourceName]uint64{}
@@ -356,15 +356,6 @@ func (m *Manager) shrinkInitBlocks(pod *v1.Pod, c *v1.Container, blocks []Block)
 	}
 }
 
-func isRegularInit(pod *v1.Pod, c *v1.Container) bool {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == c.Name {
-			return !podspec.IsSidecar(&pod.Spec.InitContainers[i])
-		}
-	}
-	return false
-}
-
 // Admit allocates the memory of a pod's containers, init containers first,
 // as an admission handler (package admission's Handler) for when no
 // topology manager calls Allocate. A refusal holds nothing: the memory
@@ -372,13 +363,7 @@ func isRegularInit(pod *v1.Pod, c *v1.Container) bool {
 // message are topologymanager.AdmitResult's: UnexpectedAdmissionError,
 // "Allocate failed due to …, which is unexpected".
 func (m *Manager) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message string) {
-	for _, c := range podspec.Containers(pod) {
-		if err := m.Allocate(pod, c); err != nil {
-			m.RemovePod(pod.UID)
-			return topologymanager.AdmitResult(err)
-		}
-	}
-	return true, "", ""
+	return topologymanager.AdmitAll(pod, m.Allocate, m.RemovePod)
 }
 
 // AddContainer tells the manager that a container of the pod starts: the

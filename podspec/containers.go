@@ -48,3 +48,15 @@ func Container(pod *v1.Pod, name string) *v1.Container {
 	}
 	return nil
 }
+
+// IsRegularInitContainer reports whether c is one of pod's init containers
+// that is not a sidecar: it runs to completion before the next one starts,
+// so the resources it held can be reused by the containers after it.
+func IsRegularInitContainer(pod *v1.Pod, c *v1.Container) bool {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			return !IsSidecar(&pod.Spec.InitContainers[i])
+		}
+	}
+	return false
+}

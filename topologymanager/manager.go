@@ -87,6 +87,20 @@ func AdmitResult(err error) (ok bool, reason, message string) {
 	return false, ReasonUnexpectedAdmissionError, fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)
 }
 
+// AdmitAll is a resource manager's own admission when no topology manager
+// drives it: allocate each container of pod, init containers first
+// (podspec.Containers); at the first error, release what the pod got and
+// refuse it with AdmitResult's reason and message.
+func AdmitAll(pod *v1.Pod, allocate func(*v1.Pod, *v1.Container) error, release func(types.UID)) (ok bool, reason, message string) {
+	for _, c := range podspec.Containers(pod) {
+		if err := allocate(pod, c); err != nil {
+			release(pod.UID)
+			return AdmitResult(err)
+		}
+	}
+	return true, "", ""
+}
+
 // Manager is the topology manager: an admission handler that merges the
 // hint providers' NUMA hints by policy, records the chosen affinity of
 // every container and has the providers allocate. See the package doc.
