@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/memorymanager"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
@@ -113,12 +114,15 @@ type EvictionMetrics interface {
 // ResourceMetrics is an optional extension of Metrics: when Options.Metrics
 // also implements it, the CPU manager reports its figures to it
 // (cpumanager.Metrics: upstream's cpu_manager_* series and
-// container_aligned_compute_resources_*), and every admission through the
+// container_aligned_compute_resources_*), the memory manager its pinning
+// requests (memorymanager.Metrics: memory_manager_pinning_requests_total
+// and _errors_total), and every admission through the
 // topology manager is timed and counted, as upstream's
 // topology_manager_admission_requests_total, _errors_total and
 // _duration_ms count them. Only with Options.Resources (a manager built).
 type ResourceMetrics interface {
 	cpumanager.Metrics
+	memorymanager.Metrics
 	// TopologyAdmission is one pod's admission through the topology
 	// manager: its duration on the agent's clock and whether the pod was
 	// refused. It must not block.

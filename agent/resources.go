@@ -65,8 +65,9 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 	}
 	reserved := opts.Node.KubeReserved.Cpu().MilliValue() + opts.Node.SystemReserved.Cpu().MilliValue()
 	var cpuMetrics cpumanager.Metrics
+	var memMetrics memorymanager.Metrics
 	if rm, ok := opts.Metrics.(ResourceMetrics); ok {
-		cpuMetrics = rm
+		cpuMetrics, memMetrics = rm, rm
 	}
 	cpu, err := cpumanager.New(cpumanager.Options{Policy: r.CPUManagerPolicy, PolicyOptions: r.CPUManagerPolicyOptions, Topology: topo,
 		Reserved: r.ReservedSystemCPUs, ReservedMilliCPU: reserved, StateDir: opts.RootDir, Affinity: tm, Metrics: cpuMetrics,
@@ -90,7 +91,7 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 	}
 	res.memory, err = memorymanager.New(memorymanager.Options{Policy: memPolicy, Machine: machine, ReservedMemory: r.ReservedMemory,
 		KubeReserved: opts.Node.KubeReserved, SystemReserved: opts.Node.SystemReserved, EvictionHardMemory: hardEvictionMemory(opts, machine),
-		StateDir: opts.RootDir, Affinity: tm, Logger: log.With("component", "memorymanager")})
+		StateDir: opts.RootDir, Affinity: tm, Metrics: memMetrics, Logger: log.With("component", "memorymanager")})
 	if errors.Is(err, memorymanager.ErrInvalidOptions) {
 		return resourceManagers{}, fmt.Errorf("Resources.MemoryManagerPolicy: %w: %w", err, ErrInvalidOptions)
 	}

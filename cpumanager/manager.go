@@ -224,9 +224,11 @@ func (m *Manager) Reserved() cpuset.CPUSet { return m.reserved }
 
 // GuaranteedCPUs is the number of CPUs a container gets exclusively under
 // the static policy: its CPU request when the pod is Guaranteed and the
-// request is a whole number of CPUs; 0 otherwise.
+// request is a whole number of CPUs; 0 otherwise, and for a pod with
+// pod-level resources (upstream skips those without its alpha
+// PodLevelResourceManagers).
 func GuaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
-	if podspec.QOSClass(pod) != v1.PodQOSGuaranteed {
+	if podspec.QOSClass(pod) != v1.PodQOSGuaranteed || podspec.HasPodLevelResources(pod) {
 		return 0
 	}
 	q := c.Resources.Requests[v1.ResourceCPU]

@@ -282,3 +282,13 @@ func TestMetrics(t *testing.T) {
 		"pool shared=3000 exclusive=0 numa=map[0:0 1:0]",
 	}, got)
 }
+
+// A Guaranteed pod with pod-level resources gets no exclusive CPUs, as
+// upstream without its alpha PodLevelResourceManagers.
+func TestGuaranteedCPUsPodLevel(t *testing.T) {
+	p := pod("p", []string{"app c cpu=2"})
+	assert.Equal(t, 2, cpumanager.GuaranteedCPUs(p, &p.Spec.Containers[0]))
+	r := p.Spec.Containers[0].Resources.DeepCopy()
+	p.Spec.Resources = r
+	assert.Equal(t, 0, cpumanager.GuaranteedCPUs(p, &p.Spec.Containers[0]))
+}

@@ -121,3 +121,23 @@ func fmtHints(h []topologymanager.Hint) string {
 	}
 	return out + "]"
 }
+
+type pinningLog []bool
+
+func (l *pinningLog) MemoryPinning(failed bool) { *l = append(*l, failed) }
+
+// Each Guaranteed container the Static policy pins is counted, and its
+// failure; a Burstable pod's containers are not.
+func TestMetrics(t *testing.T) {
+	var got pinningLog
+	machine := memorymanager.FakeMachine(1, 4*gi)
+	m, err := memorymanager.New(memorymanager.Options{Policy: memorymanager.PolicyStatic, Machine: machine, Metrics: &got, Logger: quiet,
+		ReservedMemory: []kubeletconfig.MemoryReservation{reservation(0, "memory", "1Gi")},
+		KubeReserved:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}})
+	require.NoError(t, err)
+	ok, _, _ := m.Admit(pod("a", []string{"app c mem=2Gi"}), nil)
+	require.True(t, ok)
+	ok, _, _ = m.Admit(pod("b", []string{"app c mem=2Gi"}), nil)
+	require.False(t, ok)
+	assert.Equal(t, pinningLog{false, true}, got)
+}

@@ -71,7 +71,18 @@ type Options struct {
 	// the smallest set of NUMA nodes that fits, as upstream's default hint.
 	Affinity topologymanager.Store
 	// Logger defaults to slog.Default().
+	// Metrics counts the pinning requests (upstream's
+	// memory_manager_pinning_requests_total and _errors_total); nil: none.
+	Metrics Metrics
 	Logger *slog.Logger
+}
+
+// Metrics receives the memory manager's counts. MemoryPinning is called
+// with the Manager's lock held and must not block.
+type Metrics interface {
+	// MemoryPinning counts one container of a Guaranteed pod whose memory
+	// the Static policy pins, and whether that failed.
+	MemoryPinning(failed bool)
 }
 
 // Manager is the memory manager: it decides from which NUMA nodes each
@@ -175,12 +186,15 @@ func (m *Manager) pinned(pod *v1.Pod) bool {
 // on the same nodes is reused. A container that holds memory already
 // keeps it. Errors are upstream's ("[memorymanager] ..."); nothing is held
 // then.
-func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container) error {
+func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container) (err error) {
 	if !m.pinned(pod) {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.o.Metrics != nil {
+		defer func() { m.o.Metrics.MemoryPinning(err != nil) }()
+	}
 	if blocks, ok := m.st.assignments[pod.UID][c.Name]; ok {
 		m.updateReusable(pod, c, blocks)
 		return nil

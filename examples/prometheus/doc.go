@@ -57,6 +57,8 @@
 //	kubelet_container_aligned_compute_resources_count,
 //	kubelet_container_aligned_compute_resources_failure_count
 //	                                             counters by scope and boundary (full-pcpus-only)
+//	kubelet_memory_manager_pinning_requests_total,
+//	kubelet_memory_manager_pinning_errors_total  counters: containers whose memory Static pins
 //	kubelet_topology_manager_admission_requests_total,
 //	kubelet_topology_manager_admission_errors_total,
 //	kubelet_topology_manager_admission_duration_ms

@@ -25,6 +25,7 @@ type managerMetrics struct {
 	aligned, alignedFailures   *prom.CounterVec // by scope, boundary
 	admissions, admissionError prom.Counter
 	admissionDuration          prom.Histogram
+	memPinning, memErrors      prom.Counter
 }
 
 func newManagerMetrics() managerMetrics {
@@ -49,12 +50,16 @@ func newManagerMetrics() managerMetrics {
 			Help: alpha("The number of admission request failures where resources could not be aligned.")}),
 		admissionDuration: prom.NewHistogram(prom.HistogramOpts{Name: "kubelet_topology_manager_admission_duration_ms",
 			Help: alpha("Duration in milliseconds to serve a pod admission request."), Buckets: topologyAdmissionBuckets}),
+		memPinning: prom.NewCounter(prom.CounterOpts{Name: "kubelet_memory_manager_pinning_requests_total",
+			Help: alpha("The number of memory pages allocations which required pinning.")}),
+		memErrors: prom.NewCounter(prom.CounterOpts{Name: "kubelet_memory_manager_pinning_errors_total",
+			Help: alpha("The number of memory pages allocations which required pinning that failed.")}),
 	}
 }
 
 func (mm managerMetrics) collectors() []prom.Collector {
 	return []prom.Collector{mm.pinning, mm.pinningErrors, mm.sharedPool, mm.exclusive, mm.perNUMA, mm.aligned,
-		mm.alignedFailures, mm.admissions, mm.admissionError, mm.admissionDuration}
+		mm.alignedFailures, mm.admissions, mm.admissionError, mm.admissionDuration, mm.memPinning, mm.memErrors}
 }
 
 // Pinning implements agent.ResourceMetrics (cpumanager.Metrics):
@@ -97,4 +102,13 @@ func (m *Metrics) TopologyAdmission(d time.Duration, refused bool) {
 		m.managers.admissionError.Inc()
 	}
 	m.managers.admissionDuration.Observe(float64(d.Milliseconds()))
+}
+
+// MemoryPinning implements agent.ResourceMetrics (memorymanager.Metrics):
+// kubelet_memory_manager_pinning_requests_total and _errors_total.
+func (m *Metrics) MemoryPinning(failed bool) {
+	m.managers.memPinning.Inc()
+	if failed {
+		m.managers.memErrors.Inc()
+	}
 }
