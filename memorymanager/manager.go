@@ -74,7 +74,7 @@ type Options struct {
 	// Metrics counts the pinning requests (upstream's
 	// memory_manager_pinning_requests_total and _errors_total); nil: none.
 	Metrics Metrics
-	Logger *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Metrics receives the memory manager's counts. MemoryPinning is called
