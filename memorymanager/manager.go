@@ -70,11 +70,11 @@ type Options struct {
 	// container (topologymanager.Manager). nil, or no affinity recorded:
 	// the smallest set of NUMA nodes that fits, as upstream's default hint.
 	Affinity topologymanager.Store
-	// Logger defaults to slog.Default().
 	// Metrics counts the pinning requests (upstream's
 	// memory_manager_pinning_requests_total and _errors_total); nil: none.
 	Metrics Metrics
-	Logger  *slog.Logger
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
 }
 
 // Metrics receives the memory manager's counts. MemoryPinning is called
