@@ -50,10 +50,20 @@
 #     in one process) and the kubelet, configured as the suite configures
 #     the kubelet it starts itself (anonymous requests allowed, AlwaysAllow,
 #     read-only port 10255, static pods from a directory, the eviction
-#     thresholds of test/e2e_node/jenkins/default-kubelet-config.yaml);
-#  5. runs the suite (--start-services=false), then stops what it started,
-#     by PID, and writes in $KK_WORK/conformance/<kubelet>/: junit.xml,
-#     report.json (ginkgo's), suite.log, kubelet.log, services.log,
+#     thresholds of test/e2e_node/jenkins/default-kubelet-config.yaml).
+#     The kubelet reads its configuration from $OUT/suite/kubelet-config
+#     (a KubeletConfiguration; minikubelet's command line keeps only the
+#     flags that are no field) and runs under hack/kubelet-supervisor.sh;
+#  5. runs the suite (--start-services=false) with hack/conformance-shims
+#     first on its PATH: the specs that change the kubelet's configuration
+#     (the [Serial] CPU, topology and memory manager specs and many others)
+#     rewrite $OUT/suite/kubelet-config, the suite's working directory, and
+#     restart the kubelet with `sudo systemctl list-units|reset-failed|kill|
+#     restart`, which the shims' systemctl serves through the supervisor for
+#     one unit, kubelet-kkconf.service (no systemd, nothing on the host);
+#     then stops what it started, by PID, and writes in
+#     $KK_WORK/conformance/<kubelet>/: junit.xml, report.json (ginkgo's),
+#     suite.log, kubelet.log (every start's), supervisor.log, services.log,
 #     summary.txt (per area), passed.txt and failed.txt (one spec a line;
 #     failed.txt with the first line of each failure).
 #
@@ -209,7 +219,7 @@ done
 [[ -e "${NODE_WORK}/conformance" ]] || ln -s .. "${NODE_WORK}/conformance"
 
 SERVICES_PID=""
-KUBELET_PID=""
+SUPERVISOR_PID=""
 KUBELET_BIN=""
 TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
@@ -253,8 +263,16 @@ remove_cgroup_root() {
 
 cleanup() {
   local status=$?
-  if [[ -n "${KUBELET_PID}" ]] && kk_runs "${KUBELET_PID}" "${KUBELET_BIN}"; then
-    kk_stop_pid kubelet "${KUBELET_PID}" 20 || status=1
+  # The supervisor stops the kubelet it runs; the kubelet is stopped here
+  # only if it outlived it.
+  if [[ -n "${SUPERVISOR_PID}" ]] && kk_pid_alive "${SUPERVISOR_PID}" &&
+    [[ "$(kk_cmdline "${SUPERVISOR_PID}")" == "bash ${HACK_DIR}/kubelet-supervisor.sh "* ]]; then
+    kk_stop_pid "kubelet supervisor" "${SUPERVISOR_PID}" 40 || status=1
+  fi
+  local kubelet_pid
+  kubelet_pid="$(cat "${OUT}/supervisor/kubelet.pid" 2>/dev/null || true)"
+  if [[ -n "${kubelet_pid}" ]] && kk_runs "${kubelet_pid}" "${KUBELET_BIN}"; then
+    kk_stop_pid kubelet "${kubelet_pid}" 20 || status=1
   fi
   KK_WORK="${NODE_WORK}" bash "${HACK_DIR}/conformance-images.sh" registry-stop || status=1
   KK_WORK="${NODE_WORK}" bash "${HACK_DIR}/containerd-stop.sh" || status=1
@@ -336,9 +354,14 @@ if [[ "${CGROUPS}" == qos ]]; then
   PER_QOS=true
   ENFORCE="[pods]"
 fi
+# Both read their configuration from ${OUT}/suite/kubelet-config: the suite's
+# working directory, where the specs that change the kubelet's configuration
+# read and rewrite it (test/e2e_node/kubeletconfig) before they restart the
+# kubelet through the supervisor (see below).
+KUBELET_CONFIG="${OUT}/suite/kubelet-config"
 case "${KUBELET}" in
 upstream)
-  cat >"${OUT}/kubelet-config.yaml" <<EOF
+  cat >"${KUBELET_CONFIG}" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: ${OUT}/manifests
@@ -364,28 +387,53 @@ resolvConf: /etc/resolv.conf
 imageGCHighThresholdPercent: 100
 EOF
   KUBELET_BIN="${KK_KUBELET_BIN}"
-  cmd=("${KUBELET_BIN}" --config "${OUT}/kubelet-config.yaml" --kubeconfig "${KUBECONFIG_FILE}"
+  cmd=("${KUBELET_BIN}" --config "${KUBELET_CONFIG}" --kubeconfig "${KUBECONFIG_FILE}"
     --root-dir /var/lib/kubelet --hostname-override "${NODE}" --node-ip "${NODE_IP}" --v 2)
   ;;
 minikubelet)
+  # What minikubelet's flags set before, as fields (upstream's v1beta1
+  # defaults for the rest, which minikubelet's flag defaults are too, but
+  # for the webhook authentication it keeps off): the same node. Only the
+  # flags that are no field stay on the command line.
+  cat >"${KUBELET_CONFIG}" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: ${KK_CRI_ENDPOINT}
+staticPodPath: ${OUT}/manifests
+podLogsDir: /var/log/pods
+address: 0.0.0.0
+port: 10250
+readOnlyPort: 10255
+healthzPort: 10248
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+imageGCHighThresholdPercent: 100
+cgroupsPerQOS: ${PER_QOS}
+cgroupRoot: ${CGROUP_ROOT:-/}
+enforceNodeAllocatable: ${ENFORCE}
+evictionHard: {memory.available: 250Mi, nodefs.available: 10%, nodefs.inodesFree: 5%}
+evictionMinimumReclaim: {nodefs.available: 5%, nodefs.inodesFree: 5%}
+EOF
   KUBELET_BIN="${CDIR}/bin/minikubelet"
-  cmd=("${KUBELET_BIN}" --container-runtime-endpoint "${KK_CRI_ENDPOINT}" --kubeconfig "${KUBECONFIG_FILE}"
-    --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir /var/lib/kubelet --pod-logs-dir /var/log/pods --container-log-links-dir /var/log/containers
-    --address 0.0.0.0 --port 10250 --read-only-port 10255 --healthz-port 10248 --anonymous-auth --authorization-mode AlwaysAllow
-    --pod-manifest-path "${OUT}/manifests" --image-gc-high-threshold 100 # as upstream's above
-    --cgroups-per-qos="${PER_QOS}" --cgroup-root "${CGROUP_ROOT:-/}" --enforce-node-allocatable "${ENFORCE//[][]/}"
-    --eviction-hard 'memory.available<250Mi,nodefs.available<10%,nodefs.inodesFree<5%'
-    --eviction-minimum-reclaim 'nodefs.available=5%,nodefs.inodesFree=5%')
+  cmd=("${KUBELET_BIN}" --config "${KUBELET_CONFIG}" --kubeconfig "${KUBECONFIG_FILE}"
+    --node-name "${NODE}" --node-ip "${NODE_IP}" --root-dir /var/lib/kubelet --container-log-links-dir /var/log/containers)
   ;;
 esac
-kk_log "starting ${KUBELET}"
-setsid "${cmd[@]}" >"${OUT}/kubelet.log" 2>&1 </dev/null &
-KUBELET_PID=$!
+# The kubelet runs under hack/kubelet-supervisor.sh, which stops and
+# restarts it when the suite asks systemd to (hack/conformance-shims).
+SUPERVISOR_DIR="${OUT}/supervisor"
+mkdir -p "${SUPERVISOR_DIR}"
+kk_log "starting ${KUBELET} under the supervisor"
+setsid bash "${HACK_DIR}/kubelet-supervisor.sh" "${SUPERVISOR_DIR}" "${OUT}/kubelet.log" -- "${cmd[@]}" \
+  >"${OUT}/supervisor.log" 2>&1 </dev/null &
+SUPERVISOR_PID=$!
 
 kubectl() { "${KK_KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" "$@"; }
 deadline=$((SECONDS + 120))
 until [[ "$(kubectl get node "${NODE}" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]; do
-  kk_pid_alive "${KUBELET_PID}" || { tail -30 "${OUT}/kubelet.log"; kk_die "${KUBELET} exited"; }
+  kubelet_pid="$(cat "${SUPERVISOR_DIR}/kubelet.pid" 2>/dev/null || true)"
+  [[ -z "${kubelet_pid}" ]] || kk_pid_alive "${kubelet_pid}" || { tail -30 "${OUT}/kubelet.log"; kk_die "${KUBELET} exited"; }
+  kk_pid_alive "${SUPERVISOR_PID}" || { cat "${OUT}/supervisor.log"; kk_die "the kubelet's supervisor exited"; }
   ((SECONDS < deadline)) || kk_die "node ${NODE} was not Ready within 120s"
   sleep 1
 done
@@ -402,7 +450,10 @@ suite=0
 # are not [Serial]; the first process alone runs the suite's set-up. ginkgo
 # knows a compiled suite by its name, *.test.
 ln -sf "${E2E_BIN}" "${OUT}/suite/e2e_node.test"
-(cd "${OUT}/suite" && "${GINKGO_BIN}" run --procs="${PROCS}" --timeout="${TIMEOUT}" \
+# The shims first on the suite's PATH: its sudo and systemctl restart the
+# kubelet through the supervisor.
+(cd "${OUT}/suite" && PATH="${HACK_DIR}/conformance-shims:${PATH}" KK_SUPERVISOR_DIR="${SUPERVISOR_DIR}" \
+  "${GINKGO_BIN}" run --procs="${PROCS}" --timeout="${TIMEOUT}" \
   --focus="${FOCUS}" --skip="${SKIP}" --no-color -v --output-dir="${OUT}" \
   --junit-report=junit.xml --json-report=report.json ./e2e_node.test -- \
   --start-services=false --node-name="${NODE}" --host="${APISERVER_URL}" --bearer-token="${TOKEN}" \
