@@ -23,9 +23,10 @@ import (
 	"github.com/kubeletkit/kubeletkit/topologymanager"
 )
 
-// resourceManagers are the CPU manager and the topology manager; both nil
-// when every policy is "none" and no option is set, as a node without them
-// behaves the same.
+// resourceManagers are the CPU, topology and memory managers: all nil when
+// every policy is "none" ("None") and no option is set, as a node without
+// them behaves the same; the memory manager only with MemoryManagerPolicy
+// or ReservedMemory.
 type resourceManagers struct {
 	numa     []int // the machine's NUMA nodes
 	cpu      *cpumanager.Manager
