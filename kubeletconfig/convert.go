@@ -410,6 +410,16 @@ func (c *converter) resources() {
 	if o.Node.SystemReserved, err = Reserved("systemReserved", kc.SystemReserved); err != nil {
 		c.invalid("%w", err)
 	}
+	if n := o.Resources.ReservedSystemCPUs.Size(); n > 0 {
+		// As upstream's kubelet: reservedSystemCPUs replaces the cpu of
+		// kubeReserved and systemReserved, its CPUs counted as system
+		// reserved, so that the node's allocatable leaves them out.
+		delete(o.Node.KubeReserved, v1.ResourceCPU)
+		if o.Node.SystemReserved == nil {
+			o.Node.SystemReserved = v1.ResourceList{}
+		}
+		o.Node.SystemReserved[v1.ResourceCPU] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
 	hard := kc.EvictionHard
 	if deref(kc.MergeDefaultEvictionSettings) {
 		hard = maps.Clone(hard)

@@ -405,6 +405,7 @@ func TestConvertResourceManagers(t *testing.T) {
 		kc.CPUManagerPolicyOptions = map[string]string{"full-pcpus-only": "true"}
 		kc.CPUManagerReconcilePeriod = duration(5 * time.Second)
 		kc.ReservedSystemCPUs = "0,4"
+		kc.KubeReserved = map[string]string{"cpu": "500m", "memory": "1Gi"}
 		kc.TopologyManagerPolicy = "single-numa-node"
 		kc.TopologyManagerScope = "pod"
 		kc.TopologyManagerPolicyOptions = map[string]string{"max-allowable-numa-nodes": "16"}
@@ -417,6 +418,10 @@ func TestConvertResourceManagers(t *testing.T) {
 	assert.Equal(t, map[string]string{"full-pcpus-only": "true"}, r.CPUManagerPolicyOptions)
 	assert.Equal(t, 5*time.Second, r.CPUManagerReconcilePeriod)
 	assert.Equal(t, "0,4", r.ReservedSystemCPUs.String())
+	// As upstream: the reserved CPUs are the system's reserved cpu, kubeReserved's cpu dropped.
+	assert.Equal(t, "2", cfg.Agent.Node.SystemReserved.Cpu().String())
+	_, kubeCPU := cfg.Agent.Node.KubeReserved[v1.ResourceCPU]
+	assert.False(t, kubeCPU)
 	assert.Equal(t, "single-numa-node", r.TopologyManagerPolicy)
 	assert.Equal(t, "pod", r.TopologyManagerScope)
 	assert.Equal(t, map[string]string{"max-allowable-numa-nodes": "16"}, r.TopologyManagerPolicyOptions)
