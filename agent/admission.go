@@ -37,8 +37,9 @@ const (
 // validity (the agent's own: upstream validates in its sources), eviction
 // under node pressure, sysctls, the operating system, a
 // supplementalGroupsPolicy the runtime cannot apply, the devices of device
-// plugins (when Node.DevicePluginDir is set), the CPU manager's CPUs through
-// the topology manager (with Options.Resources), the predicates
+// plugins (when Node.DevicePluginDir is set), the CPU and memory managers'
+// allocations through the topology manager (with Options.Resources), the
+// predicates
 // (resources against the node's allocatable, node affinity and selector,
 // node name, host ports, NoExecute taints), then AppArmor, then the node
 // features the pod needs and the node does not declare
@@ -72,9 +73,9 @@ func newAdmission(b *blocks, preempt admission.PreemptorFunc) (admission.Chain, 
 		chain = append(chain, b.devices)
 	}
 	if b.res.topology != nil {
-		// The CPU manager's exclusive CPUs, aligned by the topology
-		// manager, in the same place: upstream's resource allocation
-		// handler.
+		// The CPU and memory managers' allocations, aligned by the
+		// topology manager with the devices', in the same place:
+		// upstream's resource allocation handler.
 		chain = append(chain, b.res.admission(b.clock, b.metrics))
 	}
 	chain = append(chain, pred, admission.AppArmor{HostEnabled: b.appArmor}, admission.NodeFeatures(declaredFeatures(b.opts)))

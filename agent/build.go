@@ -192,7 +192,7 @@ type blocks struct {
 	plugins      *pluginmanager.Manager // the plugin registry
 	objects      *volume.StaticSources  // configMaps and secrets from Sources.ObjectPath
 	devices      *devices.Manager       // nil without Node.DevicePluginDir
-	res          resourceManagers       // the CPU and topology managers; nil parts with every policy none
+	res          resourceManagers       // the CPU, memory and topology managers; nil parts with every policy none
 	cgroups      *podCgroups            // its manager is nil without Cgroups.PerQOS
 	podsync      *podsync.Syncer
 	dra          *dra.Manager         // its Registry is the DRAPlugin handler

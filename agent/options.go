@@ -449,7 +449,10 @@ type ResourceOptions struct {
 	// are brought in line with the CPU manager's state; 0 means 10s.
 	CPUManagerReconcilePeriod time.Duration
 	// ReservedSystemCPUs are the CPUs kept for the system and the kubelet
-	// (--reserved-cpus), never given exclusively.
+	// (--reserved-cpus), never given exclusively. The node's allocatable
+	// leaves out what Node.SystemReserved and Node.KubeReserved say:
+	// kubeletconfig sets SystemReserved's cpu to their count, as upstream;
+	// a caller setting this field alone does the same.
 	ReservedSystemCPUs cpuset.CPUSet
 	// TopologyManagerPolicy is "none" (the default, ""), "best-effort",
 	// "restricted" or "single-numa-node" (package topologymanager): the
