@@ -105,8 +105,8 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 }
 
 // hardEvictionMemory is the hard memory.available eviction threshold in
-// bytes (a percentage of the machine's memory), which the memory manager's
-// reservations must cover: none when eviction is off.
+// bytes, which the memory manager's reservations must cover: none when
+// eviction is off.
 func hardEvictionMemory(opts Options, machine *memorymanager.Machine) resource.Quantity {
 	if opts.Eviction.Disabled {
 		return resource.Quantity{}
@@ -119,16 +119,7 @@ func hardEvictionMemory(opts Options, machine *memorymanager.Machine) resource.Q
 	for _, n := range machine.Nodes() {
 		total += int64(n.Memory)
 	}
-	for _, t := range thresholds {
-		if t.Signal != eviction.SignalMemoryAvailable || !t.IsHard() {
-			continue
-		}
-		if t.Value.Quantity != nil {
-			return t.Value.Quantity.DeepCopy()
-		}
-		return *resource.NewQuantity(int64(float64(total)*float64(t.Value.Percentage)), resource.BinarySI)
-	}
-	return resource.Quantity{}
+	return *resource.NewQuantity(eviction.HardMemoryAvailable(thresholds, total), resource.BinarySI)
 }
 
 // reconciler is the periodic pass over the managers that have one: nil

@@ -331,3 +331,16 @@ func parseMinReclaims(expr string) (map[Signal]ThresholdValue, error) {
 	}
 	return out, nil
 }
+
+// HardMemoryAvailable is the hard memory.available threshold among ts in
+// bytes, a percentage taken of capacity (the machine's memory): what a
+// memory manager's reservedMemory must cover beside kube and system
+// reserved. 0 when there is none.
+func HardMemoryAvailable(ts []Threshold, capacity int64) int64 {
+	for _, t := range ts {
+		if t.Signal == SignalMemoryAvailable && t.IsHard() {
+			return t.Value.amount(capacity)
+		}
+	}
+	return 0
+}
