@@ -34,6 +34,18 @@
 # host's, a pod's reply to a Service's client on the same bridge would skip
 # conntrack).
 #
+# Cgroups (KK_CLUSTER_CGROUPS): qos (the default) gives an upstream or
+# minikubelet node pod and QoS cgroups, node allocatable enforced on its
+# kubepods, under a cgroup root of its own (/kkc-<id>-nN in every
+# hierarchy, made before the kubelet starts, removed by `down`), as a
+# kubeadm node has them under /: without pod cgroups upstream kubelet
+# v1.36.3 panics on every sync of a pod resized in place and is restarted
+# by its supervisor again and again, a baseline that is not upstream's.
+# none runs both without pod cgroups (cgroupsPerQOS false), as before.
+# vknode nodes have no cgroup root flag and run without. The runtime is
+# Debian's containerd 1.6, or the 2.x that KK_CONTAINERD_VERSION names
+# (built by hack/containerd-setup.sh with it), which mounts image volumes.
+#
 # State (PIDs, namespaces, kubeconfigs) is under $KK_WORK/cluster; `down`
 # stops what `up` started, by PID, and removes the namespaces and links.
 # `smoke` checks: both nodes Ready, a pod on each (scheduled by
@@ -53,6 +65,8 @@ ID="${KK_CLUSTER_ID:-kk}"
 CP_NS="kkc-${ID}-cp"
 CP_ADDR=10.123.0.1
 KUBELETS="${KK_CLUSTER_KUBELETS:-minikubelet minikubelet}"
+CGROUPS="${KK_CLUSTER_CGROUPS:-qos}"
+[[ "${CGROUPS}" == qos || "${CGROUPS}" == none ]] || kk_die "KK_CLUSTER_CGROUPS=${CGROUPS}: qos or none"
 CP_WORK="${CDIR}/cp"
 KUBE_PROXY_BIN="${KK_APISERVER_CACHE}/kube-proxy-${KK_K8S_VERSION}"
 COREDNS_VERSION="${KK_COREDNS_VERSION:-v1.14.2}"
@@ -60,6 +74,8 @@ COREDNS_BIN="${KK_APISERVER_CACHE}/coredns-${COREDNS_VERSION}"
 COREDNS_IMAGE="docker.io/local/coredns:${COREDNS_VERSION}"
 
 [[ "$(id -u)" == 0 ]] || kk_die "needs root (namespaces, containers)"
+# With containerd 2.x, its own ctr imports the images.
+[[ -z "${KK_CONTAINERD_VERSION}" ]] || PATH="${KK_CONTAINERD_BIN_DIR}:${PATH}"
 
 # in_ns NS CMD...: CMD in the network namespace NS only (its mount
 # namespace stays the caller's, unlike `ip netns exec`, so that mounts under
@@ -73,6 +89,7 @@ in_ns() {
 node_ns() { printf 'kkc-%s-n%s\n' "${ID}" "$1"; }
 node_name() { printf 'kkc-n%s\n' "$1"; }
 node_ip() { printf '10.123.0.1%s\n' "$1"; }
+node_cgroup_root() { printf '/kkc-%s-n%s\n' "${ID}" "$1"; }
 
 kubectl() { in_ns "${CP_NS}" "${KK_KUBECTL_BIN}" --kubeconfig "${CP_WORK}/controlplane/kubeconfig" "$@"; }
 
@@ -138,8 +155,15 @@ start_node() {
   token="$(kk_kubeadm_token)"
   kk_kubeadm_token_secret "${token}" "$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)" | kubectl apply -f - >/dev/null
   kk_kubeadm_bootstrap_kubeconfig "${dir}/bootstrap-kubelet.conf" "${KK_APISERVER_URL}" "${KK_APISERVER_CA}" "${token}"
-  kk_kubeadm_kubelet_config "${KK_CLIENT_CA_FILE}" "${endpoint}" "${dir}/pod-logs" "${dir}/manifests" 10250 10248 \
-    "serverTLSBootstrap: true" >"${dir}/config.yaml"
+  # Pod and QoS cgroups under a cgroup root of the node's own (see
+  # KK_CLUSTER_CGROUPS above).
+  local cgroup_root=""
+  if [[ "${CGROUPS}" == qos && "${kubelet}" != vknode ]]; then
+    cgroup_root="$(node_cgroup_root "${n}")"
+    kk_make_cgroup_root "${cgroup_root}"
+  fi
+  KK_KUBELET_CGROUP_ROOT="${cgroup_root}" kk_kubeadm_kubelet_config "${KK_CLIENT_CA_FILE}" "${endpoint}" \
+    "${dir}/pod-logs" "${dir}/manifests" 10250 10248 "serverTLSBootstrap: true" >"${dir}/config.yaml"
   local cmd=(--config="${dir}/config.yaml" --bootstrap-kubeconfig="${dir}/bootstrap-kubelet.conf"
     --kubeconfig="${dir}/kubelet.conf" --root-dir="${dir}/root" --cert-dir="${dir}/pki"
     --hostname-override="${name}" --node-ip="$(node_ip "${n}")")
@@ -384,6 +408,7 @@ down() {
       KK_WORK="${dir}" KK_CNI_BRIDGE_NAME=kkcni0 in_ns "$(node_ns "${n}")" bash "${HACK_DIR}/containerd-stop.sh" \
         >"${dir}/containerd-stop.log" 2>&1 || kk_log "node ${n}: containerd-stop failed; see ${dir}/containerd-stop.log"
     fi
+    kk_remove_cgroup_root "$(node_cgroup_root "${n}")" || true
   done
   if [[ -e "/run/netns/${CP_NS}" ]]; then
     KK_WORK="${CP_WORK}" in_ns "${CP_NS}" bash "${HACK_DIR}/controlplane-stop.sh" >"${CDIR}/controlplane-stop.log" 2>&1 || true

@@ -223,42 +223,18 @@ SUPERVISOR_PID=""
 KUBELET_BIN=""
 TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
-# The run's cgroup root (KK_CONFORMANCE_CGROUPS=qos): one name in every
-# cgroup v1 hierarchy and in a hybrid host's unified one, where runc mirrors
-# the tree (or once under cgroup v2), its cpuset filled from the parent's as
-# cgroup v1 needs before a task may join.
+# The run's cgroup root (KK_CONFORMANCE_CGROUPS=qos): /kkconf-<pid> in every
+# hierarchy (kk_make_cgroup_root).
 CGROUP_ROOT=""
-CGROUP_DIRS=()
 make_cgroup_root() {
   CGROUP_ROOT="/kkconf-$$"
-  local h
-  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
-    CGROUP_DIRS=("/sys/fs/cgroup${CGROUP_ROOT}")
-  else
-    while read -r _ h _; do
-      CGROUP_DIRS+=("${h}${CGROUP_ROOT}")
-    done < <(awk '$3 == "cgroup" || $3 == "cgroup2" { print $1, $2, $3 }' /proc/self/mounts)
-  fi
-  for h in "${CGROUP_DIRS[@]}"; do
-    mkdir "${h}"
-    if [[ -f "${h}/cpuset.cpus" && -z "$(cat "${h}/cpuset.cpus")" ]]; then
-      cat "$(dirname "${h}")/cpuset.cpus" >"${h}/cpuset.cpus"
-      cat "$(dirname "${h}")/cpuset.mems" >"${h}/cpuset.mems"
-    fi
-  done
-  kk_log "cgroup root ${CGROUP_ROOT} in ${#CGROUP_DIRS[@]} hierarchies"
+  kk_make_cgroup_root "${CGROUP_ROOT}"
 }
 
-# remove_cgroup_root removes the run's cgroup tree, leaves first; a cgroup
-# that still holds a task stays, and is named.
+# remove_cgroup_root removes the run's cgroup tree; a cgroup that still
+# holds a task stays, and is named.
 remove_cgroup_root() {
-  local h left=0
-  for h in "${CGROUP_DIRS[@]}"; do
-    [[ -d "${h}" ]] || continue
-    find "${h}" -depth -type d -exec rmdir {} + 2>/dev/null || true
-    [[ ! -d "${h}" ]] || { kk_log "cgroup ${h} not removed: it still holds tasks"; left=1; }
-  done
-  return "${left}"
+  [[ -z "${CGROUP_ROOT}" ]] || kk_remove_cgroup_root "${CGROUP_ROOT}"
 }
 
 cleanup() {

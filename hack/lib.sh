@@ -650,7 +650,10 @@ EOF
 # kk_kubeadm_kubelet_config CLIENT_CA ENDPOINT POD_LOGS STATIC PORT HEALTHZ_PORT [LINE...]:
 # print kubeadm's KubeletConfiguration (its zero durations mean the
 # kubelet's defaults), with what this machine needs: the runtime at
-# ENDPOINT, cgroupfs without QoS cgroups (no systemd here), no swap check,
+# ENDPOINT, cgroupfs (no systemd here) without QoS cgroups, or, when
+# KK_KUBELET_CGROUP_ROOT names a cgroup (made by kk_make_cgroup_root), with
+# pod and QoS cgroups under it and node allocatable enforced on its
+# kubepods, as a kubeadm node has them under /; no swap check,
 # pod logs and static pods where the harness says, the kubelet API on PORT,
 # the healthz port on HEALTHZ_PORT (kubeadm's 10248 clashes when kubelets
 # share a network namespace), cluster DNS 10.96.0.10; each LINE appended.
@@ -672,8 +675,11 @@ authorization:
     cacheAuthorizedTTL: 0s
     cacheUnauthorizedTTL: 0s
 cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
+$(if [[ -n "${KK_KUBELET_CGROUP_ROOT:-}" ]]; then
+    printf 'cgroupsPerQOS: true\ncgroupRoot: %s\nenforceNodeAllocatable: [pods]\n' "${KK_KUBELET_CGROUP_ROOT}"
+  else
+    printf 'cgroupsPerQOS: false\nenforceNodeAllocatable: []\n'
+  fi)
 clusterDNS:
 - 10.96.0.10
 clusterDomain: cluster.local
@@ -715,6 +721,51 @@ EOF
   shift 6
   local line
   for line in "$@"; do printf '%s\n' "${line}"; done
+}
+
+# kk_cgroup_dirs ROOT: the directories of the cgroup ROOT (an absolute
+# cgroup path such as /kkconf-123) in every hierarchy: once under cgroup v2;
+# under cgroup v1, in every v1 hierarchy and in a hybrid host's unified one,
+# where runc mirrors the tree.
+kk_cgroup_dirs() {
+  local root="$1" h
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    printf '%s\n' "/sys/fs/cgroup${root}"
+    return 0
+  fi
+  while read -r _ h _; do
+    printf '%s\n' "${h}${root}"
+  done < <(awk '$3 == "cgroup" || $3 == "cgroup2" { print $1, $2, $3 }' /proc/self/mounts)
+}
+
+# kk_make_cgroup_root ROOT: make the cgroup ROOT in every hierarchy
+# (kk_cgroup_dirs), its cpuset filled from the parent's as cgroup v1 needs
+# before a task may join: a kubelet's cgroupRoot of its own, so that a
+# harness's pod cgroups never land at the host's /kubepods.
+kk_make_cgroup_root() {
+  local h n=0
+  while read -r h; do
+    mkdir -p "${h}"
+    if [[ -f "${h}/cpuset.cpus" && -z "$(cat "${h}/cpuset.cpus")" ]]; then
+      cat "$(dirname "${h}")/cpuset.cpus" >"${h}/cpuset.cpus"
+      cat "$(dirname "${h}")/cpuset.mems" >"${h}/cpuset.mems"
+    fi
+    n=$((n + 1))
+  done < <(kk_cgroup_dirs "$1")
+  kk_log "cgroup root $1 in ${n} hierarchies"
+}
+
+# kk_remove_cgroup_root ROOT: remove the cgroup tree ROOT in every
+# hierarchy, leaves first; a cgroup that still holds a task stays, is
+# named, and makes the status 1.
+kk_remove_cgroup_root() {
+  local h left=0
+  while read -r h; do
+    [[ -d "${h}" ]] || continue
+    find "${h}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    [[ ! -d "${h}" ]] || { kk_log "cgroup ${h} not removed: it still holds tasks"; left=1; }
+  done < <(kk_cgroup_dirs "$1")
+  return "${left}"
 }
 
 # kk_approve_serving_csrs [USER]: approve, with the caller's kubectl
