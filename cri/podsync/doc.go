@@ -33,6 +33,20 @@
 //	res = s.KillPod(ctx, pod, st, nil) // preStop hooks, apps, then sidecars, then sandboxes
 //	err = s.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 1, MaxContainers: -1}, podExists)
 //
+// Dead containers go two ways. GarbageCollect, every minute, enforces a
+// GCPolicy over the whole node and removes what pods no longer known left.
+// Between its passes, when a container dies, DeadContainersToRemove (a pure
+// function of the pod's cached status, upstream's pod container deletor)
+// chooses the exited instances of that container beyond the newest, or,
+// once the pod's content may be removed (evicted, or deleted and
+// terminated), every exited container of the pod; a Deletor removes them
+// off the caller's goroutine through RemoveDeadContainer:
+//
+//	d, err := podsync.NewDeletor(podsync.DeletorOptions{Remover: s, Logger: log})
+//	go d.Run(ctx)
+//	// on each ContainerDied event of pod uid:
+//	d.Enqueue(podsync.DeadContainersToRemove(cachedStatus, ev.ContainerID, 1, workers.ShouldPodContentBeRemoved(uid))...)
+//
 // SyncPod pulls images by pull policy (Always, IfNotPresent, Never; the
 // default from the tag as the API server defaults it), with the matching
 // credentials of the pod's imagePullSecrets (PullAuths), with a backoff per

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/cri"
@@ -59,4 +60,30 @@ func Example() {
 	// StartContainer app ok
 	// StartContainer app CrashLoopBackOff: back-off 10s restarting failed container=app pod=web_default(uid-1)
 	// waiting: CrashLoopBackOff
+}
+
+// A container of a running pod died for the third time: its older dead
+// instances go, the newest stays for the pod's status (lastState). Once the
+// deleted pod has terminated, every dead container goes.
+func ExampleDeadContainersToRemove() {
+	dead := func(name, id string, created int64) *runtimeapi.ContainerStatus {
+		return &runtimeapi.ContainerStatus{Id: id, CreatedAt: created, State: runtimeapi.ContainerState_CONTAINER_EXITED,
+			Labels: map[string]string{cri.ContainerNameLabel: name}}
+	}
+	st := &cri.PodStatus{UID: "uid-1", Containers: []*runtimeapi.ContainerStatus{
+		dead("app", "app-3", 3), dead("app", "app-2", 2), dead("app", "app-1", 1), dead("log", "log-1", 1),
+	}}
+	for _, c := range podsync.DeadContainersToRemove(st, "app-3", 1, false) {
+		fmt.Println("running pod:", c.GetId())
+	}
+	for _, c := range podsync.DeadContainersToRemove(st, "app-3", 1, true) {
+		fmt.Println("deleted pod:", c.GetId())
+	}
+	// Output:
+	// running pod: app-2
+	// running pod: app-1
+	// deleted pod: app-3
+	// deleted pod: app-2
+	// deleted pod: app-1
+	// deleted pod: log-1
 }

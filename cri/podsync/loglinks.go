@@ -55,12 +55,14 @@ func (s *Syncer) linkLog(pod, namespace, container, containerID, logPath string)
 
 // unlinkLog removes the log link of a container the runtime is about to
 // forget.
-func (s *Syncer) unlinkLog(c *runtimeapi.Container) {
+func (s *Syncer) unlinkLog(c *runtimeapi.Container) { s.unlinkLogOf(c.GetId(), c.GetLabels()) }
+
+// unlinkLogOf is unlinkLog for the container with the given ID and labels.
+func (s *Syncer) unlinkLogOf(id string, l map[string]string) {
 	if s.opts.ContainerLogLinksDir == "" {
 		return
 	}
-	l := c.GetLabels()
-	name := logLinkName(l[cri.PodNameLabel], l[cri.PodNamespaceLabel], l[cri.ContainerNameLabel], c.GetId())
+	name := logLinkName(l[cri.PodNameLabel], l[cri.PodNamespaceLabel], l[cri.ContainerNameLabel], id)
 	if err := os.Remove(filepath.Join(s.opts.ContainerLogLinksDir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.log.Error("removing a container's log link", "link", name, "err", err)
 	}
