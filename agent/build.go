@@ -371,6 +371,11 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	}
 	b.nodeView.status = b.node
 	h.prober, h.cgroups, h.gc, h.dra = b.prober, b.cgroups, b.podsync, b.dra
+	h.cache = b.cache
+	if h.deletor, err = podsync.NewDeletor(podsync.DeletorOptions{Remover: b.podsync,
+		Logger: log.With("component", "container-deletor")}); err != nil {
+		return nil, err
+	}
 	// What each part keeps of a pod, forgotten at housekeeping once the pod
 	// is finished and no longer desired.
 	h.forgetters = []podForgetter{b.alloc, forgetFunc(view.status.Remove), b.podsync,

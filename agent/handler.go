@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/allocation"
+	"github.com/kubeletkit/kubeletkit/cri"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
 	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/dra"
@@ -33,7 +34,9 @@ type handler struct {
 	alloc     *allocation.Manager
 	admission admission.Chain // set once built (newAdmission)
 	cgroups   *podCgroups
-	gc        *podsync.Syncer // collects dead containers
+	gc        *podsync.Syncer  // collects dead containers
+	deletor   *podsync.Deletor // removes a pod's dead containers as they die
+	cache     *pleg.Cache      // the runtime's view of each pod, the PLEG's
 	devices   *devices.Manager
 	dra       *dra.Manager // unprepares the claims of pods no longer active
 	rt        Runtime
@@ -220,19 +223,46 @@ func (h *handler) HandlePodSyncs(pods []*v1.Pod) {
 // relist may reach a worker already syncing for the first, and cost a
 // second sync a relist later.) A pod whose containers were only removed, or
 // that is no longer desired, needs no sync: housekeeping deals with what is
-// left of it.
+// left of it. Then, as upstream's sync loop, the pod's dead containers are
+// cleaned up after each ContainerDied (cleanUpDeadContainers).
 func (h *handler) handlePLEGEvents(events []pleg.Event) {
 	for i := 0; i < len(events); {
-		uid, worthy := events[i].PodUID, false
+		first, uid, worthy := i, events[i].PodUID, false
 		for ; i < len(events) && events[i].PodUID == uid; i++ {
 			worthy = worthy || events[i].Type != pleg.ContainerRemoved
 		}
-		if !worthy {
+		if worthy {
+			if pod, ok := h.pods.GetPodByUID(uid); ok && !podspec.IsMirror(pod) {
+				h.HandlePodSyncs([]*v1.Pod{pod})
+			}
+		}
+		h.cleanUpDeadContainers(uid, events[first:i])
+	}
+}
+
+// cleanUpDeadContainers is upstream's cleanUpContainersInPod for each
+// ContainerDied event of one pod: the dead containers that
+// podsync.DeadContainersToRemove chooses from the pod's cached status (the
+// older dead instances of the container that died, or all of them once the
+// workers say the pod's content may be removed) go to the deletor, which
+// removes them on its own goroutine.
+func (h *handler) cleanUpDeadContainers(uid types.UID, events []pleg.Event) {
+	var (
+		st        *cri.PodStatus
+		removable bool
+	)
+	for _, e := range events {
+		if e.Type != pleg.ContainerDied {
 			continue
 		}
-		if pod, ok := h.pods.GetPodByUID(uid); ok && !podspec.IsMirror(pod) {
-			h.HandlePodSyncs([]*v1.Pod{pod})
+		if st == nil {
+			var err error
+			if st, err = h.cache.Get(uid); err != nil || st == nil {
+				return // as upstream, nothing without a status
+			}
+			removable = h.workers.ShouldPodContentBeRemoved(uid)
 		}
+		h.deletor.Enqueue(podsync.DeadContainersToRemove(st, e.ContainerID, deadPerContainer, removable)...)
 	}
 }
 

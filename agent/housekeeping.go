@@ -25,6 +25,12 @@ import (
 // status still names it as the last termination (kubectl logs --previous).
 const gcEvery = 30
 
+// deadPerContainer is how many dead instances of each container of a pod
+// are kept, newest first, by the garbage collection and by the deletor that
+// removes them as they die (podsync.DeadContainersToRemove): upstream's
+// default MaxPerPodContainer.
+const deadPerContainer = 1
+
 // HandlePodCleanups is housekeeping: the workers learn which pods are
 // desired, orphans found in the runtime are killed, finished pods are
 // forgotten by every block, and dead containers are collected.
@@ -125,7 +131,7 @@ func (h *handler) HandlePodCleanups(ctx context.Context) error {
 		h.cgroups.updateQOS()
 	}
 	if gc {
-		if err := h.gc.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: 1, MaxContainers: -1}, h.exists); err != nil {
+		if err := h.gc.GarbageCollect(ctx, podsync.GCPolicy{MaxPerPodContainer: deadPerContainer, MaxContainers: -1}, h.exists); err != nil {
 			h.log.Warn("Container garbage collection failed", "err", err)
 		}
 	}

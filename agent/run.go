@@ -123,6 +123,9 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 		rs = append(rs, runnable{name: "fake-runtime", stop: a.fakeRT.Close})
 	}
 	rs = append(rs,
+		// Before the PLEG, whose events it serves; what the first relist
+		// queued waits in its buffer.
+		runnable{name: "container-deletor", run: b.handler.deletor.Run},
 		runnable{name: "pleg", run: a.pleg.Run},
 		runnable{name: "podworkers", run: b.view.workers.Run},
 		runnable{name: "status", run: b.view.status.Run},
