@@ -48,7 +48,13 @@
 // runtime and fills the cache; a pod's events of one relist become one
 // sync, handed to the pod's worker (HandlePodSyncs, through pleg's OnEvents)
 // once the cache holds the status they describe, so that the worker sees
-// them all in that sync; prober.Manager runs liveness,
+// them all in that sync; after each ContainerDied, the pod's older dead
+// instances of that container, or all its dead containers once the pod is
+// evicted or deleted and terminated (podworkers' ShouldPodContentBeRemoved),
+// are chosen by cri/podsync.DeadContainersToRemove and removed by a
+// podsync.Deletor on its own goroutine, as upstream's pod container
+// deletor, rather than at the next minute's garbage collection;
+// prober.Manager runs liveness,
 // readiness and startup probes, whose results reach the loop (a restart)
 // and the status (Ready); eviction.Manager measures the node
 // (Eviction.Stats), evicts one pod per pass through the workers and refuses
