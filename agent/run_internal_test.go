@@ -29,7 +29,7 @@ func TestRunnablesInStartOrder(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(a.fakeRT.Close)
 	assert.Equal(t, []string{"directories", "runtime-version", "first-relist", "fake-runtime",
-		"pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes", "plugins",
+		"container-deletor", "pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes", "plugins",
 		"syncloop"}, names(a))
 
 	trigger := nodeshutdown.TriggerFunc(func(context.Context, nodeshutdown.Handler) error { return nil })
@@ -46,7 +46,7 @@ func TestRunnablesInStartOrder(t *testing.T) {
 	t.Cleanup(a.fakeRT.Close)
 	assert.Equal(t, []string{"directories", "http-listener", "kubelet-api-listener", "runtime-version", "pulled-image-records", "device-checkpoint",
 		"cgroups", "first-relist", "fake-runtime",
-		"pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes", "plugins",
+		"container-deletor", "pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes", "plugins",
 		"devices", "objects", "file-source", "http-source", "api-source", "fake-streaming", "resolv-conf",
 		"syncloop", "http", "kubelet-api", "shutdown-trigger"}, names(a))
 }
