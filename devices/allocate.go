@@ -14,12 +14,15 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/kubeletkit/kubeletkit/podspec"
+	"github.com/kubeletkit/kubeletkit/topologymanager"
 )
 
-// allocation is the devices of one resource given to one container, and
-// what the plugin answered to Allocate.
+// allocation is the devices of one resource given to one container, the
+// NUMA nodes of each as its plugin listed them then, and what the plugin
+// answered to Allocate.
 type allocation struct {
 	ids  []string // sorted
+	numa map[string][]int
 	resp *pluginapi.ContainerAllocateResponse
 }
 
@@ -87,73 +90,126 @@ func (p podDevices) holds(res string) bool {
 // and still active: devices of any other pod are released, as upstream
 // releases them when it allocates. A pod already admitted keeps its
 // devices (a container restarting gets the same ones).
+//
+// Admit is the device manager's admission when no topology manager drives
+// it; with one, the topology manager calls Allocate instead (see Allocate).
 func (m *Manager) Admit(pod *v1.Pod, others []*v1.Pod) (ok bool, reason, message string) {
 	m.admitMu.Lock()
 	defer m.admitMu.Unlock()
-	m.mu.Lock()
-	if len(m.pods) > 0 {
-		released := false
-		active := activeUIDs(pod, others)
-		for uid := range m.pods {
-			if _, ok := active[uid]; !ok {
-				delete(m.pods, uid)
-				released = true
-			}
+	m.prepare(pod, others)
+	for _, c := range podspec.Containers(pod) {
+		if err := m.allocate(pod, c); err != nil {
+			m.RemovePod(pod.UID)
+			return false, ReasonUnexpectedAdmissionError, fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)
 		}
-		if released {
-			m.checkpointLocked()
-		}
-	}
-	m.mu.Unlock()
-
-	reuse := map[string]map[string]struct{}{}
-	var err error
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		var got map[string][]string
-		if got, err = m.allocateContainer(pod, c, reuse); err != nil {
-			break
-		}
-		sidecar := podspec.IsSidecar(c)
-		for res, ids := range got {
-			for _, id := range ids {
-				if sidecar {
-					delete(reuse[res], id)
-				} else {
-					if reuse[res] == nil {
-						reuse[res] = map[string]struct{}{}
-					}
-					reuse[res][id] = struct{}{}
-				}
-			}
-		}
-	}
-	for i := 0; err == nil && i < len(pod.Spec.Containers); i++ {
-		var got map[string][]string
-		if got, err = m.allocateContainer(pod, &pod.Spec.Containers[i], reuse); err == nil {
-			for res, ids := range got {
-				for _, id := range ids {
-					delete(reuse[res], id)
-				}
-			}
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err != nil {
-		delete(m.pods, pod.UID)
-		m.checkpointLocked()
-		return false, ReasonUnexpectedAdmissionError, fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)
-	}
-	if _, ok := m.pods[pod.UID]; ok {
-		m.checkpointLocked()
 	}
 	return true, "", ""
 }
 
+// Prepare readies the manager for pod's admission through the topology
+// manager: it releases the devices of every pod but pod and others (the
+// pods admitted before and still active), as upstream releases them before
+// it hints and allocates, and forgets the devices an earlier admission set
+// aside for reuse. Call it before the topology manager admits pod; Admit
+// calls it itself.
+func (m *Manager) Prepare(pod *v1.Pod, others []*v1.Pod) {
+	m.admitMu.Lock()
+	defer m.admitMu.Unlock()
+	m.prepare(pod, others)
+}
+
+func (m *Manager) prepare(pod *v1.Pod, others []*v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reusePod, m.reuse = pod.UID, map[string]map[string]struct{}{}
+	if len(m.pods) == 0 {
+		return
+	}
+	released := false
+	active := activeUIDs(pod, others)
+	for uid := range m.pods {
+		if _, ok := active[uid]; !ok {
+			delete(m.pods, uid)
+			released = true
+		}
+	}
+	if released {
+		m.checkpointLocked()
+	}
+}
+
+// RemovePod releases every device the pod's containers hold. The agent
+// calls it for a pod the topology manager refused after some of its
+// containers got their devices.
+func (m *Manager) RemovePod(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reusePod == uid {
+		m.reusePod, m.reuse = "", nil
+	}
+	if _, ok := m.pods[uid]; ok {
+		delete(m.pods, uid)
+		m.checkpointLocked()
+	}
+}
+
+// Allocate gives container c of pod the devices its limits ask for:
+// upstream's Allocate, the topology manager's HintProvider call, made for
+// each container in order, init containers first. A container that holds
+// devices of a resource already keeps them; a regular init container's
+// devices are given again to the pod's containers after it, a sidecar's
+// are not. Devices come from the container's affinity
+// (Options.Affinity) first, as upstream takes them: the reusable devices,
+// then, when the free devices with a node in the affinity are more than
+// needed, the plugin's preferred choice among them (when it offers one)
+// and then the others among them; when they are not more, all of them,
+// then the plugin's preferred choice among all free devices, then free
+// devices on other nodes, then free devices without a node. Without an
+// affinity, or for a resource none of whose devices has a node, the free
+// devices are taken in the plugin's preferred order, then by ID. The
+// plugin's Allocate answer is kept for the container's config and the
+// checkpoint. Errors are upstream's; a failing container keeps nothing of
+// what it got for this call's resources, and the pod keeps what its
+// earlier containers got (RemovePod releases it).
+func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container) error {
+	m.admitMu.Lock()
+	defer m.admitMu.Unlock()
+	return m.allocate(pod, c)
+}
+
+// allocate is Allocate with admitMu held.
+func (m *Manager) allocate(pod *v1.Pod, c *v1.Container) error {
+	m.mu.Lock()
+	if m.reusePod != pod.UID || m.reuse == nil {
+		// Reuse is for one pod at a time, as upstream keeps it.
+		m.reusePod, m.reuse = pod.UID, map[string]map[string]struct{}{}
+	}
+	m.mu.Unlock()
+	got, err := m.allocateContainer(pod, c)
+	if err != nil {
+		return err
+	}
+	regularInit := podspec.IsRegularInitContainer(pod, c)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for res, ids := range got {
+		for _, id := range ids {
+			if regularInit {
+				if m.reuse[res] == nil {
+					m.reuse[res] = map[string]struct{}{}
+				}
+				m.reuse[res][id] = struct{}{}
+			} else {
+				delete(m.reuse[res], id)
+			}
+		}
+	}
+	return nil
+}
+
 // allocateContainer gives c the devices its limits ask for and returns them
 // by resource.
-func (m *Manager) allocateContainer(pod *v1.Pod, c *v1.Container, reuse map[string]map[string]struct{}) (map[string][]string, error) {
+func (m *Manager) allocateContainer(pod *v1.Pod, c *v1.Container) (map[string][]string, error) {
 	got := map[string][]string{}
 	for _, res := range sortedNames(c.Resources.Limits) {
 		q := c.Resources.Limits[v1.ResourceName(res)]
@@ -162,11 +218,12 @@ func (m *Manager) allocateContainer(pod *v1.Pod, c *v1.Container, reuse map[stri
 		}
 		m.mu.Lock()
 		isDevice := m.isDeviceResource(res)
+		reuse := sortedKeys(m.reuse[res])
 		m.mu.Unlock()
 		if !isDevice {
 			continue
 		}
-		ids, err := m.allocateResource(pod, c, res, int(q.Value()), reuse[res])
+		ids, err := m.allocateResource(pod, c, res, int(q.Value()), reuse)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +235,11 @@ func (m *Manager) allocateContainer(pod *v1.Pod, c *v1.Container, reuse map[stri
 // allocateResource chooses required devices of res for c, asks the plugin
 // to allocate them and records the answer. A container that holds devices
 // of res already keeps them.
-func (m *Manager) allocateResource(pod *v1.Pod, c *v1.Container, res string, required int, reuse map[string]struct{}) ([]string, error) {
+func (m *Manager) allocateResource(pod *v1.Pod, c *v1.Container, res string, required int, reuse []string) ([]string, error) {
+	var affinity topologymanager.Mask
+	if m.o.Affinity != nil {
+		affinity = m.o.Affinity.Affinity(pod.UID, c.Name).NUMANodes
+	}
 	m.mu.Lock()
 	if a := m.pods.get(pod.UID, c.Name, res); a != nil {
 		m.mu.Unlock()
@@ -192,49 +253,46 @@ func (m *Manager) allocateResource(pod *v1.Pod, c *v1.Container, res string, req
 		m.mu.Unlock()
 		return nil, fmt.Errorf("cannot allocate unregistered device %s", res)
 	}
-	healthy := map[string]struct{}{}
+	healthy := 0
 	for id := range r.health {
 		if r.healthy(id) {
-			healthy[id] = struct{}{}
+			healthy++
 		}
 	}
-	if len(healthy) == 0 {
+	if healthy == 0 {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("no healthy devices present; cannot allocate unhealthy devices %s", res)
 	}
 	chosen := make([]string, 0, required)
-	for _, id := range slices.Sorted(maps.Keys(reuse)) {
-		if len(chosen) == required {
-			break
+	take := func(ids []string) bool {
+		for _, id := range ids {
+			if len(chosen) == required {
+				break
+			}
+			if !slices.Contains(chosen, id) {
+				chosen = append(chosen, id)
+			}
 		}
-		chosen = append(chosen, id)
+		return len(chosen) == required
 	}
-	used := m.pods.inUse(res)
-	var available []string
-	for id := range healthy {
-		if _, ok := used[id]; !ok {
-			available = append(available, id)
-		}
-	}
-	sort.Strings(available)
+	take(reuse)
+	available := m.available(res, r)
 	needed := required - len(chosen)
-	if len(available) < needed {
+	if needed > 0 && len(available) < needed {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("requested number of devices unavailable for %s. Requested: %d, Available: %d", res, needed, len(available))
 	}
+	aligned, unaligned, noNode := filterByAffinity(affinity, r.numa, available)
 	ep := r.ep
-	// Admit is serialized, so no other allocation takes these devices
-	// while the plugin is asked.
+	// Admit and Allocate are serialized, so no other allocation takes
+	// these devices while the plugin is asked.
 	m.mu.Unlock()
 
-	if needed > 0 && ep != nil && ep.options.GetGetPreferredAllocationAvailable() && needed < len(available) {
-		preferred, err := m.preferred(ep, c.Name, available, chosen, required)
-		if err != nil {
+	if needed > 0 {
+		if err := m.choose(ep, c.Name, res, required, &chosen, take, available, aligned, unaligned, noNode); err != nil {
 			return nil, err
 		}
-		chosen = takeFrom(chosen, preferred, available, required)
 	}
-	chosen = takeFrom(chosen, available, available, required)
 	sort.Strings(chosen)
 	if ep == nil {
 		return nil, fmt.Errorf("endpoint not found in cache for a registered resource: %s", res)
@@ -251,23 +309,94 @@ func (m *Manager) allocateResource(pod *v1.Pod, c *v1.Container, res string, req
 		return nil, fmt.Errorf("no containers return in allocation response %v", resp)
 	}
 	m.mu.Lock()
-	m.pods.set(pod.UID, c.Name, res, &allocation{ids: chosen, resp: resp.GetContainerResponses()[0]})
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	numa := map[string][]int{}
+	for _, id := range chosen {
+		if ns := m.numaNodes(res, id); len(ns) > 0 {
+			numa[id] = slices.Clone(ns)
+		}
+	}
+	m.pods.set(pod.UID, c.Name, res, &allocation{ids: chosen, numa: numa, resp: resp.GetContainerResponses()[0]})
+	m.checkpointLocked()
 	return chosen, nil
 }
 
-// takeFrom appends to chosen the IDs of from that are in allowed and not yet
-// chosen, until it has want of them.
-func takeFrom(chosen, from, allowed []string, want int) []string {
-	for _, id := range from {
-		if len(chosen) >= want {
-			break
+// choose completes chosen, which holds the reused devices, with free
+// devices, in upstream's order (see Allocate). take appends devices until
+// chosen has required and reports whether it has.
+func (m *Manager) choose(ep *endpoint, container, res string, required int, chosen *[]string, take func([]string) bool,
+	available, aligned, unaligned, noNode []string) error {
+	preferred := func(from []string) ([]string, error) {
+		if ep == nil {
+			return nil, fmt.Errorf("endpoint not found in cache for a registered resource: %s", res)
 		}
-		if slices.Contains(allowed, id) && !slices.Contains(chosen, id) {
-			chosen = append(chosen, id)
+		if !ep.options.GetGetPreferredAllocationAvailable() {
+			return nil, nil
+		}
+		ids, err := m.preferred(ep, container, from, *chosen, required)
+		return intersect(ids, from), err
+	}
+	if needed := required - len(*chosen); needed < len(aligned) {
+		ids, err := preferred(aligned)
+		if err != nil {
+			return err
+		}
+		if take(ids) || take(aligned) {
+			return nil
+		}
+		return fmt.Errorf("unexpectedly allocated less resources than required. Requested: %d, Got: %d", required, len(*chosen))
+	}
+	if take(aligned) {
+		return nil
+	}
+	ids, err := preferred(available)
+	if err != nil {
+		return err
+	}
+	if take(ids) || take(unaligned) || take(noNode) {
+		return nil
+	}
+	return fmt.Errorf("unexpectedly allocated less resources than required. Requested: %d, Got: %d", required, len(*chosen))
+}
+
+// filterByAffinity splits the available devices, sorted, as upstream's
+// filterByAffinity does: those with a NUMA node in affinity, those whose
+// nodes are all outside it, and those without a node. With no affinity, or
+// when no device of the resource has a node, all are in the last.
+func filterByAffinity(affinity topologymanager.Mask, numa map[string][]int, available []string) (aligned, unaligned, noNode []string) {
+	if affinity.IsEmpty() || len(numa) == 0 {
+		return nil, nil, available
+	}
+	for _, id := range available {
+		switch ns := numa[id]; {
+		case len(ns) == 0:
+			noNode = append(noNode, id)
+		case anyIn(affinity, ns):
+			aligned = append(aligned, id)
+		default:
+			unaligned = append(unaligned, id)
 		}
 	}
-	return chosen
+	return aligned, unaligned, noNode
+}
+
+// intersect returns the IDs of ids that are in allowed, in ids' order.
+func intersect(ids, allowed []string) []string {
+	var out []string
+	for _, id := range ids {
+		if slices.Contains(allowed, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// sortedKeys returns a set's members, sorted; nil for an empty set.
+func sortedKeys(set map[string]struct{}) []string {
+	if len(set) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 func (m *Manager) preferred(ep *endpoint, container string, available, mustInclude []string, size int) ([]string, error) {

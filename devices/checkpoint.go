@@ -35,6 +35,9 @@ type checkpointAllocation struct {
 	Container string    `json:"container"`
 	Resource  string    `json:"resource"`
 	DeviceIDs []string  `json:"deviceIDs"`
+	// NUMANodes are the NUMA nodes of each device that had some when the
+	// container got it (upstream keeps its device IDs by NUMA node).
+	NUMANodes map[string][]int `json:"numaNodes,omitempty"`
 	// Response is the plugin's ContainerAllocateResponse, protobuf-encoded.
 	Response []byte `json:"response,omitempty"`
 }
@@ -70,7 +73,7 @@ func (m *Manager) restore() {
 		}
 		ids := slices.Clone(a.DeviceIDs)
 		slices.Sort(ids)
-		m.pods.set(a.PodUID, a.Container, a.Resource, &allocation{ids: ids, resp: resp})
+		m.pods.set(a.PodUID, a.Container, a.Resource, &allocation{ids: ids, numa: a.NUMANodes, resp: resp})
 	}
 	now := m.clock.Now()
 	for name := range cp.Registered {
@@ -95,7 +98,7 @@ func (m *Manager) checkpointLocked() {
 					m.log.Warn("Cannot encode a device allocation", "pod", uid, "container", c, "resource", res, "err", err)
 					continue
 				}
-				cp.Allocations = append(cp.Allocations, checkpointAllocation{PodUID: uid, Container: c, Resource: res, DeviceIDs: a.ids, Response: b})
+				cp.Allocations = append(cp.Allocations, checkpointAllocation{PodUID: uid, Container: c, Resource: res, DeviceIDs: a.ids, NUMANodes: a.numa, Response: b})
 			}
 		}
 	}

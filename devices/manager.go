@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeletkit/kubeletkit/topologymanager"
 )
 
 const (
@@ -72,6 +74,10 @@ type Options struct {
 	// NUMANodes are the machine's NUMA nodes, over which the manager's
 	// topology hints range (ContainerHints); nil: no hints.
 	NUMANodes []int
+	// Affinity gives the NUMA nodes the topology manager chose for each
+	// container (topologymanager.Manager): Allocate takes the container's
+	// devices from them first. nil: no preference.
+	Affinity topologymanager.Store
 	// OnChange is called, without locks held, when a resource's capacity or
 	// allocatable may have changed: a plugin registered, listed its devices
 	// or went away. The agent syncs the node's status on it. Nil: none.
@@ -88,8 +94,8 @@ type Manager struct {
 	clock clock.PassiveClock
 	log   *slog.Logger
 
-	// admitMu serializes Admit: device choices and the RPCs that confirm
-	// them happen without mu held.
+	// admitMu serializes Admit, Prepare and Allocate: device choices and
+	// the RPCs that confirm them happen without mu held.
 	admitMu sync.Mutex
 
 	mu        sync.Mutex
@@ -99,6 +105,10 @@ type Manager struct {
 	// again and lists its devices (or goes away again).
 	deleted map[string]struct{}
 	pods    podDevices
+	// reuse are the devices of reusePod's regular init containers, which
+	// its later containers take first (upstream's devicesToReuse).
+	reusePod types.UID
+	reuse    map[string]map[string]struct{}
 	// lastHealth is each device's health as its plugin last listed it,
 	// kept when the plugin goes away and when its resource is dropped, for
 	// the containers' allocatedResourcesStatus (upstream's allDevices).

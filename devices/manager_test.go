@@ -57,17 +57,33 @@ func startNodeWithNUMA(t *testing.T, numa ...int) *node {
 // startStoppable starts a manager whose stop the test chooses.
 func startStoppable(t *testing.T, dir string, numa ...int) (*node, func()) {
 	t.Helper()
-	if dir == "" {
-		dir = shortTempDir(t)
+	return startStoppableWith(t, devices.Options{Dir: dir, NUMANodes: numa})
+}
+
+// startNodeWith is startNode with options: the test's Dir (a temporary
+// one when empty), its clock and change notifications are set here.
+func startNodeWith(t *testing.T, opts devices.Options) *node {
+	t.Helper()
+	n, stop := startStoppableWith(t, opts)
+	t.Cleanup(stop)
+	return n
+}
+
+func startStoppableWith(t *testing.T, opts devices.Options) (*node, func()) {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = shortTempDir(t)
 	}
-	n := &node{clk: testingclock.NewFakeClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)), dir: dir, changes: make(chan struct{}, 1)}
-	var err error
-	n.m, err = devices.New(devices.Options{Dir: dir, Clock: n.clk, NUMANodes: numa, OnChange: func() {
+	n := &node{clk: testingclock.NewFakeClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)), dir: opts.Dir, changes: make(chan struct{}, 1)}
+	opts.Clock = n.clk
+	opts.OnChange = func() {
 		select {
 		case n.changes <- struct{}{}:
 		default:
 		}
-	}})
+	}
+	var err error
+	n.m, err = devices.New(opts)
 	require.NoError(t, err)
 	require.NoError(t, n.m.Listen())
 	ctx, cancel := context.WithCancel(context.Background())
