@@ -36,10 +36,10 @@ const (
 // newAdmission builds the admission chain, in upstream's order: the pod's
 // validity (the agent's own: upstream validates in its sources), eviction
 // under node pressure, sysctls, the operating system, a
-// supplementalGroupsPolicy the runtime cannot apply, the devices of device
-// plugins (when Node.DevicePluginDir is set), the CPU and memory managers'
-// allocations through the topology manager (with Options.Resources), the
-// predicates
+// supplementalGroupsPolicy the runtime cannot apply, the allocations of
+// the devices of device plugins (when Node.DevicePluginDir is set) and of
+// the CPU and memory managers (with Options.Resources), through the
+// topology manager when there is one, the predicates
 // (resources against the node's allocatable, node affinity and selector,
 // node name, host ports, NoExecute taints), then AppArmor, then the node
 // features the pod needs and the node does not declare
@@ -67,16 +67,19 @@ func newAdmission(b *blocks, preempt admission.PreemptorFunc) (admission.Chain, 
 	chain = append(chain, b.sysctls,
 		admission.PodHandlerFunc(func(pod *v1.Pod) (bool, string, string) { return admission.AdmitOS(pod, goruntime.GOOS) }),
 		admission.SupplementalGroupsPolicy(b.features.supplementalGroupsPolicy))
-	if b.devices != nil {
-		// Devices are allocated before the predicates weigh resources, as
-		// upstream's resource allocation handler comes before them.
-		chain = append(chain, b.devices)
-	}
-	if b.res.topology != nil {
-		// The CPU and memory managers' allocations, aligned by the
-		// topology manager with the devices', in the same place:
-		// upstream's resource allocation handler.
+	switch {
+	case b.res.topology != nil && b.devices != nil:
+		// The devices, CPUs and memory, aligned by the topology manager
+		// and allocated in its Allocate phase, devices first, before the
+		// predicates weigh resources: upstream's resource allocation
+		// handler.
+		chain = append(chain, withDevices(b.devices, b.res.admission(b.clock, b.metrics)))
+	case b.res.topology != nil:
 		chain = append(chain, b.res.admission(b.clock, b.metrics))
+	case b.devices != nil:
+		// Without resource managers the device manager allocates on its
+		// own, in the same place.
+		chain = append(chain, b.devices)
 	}
 	chain = append(chain, pred, admission.AppArmor{HostEnabled: b.appArmor}, admission.NodeFeatures(declaredFeatures(b.opts)))
 	if b.shutdown.Enabled() {

@@ -244,14 +244,12 @@ func build(opts Options, log *slog.Logger) (*blocks, error) {
 	if b.res, err = newResourceManagers(opts, log); err != nil {
 		return nil, err
 	}
-	if b.devices, err = newDevices(opts, b.res.numaNodes(), log); err != nil {
+	if b.devices, err = newDevices(opts, b.res, log); err != nil {
 		return nil, err
 	}
-	if b.devices != nil && b.res.topology != nil {
-		// The devices' NUMA nodes, for the CPU and memory managers to
-		// align with (the devices are allocated first, at admission).
-		b.res.topology.AddHintProvider(b.devices)
-	}
+	// With a topology manager the devices are its first hint provider and
+	// are allocated in its Allocate phase, with the merged affinity.
+	b.res.addHintProviders(b.devices)
 	b.nodeView = &nodeView{opts: opts, devices: b.devices, log: log}
 	if b.alloc, err = newAllocation(opts, b.nodeView, view, b.events, log); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/admission"
 	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri"
+	"github.com/kubeletkit/kubeletkit/devices"
 	"github.com/kubeletkit/kubeletkit/eviction"
 	"github.com/kubeletkit/kubeletkit/memorymanager"
 	"github.com/kubeletkit/kubeletkit/pleg"
@@ -79,7 +80,6 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 	if err != nil {
 		return resourceManagers{}, fmt.Errorf("Resources: %w", err)
 	}
-	tm.AddHintProvider(cpu)
 	res := resourceManagers{numa: topo.NUMANodes(), cpu: cpu, topology: tm}
 	if memPolicy == memorymanager.PolicyNone && len(r.ReservedMemory) == 0 {
 		return res, nil
@@ -99,9 +99,23 @@ func newResourceManagers(opts Options, log *slog.Logger) (resourceManagers, erro
 	if err != nil {
 		return resourceManagers{}, fmt.Errorf("Resources: %w", err)
 	}
-	// After the CPU manager, as upstream adds its providers.
-	tm.AddHintProvider(res.memory)
 	return res, nil
+}
+
+// addHintProviders gives the topology manager its hint providers in
+// upstream's order: the devices (nil without a device plugin directory),
+// the CPU manager, the memory manager. Providers allocate in that order.
+func (r resourceManagers) addHintProviders(devs *devices.Manager) {
+	if r.topology == nil {
+		return
+	}
+	if devs != nil {
+		r.topology.AddHintProvider(devs)
+	}
+	r.topology.AddHintProvider(r.cpu)
+	if r.memory != nil {
+		r.topology.AddHintProvider(r.memory)
+	}
 }
 
 // hardEvictionMemory is the hard memory.available eviction threshold in
