@@ -52,7 +52,8 @@
 // once it has ended. Service answers the same v1 API in process, without
 // a socket or the rate limit.
 //
-// Two things differ from upstream: devices carry no NUMA topology (the
-// device manager keeps none), and List's order is by namespace and name
-// rather than a map's.
+// Each device is reported once per NUMA node its plugin listed, with that
+// node in its Topology, as upstream reports it. One thing differs from
+// upstream: List's order, and the devices' order, are sorted rather than a
+// map's.
 package podresources

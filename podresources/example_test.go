@@ -29,6 +29,11 @@ func (gpuHolder) AllocatableDevices() map[string][]string {
 	return map[string][]string{"example.com/gpu": {"gpu0", "gpu1"}}
 }
 
+// NUMANodes: gpu0 sits on NUMA node 0, gpu1 on node 1.
+func (gpuHolder) NUMANodes(_, id string) []int {
+	return map[string][]int{"gpu0": {0}, "gpu1": {1}}[id]
+}
+
 // activePods are fixed pods, all active.
 type activePods []*v1.Pod
 
@@ -63,7 +68,8 @@ func Example() {
 	for _, p := range list.GetPodResources() {
 		for _, c := range p.GetContainers() {
 			for _, d := range c.GetDevices() {
-				fmt.Printf("%s/%s %s: %s %v\n", p.GetNamespace(), p.GetName(), c.GetName(), d.GetResourceName(), d.GetDeviceIds())
+				fmt.Printf("%s/%s %s: %s %v on NUMA node %d\n", p.GetNamespace(), p.GetName(), c.GetName(), d.GetResourceName(), d.GetDeviceIds(),
+					d.GetTopology().GetNodes()[0].GetID())
 			}
 		}
 	}
@@ -72,7 +78,7 @@ func Example() {
 	alloc, _ := client.GetAllocatableResources(ctx, &api.AllocatableResourcesRequest{})
 	fmt.Println("allocatable devices:", len(alloc.GetDevices()), "CPUs:", len(alloc.GetCpuIds()))
 	// Output:
-	// ml/train main: example.com/gpu [gpu0]
+	// ml/train main: example.com/gpu [gpu0] on NUMA node 0
 	// rpc error: code = Unknown desc = pod eval in namespace ml not found
 	// allocatable devices: 2 CPUs: 0
 }

@@ -15,11 +15,15 @@ type pods struct{ active, all []*v1.Pod }
 func (p pods) ActivePods() []*v1.Pod { return p.active }
 func (p pods) Pods() []*v1.Pod       { return p.all }
 
-// devs: pod UID → container → resource → IDs, and the allocatable IDs.
+// devs: pod UID → container → resource → IDs, the allocatable IDs, and
+// NUMA nodes by device ID.
 type devs struct {
 	held        map[types.UID]map[string]map[string][]string
 	allocatable map[string][]string
+	numa        map[string][]int
 }
+
+func (d devs) NUMANodes(_, id string) []int { return d.numa[id] }
 
 func (d devs) Devices(uid types.UID, c string) map[string][]string { return d.held[uid][c] }
 func (d devs) AllocatableDevices() map[string][]string             { return d.allocatable }

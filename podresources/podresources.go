@@ -26,6 +26,9 @@ type Devices interface {
 	// AllocatableDevices returns the IDs of each resource's healthy
 	// devices, by resource name.
 	AllocatableDevices() map[string][]string
+	// NUMANodes returns the NUMA nodes of a device as its plugin listed
+	// them; nil when it listed none.
+	NUMANodes(resource, id string) []int
 }
 
 // CPUs are the exclusive CPUs of a CPU manager. Without one (nil), the API

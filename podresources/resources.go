@@ -49,7 +49,7 @@ func PodResources(pod *v1.Pod, s Sources) *api.PodResources {
 func containerResources(pod *v1.Pod, c *v1.Container, s Sources) *api.ContainerResources {
 	out := &api.ContainerResources{Name: c.Name}
 	if s.Devices != nil {
-		out.Devices = ContainerDevices(s.Devices.Devices(pod.UID, c.Name))
+		out.Devices = ContainerDevices(s.Devices.Devices(pod.UID, c.Name), s.Devices.NUMANodes)
 	}
 	if s.CPUs != nil {
 		out.CpuIds = s.CPUs.CPUs(pod.UID, c.Name)
@@ -64,16 +64,29 @@ func containerResources(pod *v1.Pod, c *v1.Container, s Sources) *api.ContainerR
 }
 
 // ContainerDevices turns device IDs by resource name into the API's
-// entries: one per device, as upstream reports each, sorted by resource
-// and ID (upstream's order is a map's). The device plugin manager keeps no
-// NUMA topology, so no entry has one.
-func ContainerDevices(byResource map[string][]string) []*api.ContainerDevices {
+// entries as upstream reports them: one per device and NUMA node (numa
+// gives a device's nodes), each with that node in its Topology, and one
+// without a Topology for a device that has no node. Entries are sorted by
+// resource and ID, then in the order of the device's nodes (upstream's
+// order is a map's). numa may be nil: no device has a node.
+func ContainerDevices(byResource map[string][]string, numa func(resource, id string) []int) []*api.ContainerDevices {
 	var out []*api.ContainerDevices
 	for _, res := range slices.Sorted(maps.Keys(byResource)) {
 		ids := slices.Clone(byResource[res])
 		sort.Strings(ids)
 		for _, id := range ids {
-			out = append(out, &api.ContainerDevices{ResourceName: res, DeviceIds: []string{id}})
+			var nodes []int
+			if numa != nil {
+				nodes = numa(res, id)
+			}
+			if len(nodes) == 0 {
+				out = append(out, &api.ContainerDevices{ResourceName: res, DeviceIds: []string{id}})
+				continue
+			}
+			for _, n := range nodes {
+				out = append(out, &api.ContainerDevices{ResourceName: res, DeviceIds: []string{id},
+					Topology: &api.TopologyInfo{Nodes: []*api.NUMANode{{ID: int64(n)}}}})
+			}
 		}
 	}
 	return out
@@ -85,7 +98,7 @@ func ContainerDevices(byResource map[string][]string) []*api.ContainerDevices {
 func Allocatable(s Sources) *api.AllocatableResourcesResponse {
 	out := &api.AllocatableResourcesResponse{}
 	if s.Devices != nil {
-		out.Devices = ContainerDevices(s.Devices.AllocatableDevices())
+		out.Devices = ContainerDevices(s.Devices.AllocatableDevices(), s.Devices.NUMANodes)
 	}
 	if s.CPUs != nil {
 		out.CpuIds = s.CPUs.AllocatableCPUs()
@@ -97,13 +110,15 @@ func Allocatable(s Sources) *api.AllocatableResourcesResponse {
 }
 
 // AlphaPodResources is what the v1alpha1 API answers for one pod: its
-// regular containers only (no sidecars), each with its devices.
+// regular containers only (no sidecars), each with its devices, which
+// carry no topology in that version (a device on two NUMA nodes is listed
+// twice, as upstream converts the v1 entries).
 func AlphaPodResources(pod *v1.Pod, d Devices) *alpha.PodResources {
 	out := &alpha.PodResources{Name: pod.Name, Namespace: pod.Namespace, Containers: make([]*alpha.ContainerResources, 0, len(pod.Spec.Containers))}
 	for _, c := range pod.Spec.Containers {
 		cr := &alpha.ContainerResources{Name: c.Name}
 		if d != nil {
-			for _, dev := range ContainerDevices(d.Devices(pod.UID, c.Name)) {
+			for _, dev := range ContainerDevices(d.Devices(pod.UID, c.Name), d.NUMANodes) {
 				cr.Devices = append(cr.Devices, &alpha.ContainerDevices{ResourceName: dev.ResourceName, DeviceIds: dev.DeviceIds})
 			}
 		}

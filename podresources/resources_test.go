@@ -62,6 +62,19 @@ func TestPodResources(t *testing.T) {
 			{Name: "logger"},
 		}},
 	}, {
+		name: "one entry per device and NUMA node, none for a device without one",
+		pod:  pod("ml", "train", nil, "main"),
+		sources: podresources.Sources{Devices: devs{held: gpus.held,
+			numa: map[string][]int{"gpu1": {1}, "gpu3": {0, 1}}}},
+		want: &api.PodResources{Name: "train", Namespace: "ml", Containers: []*api.ContainerResources{
+			{Name: "main", Devices: []*api.ContainerDevices{
+				{ResourceName: gpu, DeviceIds: []string{"gpu1"}, Topology: numaTopology(1)},
+				{ResourceName: gpu, DeviceIds: []string{"gpu3"}, Topology: numaTopology(0)},
+				{ResourceName: gpu, DeviceIds: []string{"gpu3"}, Topology: numaTopology(1)},
+				{ResourceName: nic, DeviceIds: []string{"nic0"}},
+			}},
+		}},
+	}, {
 		name:    "another pod's devices are not this one's",
 		pod:     pod("ml", "eval", nil, "main"),
 		sources: podresources.Sources{Devices: gpus},
@@ -80,6 +93,11 @@ func TestPodResources(t *testing.T) {
 	}
 }
 
+// numaTopology is a device's Topology of one NUMA node.
+func numaTopology(node int64) *api.TopologyInfo {
+	return &api.TopologyInfo{Nodes: []*api.NUMANode{{ID: node}}}
+}
+
 func TestAllocatable(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -95,6 +113,14 @@ func TestAllocatable(t *testing.T) {
 			{ResourceName: gpu, DeviceIds: []string{"gpu0"}},
 			{ResourceName: gpu, DeviceIds: []string{"gpu1"}},
 			{ResourceName: nic, DeviceIds: []string{"nic0"}},
+		}},
+	}, {
+		name: "with their NUMA nodes",
+		sources: podresources.Sources{Devices: devs{allocatable: map[string][]string{gpu: {"gpu1", "gpu0"}},
+			numa: map[string][]int{"gpu0": {0}, "gpu1": {1}}}},
+		want: &api.AllocatableResourcesResponse{Devices: []*api.ContainerDevices{
+			{ResourceName: gpu, DeviceIds: []string{"gpu0"}, Topology: numaTopology(0)},
+			{ResourceName: gpu, DeviceIds: []string{"gpu1"}, Topology: numaTopology(1)},
 		}},
 	}, {
 		name:    "CPUs and memory",
