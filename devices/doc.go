@@ -21,6 +21,13 @@
 //     plugin for a preferred choice when it offers one, and calling its
 //     Allocate; a pod that cannot get its devices is refused with
 //     UnexpectedAdmissionError, as upstream refuses it;
+//   - with a topology manager, is its hint provider instead, as upstream's:
+//     ContainerHints and PodHints hint the NUMA nodes whose free devices
+//     satisfy a request, and Allocate, which the topology manager calls for
+//     each container after merging the hints, takes the devices from the
+//     container's affinity (Options.Affinity) first. Call Prepare before
+//     the topology manager admits a pod (it releases the devices of pods no
+//     longer active) and RemovePod when it refuses one;
 //   - when a container is created (ApplyDevices, the hook of
 //     containerconfig.Options.Devices) adds the plugin's answer to the
 //     container's CRI config: environment, mounts, device nodes, CDI
@@ -43,8 +50,8 @@
 // Run serves registrations until its context ends and returns once every
 // goroutine it started has ended. Listen, which Run calls when it has not
 // been called, restores the checkpoint first: call it before admitting
-// pods. Every method is safe for concurrent use; Admit calls are
-// serialized.
+// pods. Every method is safe for concurrent use; Admit, Prepare and
+// Allocate calls are serialized.
 //
 // Package devicestest has a device plugin for tests that registers with
 // this manager or with upstream kubelet, changes its devices' health on

@@ -219,3 +219,26 @@ func TestTopologyManagerDrivesAllocation(t *testing.T) {
 		})
 	}
 }
+
+// A held device's NUMA nodes are kept in the checkpoint: a restarted
+// manager reports them before the plugin lists its devices again, and the
+// plugin's listing from then on.
+func TestNUMANodesSurviveARestart(t *testing.T) {
+	dir := shortTempDir(t)
+	a := pod("a", nil, ctr("c", map[string]int64{res: 1}))
+	func() {
+		first, stop := startStoppableWith(t, devices.Options{Dir: dir, NUMANodes: []int{0, 1}})
+		defer stop()
+		p := devicestest.New(res, onNUMA("g", 1)...)
+		require.NoError(t, first.plugin(t, p))
+		first.waitCounts(t, res, counts{1, 1})
+		ok, _, msg := first.m.Admit(a, nil)
+		require.True(t, ok, msg)
+		p.Stop()
+	}()
+	n := startNodeWith(t, devices.Options{Dir: dir, NUMANodes: []int{0, 1}})
+	assert.Equal(t, []int{1}, n.m.NUMANodes(res, "g"), "from the checkpoint")
+	require.NoError(t, n.plugin(t, devicestest.New(res, onNUMA("g", 0)...)))
+	n.waitCounts(t, res, counts{1, 1})
+	assert.Equal(t, []int{0}, n.m.NUMANodes(res, "g"), "as the plugin lists it now")
+}
