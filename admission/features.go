@@ -38,3 +38,32 @@ func (f NodeFeatures) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message 
 	}
 	return false, ReasonPodFeatureUnsupported, "Pod requires node features that are not available: " + strings.Join(missing, ", ")
 }
+
+// ReasonPodLevelResourcesNotSupported is the reason of a pod refused for
+// setting pod-level resources on a node whose PodLevelResources gate is
+// off, upstream's.
+const ReasonPodLevelResourcesNotSupported = "PodLevelResourcesNotSupported"
+
+// MessagePodLevelResourcesDisabled is the message of such a refusal,
+// upstream's.
+const MessagePodLevelResourcesDisabled = "PodLevelResources feature gate is disabled"
+
+// PodLevelResources is upstream's pod features admit handler: with
+// Enabled false (the PodLevelResources gate turned off) a pod that sets
+// pod-level resources (podspec.HasPodLevelResources) is refused with
+// ReasonPodLevelResourcesNotSupported, since the node would ignore them;
+// with Enabled true, or for a pod without them, it admits.
+type PodLevelResources struct {
+	// Enabled says the node honours pod-level resources.
+	Enabled bool
+}
+
+var _ Handler = PodLevelResources{}
+
+// Admit refuses a pod with pod-level resources when they are disabled.
+func (h PodLevelResources) Admit(pod *v1.Pod, _ []*v1.Pod) (ok bool, reason, message string) {
+	if h.Enabled || !podspec.HasPodLevelResources(pod) {
+		return true, "", ""
+	}
+	return false, ReasonPodLevelResourcesNotSupported, MessagePodLevelResourcesDisabled
+}

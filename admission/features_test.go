@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeletkit/kubeletkit/admission"
@@ -45,6 +46,37 @@ func TestNodeFeatures(t *testing.T) {
 			assert.False(t, ok)
 			assert.Equal(t, admission.ReasonPodFeatureUnsupported, reason)
 			assert.Equal(t, tc.message, message)
+		})
+	}
+}
+
+// With the PodLevelResources gate off, upstream's kubelet refuses a pod
+// that sets pod-level resources (it would ignore them); every other pod,
+// and every pod with the gate on, is admitted.
+func TestPodLevelResources(t *testing.T) {
+	withPodLevel := func(l v1.ResourceList) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{Resources: &v1.ResourceRequirements{Limits: l}}}
+	}
+	cpu := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+	for _, tc := range []struct {
+		name    string
+		enabled bool
+		pod     *v1.Pod
+		ok      bool
+	}{
+		{"gate off, pod-level cpu limit", false, withPodLevel(cpu), false},
+		{"gate off, no spec.resources", false, &v1.Pod{}, true},
+		{"gate off, empty spec.resources", false, withPodLevel(nil), true},
+		{"gate off, only a resource a pod may not set", false, withPodLevel(v1.ResourceList{"example.com/gpu": resource.MustParse("1")}), true},
+		{"gate on, pod-level cpu limit", true, withPodLevel(cpu), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, reason, message := admission.PodLevelResources{Enabled: tc.enabled}.Admit(tc.pod, nil)
+			assert.Equal(t, tc.ok, ok)
+			if !tc.ok {
+				assert.Equal(t, "PodLevelResourcesNotSupported", reason)
+				assert.Equal(t, "PodLevelResources feature gate is disabled", message)
+			}
 		})
 	}
 }

@@ -41,7 +41,9 @@ const (
 // the CPU and memory managers (with Options.Resources), through the
 // topology manager when there is one, the predicates
 // (resources against the node's allocatable, node affinity and selector,
-// node name, host ports, NoExecute taints), then AppArmor, then the node
+// node name, host ports, NoExecute taints), then AppArmor, then pod-level
+// resources when Resources.DisablePodLevelResources turns them off
+// (PodLevelResourcesNotSupported), then the node
 // features the pod needs and the node does not declare
 // (PodFeatureUnsupported), then the node's shutdown (NodeShutdown while it
 // shuts down). Nil parts are left out.
@@ -81,7 +83,8 @@ func newAdmission(b *blocks, preempt admission.PreemptorFunc) (admission.Chain, 
 		// own, in the same place.
 		chain = append(chain, b.devices)
 	}
-	chain = append(chain, pred, admission.AppArmor{HostEnabled: b.appArmor}, admission.NodeFeatures(declaredFeatures(b.opts)))
+	chain = append(chain, pred, admission.AppArmor{HostEnabled: b.appArmor},
+		admission.PodLevelResources{Enabled: !b.opts.Resources.DisablePodLevelResources}, admission.NodeFeatures(declaredFeatures(b.opts)))
 	if b.shutdown.Enabled() {
 		// Last, as upstream's shutdown manager.
 		chain = append(chain, admission.PodHandlerFunc(b.shutdown.Admit))

@@ -119,7 +119,7 @@ func newCgroups(opts Options, rt cgroups.RuntimeConfigGetter, capacity v1.Resour
 		CgroupRoot: opts.Cgroups.Root, StateDir: filepath.Join(opts.RootDir, "cgroups"),
 		Pod: cgroups.PodOptions{PidsLimit: opts.Cgroups.PodPidsLimit, CPUPeriod: uint64(opts.Cgroups.CPUCFSQuotaPeriod.Microseconds()),
 			HugePageSizes: hugePageSizes},
-		ExclusiveCPUs: exclusiveCPUs(cpus),
+		ExclusiveCPUs: exclusiveCPUs(cpus, opts.Resources.KeepCPUQuotaWithExclusiveCPUs),
 		Logger:        log.With("component", "cgroups")})
 }
 
@@ -314,9 +314,10 @@ func (c *podCgroups) resources(pod *v1.Pod) *v1.ResourceRequirements {
 }
 
 // exclusiveCPUs is the CPU manager as cgroups.ExclusiveCPUs; nil (no
-// interface value) without one.
-func exclusiveCPUs(cpus *cpumanager.Manager) cgroups.ExclusiveCPUs {
-	if cpus == nil {
+// interface value) without one, or when pods holding exclusive CPUs keep
+// their quota (Resources.KeepCPUQuotaWithExclusiveCPUs).
+func exclusiveCPUs(cpus *cpumanager.Manager, keepQuota bool) cgroups.ExclusiveCPUs {
+	if cpus == nil || keepQuota {
 		return nil
 	}
 	return cpus

@@ -487,6 +487,22 @@ type ResourceOptions struct {
 	// topology manager's prefer-closest-numa-nodes option weighs; nil means
 	// read from /sys with a discovered Topology (topologymanager.ReadDistances).
 	NUMADistances map[int][]int
+	// KeepCPUQuotaWithExclusiveCPUs is upstream's
+	// DisableCPUQuotaWithExclusiveCPUs gate turned off: a container given
+	// exclusive CPUs by the static CPU manager keeps its CFS quota, and so
+	// does its pod cgroup. By default (the gate on, upstream's default)
+	// they run without one.
+	KeepCPUQuotaWithExclusiveCPUs bool
+	// DisablePodLevelResources is upstream's PodLevelResources gate turned
+	// off: a pod that sets spec.resources is refused at admission
+	// (admission.ReasonPodLevelResourcesNotSupported, "PodLevelResources
+	// feature gate is disabled"), as upstream's kubelet refuses it.
+	DisablePodLevelResources bool
+	// DisablePodLevelResize is upstream's
+	// InPlacePodLevelResourcesVerticalScaling gate turned off: a resize
+	// that changes a pod's spec.resources is Infeasible
+	// (allocation.MessagePodLevelResizeDisabled).
+	DisablePodLevelResize bool
 }
 
 // CgroupOptions put the pods in upstream's cgroup hierarchy (package

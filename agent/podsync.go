@@ -41,6 +41,9 @@ func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 	var cpus containerconfig.ContainerCPUs
 	if b.res.cpu != nil {
 		cpus = b.res.cpu
+		if opts.Resources.KeepCPUQuotaWithExclusiveCPUs {
+			cpus = keepingQuota{b.res.cpu}
+		}
 	}
 	var memoryNodes containerconfig.ContainerMemoryNodes
 	if b.res.memory != nil {

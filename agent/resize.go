@@ -37,8 +37,9 @@ func newAllocation(opts Options, nv *nodeView, view *podView, events EventRecord
 			return p, ok && !view.workers.IsPodTerminationRequested(uid)
 		}},
 		Clock: opts.Clock, Logger: log.With("component", "allocation"), Recorder: events,
-		CPUManagerStatic:    opts.Resources.CPUManagerPolicy == cpumanager.PolicyStatic,
-		MemoryManagerStatic: opts.Resources.MemoryManagerPolicy == memorymanager.PolicyStatic,
+		CPUManagerStatic:       opts.Resources.CPUManagerPolicy == cpumanager.PolicyStatic,
+		MemoryManagerStatic:    opts.Resources.MemoryManagerPolicy == memorymanager.PolicyStatic,
+		PodLevelResizeDisabled: opts.Resources.DisablePodLevelResize,
 	})
 	if err != nil {
 		return nil, err

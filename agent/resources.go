@@ -261,3 +261,15 @@ func (r *resourceReconciler) reconcile(ctx context.Context) {
 		}
 	}
 }
+
+// keepingQuota gives containers the CPU manager's cpusets without lifting
+// the CFS quota of those holding exclusive CPUs: upstream with its
+// DisableCPUQuotaWithExclusiveCPUs gate off
+// (Resources.KeepCPUQuotaWithExclusiveCPUs).
+type keepingQuota struct{ cpus *cpumanager.Manager }
+
+// ContainerCPUSet is the CPU manager's cpuset of c, never exclusive.
+func (k keepingQuota) ContainerCPUSet(pod *v1.Pod, c *v1.Container) (string, bool) {
+	cpus, _ := k.cpus.ContainerCPUSet(pod, c)
+	return cpus, false
+}

@@ -31,6 +31,9 @@ type Manager struct {
 	// (Options.CPUManagerStatic).
 	cpuStatic bool
 	memStatic bool // Options.MemoryManagerStatic
+	// podLevelOff: a resize of spec.resources is Infeasible
+	// (Options.PodLevelResizeDisabled).
+	podLevelOff bool
 
 	mu       sync.Mutex
 	dirty    bool // allocations changed since the checkpoint was written
@@ -53,7 +56,8 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("allocation: checkpoint path %q is not absolute: %w", opts.CheckpointPath, ErrInvalidOptions)
 	}
 	m := &Manager{path: opts.CheckpointPath, clock: opts.Clock, log: opts.Logger, rec: opts.Recorder,
-		node: opts.Node, pods: opts.Pods, cpuStatic: opts.CPUManagerStatic, memStatic: opts.MemoryManagerStatic, allocs: map[types.UID]podAllocation{},
+		node: opts.Node, pods: opts.Pods, cpuStatic: opts.CPUManagerStatic, memStatic: opts.MemoryManagerStatic,
+		podLevelOff: opts.PodLevelResizeDisabled, allocs: map[types.UID]podAllocation{},
 		podLevel: map[types.UID]*v1.ResourceRequirements{}, conds: map[types.UID]*conditions{}}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeletkit/kubeletkit/allocation"
@@ -235,4 +236,28 @@ func TestAdmitResizeUnderStaticMemoryManager(t *testing.T) {
 	cpu := g.DeepCopy()
 	resize(t, cpu, map[string]string{"cpu": "2"})
 	assert.Equal(t, allocation.Admit, m.AdmitResize(cpu).Outcome)
+}
+
+// With InPlacePodLevelResourcesVerticalScaling off, a resize of the pod's
+// own resources (spec.resources) is Infeasible with upstream's message; a
+// resize of a container alone is weighed as usual, and with the gate on
+// (the default) the pod-level resize is admitted.
+func TestAdmitResizeWithPodLevelResizeDisabled(t *testing.T) {
+	g := newPod(t, "g", map[string]string{"cpu": "1", "memory": "256Mi"})
+	g.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}
+	podLevel := g.DeepCopy()
+	podLevel.Spec.Resources.Limits[v1.ResourceCPU] = resource.MustParse("3")
+	container := g.DeepCopy()
+	resize(t, container, map[string]string{"memory": "512Mi"})
+
+	off, err := allocation.New(allocation.Options{Node: someNode, Pods: noPods, PodLevelResizeDisabled: true})
+	require.NoError(t, err)
+	off.SetAllocated(g)
+	assert.Equal(t, allocation.Decision{Outcome: allocation.Infeasible, Message: "InPlacePodLevelResourcesVerticalScaling is disabled"}, off.AdmitResize(podLevel))
+	assert.Equal(t, allocation.Admit, off.AdmitResize(container).Outcome)
+
+	on, err := allocation.New(allocation.Options{Node: someNode, Pods: noPods})
+	require.NoError(t, err)
+	on.SetAllocated(g)
+	assert.Equal(t, allocation.Admit, on.AdmitResize(podLevel).Outcome)
 }

@@ -41,6 +41,11 @@ const (
 	// policy, which is Infeasible (upstream without
 	// InPlacePodVerticalScalingExclusiveMemory, alpha and off).
 	MessageMemoryManagerStatic = `Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"`
+	// MessagePodLevelResizeDisabled is the PodResizePending message of a
+	// resize of a pod's own resources (spec.resources) on a node whose
+	// InPlacePodLevelResourcesVerticalScaling gate is off, which is
+	// Infeasible.
+	MessagePodLevelResizeDisabled = "InPlacePodLevelResourcesVerticalScaling is disabled"
 	// MessageCapacityPrefix starts the PodResizePending message of a
 	// resize asking more CPU or memory than the node's allocatable:
 	// "Node didn't have enough capacity: cpu, requested: 5000, capacity:
@@ -199,4 +204,10 @@ type Options struct {
 	// policy: a Guaranteed pod's resize that changes a container's memory
 	// request is Infeasible (MessageMemoryManagerStatic).
 	MemoryManagerStatic bool
+	// PodLevelResizeDisabled is upstream's
+	// InPlacePodLevelResourcesVerticalScaling gate turned off: a resize
+	// that changes the pod's own resources (spec.resources) is Infeasible
+	// (MessagePodLevelResizeDisabled); its containers' resizes are weighed
+	// as usual.
+	PodLevelResizeDisabled bool
 }

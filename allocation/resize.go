@@ -16,11 +16,17 @@ import (
 // AdmitResize weighs pod's resize against the node's allocatable
 // (Options.Node) and the other pods as allocated (Options.Pods), with the
 // function AdmitResize. A static pod's resize is Infeasible before the
-// node is read; a node that cannot be read defers the resize with
+// node is read, and so is, with Options.PodLevelResizeDisabled, one that
+// changes the pod's spec.resources, and those ExclusiveRefusal refuses; a node that cannot be read defers the resize with
 // admission's MessageInvalidNodeInfo. It changes nothing.
 func (m *Manager) AdmitResize(pod *v1.Pod) Decision {
 	if d, ok := staticRefusal(pod); ok {
 		return d
+	}
+	if m.podLevelOff {
+		if allocated, ok := m.AllocatedPod(pod); ok && !podLevelEqual(pod.Spec.Resources, allocated.Spec.Resources) {
+			return Decision{Outcome: Infeasible, Message: MessagePodLevelResizeDisabled}
+		}
 	}
 	if m.cpuStatic || m.memStatic {
 		if allocated, ok := m.AllocatedPod(pod); ok {

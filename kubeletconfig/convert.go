@@ -150,13 +150,17 @@ func (c ClusterConfig) Standalone() error {
 
 // Gates the node honours, by name: what each turns on.
 var honouredGates = map[string]bool{
-	"EventedPLEG":                            true, // Agent.EventedPLEG
-	"ExtendWebSocketsToKubelet":              true, // the caller's WebSocket translator
-	"GracefulNodeShutdown":                   true, // locked on upstream
-	"GracefulNodeShutdownBasedOnPodPriority": true, // Shutdown.ByPodPriority
-	"KubeletCrashLoopBackOffMax":             true, // Node.MaxContainerRestartPeriod
-	"KubeletEnsureSecretPulledImages":        true, // Node.PulledImages (false: Off)
-	"NodeLogQuery":                           true, // validation: enableSystemLogQuery needs it
+	"CustomCPUCFSQuotaPeriod":                 true, // validation: cpuCFSQuotaPeriod other than 100ms needs it
+	"DisableCPUQuotaWithExclusiveCPUs":        true, // Resources.KeepCPUQuotaWithExclusiveCPUs (false)
+	"EventedPLEG":                             true, // Agent.EventedPLEG
+	"ExtendWebSocketsToKubelet":               true, // the caller's WebSocket translator
+	"GracefulNodeShutdown":                    true, // locked on upstream
+	"GracefulNodeShutdownBasedOnPodPriority":  true, // Shutdown.ByPodPriority
+	"KubeletCrashLoopBackOffMax":              true, // Node.MaxContainerRestartPeriod
+	"KubeletEnsureSecretPulledImages":         true, // Node.PulledImages (false: Off)
+	"NodeLogQuery":                            true, // validation: enableSystemLogQuery needs it
+	"InPlacePodLevelResourcesVerticalScaling": true, // Resources.DisablePodLevelResize (false)
+	"PodLevelResources":                       true, // Resources.DisablePodLevelResources (false)
 }
 
 // Convert turns a defaulted, validated configuration into the agent's
@@ -326,6 +330,9 @@ func (c *converter) node() {
 	g := gates(kc)
 	c.cfg.FeatureGates = g
 	o.EventedPLEG = g["EventedPLEG"]
+	o.Resources.KeepCPUQuotaWithExclusiveCPUs = !g["DisableCPUQuotaWithExclusiveCPUs"]
+	o.Resources.DisablePodLevelResources = !g["PodLevelResources"]
+	o.Resources.DisablePodLevelResize = !g["InPlacePodLevelResourcesVerticalScaling"]
 	o.Cgroups.PerQOS = deref(kc.CgroupsPerQOS)
 	o.Cgroups.Driver = kc.CgroupDriver
 	o.Cgroups.Root = kc.CgroupRoot

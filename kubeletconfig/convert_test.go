@@ -204,6 +204,12 @@ func TestConvertGates(t *testing.T) {
 		{gates: map[string]bool{"KubeletTracing": false, "CPUManagerPolicyOptions": true}},
 		{gates: map[string]bool{"GracefulNodeShutdownBasedOnPodPriority": false, "EventedPLEG": true}},
 		{gates: map[string]bool{"MemoryQoS": false}},
+		// What upstream's CPU and memory manager e2e specs set.
+		{gates: map[string]bool{"CPUManagerPolicyBetaOptions": false, "CPUManagerPolicyAlphaOptions": false,
+			"DisableCPUQuotaWithExclusiveCPUs": false, "PodLevelResources": false,
+			"InPlacePodLevelResourcesVerticalScaling": false, "PodLevelResourceManagers": false, "CustomCPUCFSQuotaPeriod": false}},
+		{gates: map[string]bool{"PodLevelResourceManagers": true}, want: []string{"featureGates.PodLevelResourceManagers"},
+			msg: "featureGates.PodLevelResourceManagers true: not supported by this node"},
 		{gates: map[string]bool{"MemoryQoS": true, "NoSuchGate": false}, want: []string{"featureGates.MemoryQoS", "featureGates.NoSuchGate"},
 			msg: "featureGates.MemoryQoS true: not supported by this node"},
 	} {
@@ -428,4 +434,24 @@ func TestConvertResourceManagers(t *testing.T) {
 	assert.Equal(t, "Static", r.MemoryManagerPolicy)
 	require.Len(t, r.ReservedMemory, 1)
 	assert.Equal(t, "1Gi", r.ReservedMemory[0].Limits.Memory().String())
+}
+
+// The gates the node honours either way map to the agent's options: off,
+// pods holding exclusive CPUs keep their CFS quota, pod-level resources
+// are refused and their resizes infeasible; by default none of that.
+func TestConvertResourceGates(t *testing.T) {
+	cfg, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
+		kc.FeatureGates = map[string]bool{"DisableCPUQuotaWithExclusiveCPUs": false, "PodLevelResources": false,
+			"InPlacePodLevelResourcesVerticalScaling": false}
+	})
+	require.NoError(t, err)
+	r := cfg.Agent.Resources
+	assert.True(t, r.KeepCPUQuotaWithExclusiveCPUs)
+	assert.True(t, r.DisablePodLevelResources)
+	assert.True(t, r.DisablePodLevelResize)
+
+	cfg, err = convert(t, func(*kubeletv1beta1.KubeletConfiguration) {})
+	require.NoError(t, err)
+	r = cfg.Agent.Resources
+	assert.False(t, r.KeepCPUQuotaWithExclusiveCPUs || r.DisablePodLevelResources || r.DisablePodLevelResize)
 }

@@ -11,15 +11,15 @@ package kubeletconfig
 // behaviour off.
 var alwaysOnGates = map[string]bool{
 	"ComponentFlagz": true, "ComponentStatusz": true, "ContainerCheckpoint": true,
-	"ContainerRestartRules": true, "CustomCPUCFSQuotaPeriod": true, "DisableNodeKubeProxyVersion": true,
+	"ContainerRestartRules": true, "DisableNodeKubeProxyVersion": true,
 	"DRAExtendedResource": true, "DynamicResourceAllocation": true, "EnvFiles": true,
 	"ExecProbeTimeout": true, "HostnameOverride": true, "ImageMaximumGCAge": true, "ImageVolume": true,
-	"InPlacePodLevelResourcesVerticalScaling": true, "InPlacePodVerticalScaling": true,
+	"InPlacePodVerticalScaling":               true,
 	"InPlacePodVerticalScalingInitContainers": true, "KubeletCgroupDriverFromCRI": true,
 	"KubeletFineGrainedAuthz": true, "KubeletPSI": true, "KubeletPodResourcesDynamicResources": true, "KubeletSeparateDiskGC": true, "KubeletPodResourcesGet": true,
 	"KubeletPodResourcesListUseActivePods": true, "KubeletServiceAccountTokenForCredentialProviders": true,
 	"NodeDeclaredFeatures": true, "NodeSwap": true, "PLEGOnDemandRelist": true,
-	"PodLevelResources": true, "PodLifecycleSleepAction": true, "PodLifecycleSleepActionAllowZero": true,
+	"PodLifecycleSleepAction": true, "PodLifecycleSleepActionAllowZero": true,
 	"PodObservedGenerationTracking": true, "PodReadyToStartContainersCondition": true,
 	"PreventStaticPodAPIReferences": true, "ProcMountType": true, "RecursiveReadOnlyMounts": true,
 	"RelaxedDNSSearchValidation": true, "RelaxedEnvironmentVariableValidation": true,
@@ -30,11 +30,13 @@ var alwaysOnGates = map[string]bool{
 }
 
 // configRefusedGates are the gates whose configuration fields the node
-// refuses by name (tracing; the CPU and topology managers' policy
-// options): either value is accepted, since what would use the gate
-// cannot be configured.
+// refuses by name (tracing; the CPU and topology managers' policy options
+// beyond those it implements, which cpumanager and topologymanager refuse
+// by name whatever the gates say): either value is accepted, since what
+// would use the gate cannot be configured.
 var configRefusedGates = map[string]bool{
 	"KubeletTracing": true, "CPUManagerPolicyOptions": true, "CPUManagerPolicyBetaOptions": true,
+	"CPUManagerPolicyAlphaOptions": true,
 	"TopologyManagerPolicyOptions": true, "TopologyManagerPolicyBetaOptions": true,
 }
 

@@ -21,19 +21,24 @@ var ErrInvalid = errors.New("invalid kubelet configuration")
 // and validation look at (v1.36.3's pkg/features/kube_features.go); a
 // configuration's featureGates override them.
 var gateDefaults = map[string]bool{
-	"GracefulNodeShutdown":                   true,
-	"GracefulNodeShutdownBasedOnPodPriority": true,
-	"CustomCPUCFSQuotaPeriod":                true,
-	"ImageMaximumGCAge":                      true,
-	"RotateKubeletServerCertificate":         true,
-	"NodeSwap":                               true,
-	"KubeletCrashLoopBackOffMax":             true,
-	"MemoryQoS":                              false,
-	"NodeLogQuery":                           true,
-	"KubeletEnsureSecretPulledImages":        true,
-	"EventedPLEG":                            false,
-	"ExtendWebSocketsToKubelet":              true,
-	"KubeletSeparateDiskGC":                  true,
+	"GracefulNodeShutdown":                    true,
+	"GracefulNodeShutdownBasedOnPodPriority":  true,
+	"CustomCPUCFSQuotaPeriod":                 true,
+	"ImageMaximumGCAge":                       true,
+	"RotateKubeletServerCertificate":          true,
+	"NodeSwap":                                true,
+	"KubeletCrashLoopBackOffMax":              true,
+	"MemoryQoS":                               false,
+	"NodeLogQuery":                            true,
+	"KubeletEnsureSecretPulledImages":         true,
+	"EventedPLEG":                             false,
+	"ExtendWebSocketsToKubelet":               true,
+	"KubeletSeparateDiskGC":                   true,
+	"DisableCPUQuotaWithExclusiveCPUs":        true,
+	"PodLevelResources":                       true,
+	"InPlacePodLevelResourcesVerticalScaling": true,
+	// Alpha and off in 1.36; the node is without them, so off is accepted.
+	"PodLevelResourceManagers": false,
 }
 
 // gates are the feature gates kc runs with, as far as gateDefaults knows.
