@@ -84,7 +84,11 @@
 #
 # Environment: KK_WORK, KK_APISERVER_CACHE, KK_K8S_VERSION (lib.sh);
 # KK_CONFORMANCE_NODE (node name, default kk-conformance);
-# KK_CONFORMANCE_CGROUPS (qos, the default, or none: above). Needs root.
+# KK_CONFORMANCE_CGROUPS (qos, the default, or none: above);
+# KK_CONFORMANCE_CGROUPNS=1 runs the suite (not the kubelet) in a cgroup
+# namespace rooted at the run's cgroup root (hack/cgroupns-exec.sh), so
+# that the specs that read the pods' cgroups at /kubepods (CPU manager,
+# cgroup manager, pod overhead) find them; off by default. Needs root.
 set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -428,8 +432,17 @@ suite=0
 ln -sf "${E2E_BIN}" "${OUT}/suite/e2e_node.test"
 # The shims first on the suite's PATH: its sudo and systemctl restart the
 # kubelet through the supervisor.
+# With KK_CONFORMANCE_CGROUPNS=1 the suite sees the run's cgroup root as
+# "/" (hack/cgroupns-exec.sh): its specs that read the pods' cgroups at
+# /sys/fs/cgroup/<controller>/kubepods find them.
+CGROUPNS=()
+if [[ "${KK_CONFORMANCE_CGROUPNS:-0}" == 1 ]]; then
+  [[ -n "${CGROUP_ROOT}" ]] || kk_die "KK_CONFORMANCE_CGROUPNS=1 needs pod cgroups (KK_CONFORMANCE_CGROUPS=qos)"
+  CGROUPNS=(bash "${HACK_DIR}/cgroupns-exec.sh" "${CGROUP_ROOT}")
+  kk_log "the suite runs in a cgroup namespace rooted at ${CGROUP_ROOT}"
+fi
 (cd "${OUT}/suite" && PATH="${HACK_DIR}/conformance-shims:${PATH}" KK_SUPERVISOR_DIR="${SUPERVISOR_DIR}" \
-  "${GINKGO_BIN}" run --procs="${PROCS}" --timeout="${TIMEOUT}" \
+  "${CGROUPNS[@]}" "${GINKGO_BIN}" run --procs="${PROCS}" --timeout="${TIMEOUT}" \
   --focus="${FOCUS}" --skip="${SKIP}" --no-color -v --output-dir="${OUT}" \
   --junit-report=junit.xml --json-report=report.json ./e2e_node.test -- \
   --start-services=false --node-name="${NODE}" --host="${APISERVER_URL}" --bearer-token="${TOKEN}" \
