@@ -43,7 +43,9 @@ func (p *emptyDirPlugin) Name() string                    { return EmptyDirPlugi
 func (p *emptyDirPlugin) CanSupport(spec *v1.Volume) bool { return spec.EmptyDir != nil }
 
 // SetUp creates the directory (0777), or mounts a tmpfs there for medium
-// Memory, sized as memoryVolumeSize says; with the pod's fsGroup the
+// Memory, sized as memoryVolumeSize says, or a hugetlbfs for medium
+// HugePages or HugePages-<size>, of the page size the pod's huge page
+// requests give (hugePageSizeMountOption); with the pod's fsGroup the
 // directory is the group's, setgid, as upstream's.
 func (p *emptyDirPlugin) SetUp(_ context.Context, v *Volume) (Mounted, error) {
 	ed := v.Spec.EmptyDir
@@ -64,7 +66,13 @@ func (p *emptyDirPlugin) SetUp(_ context.Context, v *Volume) (Mounted, error) {
 			return Mounted{}, err
 		}
 	default:
-		return Mounted{}, fmt.Errorf("%w: emptyDir medium %q (only \"\" and %q are supported)", ErrUnsupported, ed.Medium, v1.StorageMediumMemory)
+		if !isHugePagesMedium(ed.Medium) {
+			return Mounted{}, fmt.Errorf("%w: emptyDir medium %q (only \"\", %q and %q are supported)", ErrUnsupported, ed.Medium,
+				v1.StorageMediumMemory, v1.StorageMediumHugePages)
+		}
+		if err := setUpHugetlbfs(p.mounter, v.Dir, ed.Medium, v.Pod); err != nil {
+			return Mounted{}, err
+		}
 	}
 	fsGroup, policy := podFSGroup(v.Pod)
 	if err := setOwnership(v.Dir, fsGroup, policy, false); err != nil {
