@@ -617,6 +617,12 @@ type HTTPOptions struct {
 	// kubelet.sock); upstream always serves it. Off, Agent.PodResources
 	// still answers in process.
 	PodResources bool
+	// PodResourcesListAllPods is upstream's
+	// KubeletPodResourcesListUseActivePods gate turned off: the v1 List
+	// answers every pod the node holds, finished ones too, as before that
+	// gate (v1alpha1's List always does). By default it answers the active
+	// pods.
+	PodResourcesListAllPods bool
 	// MetricsHandler serves /metrics on both servers (examples/prometheus
 	// has one over Options.Metrics); nil means no /metrics.
 	MetricsHandler http.Handler

@@ -158,6 +158,7 @@ var honouredGates = map[string]bool{
 	"GracefulNodeShutdownBasedOnPodPriority":  true, // Shutdown.ByPodPriority
 	"KubeletCrashLoopBackOffMax":              true, // Node.MaxContainerRestartPeriod
 	"KubeletEnsureSecretPulledImages":         true, // Node.PulledImages (false: Off)
+	"KubeletPodResourcesListUseActivePods":    true, // HTTP.PodResourcesListAllPods (false)
 	"NodeLogQuery":                            true, // validation: enableSystemLogQuery needs it
 	"InPlacePodLevelResourcesVerticalScaling": true, // Resources.DisablePodLevelResize (false)
 	"PodLevelResources":                       true, // Resources.DisablePodLevelResources (false)
@@ -333,6 +334,7 @@ func (c *converter) node() {
 	o.Resources.KeepCPUQuotaWithExclusiveCPUs = !g["DisableCPUQuotaWithExclusiveCPUs"]
 	o.Resources.DisablePodLevelResources = !g["PodLevelResources"]
 	o.Resources.DisablePodLevelResize = !g["InPlacePodLevelResourcesVerticalScaling"]
+	o.HTTP.PodResourcesListAllPods = !g["KubeletPodResourcesListUseActivePods"]
 	o.Cgroups.PerQOS = deref(kc.CgroupsPerQOS)
 	o.Cgroups.Driver = kc.CgroupDriver
 	o.Cgroups.Root = kc.CgroupRoot

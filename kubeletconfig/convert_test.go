@@ -442,16 +442,18 @@ func TestConvertResourceManagers(t *testing.T) {
 func TestConvertResourceGates(t *testing.T) {
 	cfg, err := convert(t, func(kc *kubeletv1beta1.KubeletConfiguration) {
 		kc.FeatureGates = map[string]bool{"DisableCPUQuotaWithExclusiveCPUs": false, "PodLevelResources": false,
-			"InPlacePodLevelResourcesVerticalScaling": false}
+			"InPlacePodLevelResourcesVerticalScaling": false, "KubeletPodResourcesListUseActivePods": false}
 	})
 	require.NoError(t, err)
 	r := cfg.Agent.Resources
 	assert.True(t, r.KeepCPUQuotaWithExclusiveCPUs)
 	assert.True(t, r.DisablePodLevelResources)
 	assert.True(t, r.DisablePodLevelResize)
+	assert.True(t, cfg.Agent.HTTP.PodResourcesListAllPods)
 
 	cfg, err = convert(t, func(*kubeletv1beta1.KubeletConfiguration) {})
 	require.NoError(t, err)
 	r = cfg.Agent.Resources
 	assert.False(t, r.KeepCPUQuotaWithExclusiveCPUs || r.DisablePodLevelResources || r.DisablePodLevelResize)
+	assert.False(t, cfg.Agent.HTTP.PodResourcesListAllPods)
 }

@@ -37,6 +37,7 @@ var gateDefaults = map[string]bool{
 	"DisableCPUQuotaWithExclusiveCPUs":        true,
 	"PodLevelResources":                       true,
 	"InPlacePodLevelResourcesVerticalScaling": true,
+	"KubeletPodResourcesListUseActivePods":    true,
 	// Alpha and off in 1.36; the node is without them, so off is accepted.
 	"PodLevelResourceManagers": false,
 }

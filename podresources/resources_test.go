@@ -183,6 +183,21 @@ func TestService(t *testing.T) {
 	}
 }
 
+// With ListAllPods (upstream's KubeletPodResourcesListUseActivePods off)
+// List answers every pod the node holds, finished ones too.
+func TestServiceListAllPods(t *testing.T) {
+	running, done := pod("ml", "train", nil, "main"), pod("ml", "done", nil, "main")
+	s, err := podresources.New(podresources.Options{Pods: pods{active: []*v1.Pod{running}, all: []*v1.Pod{running, done}}, ListAllPods: true})
+	require.NoError(t, err)
+	list, err := s.Service().List(context.Background(), &api.ListPodResourcesRequest{})
+	require.NoError(t, err)
+	var names []string
+	for _, p := range list.GetPodResources() {
+		names = append(names, p.GetNamespace()+"/"+p.GetName())
+	}
+	assert.Equal(t, []string{"ml/done", "ml/train"}, names)
+}
+
 func TestNewRefusesMissingPods(t *testing.T) {
 	_, err := podresources.New(podresources.Options{})
 	assert.ErrorIs(t, err, podresources.ErrInvalidOptions)

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
 	api "k8s.io/kubelet/pkg/apis/podresources/v1"
 	alpha "k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 	"k8s.io/utils/clock"
@@ -40,6 +41,10 @@ type Options struct {
 	Pods Pods
 	// Sources are the pods' resources; a nil field means none of that kind.
 	Sources Sources
+	// ListAllPods makes the v1 List answer every pod (Pods.Pods), as
+	// upstream's with KubeletPodResourcesListUseActivePods off; by default
+	// it answers the active pods (Pods.ActivePods), the gate on.
+	ListAllPods bool
 	// QPS and Burst rate-limit every call, all clients together: a call
 	// over the limit gets ErrRateLimited. Zero means DefaultQPS and
 	// DefaultBurst, upstream's.
@@ -58,14 +63,20 @@ type Service struct {
 	api.UnsafePodResourcesListerServer
 	pods    Pods
 	sources Sources
+	all     bool // Options.ListAllPods
 }
 
 var _ api.PodResourcesListerServer = (*Service)(nil)
 
 // List answers the active pods (upstream's KubeletPodResourcesListUseActivePods,
-// on), sorted by namespace and name.
+// on), or every pod with Options.ListAllPods, sorted by namespace and name.
 func (s *Service) List(context.Context, *api.ListPodResourcesRequest) (*api.ListPodResourcesResponse, error) {
-	pods := slices.Clone(s.pods.ActivePods())
+	var pods []*v1.Pod
+	if s.all {
+		pods = slices.Clone(s.pods.Pods())
+	} else {
+		pods = slices.Clone(s.pods.ActivePods())
+	}
 	SortPods(pods)
 	out := &api.ListPodResourcesResponse{PodResources: make([]*api.PodResources, 0, len(pods))}
 	for _, p := range pods {
@@ -145,7 +156,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{o: opts, log: log, service: &Service{pods: opts.Pods, sources: opts.Sources}}, nil
+	return &Server{o: opts, log: log, service: &Service{pods: opts.Pods, sources: opts.Sources, all: opts.ListAllPods}}, nil
 }
 
 // Service returns the v1 API the server serves, to call in process.
