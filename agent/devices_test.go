@@ -154,48 +154,13 @@ spec:
       limits: {example.com/gpu: "1", cpu: "1", memory: 64Mi}
 `
 
-// A device's NUMA node steers the CPU manager: on a machine of two NUMA
-// nodes (CPUs 0,2 on node 0; 1,3 on node 1) whose only device sits on node
-// 1, a Guaranteed pod asking for the device and one CPU gets a CPU of node
-// 1 under the single-numa-node policy.
-func TestDeviceTopologyAlignsCPUs(t *testing.T) {
-	dir := t.TempDir()
-	manifests, root, plugins := filepath.Join(dir, "manifests"), filepath.Join(dir, "root"), devicePluginDir(t)
-	require.NoError(t, os.Mkdir(manifests, 0o750))
-	rt := agent.NewFakeRuntime(nil, nil)
-	t.Cleanup(rt.Close)
-	machine, err := cpumanager.NewTopology(2, 1, 2, 1)
-	require.NoError(t, err)
-	n := startNodeWith(t, agent.Options{Runtime: rt, RootDir: root, Sources: agent.SourceOptions{ManifestPath: manifests},
-		Node:      agent.NodeOptions{DevicePluginDir: plugins, KubeReserved: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}},
-		Resources: agent.ResourceOptions{CPUManagerPolicy: "static", TopologyManagerPolicy: "single-numa-node", Topology: machine}})
-	plugin := devicestest.New("example.com/gpu", &pluginapi.Device{ID: "gpu1", Health: pluginapi.Healthy,
-		Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: 1}}}})
-	t.Cleanup(plugin.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, plugin.StartAndRegister(ctx, filepath.Join(plugins, devices.SocketName)))
-	n.waitResource("example.com/gpu", 1, 1)
-
-	n.write("a.yaml", strings.ReplaceAll(gpuCPUPod, "NAME", "a"))
-	n.waitPod("a-node1", "Running", isRunning)
-	var cpus string
-	for _, c := range rt.CallsOf(fake.CreateContainer) {
-		if req := c.Request.(*runtimeapi.CreateContainerRequest); req.GetSandboxConfig().GetMetadata().GetUid() == "a-uid" {
-			cpus = req.GetConfig().GetLinux().GetResources().GetCpusetCpus()
-		}
-	}
-	assert.Contains(t, []string{"1", "3"}, cpus, "a CPU of node 1, beside the device")
-}
-
-// The devices are chosen with the topology manager's merged affinity, as
-// upstream chooses them: on a machine of two NUMA nodes (CPUs 0,2 on node
-// 0; 1,3 on node 1) whose node 0 CPUs are all reserved, with a free device
-// on each node, a Guaranteed pod asking for one device and one CPU under
-// the single-numa-node policy gets the device of node 1, beside its CPU.
-// Had the device been chosen before the topology manager ran (the first
-// free one, on node 0), the pod could not be aligned and would be refused.
-func TestDeviceChosenWithMergedAffinity(t *testing.T) {
+// numaGPUNode starts a node on a machine of two NUMA nodes (CPUs 0,2 on
+// node 0; 1,3 on node 1) under the static CPU manager and the
+// single-numa-node topology policy, one CPU reserved by KubeReserved (or
+// the reserved set given), with a device plugin of example.com/gpu serving
+// devs, registered and counted.
+func numaGPUNode(t *testing.T, reserved cpuset.CPUSet, devs ...*pluginapi.Device) (*node, *fake.Runtime) {
+	t.Helper()
 	dir := t.TempDir()
 	manifests, root, plugins := filepath.Join(dir, "manifests"), filepath.Join(dir, "root"), devicePluginDir(t)
 	require.NoError(t, os.Mkdir(manifests, 0o750))
@@ -206,26 +171,56 @@ func TestDeviceChosenWithMergedAffinity(t *testing.T) {
 	n := startNodeWith(t, agent.Options{Runtime: rt, RootDir: root, Sources: agent.SourceOptions{ManifestPath: manifests},
 		Node: agent.NodeOptions{DevicePluginDir: plugins, KubeReserved: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}},
 		Resources: agent.ResourceOptions{CPUManagerPolicy: "static", TopologyManagerPolicy: "single-numa-node", Topology: machine,
-			ReservedSystemCPUs: cpuset.New(0, 2)}})
-	onNode := func(id string, numa int64) *pluginapi.Device {
-		return &pluginapi.Device{ID: id, Health: pluginapi.Healthy, Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: numa}}}}
-	}
-	plugin := devicestest.New("example.com/gpu", onNode("gpu0", 0), onNode("gpu1", 1))
+			ReservedSystemCPUs: reserved}})
+	plugin := devicestest.New("example.com/gpu", devs...)
 	t.Cleanup(plugin.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, plugin.StartAndRegister(ctx, filepath.Join(plugins, devices.SocketName)))
-	n.waitResource("example.com/gpu", 2, 2)
+	n.waitResource("example.com/gpu", int64(len(devs)), int64(len(devs)))
+	return n, rt
+}
 
-	n.write("a.yaml", strings.ReplaceAll(gpuCPUPod, "NAME", "a"))
-	a := n.waitPod("a-node1", "Running or refused", func(p v1.Pod) bool { return isRunning(p) || p.Status.Phase == v1.PodFailed })
-	require.True(t, isRunning(a), "refused: %s: %s", a.Status.Reason, a.Status.Message)
+// gpuOnNode is a healthy device on one NUMA node.
+func gpuOnNode(id string, numa int64) *pluginapi.Device {
+	return &pluginapi.Device{ID: id, Health: pluginapi.Healthy, Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: numa}}}}
+}
+
+// createdCPUs is the cpuset the runtime was asked to create the pod's
+// container with.
+func createdCPUs(rt *fake.Runtime, uid string) string {
 	var cpus string
 	for _, c := range rt.CallsOf(fake.CreateContainer) {
-		if req := c.Request.(*runtimeapi.CreateContainerRequest); req.GetSandboxConfig().GetMetadata().GetUid() == "a-uid" {
+		if req := c.Request.(*runtimeapi.CreateContainerRequest); req.GetSandboxConfig().GetMetadata().GetUid() == uid {
 			cpus = req.GetConfig().GetLinux().GetResources().GetCpusetCpus()
 		}
 	}
-	assert.Contains(t, []string{"1", "3"}, cpus, "a CPU of node 1")
+	return cpus
+}
+
+// A device's NUMA node steers the CPU manager: on a machine of two NUMA
+// nodes (CPUs 0,2 on node 0; 1,3 on node 1) whose only device sits on node
+// 1, a Guaranteed pod asking for the device and one CPU gets a CPU of node
+// 1 under the single-numa-node policy.
+func TestDeviceTopologyAlignsCPUs(t *testing.T) {
+	n, rt := numaGPUNode(t, cpuset.CPUSet{}, gpuOnNode("gpu1", 1))
+	n.write("a.yaml", strings.ReplaceAll(gpuCPUPod, "NAME", "a"))
+	n.waitPod("a-node1", "Running", isRunning)
+	assert.Contains(t, []string{"1", "3"}, createdCPUs(rt, "a-uid"), "a CPU of node 1, beside the device")
+}
+
+// The devices are chosen with the topology manager's merged affinity, as
+// upstream chooses them: on a machine of two NUMA nodes (CPUs 0,2 on node
+// 0; 1,3 on node 1) whose node 0 CPUs are all reserved, with a free device
+// on each node, a Guaranteed pod asking for one device and one CPU under
+// the single-numa-node policy gets the device of node 1, beside its CPU.
+// Had the device been chosen before the topology manager ran (the first
+// free one, on node 0), the pod could not be aligned and would be refused.
+func TestDeviceChosenWithMergedAffinity(t *testing.T) {
+	n, rt := numaGPUNode(t, cpuset.New(0, 2), gpuOnNode("gpu0", 0), gpuOnNode("gpu1", 1))
+	n.write("a.yaml", strings.ReplaceAll(gpuCPUPod, "NAME", "a"))
+	a := n.waitPod("a-node1", "Running or refused", func(p v1.Pod) bool { return isRunning(p) || p.Status.Phase == v1.PodFailed })
+	require.True(t, isRunning(a), "refused: %s: %s", a.Status.Reason, a.Status.Message)
+	assert.Contains(t, []string{"1", "3"}, createdCPUs(rt, "a-uid"), "a CPU of node 1")
 	assert.Equal(t, "gpu1", createdEnv(t, rt, "a-uid")[devicestest.DefaultEnv], "the device of node 1, beside the CPU")
 }

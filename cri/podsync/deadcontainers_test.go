@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,12 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeletkit/kubeletkit/cri"
-	"github.com/kubeletkit/kubeletkit/cri/fake"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
-	"github.com/kubeletkit/kubeletkit/cri/podsync/containerconfig"
 )
 
 // dead is a container status of the given name, ID, state and creation
@@ -109,19 +105,9 @@ func TestDeadContainersToRemoveLeavesStatus(t *testing.T) {
 // RemoveDeadContainer removes the container and its log link, as the
 // garbage collection does.
 func TestRemoveDeadContainer(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}, Rules: []fake.Rule{exitRule(3, time.Second)}})
-	t.Cleanup(rt.Close)
-	links := filepath.Join(t.TempDir(), "containers")
-	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, ContainerLogLinksDir: links, Config: containerconfig.Options{LogRoot: t.TempDir()}})
-	require.NoError(t, err)
+	h := newLinkedCrasher(t)
+	clk, s, links, pod, st := h.clk, h.s, h.links, h.pod, h.status
 	ctx := context.Background()
-	pod := newPod("", nil, crasher("app"))
-	st := func() *cri.PodStatus {
-		s, err := cri.GetPodStatus(ctx, rt, pod.UID, pod.Name, pod.Namespace)
-		require.NoError(t, err)
-		return s
-	}
 	require.NoError(t, s.SyncPod(ctx, pod, st()).Err())
 	clk.Step(time.Second) // exits
 	require.NoError(t, s.SyncPod(ctx, pod, st()).Err())

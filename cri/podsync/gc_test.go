@@ -71,19 +71,9 @@ func TestGarbageCollectKeepsLivePodsNewestSandbox(t *testing.T) {
 // under upstream's name; the link goes with the container, and a link whose
 // file and container are both gone is swept; other files stay.
 func TestContainerLogLinks(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}, Rules: []fake.Rule{exitRule(3, time.Second)}})
-	t.Cleanup(rt.Close)
-	links := filepath.Join(t.TempDir(), "containers")
-	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, ContainerLogLinksDir: links, Config: containerconfig.Options{LogRoot: t.TempDir()}})
-	require.NoError(t, err)
+	h := newLinkedCrasher(t)
+	clk, s, links, pod, status := h.clk, h.s, h.links, h.pod, h.status
 	ctx := context.Background()
-	pod := newPod("", nil, crasher("app"))
-	status := func() *cri.PodStatus {
-		st, err := cri.GetPodStatus(ctx, rt, pod.UID, pod.Name, pod.Namespace)
-		require.NoError(t, err)
-		return st
-	}
 	require.NoError(t, s.SyncPod(ctx, pod, status()).Err())
 	first := status().ContainersByName("app")[0]
 	link := filepath.Join(links, pod.Name+"_"+pod.Namespace+"_app-"+first.GetId()+".log")
@@ -110,4 +100,34 @@ func TestContainerLogLinks(t *testing.T) {
 	second := status().ContainersByName("app")[0]
 	_, err = os.Lstat(filepath.Join(links, pod.Name+"_"+pod.Namespace+"_app-"+second.GetId()+".log"))
 	assert.NoError(t, err, "the running container's link stays, even before its file is written")
+}
+
+// linkedCrasher is a Syncer with ContainerLogLinksDir on the fake runtime,
+// and a pod whose container exits 3 a second after it starts.
+type linkedCrasher struct {
+	t     *testing.T
+	clk   *clocktesting.FakeClock
+	rt    *fake.Runtime
+	s     *podsync.Syncer
+	links string
+	pod   *v1.Pod
+}
+
+func newLinkedCrasher(t *testing.T) *linkedCrasher {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := fake.New(fake.Options{Clock: clk, Images: []string{"busybox:1"}, Rules: []fake.Rule{exitRule(3, time.Second)}})
+	t.Cleanup(rt.Close)
+	links := filepath.Join(t.TempDir(), "containers")
+	s, err := podsync.New(podsync.Options{Runtime: rt, Clock: clk, ContainerLogLinksDir: links, Config: containerconfig.Options{LogRoot: t.TempDir()}})
+	require.NoError(t, err)
+	return &linkedCrasher{t: t, clk: clk, rt: rt, s: s, links: links, pod: newPod("", nil, crasher("app"))}
+}
+
+// status is the pod's status from the runtime.
+func (h *linkedCrasher) status() *cri.PodStatus {
+	h.t.Helper()
+	st, err := cri.GetPodStatus(context.Background(), h.rt, h.pod.UID, h.pod.Name, h.pod.Namespace)
+	require.NoError(h.t, err)
+	return st
 }
