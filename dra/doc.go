@@ -128,6 +128,19 @@
 // cannot be read fails every call that needs the claims (upstream's
 // kubelet does not start).
 //
+// # Metrics
+//
+// Options.Metrics (nil: none) is told how long each PrepareResources and
+// UnprepareResources took, with its error, and each unary call to a
+// plugin (a unary interceptor on the plugin's connection) with its driver,
+// full gRPC method and status code, on Options.Clock: upstream's
+// dra_operations_duration_seconds and
+// dra_grpc_operations_duration_seconds. Manager.ClaimsInUse counts the
+// prepared claims by driver and all of them under AnyDriver ("<any>",
+// always there), for upstream's dra_resource_claims_in_use, which is read
+// at scrape time. The agent passes its agent.DRAMetrics; examples/prometheus
+// serves the three series.
+//
 // # Differences from upstream
 //
 // Which of two unregistered drivers of a claim is named, and the order of

@@ -80,9 +80,13 @@ type Options struct {
 	// durably blocked, gives one whose connections live in the bubble
 	// (dratest's in-memory plugins, dratest.Dialer).
 	Dialer Dialer
-	// Clock times the devices' health reports and the retries of the
-	// health streams. Nil: the real clock.
+	// Clock times the devices' health reports, the retries of the
+	// health streams and what Metrics observe. Nil: the real clock.
 	Clock clock.Clock
+	// Metrics receives the durations of PrepareResources and
+	// UnprepareResources and of the calls to the plugins. Nil: none are
+	// taken.
+	Metrics Metrics
 }
 
 // ErrInvalidOptions is wrapped by New for Options it cannot use.
@@ -97,6 +101,7 @@ type Manager struct {
 	stateDir string
 	log      *slog.Logger
 	clock    clock.Clock
+	metrics  Metrics
 	health   healthCache
 
 	mu      sync.Mutex
@@ -127,10 +132,10 @@ func New(opts Options) (*Manager, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	m := &Manager{claims: opts.Claims, stateDir: opts.StateDir, log: log, clock: opts.Clock,
+	m := &Manager{claims: opts.Claims, stateDir: opts.StateDir, log: log, clock: opts.Clock, metrics: opts.Metrics,
 		cache: map[string]*claimInfo{}, health: healthCache{changed: map[types.UID]struct{}{}}}
-	m.registry = &Registry{timeout: opts.CallTimeout, log: log, dial: opts.Dialer, clock: opts.Clock, watch: m.watchHealth,
-		plugins: map[string][]*plugin{}}
+	m.registry = &Registry{timeout: opts.CallTimeout, log: log, dial: opts.Dialer, clock: opts.Clock, metrics: opts.Metrics,
+		watch: m.watchHealth, plugins: map[string][]*plugin{}}
 	return m, nil
 }
 
@@ -152,9 +157,12 @@ func (m *Manager) Registry() *Registry { return m.registry }
 // are prepared, one NodePrepareResources call per driver with all of the
 // pod's claims of that driver, drivers in the order first met. A claim
 // already prepared (for this pod's earlier sandbox or another pod) is not
-// prepared again.
+// prepared again. Each call is timed for Options.Metrics.
 func (m *Manager) PrepareResources(ctx context.Context, pod *v1.Pod) error {
-	if err := m.prepare(ctx, pod); err != nil {
+	start := m.clock.Now()
+	err := m.prepare(ctx, pod)
+	m.observe(OpPrepareResources, start, err)
+	if err != nil {
 		return fmt.Errorf("prepare dynamic resources: %w", err)
 	}
 	return nil
@@ -368,9 +376,13 @@ func lookupClaim(claims []*drav1.Claim, uid string) *drav1.Claim {
 // The claims are the ones recorded for the pod (kept across restarts by
 // the checkpoint). Upstream also derives them from the pod's spec when none
 // is recorded, but only ever unprepares recorded claims, so that adds only
-// its failure for a template's claim never made.
+// its failure for a template's claim never made. Each call is timed for
+// Options.Metrics.
 func (m *Manager) UnprepareResources(ctx context.Context, pod *v1.Pod) error {
-	if err := m.unprepare(ctx, pod.UID); err != nil {
+	start := m.clock.Now()
+	err := m.unprepare(ctx, pod.UID)
+	m.observe(OpUnprepareResources, start, err)
+	if err != nil {
 		return fmt.Errorf("unprepare dynamic resources: %w", err)
 	}
 	return nil

@@ -47,6 +47,7 @@ type Registry struct {
 	log     *slog.Logger
 	dial    Dialer
 	clock   clock.Clock
+	metrics Metrics // nil: the calls are not timed
 	// watch reads a plugin's health stream until it ends (the Manager's
 	// watchHealth).
 	watch func(ctx context.Context, driver string, stream drahealthv1alpha1.DRAResourceHealth_NodeWatchResourcesClient) error
@@ -123,7 +124,9 @@ func chooseService(name, endpoint string, versions []string) (string, error) {
 // or fails, as upstream's: a plugin that does not serve it fails every
 // time) until the plugin is deregistered. A second plugin at an endpoint
 // the driver already has is refused ("endpoint EP already registered for
-// DRA driver plugin NAME"), as upstream's. ctx is not kept.
+// DRA driver plugin NAME"), as upstream's. With Options.Metrics, every
+// unary call on the connection is timed for Metrics.ObserveCall. ctx is
+// not kept.
 func (r *Registry) RegisterPlugin(_ context.Context, name, endpoint string, versions []string) error {
 	service, err := chooseService(name, endpoint, versions)
 	if err != nil {
@@ -136,9 +139,12 @@ func (r *Registry) RegisterPlugin(_ context.Context, name, endpoint string, vers
 			return fmt.Errorf("endpoint %s already registered for DRA driver plugin %s", endpoint, name)
 		}
 	}
-	conn, err := grpc.NewClient("passthrough:///"+endpoint,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return r.dial(ctx, endpoint) }))
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return r.dial(ctx, endpoint) })}
+	if r.metrics != nil {
+		dialOpts = append(dialOpts, grpc.WithChainUnaryInterceptor(callTimer(r.metrics, r.clock, name)))
+	}
+	conn, err := grpc.NewClient("passthrough:///"+endpoint, dialOpts...)
 	if err != nil {
 		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", name, endpoint, err)
 	}
