@@ -5,12 +5,14 @@ import (
 	"errors"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/kubeletkit/kubeletkit/cpumanager"
 	"github.com/kubeletkit/kubeletkit/cri/podsync"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/memorymanager"
 	"github.com/kubeletkit/kubeletkit/pleg"
 	"github.com/kubeletkit/kubeletkit/podworkers"
@@ -146,6 +148,54 @@ type VolumeMetrics interface {
 	// the volume manager's desired and set-up volumes by plugin
 	// (volume.Manager.VolumeCounts), cheap enough for every scrape.
 	CountVolumes(count func() []volume.VolumeCount)
+}
+
+// DRAMetrics is an optional extension of Metrics: when Options.Metrics
+// also implements it, the DRA manager reports to it how long it took to
+// prepare and unprepare each pod's resource claims and each of its calls
+// to the drivers' kubelet plugins, as upstream's
+// dra_operations_duration_seconds and dra_grpc_operations_duration_seconds
+// observe them, and it is given the count of the claims in use, as
+// upstream's dra_resource_claims_in_use reads it.
+type DRAMetrics interface {
+	// ObserveDRAOperation is dra.Metrics' ObserveOperation: operation
+	// dra.OpPrepareResources (before a pod's sandbox is created) or
+	// dra.OpUnprepareResources (once its containers have stopped), its
+	// duration on the agent's clock and its error (nil: success). It is
+	// called from the pods' syncs and must not block.
+	ObserveDRAOperation(operation string, d time.Duration, err error)
+	// ObserveDRACall is dra.Metrics' ObserveCall: one gRPC call to a
+	// plugin of driver, its full method name
+	// ("/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
+	// ...), status code and duration on the agent's clock. It must not
+	// block.
+	ObserveDRACall(driver, method string, code codes.Code, d time.Duration)
+	// CountDRAClaims is called once, by New, with the function that
+	// counts the claims in use by driver and under dra.AnyDriver
+	// (dra.Manager.ClaimsInUse), cheap enough for every scrape.
+	CountDRAClaims(count func() map[string]int)
+}
+
+// draMetrics is the DRA manager's Metrics: the agent's DRAMetrics, or nil
+// when it has none.
+func draMetrics(metrics Metrics) dra.Metrics {
+	if dm, ok := metrics.(DRAMetrics); ok {
+		return draObserver{dm}
+	}
+	return nil
+}
+
+// draObserver adapts DRAMetrics to dra.Metrics.
+type draObserver struct{ m DRAMetrics }
+
+var _ dra.Metrics = draObserver{}
+
+func (o draObserver) ObserveOperation(operation string, d time.Duration, err error) {
+	o.m.ObserveDRAOperation(operation, d, err)
+}
+
+func (o draObserver) ObserveCall(driver, method string, code codes.Code, d time.Duration) {
+	o.m.ObserveDRACall(driver, method, code, d)
 }
 
 // volumeMetrics is the volume manager's Metrics: the agent's

@@ -2,20 +2,25 @@ package agent_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
 	"github.com/kubeletkit/kubeletkit/cri/fake"
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/volume"
 )
@@ -293,6 +298,82 @@ func TestMetricsVolumeHooks(t *testing.T) {
 		require.True(t, n.StepUntil(time.Minute, func() bool { return len(m.count()) == 0 }), "the volume torn down")
 		m.mu.Lock()
 		assert.Equal(t, [2]string{volume.OpUnmount, volume.EmptyDirPluginName}, m.ops[len(m.ops)-1])
+		m.mu.Unlock()
+	})
+}
+
+// draHookMetrics records what DRAMetrics is told.
+type draHookMetrics struct {
+	*recordingMetrics
+	ops   []draOp
+	calls int
+	count func() map[string]int
+}
+
+type draOp struct {
+	op     string
+	failed bool
+}
+
+var _ agent.DRAMetrics = (*draHookMetrics)(nil)
+
+func (m *draHookMetrics) ObserveDRAOperation(op string, _ time.Duration, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ops = append(m.ops, draOp{op, err != nil})
+}
+
+func (m *draHookMetrics) ObserveDRACall(string, string, codes.Code, time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+}
+
+func (m *draHookMetrics) CountDRAClaims(count func() map[string]int) { m.count = count }
+
+func (m *draHookMetrics) took() []draOp {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.ops)
+}
+
+// The agent gives DRAMetrics the DRA manager's count of the claims in use
+// (none: "<any>" at 0) and reports each preparation before a sandbox and
+// each unpreparation after a pod's containers stopped, as upstream's
+// kubelet observes them for every pod: a pod without claims is prepared
+// and unprepared at once; one whose claim's driver is not registered fails
+// at each sync and calls no plugin.
+func TestMetricsDRAHooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &draHookMetrics{recordingMetrics: newRecordingMetrics()}
+		n, _ := staticNode(t, agenttest.Options{Agent: agent.Options{Metrics: m}}, nil)
+		require.NotNil(t, m.count, "CountDRAClaims called by New")
+		assert.Equal(t, map[string]int{dra.AnyDriver: 0}, m.count())
+
+		plain := n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: v1.PodSpec{
+			Containers: []v1.Container{{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "3600"}}}}})
+		require.True(t, n.StepUntil(time.Minute, podIs(n, plain.Name, isRunning)), "pod %s", plain.Name)
+		assert.Equal(t, []draOp{{dra.OpPrepareResources, false}}, m.took())
+
+		n.DeletePodWithGrace(plain.Namespace, plain.Name, 0)
+		require.True(t, n.StepUntil(time.Minute, func() bool { return n.Pod(plain.Namespace, plain.Name) == nil }), "pod gone")
+		assert.Equal(t, []draOp{{dra.OpPrepareResources, false}, {dra.OpUnprepareResources, false}}, m.took())
+
+		const uid = types.UID("00000000-0000-4000-8000-0000000000ad")
+		claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "default", UID: "claim-uid"}}
+		claim.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "trainer", UID: uid}}
+		claim.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+			Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.example.com", Pool: "node1", Device: "gpu-0"}}}}
+		n.SetResourceClaim(claim)
+		n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "trainer", UID: uid}, Spec: v1.PodSpec{
+			ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu")}},
+			Containers: []v1.Container{{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
+				Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}}}}})
+		require.True(t, n.StepUntil(time.Minute, func() bool { return len(m.took()) >= 3 }), "a preparation of trainer")
+		assert.Equal(t, draOp{dra.OpPrepareResources, true}, m.took()[2], "the driver is not registered")
+		assert.Equal(t, map[string]int{dra.AnyDriver: 0}, m.count())
+		m.mu.Lock()
+		assert.Zero(t, m.calls, "no plugin to call")
 		m.mu.Unlock()
 	})
 }

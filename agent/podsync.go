@@ -20,15 +20,19 @@ import (
 // environment's sources, the devices, the cgroups and the runtime's
 // features; a pod's resource claims are prepared by a dra.Manager over the
 // API server's claims (Cluster.ResourceClaims), its checkpoint in RootDir,
-// which also gives the containers their claims' CDI devices (b.dra).
+// which also gives the containers their claims' CDI devices (b.dra) and
+// reports to the agent's DRAMetrics.
 func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 	opts, log := b.opts, b.log
 	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims, StateDir: opts.RootDir, Dialer: opts.Node.DRADialer,
-		Clock: b.clock, Logger: log.With("component", "dra")})
+		Clock: b.clock, Logger: log.With("component", "dra"), Metrics: draMetrics(b.metrics)})
 	if err != nil {
 		return nil, err
 	}
 	b.dra = claims
+	if dm, ok := b.metrics.(DRAMetrics); ok {
+		dm.CountDRAClaims(claims.ClaimsInUse)
+	}
 	var sandboxCgroups containerconfig.SandboxCgroups
 	var podCgroups podsync.PodCgroupResizer
 	if b.cgroups.mgr != nil {
