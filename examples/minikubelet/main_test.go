@@ -192,6 +192,9 @@ func TestHTTPServer(t *testing.T) {
 		"kubelet_pod_start_duration_seconds_count 1\n",
 		`kubelet_pod_worker_duration_seconds_count{operation_type="create"}`,
 		`kubeletkit_events_total{reason="Started",type="Normal"} 1` + "\n",
+		// The DRA manager's claims in use, which upstream's e2e_node DRA
+		// specs read in their cleanup: "<any>" is there at 0.
+		`dra_resource_claims_in_use{driver_name="<any>"} 0` + "\n",
 	}
 	all := func(body string) bool {
 		for _, want := range wants {

@@ -21,8 +21,8 @@
 //	kubeletkit_events_total                      counter by type and reason
 //
 // Fed by the agent's optional hooks (Metrics implements agent.StartMetrics,
-// agent.EvictionMetrics, agent.PodStartMetrics, agent.ImagePullMetrics and
-// agent.VolumeMetrics),
+// agent.EvictionMetrics, agent.PodStartMetrics, agent.ImagePullMetrics,
+// agent.VolumeMetrics, agent.ResourceMetrics and agent.DRAMetrics),
 // under upstream's names, help texts, labels and buckets:
 //
 //	kubelet_started_pods_total                   counter, sandboxes the agent tried to create
@@ -63,6 +63,15 @@
 //	kubelet_topology_manager_admission_errors_total,
 //	kubelet_topology_manager_admission_duration_ms
 //	                                             admissions through the topology manager
+//	dra_operations_duration_seconds              histogram by operation_name (PrepareResources,
+//	                                             UnprepareResources) and is_error: each pod's
+//	                                             claims prepared or unprepared, 0.1s to 40s
+//	dra_grpc_operations_duration_seconds         histogram by driver_name, method_name (the full
+//	                                             gRPC method) and grpc_status_code (OK ...): each
+//	                                             call to a DRA plugin, 0.1s to 40s
+//	dra_resource_claims_in_use                   gauge by driver_name, "<any>" for all (there at
+//	                                             0 when none is): the DRA manager's prepared
+//	                                             claims at scrape time
 //
 // # /metrics/probes
 //

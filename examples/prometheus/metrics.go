@@ -73,6 +73,7 @@ type Metrics struct {
 
 	volumes  volumeMetrics
 	managers managerMetrics // the CPU and topology managers'
+	dra      draMetrics
 
 	// probes is /metrics/probes' registry, apart from reg as upstream's.
 	probes *probeMetrics
@@ -126,10 +127,12 @@ func New(opts Options) (*Metrics, error) {
 	m.newPodStartAndPullMetrics()
 	m.volumes = newVolumeMetrics()
 	m.managers = newManagerMetrics()
+	m.dra = newDRAMetrics()
+	collectors := append(m.managers.collectors(), m.dra.collectors()...)
 	for _, c := range append([]prom.Collector{m.relistDuration, m.relistInterval, m.lastSeen, m.discarded, m.podStart, m.work, m.events,
 		m.runtimeOps, m.runtimeDuration, m.runtimeErrors, m.startedPods, m.startedPodsErrors,
 		m.startedContainers, m.startErrors, m.evictions, m.podStartTotal, m.podStartSLI, m.imagePulls,
-		m.volumes.operations, m.volumes.totals}, m.managers.collectors()...) {
+		m.volumes.operations, m.volumes.totals}, collectors...) {
 		if err := m.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("new metrics: %w", err)
 		}
