@@ -841,7 +841,7 @@ kk_build_image() {
   stamp="${out}.inputs"
   key="$( {
     printf '%s\n%s\n' "${ref}" "${config}"
-    sha256sum "${oci}"
+    sha256sum <"${oci}"
     for dir in "$@"; do
       (cd "${dir}" && find . -printf '%p %m %s %n %U %G %l\n' | sort &&
         find . -type f -printf '%i\t%p\n' | sort -t$'\t' -k1,1n -u | cut -f2 | sort |
