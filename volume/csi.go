@@ -79,6 +79,7 @@ type csiPlugin struct {
 	objects  CSIDriverSource // nil: no CSIDriver objects
 	nodeName string
 	mounter  Mounter
+	now      func() time.Time // Measure's timestamps
 	// deviceOp times an unstaging for Options.Metrics (Manager.deviceOp).
 	deviceOp func(ctx context.Context, plugin string) func(error)
 
@@ -120,7 +121,7 @@ var (
 func newCSIPlugin(o Options, deviceOp func(ctx context.Context, plugin string) func(error)) *csiPlugin {
 	objects, _ := o.Sources.Claims.(CSIDriverSource)
 	return &csiPlugin{drivers: o.CSIDrivers, root: o.RootDir, timeout: o.CSITimeout, secrets: o.Sources.Secrets,
-		objects: objects, nodeName: o.NodeName, mounter: o.Mounter, deviceOp: deviceOp}
+		objects: objects, nodeName: o.NodeName, mounter: o.Mounter, now: o.Clock.Now, deviceOp: deviceOp}
 }
 
 func (p *csiPlugin) Name() string                    { return CSIPluginName }
@@ -214,10 +215,11 @@ func dialCSI(driver, endpoint string) (*csiClient, error) {
 	return &csiClient{conn: conn, node: csipb.NewNodeClient(conn)}, nil
 }
 
-// nodeCaps are the node capabilities SetUp asks about.
+// nodeCaps are the node capabilities SetUp and Measure ask about.
 type nodeCaps struct {
 	stage       bool // STAGE_UNSTAGE_VOLUME
 	multiWriter bool // SINGLE_NODE_MULTI_WRITER
+	volumeStats bool // GET_VOLUME_STATS
 }
 
 func (c *csiClient) capabilities(ctx context.Context) (nodeCaps, error) {
@@ -232,6 +234,8 @@ func (c *csiClient) capabilities(ctx context.Context) (nodeCaps, error) {
 			caps.stage = true
 		case csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
 			caps.multiWriter = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS:
+			caps.volumeStats = true
 		}
 	}
 	return caps, nil

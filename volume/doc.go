@@ -38,7 +38,8 @@
 //     upstream's global mount path and published per pod on
 //     kubernetes.io~csi/<pv>/mount, unstaged after the last pod.
 //
-// Options.Plugins adds others (the Plugin interface is four methods).
+// Options.Plugins adds others (the Plugin interface is four methods; a
+// plugin may also be a PersistentPlugin, a Remounter or a Measurer).
 // Content comes from small interfaces in Options.Sources (ConfigMapSource,
 // SecretSource, TokenSource); StaticSources holds configMaps and secrets in
 // memory for an agent that reads them from files, and an API-server adapter
@@ -88,6 +89,18 @@
 // volumes per plugin, as volume_manager_total_volumes, for a collector to
 // read at scrape time. Neither needs a metrics library.
 //
+// # Volume stats
+//
+// MeasureVolumes measures the volumes set up for a pod whose plugin is a
+// Measurer, for the Summary API (package stats asks it, as upstream's
+// volume stat calculator asks the volume manager's mounters): a local
+// persistent volume by statfs(2) of its mount, a CSI volume (persistent
+// or inline) by its driver's NodeGetVolumeStats when the driver has the
+// GET_VOLUME_STATS node capability. Each is named after the pod's volume,
+// with a PVCRef for a claim's (persistentVolumeClaim or ephemeral)
+// volume. A hostPath volume has no figures (upstream's MetricsNil); the
+// other built-ins are measured by package stats from their directories.
+//
 // # Security
 //
 // Paths built from pod data (pod UID, volume names, item paths, keys,
@@ -111,6 +124,7 @@
 //
 // volumetest.Mounter records tmpfs mounts without mounting;
 // volumetest.Tokens issues numbered service account tokens; fakecsi.Driver
-// is a CSI node driver served over a real unix socket. StaticSources
+// is a CSI node driver served over a real unix socket (NodeGetVolumeStats
+// answers what a test scripts). StaticSources
 // serves configMaps and secrets.
 package volume

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -17,9 +18,12 @@ import (
 // on the pod's volume directory, <pod>/volumes/kubernetes.io~local-volume/<pv>,
 // read-only ("ro") when the claim's volume says so, and the pod's fsGroup
 // applied to a writable one. A path that is a block device (which upstream
-// formats and mounts) is ErrUnsupported.
+// formats and mounts) is ErrUnsupported. Measure gives statfs(2) of the
+// mount.
 type localPlugin struct {
 	mounter Mounter
+	now     func() time.Time                  // Measure's timestamps
+	statfs  func(path string) (statFS, error) // statfs(2); tests script it
 }
 
 var (

@@ -68,7 +68,7 @@ func New(opts Options) (*Manager, error) {
 			payload: projectedPayload(src, m.tokens, opts.NodeAllocatable), memory: !opts.SecretsOnDisk, mounter: opts.Mounter, now: m.clock.Now},
 		newCSIPlugin(opts, m.deviceOp),
 		imagePlugin{},
-		&localPlugin{mounter: opts.Mounter},
+		&localPlugin{mounter: opts.Mounter, now: m.clock.Now, statfs: statfs},
 	}
 	for _, p := range opts.Plugins {
 		name := p.Name()

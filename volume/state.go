@@ -117,6 +117,13 @@ type actualVol struct {
 	// be half set up (a CSI volume staged but not published, a directory
 	// created); it is torn down if the pod goes, set up again if not.
 	uncertain bool
+	// What the last successful SetUp was given: the pod, its volume and
+	// the claim's persistent volume and readOnly (nil when found on disk
+	// or uncertain), what a Measurer measures the volume from.
+	pod      *v1.Pod
+	spec     *v1.Volume
+	pv       *v1.PersistentVolume
+	readOnly bool
 }
 
 // usable reports whether the volume is known to be set up.
@@ -467,7 +474,8 @@ func (r *reconciler) complete(op operation, m Mounted, err error, now time.Time)
 	v.fail = nil
 	switch op.kind {
 	case opSetUp:
-		v.have = &actualVol{plugin: op.plugin, dir: op.dir, metric: op.metric, mounted: m, setUpAt: op.started, refreshGen: op.gen}
+		v.have = &actualVol{plugin: op.plugin, dir: op.dir, metric: op.metric, mounted: m, setUpAt: op.started, refreshGen: op.gen,
+			pod: op.pod, spec: op.spec, pv: op.pv, readOnly: op.readOnly}
 	case opTearDown:
 		v.have = nil
 		p.prune()
@@ -590,6 +598,39 @@ func (r *reconciler) mounted(uid types.UID) map[string]Mounted {
 			out[v.name] = v.have.mounted
 		}
 	}
+	return out
+}
+
+// setUpVol is a volume set up for a pod, with what it was set up from.
+type setUpVol struct {
+	name     string
+	dir      string // the name of its directory
+	plugin   Plugin
+	pod      *v1.Pod
+	spec     *v1.Volume
+	pv       *v1.PersistentVolume
+	readOnly bool
+}
+
+// setUpVolumes lists the pod's volumes that this process set up and that
+// are usable (not only found on disk, not uncertain, not being torn
+// down), whether the pod is still desired or its volumes wait for their
+// tear down, as upstream's mounted volumes; sorted by name.
+func (r *reconciler) setUpVolumes(uid types.UID) []setUpVol {
+	p := r.pods[uid]
+	if p == nil {
+		return nil
+	}
+	var out []setUpVol
+	for _, v := range p.vols {
+		if v.inflight && !v.desired() {
+			continue // being torn down
+		}
+		if a := v.have; a.usable() && a.pod != nil && a.spec != nil {
+			out = append(out, setUpVol{name: v.name, dir: a.dir, plugin: a.plugin, pod: a.pod, spec: a.spec, pv: a.pv, readOnly: a.readOnly})
+		}
+	}
+	slices.SortFunc(out, func(a, b setUpVol) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 

@@ -9,7 +9,9 @@
 // NodeStageVolume (advertised when Options.StageUnstage is set) checks that
 // the staging directory exists and records it; NodePublishVolume of a
 // volume that is not staged then fails with FailedPrecondition, as a real
-// driver's would. Every call is recorded as a Call; Fail makes a method
+// driver's would. NodeGetVolumeStats (advertised as GET_VOLUME_STATS when
+// Options.VolumeStats is set) answers, for a volume published or staged
+// at the path asked about, the usage SetUsage scripted. Every call is recorded as a Call; Fail makes a method
 // return an error. A Driver is safe for concurrent use.
 //
 //	d := fakecsi.New(fakecsi.Options{Name: "csi.example.com", StageUnstage: true})

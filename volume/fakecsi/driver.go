@@ -28,6 +28,7 @@ const (
 	NodeUnstageVolume   = "NodeUnstageVolume"
 	NodePublishVolume   = "NodePublishVolume"
 	NodeUnpublishVolume = "NodeUnpublishVolume"
+	NodeGetVolumeStats  = "NodeGetVolumeStats"
 )
 
 // Options configures a Driver.
@@ -41,6 +42,10 @@ type Options struct {
 	// SingleNodeMultiWriter advertises SINGLE_NODE_MULTI_WRITER (the
 	// access modes SINGLE_NODE_SINGLE_WRITER and SINGLE_NODE_MULTI_WRITER).
 	SingleNodeMultiWriter bool
+	// VolumeStats advertises GET_VOLUME_STATS: NodeGetVolumeStats answers
+	// what SetUsage scripted for a published volume. Without it,
+	// NodeGetVolumeStats is Unimplemented.
+	VolumeStats bool
 }
 
 // Call is one recorded call.
@@ -71,6 +76,7 @@ type Driver struct {
 	fail      map[string]error
 	staged    map[string]string // volume ID → staging path
 	published map[string]string // target path → volume ID
+	usage     map[string][]*csipb.VolumeUsage
 }
 
 var (
@@ -86,7 +92,8 @@ func New(opts Options) *Driver {
 	if opts.NodeID == "" {
 		opts.NodeID = "fake-node"
 	}
-	return &Driver{opts: opts, fail: map[string]error{}, staged: map[string]string{}, published: map[string]string{}}
+	return &Driver{opts: opts, fail: map[string]error{}, staged: map[string]string{}, published: map[string]string{},
+		usage: map[string][]*csipb.VolumeUsage{}}
 }
 
 // Name is the driver's name.
@@ -189,7 +196,16 @@ func (d *Driver) Probe(context.Context, *csipb.ProbeRequest) (*csipb.ProbeRespon
 	return &csipb.ProbeResponse{}, nil
 }
 
-// NodeGetCapabilities advertises STAGE_UNSTAGE_VOLUME if so configured.
+// SetUsage scripts what NodeGetVolumeStats answers for the volume from
+// now on: usage as given (none: an answer without usage).
+func (d *Driver) SetUsage(volumeID string, usage ...*csipb.VolumeUsage) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.usage[volumeID] = usage
+}
+
+// NodeGetCapabilities advertises STAGE_UNSTAGE_VOLUME,
+// SINGLE_NODE_MULTI_WRITER and GET_VOLUME_STATS as configured.
 func (d *Driver) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -202,6 +218,9 @@ func (d *Driver) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilities
 	}
 	if d.opts.SingleNodeMultiWriter {
 		resp.Capabilities = append(resp.Capabilities, rpcCapability(csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER))
+	}
+	if d.opts.VolumeStats {
+		resp.Capabilities = append(resp.Capabilities, rpcCapability(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS))
 	}
 	return resp, nil
 }
@@ -311,6 +330,29 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublish
 		delete(d.published, req.TargetPath)
 	}
 	return &csipb.NodeUnpublishVolumeResponse{}, nil
+}
+
+// NodeGetVolumeStats answers the usage SetUsage scripted for a volume
+// published (or staged) at the volume path; Unimplemented without
+// Options.VolumeStats, NotFound for a volume not there. The call records
+// the volume path as TargetPath and the staging_target_path as
+// StagingPath.
+func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csipb.NodeGetVolumeStatsRequest) (*csipb.NodeGetVolumeStatsResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.record(Call{Method: NodeGetVolumeStats, VolumeID: req.VolumeId, TargetPath: req.VolumePath, StagingPath: req.StagingTargetPath}); err != nil {
+		return nil, err
+	}
+	if !d.opts.VolumeStats {
+		return nil, status.Error(codes.Unimplemented, "NodeGetVolumeStats is not advertised")
+	}
+	if req.VolumeId == "" || req.VolumePath == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID and volume path are required")
+	}
+	if d.published[req.VolumePath] != req.VolumeId && d.staged[req.VolumeId] != req.VolumePath {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not at %s", req.VolumeId, req.VolumePath)
+	}
+	return &csipb.NodeGetVolumeStatsResponse{Usage: d.usage[req.VolumeId]}, nil
 }
 
 // String describes a call for test output.

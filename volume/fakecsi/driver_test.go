@@ -58,11 +58,34 @@ func TestDriver(t *testing.T) {
 			resp, err := d.NodeGetCapabilities(ctx, &csipb.NodeGetCapabilitiesRequest{})
 			require.NoError(t, err)
 			assert.Len(t, resp.Capabilities, 1)
-			assert.Equal(t, []string{fakecsi.NodeGetCapabilities, fakecsi.NodeGetCapabilities}, d.Methods())
+			_, err = d.NodeGetVolumeStats(ctx, &csipb.NodeGetVolumeStatsRequest{VolumeId: "v", VolumePath: target})
+			assert.Equal(t, codes.Unimplemented, status.Code(err), "GET_VOLUME_STATS not advertised")
+			assert.Equal(t, []string{fakecsi.NodeGetCapabilities, fakecsi.NodeGetCapabilities, fakecsi.NodeGetVolumeStats}, d.Methods())
+		}},
+		{"volume stats of a published volume", func(t *testing.T, d *fakecsi.Driver) {
+			bytes := &csipb.VolumeUsage{Unit: csipb.VolumeUsage_BYTES, Total: 100, Used: 30, Available: 70}
+			d.SetUsage("v", bytes)
+			req := &csipb.NodeGetVolumeStatsRequest{VolumeId: "v", VolumePath: target}
+			_, err := d.NodeGetVolumeStats(ctx, req)
+			assert.Equal(t, codes.NotFound, status.Code(err), "not published yet")
+			_, err = d.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{VolumeId: "v", StagingTargetPath: staging, VolumeCapability: mountCap})
+			require.NoError(t, err)
+			_, err = d.NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{VolumeId: "v", TargetPath: target, StagingTargetPath: staging, VolumeCapability: mountCap})
+			require.NoError(t, err)
+			resp, err := d.NodeGetVolumeStats(ctx, req)
+			require.NoError(t, err)
+			if assert.Len(t, resp.Usage, 1) {
+				assert.Equal(t, int64(30), resp.Usage[0].Used)
+			}
+			caps, err := d.NodeGetCapabilities(ctx, &csipb.NodeGetCapabilitiesRequest{})
+			require.NoError(t, err)
+			assert.Equal(t, csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS, caps.Capabilities[len(caps.Capabilities)-1].GetRpc().GetType())
+			last := d.Calls()[len(d.Calls())-2]
+			assert.Equal(t, fakecsi.Call{Method: fakecsi.NodeGetVolumeStats, VolumeID: "v", TargetPath: target}, last)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.run(t, fakecsi.New(fakecsi.Options{StageUnstage: true}))
+			tc.run(t, fakecsi.New(fakecsi.Options{StageUnstage: true, VolumeStats: tc.name == "volume stats of a published volume"}))
 		})
 	}
 }
