@@ -138,7 +138,10 @@ func TestMeasureVolumes(t *testing.T) {
 				d.SetUsage("vol-1", bytes, inodes)
 				d.SetUsage(fmt.Sprintf("csi-%x", sha256.Sum256([]byte("uid-pdata"))), bytes, inodes)
 				lookup := driverLookup(d, startDriver(t, d))
-				h = newHarness(t, func(o *volume.Options) { o.CSIDrivers = lookup; o.Sources.Claims = o.Sources.Secrets.(*volume.StaticSources) })
+				h = newHarness(t, func(o *volume.Options) {
+					o.CSIDrivers = lookup
+					o.Sources.Claims = o.Sources.Secrets.(*volume.StaticSources)
+				})
 			} else {
 				h = newHarness(t, func(o *volume.Options) { o.Sources.Claims = o.Sources.Secrets.(*volume.StaticSources) })
 			}
