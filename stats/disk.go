@@ -185,13 +185,17 @@ func (d *disk) pod(ctx context.Context, ps *statsv1alpha1.PodStats) {
 	ref := ps.PodRef
 	var ephemeral, other []statsv1alpha1.VolumeStats
 	if hoststats.SafeName(ref.UID) {
-		vols := d.p.volumes.Get(types.UID(ref.UID), d.p.o.Clock.Now(), func() []volumeStats { return d.walkVolumes(ctx, ref.UID) })
-		for _, v := range vols {
+		vols := d.p.volumes.Get(types.UID(ref.UID), d.p.o.Clock.Now(), func() podVolumes { return d.measureVolumes(ctx, ref.UID) })
+		for _, v := range vols.walked {
 			if v.ephemeral {
 				ephemeral = append(ephemeral, v.stats())
 			} else {
 				other = append(other, v.stats())
 			}
+		}
+		// Persistent and CSI volumes: never ephemeral storage.
+		for i := range vols.measured {
+			other = append(other, cloneVolumeStats(&vols.measured[i]))
 		}
 	}
 	if len(ephemeral)+len(other) > 0 {
@@ -248,6 +252,40 @@ var volumePlugins = []struct {
 }
 
 const emptyDirPlugin = "kubernetes.io~empty-dir"
+
+// podVolumes is one measurement of a pod's volumes, kept for a period:
+// those walked and those the VolumeMeasurer measured.
+type podVolumes struct {
+	walked   []volumeStats
+	measured []statsv1alpha1.VolumeStats
+}
+
+// measureVolumes walks the pod's volume directories and asks the
+// VolumeMeasurer for the others.
+func (d *disk) measureVolumes(ctx context.Context, uid string) podVolumes {
+	v := podVolumes{walked: d.walkVolumes(ctx, uid)}
+	if d.p.o.Volumes != nil {
+		v.measured = d.p.o.Volumes.MeasureVolumes(ctx, types.UID(uid))
+	}
+	return v
+}
+
+// cloneVolumeStats copies a kept measurement, so that no two summaries
+// share a figure.
+func cloneVolumeStats(v *statsv1alpha1.VolumeStats) statsv1alpha1.VolumeStats {
+	out := *v
+	if v.PVCRef != nil {
+		ref := *v.PVCRef
+		out.PVCRef = &ref
+	}
+	for _, p := range []**uint64{&out.AvailableBytes, &out.CapacityBytes, &out.UsedBytes, &out.Inodes, &out.InodesFree, &out.InodesUsed} {
+		if *p != nil {
+			c := **p
+			*p = &c
+		}
+	}
+	return out
+}
 
 // volumeStats is one measured volume, kept between walks.
 type volumeStats struct {

@@ -43,7 +43,12 @@
 // directory); VolumeStats of its emptyDir, configMap, downwardAPI,
 // gitRepo, secret and projected volumes (walked when the pod is first seen,
 // then once per VolumeStatsPeriod plus jitter, as upstream's
-// --volume-stats-agg-period); EphemeralStorage, the sum of its containers'
+// --volume-stats-agg-period), followed, with an Options.Volumes (a
+// VolumeMeasurer: *volume.Manager), by those its volume plugins measure
+// at the same times: persistent volumes (local ones by statfs of their
+// mount, CSI ones by their driver's NodeGetVolumeStats) named after the
+// pod's volume with the claim's PVCRef, and inline CSI volumes;
+// EphemeralStorage, the sum of its containers'
 // writable layers and logs, its ephemeral volumes (an emptyDir on the node
 // filesystem, configMap, downwardAPI, gitRepo), its pod-level logs and its
 // etc-hosts file. When the runtime cannot list sandbox stats (it answers
@@ -93,6 +98,7 @@
 // # Threading
 //
 // Summary is safe for concurrent use. A Provider keeps, between calls, the
-// last CPU sample of each measured object and the last volume walk of each
-// pod; nothing else.
+// last CPU sample of each measured object and the last volume walk (and
+// VolumeMeasurer answer) of each pod; nothing else. The VolumeMeasurer is
+// called from Summary's goroutine, with its context.
 package stats

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
@@ -49,6 +50,28 @@ type Host interface {
 	// symbolic links or crossing filesystems. A missing path is zero.
 	DiskUsage(ctx context.Context, path string) (DiskUsage, error)
 }
+
+// VolumeMeasurer measures the volumes of a pod that their volume plugins
+// measure, as upstream's volume stat calculator asks the volume manager's
+// mounters: *volume.Manager implements it (MeasureVolumes).
+type VolumeMeasurer interface {
+	// MeasureVolumes returns the stats of the pod's volumes it measures:
+	// each with its name in the pod spec, its PVCRef for a claim's
+	// volume, and every FsStats figure; none for a pod it does not know.
+	// Volumes the provider walks itself (emptyDir, configMap,
+	// downwardAPI, gitRepo, secret, projected) must not be among them.
+	MeasureVolumes(ctx context.Context, uid types.UID) []statsv1alpha1.VolumeStats
+}
+
+// VolumeMeasurerFunc adapts a function to VolumeMeasurer.
+type VolumeMeasurerFunc func(ctx context.Context, uid types.UID) []statsv1alpha1.VolumeStats
+
+// MeasureVolumes calls f.
+func (f VolumeMeasurerFunc) MeasureVolumes(ctx context.Context, uid types.UID) []statsv1alpha1.VolumeStats {
+	return f(ctx, uid)
+}
+
+var _ VolumeMeasurer = VolumeMeasurerFunc(nil)
 
 // FsInfo is a filesystem's size and identity.
 type FsInfo struct {
@@ -138,6 +161,11 @@ type Options struct {
 	// the last sample reports the last rate. Zero means
 	// DefaultCPUSamplePeriod; negative computes a rate at every Summary.
 	CPUSamplePeriod time.Duration
+	// Volumes measures the pods' volumes that their volume plugins
+	// measure themselves (persistent and CSI volumes; *volume.Manager
+	// implements it), reported after the walked ones, once per
+	// VolumeStatsPeriod as the walk. nil: only the walked volumes.
+	Volumes VolumeMeasurer
 	// Clock timestamps what the provider measures itself, and is the
 	// clock of the default Host. Default the real clock.
 	Clock clock.PassiveClock
@@ -153,7 +181,7 @@ type Provider struct {
 	log     *slog.Logger
 	started time.Time // the "kubelet" system container's start time
 	cpu     *cpuRates
-	volumes *hoststats.Periodic[[]volumeStats]
+	volumes *hoststats.Periodic[podVolumes]
 	sys     []systemContainer
 }
 
@@ -195,7 +223,7 @@ func New(o Options) (*Provider, error) {
 		log:     o.Logger,
 		started: o.Clock.Now(),
 		cpu:     newCPURates(o.CPUSamplePeriod),
-		volumes: hoststats.NewPeriodic[[]volumeStats](o.VolumeStatsPeriod),
+		volumes: hoststats.NewPeriodic[podVolumes](o.VolumeStatsPeriod),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
