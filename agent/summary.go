@@ -10,14 +10,21 @@ import (
 	"github.com/kubeletkit/kubeletkit/cgroups"
 	nodestats "github.com/kubeletkit/kubeletkit/stats"
 	"github.com/kubeletkit/kubeletkit/status/node"
+	"github.com/kubeletkit/kubeletkit/volume"
 )
 
 // newSummary builds the provider of the Summary API (/stats/summary): the
-// runtime's pods and this machine, on the agent's clock. Where the machine
-// cannot be measured (not Linux), Summary says so.
+// runtime's pods and this machine, on the agent's clock, with the volumes
+// the volume manager measures (persistent and CSI volumes). Where the
+// machine cannot be measured (not Linux), Summary says so. Call it after
+// newVolumes.
 func (b *blocks) newSummary() {
-	b.api.summary, b.api.summaryErr = nodestats.New(nodestats.Options{NodeName: b.opts.NodeName, Runtime: b.caps,
-		RootDir: b.opts.RootDir, PodLogsDir: b.opts.logsDir(), Clock: b.clock, Logger: b.log.With("component", "stats")})
+	o := nodestats.Options{NodeName: b.opts.NodeName, Runtime: b.caps,
+		RootDir: b.opts.RootDir, PodLogsDir: b.opts.logsDir(), Clock: b.clock, Logger: b.log.With("component", "stats")}
+	if b.vol != nil {
+		o.Volumes = b.vol
+	}
+	b.api.summary, b.api.summaryErr = nodestats.New(o)
 }
 
 // Summary implements server.StatsProvider: the node's and its pods' usage
@@ -56,4 +63,7 @@ func (a *Agent) CgroupStats(ctx context.Context, pods []nodestats.PodUsage) map[
 // with its pods capacity): what /metrics/cadvisor's machine series read.
 func (a *Agent) Machine() node.Machine { return a.opts.Node.Machine }
 
-var _ nodestats.PodCgroupLister = (*cgroups.Manager)(nil)
+var (
+	_ nodestats.PodCgroupLister = (*cgroups.Manager)(nil)
+	_ nodestats.VolumeMeasurer  = (*volume.Manager)(nil)
+)

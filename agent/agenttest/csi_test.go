@@ -11,12 +11,14 @@ import (
 	"testing/synctest"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
 	"github.com/kubeletkit/kubeletkit/agent/agenttest"
@@ -79,12 +81,16 @@ func TestCSIDriverRegistersThroughThePluginRegistry(t *testing.T) {
 // global mount path, publishes it in the pod's volume directory, and the
 // pod runs; deleting the pod unpublishes, then unstages. A pod whose claim
 // is Pending waits in ContainerCreating with upstream's FailedMount
-// message. Without a claim source, both wait in ContainerCreating.
+// message. The stats summary has the pod's volume under its name in the
+// pod, with the claim's pvcRef and the driver's NodeGetVolumeStats
+// figures (the driver has GET_VOLUME_STATS).
 func TestPersistentVolumeClaimOfACSIDriver(t *testing.T) {
 	root, err := os.MkdirTemp("", "kk") // short: socket paths have at most 107 bytes
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(root) })
-	driver := fakecsi.New(fakecsi.Options{Name: "csi.example.com", NodeID: "node-1", StageUnstage: true})
+	driver := fakecsi.New(fakecsi.Options{Name: "csi.example.com", NodeID: "node-1", StageUnstage: true, VolumeStats: true})
+	driver.SetUsage("vol-1", &csipb.VolumeUsage{Unit: csipb.VolumeUsage_BYTES, Total: 10 << 30, Available: 7 << 30, Used: 3 << 30},
+		&csipb.VolumeUsage{Unit: csipb.VolumeUsage_INODES, Total: 1000, Available: 900, Used: 100})
 	driverSock := filepath.Join(root, "plugins", "csi.example.com", "csi.sock")
 	serveOutside(t, driverSock, driver.Serve)
 	registrar := pluginmanagertest.New(&registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "csi.example.com",
@@ -131,7 +137,31 @@ func TestPersistentVolumeClaimOfACSIDriver(t *testing.T) {
 		uid := string(n.Pod("default", "with-pvc").UID)
 		staging := filepath.Join(root, "plugins", "kubernetes.io", "csi", "csi.example.com", fmt.Sprintf("%x", sha256.Sum256([]byte("vol-1"))), "globalmount")
 		assert.Equal(t, map[string]string{"vol-1": staging}, driver.Staged())
-		assert.Equal(t, map[string]string{filepath.Join(root, "pods", uid, "volumes", "kubernetes.io~csi", "pv-data", "mount"): "vol-1"}, driver.Published())
+		target := filepath.Join(root, "pods", uid, "volumes", "kubernetes.io~csi", "pv-data", "mount")
+		assert.Equal(t, map[string]string{target: "vol-1"}, driver.Published())
+
+		sum, err := n.Agent().API().Summary(context.Background(), false)
+		require.NoError(t, err)
+		var vols []statsv1alpha1.VolumeStats
+		for _, p := range sum.Pods {
+			if p.PodRef.Name == "with-pvc" {
+				vols = p.VolumeStats
+			}
+		}
+		if assert.Len(t, vols, 1) {
+			v := vols[0]
+			assert.Equal(t, "data", v.Name, "the pod's volume, not the persistent volume")
+			assert.Equal(t, &statsv1alpha1.PVCReference{Name: "data", Namespace: "default"}, v.PVCRef)
+			var got []uint64
+			for _, f := range []*uint64{v.CapacityBytes, v.AvailableBytes, v.UsedBytes, v.Inodes, v.InodesFree, v.InodesUsed} {
+				if assert.NotNil(t, f) {
+					got = append(got, *f)
+				}
+			}
+			assert.Equal(t, []uint64{10 << 30, 7 << 30, 3 << 30, 1000, 900, 100}, got, "capacity, available, used; inodes, free, used")
+		}
+		stats := driver.Calls()[len(driver.Calls())-1]
+		assert.Equal(t, fakecsi.Call{Method: fakecsi.NodeGetVolumeStats, VolumeID: "vol-1", TargetPath: target}, stats, "at the publish target")
 
 		n.AddPod(claimPod("pending", "pending"))
 		n.Step(10 * time.Second)
