@@ -225,6 +225,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := metrics.RegisterNode(a); err != nil {
 			return err
 		}
+		if err := metrics.RegisterVolumeStats(a.API()); err != nil {
+			return err
+		}
 	}
 	runAgent := a.Run
 	if joined != nil {

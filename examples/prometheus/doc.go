@@ -104,6 +104,19 @@
 // kubelet_running_pods, kubelet_running_containers{container_state},
 // kubeletkit_pods{phase} and kubeletkit_pleg_healthy.
 //
+// Read from the node's summary at scrape time, once RegisterVolumeStats
+// has its server.StatsProvider (the agent's API()), as upstream's volume
+// stats collector, by namespace and persistentvolumeclaim, each claim
+// once (its first pod's volume):
+//
+//	kubelet_volume_stats_capacity_bytes, kubelet_volume_stats_available_bytes,
+//	kubelet_volume_stats_used_bytes, kubelet_volume_stats_inodes,
+//	kubelet_volume_stats_inodes_free, kubelet_volume_stats_inodes_used
+//	                                             gauges, the pod volumes with a pvcRef
+//
+// (kubelet_volume_stats_health_status_abnormal is not served: upstream
+// serves it only under its alpha CSIVolumeHealth gate).
+//
 // # Wiring it
 //
 // The agent takes the Metrics and the Handler; the node's gauges need the
@@ -115,6 +128,7 @@
 //		MetricsHandler: m.Handler(), ProbeMetricsHandler: m.ProbeHandler()}})
 //	if err != nil { ... }
 //	if err := m.RegisterNode(a); err != nil { ... }
+//	if err := m.RegisterVolumeStats(a.API()); err != nil { ... }
 //	err = a.Run(ctx) // /metrics and /metrics/probes on :10255
 //
 // The runtime is measured when the agent is given it wrapped:

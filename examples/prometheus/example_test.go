@@ -84,3 +84,40 @@ func ExampleNewResourceHandler() {
 	// node_cpu_usage_seconds_total 1.5 1767225600000
 	// resource_scrape_error 0
 }
+
+// The volume stats of the pods' claims, read from the node's summary at
+// every scrape.
+func ExampleMetrics_RegisterVolumeStats() {
+	m, err := prometheus.New(prometheus.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	capacity, avail, used, inodes, free, inodesUsed := uint64(10<<30), uint64(7<<30), uint64(3<<30), uint64(1000), uint64(900), uint64(100)
+	stats := summaryFunc(func(context.Context, bool) (*statsv1alpha1.Summary, error) {
+		return &statsv1alpha1.Summary{Pods: []statsv1alpha1.PodStats{{
+			PodRef: statsv1alpha1.PodReference{Name: "db-0", Namespace: "db"},
+			VolumeStats: []statsv1alpha1.VolumeStats{{Name: "data", PVCRef: &statsv1alpha1.PVCReference{Name: "data-db-0", Namespace: "db"},
+				FsStats: statsv1alpha1.FsStats{CapacityBytes: &capacity, AvailableBytes: &avail, UsedBytes: &used,
+					Inodes: &inodes, InodesFree: &free, InodesUsed: &inodesUsed}}},
+		}}}, nil
+	})
+	if err := m.RegisterVolumeStats(stats); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for line := range strings.Lines(rec.Body.String()) {
+		if strings.HasPrefix(line, "kubelet_volume_stats_") {
+			fmt.Print(line)
+		}
+	}
+	// Output:
+	// kubelet_volume_stats_available_bytes{namespace="db",persistentvolumeclaim="data-db-0"} 7.516192768e+09
+	// kubelet_volume_stats_capacity_bytes{namespace="db",persistentvolumeclaim="data-db-0"} 1.073741824e+10
+	// kubelet_volume_stats_inodes{namespace="db",persistentvolumeclaim="data-db-0"} 1000
+	// kubelet_volume_stats_inodes_free{namespace="db",persistentvolumeclaim="data-db-0"} 900
+	// kubelet_volume_stats_inodes_used{namespace="db",persistentvolumeclaim="data-db-0"} 100
+	// kubelet_volume_stats_used_bytes{namespace="db",persistentvolumeclaim="data-db-0"} 3.221225472e+09
+}
