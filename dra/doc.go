@@ -26,9 +26,37 @@
 // Options.Dialer), speaks v1 when the plugin offers it, else v1beta1, and
 // opens the plugin's health stream (see Device health); DeRegisterPlugin
 // ends the stream and closes the connection.
-// Upstream also deletes a driver's ResourceSlices when none of its plugins
-// is back 30 seconds after the last went: that is the API server's side,
-// left to the caller.
+//
+// # ResourceSlices
+//
+// A driver publishes its devices on the API server as ResourceSlices of
+// the node; the node deletes them when the driver is gone, so that no pod
+// is scheduled onto devices nobody serves, as upstream's kubelet does
+// (Options.Slices, a ResourceSlices: examples/apiserver's deletes them
+// with the field selectors spec.nodeName and spec.driver). The Registry
+// follows each plugin's gRPC connection (a stats handler on it: the
+// connection's begin and end; at its end it asks gRPC to connect again).
+// A driver is usable while one of its plugins is connected. Whenever a
+// plugin registers (not connected yet), connects, disconnects or
+// deregisters, a driver that is not usable gets a wipe of its
+// ResourceSlices scheduled Options.WipingDelay later (DefaultWipingDelay,
+// upstream's 30 seconds, on Options.Clock), unless one is pending already,
+// whose time stands; a driver usable again cancels its pending wipe. So a
+// plugin whose service stops, that deregisters, or that registers but
+// never answers has its driver's slices deleted after the delay, unless
+// a plugin of the driver is back in time (a restart, a rolling update).
+// Registry.WipeAll deletes every slice of the node: the agent runs it
+// once in the background as it starts, as upstream's kubelet does, since
+// no driver has registered yet and one may never come back. A deletion
+// that fails is tried again with upstream's back-off (1 second doubling,
+// plus up to 20%, capped at 5 minutes; as upstream's, the cap ends the
+// tries: 9 in all, then "Failed to delete ResourceSlices, giving up" is
+// logged); NotFound counts as done, Unauthorized (credentials not ready
+// yet) is retried quietly. A wipe that has started runs to its end even
+// if the driver is back meanwhile, as upstream's. Registry.Close cancels
+// the pending wipes and those under way; a node that stops deletes
+// nothing. The decisions are pure: the schedule of the retries and what a
+// change means for a driver's wipe.
 //
 // # Prepare
 //
@@ -151,16 +179,21 @@
 // The entries of allocatedResourcesStatus keep their order, new ones last,
 // and drivers come by name (upstream's orders are a map's). Health is
 // spoken in v1alpha1 only, as upstream 1.36 (1.37 adds v1 with a fallback
-// to v1alpha1).
+// to v1alpha1). A wipe of ResourceSlices that has failed its ninth try
+// gives up at once with a log (upstream waits another 256 seconds first,
+// silently); the node it is for is the ResourceSlices' own (upstream reads
+// its Node first, retrying while it is not found).
 //
 // A Manager's methods are safe for concurrent use. It starts no goroutine
-// but its Registry's, one per registered plugin for its health stream,
-// which Registry.Close ends; the agent closes it when it stops.
+// but its Registry's, one per registered plugin for its health stream and
+// one per pending wipe of a driver's ResourceSlices, which Registry.Close
+// ends; the agent closes it when it stops.
 // Options.Dialer connects to the plugins: a test inside a testing/synctest
 // bubble gives one whose connections live in the bubble (dratest's
 // in-memory plugins), since a goroutine reading a socket is never durably
 // blocked and the bubble would never settle.
 // Claims is a one-method interface with a ClaimsFunc adapter; an API
-// server's client (examples/apiserver) or a map serves it. Package dratest
+// server's client (examples/apiserver) or a map serves it. So is
+// ResourceSlices, with ResourceSlicesFunc. Package dratest
 // has a fake DRA kubelet plugin.
 package dra

@@ -81,12 +81,22 @@ type Options struct {
 	// (dratest's in-memory plugins, dratest.Dialer).
 	Dialer Dialer
 	// Clock times the devices' health reports, the retries of the
-	// health streams and what Metrics observe. Nil: the real clock.
+	// health streams, the wipes of ResourceSlices and their retries, and
+	// what Metrics observe. Nil: the real clock.
 	Clock clock.Clock
 	// Metrics receives the durations of PrepareResources and
 	// UnprepareResources and of the calls to the plugins. Nil: none are
 	// taken.
 	Metrics Metrics
+	// Slices deletes the node's ResourceSlices on the API server: those of
+	// a driver that has had no connected plugin for WipingDelay, and all
+	// of them when the caller runs Registry.WipeAll at start, as upstream's
+	// kubelet. Nil: none are deleted.
+	Slices ResourceSlices
+	// WipingDelay is how long a driver may have no connected plugin before
+	// its ResourceSlices are deleted, on Clock. Zero: DefaultWipingDelay;
+	// negative fails New.
+	WipingDelay time.Duration
 }
 
 // ErrInvalidOptions is wrapped by New for Options it cannot use.
@@ -122,6 +132,12 @@ func New(opts Options) (*Manager, error) {
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = DefaultCallTimeout
 	}
+	if opts.WipingDelay < 0 {
+		return nil, fmt.Errorf("dra: wiping delay %s: %w", opts.WipingDelay, ErrInvalidOptions)
+	}
+	if opts.WipingDelay == 0 {
+		opts.WipingDelay = DefaultWipingDelay
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -134,8 +150,10 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{claims: opts.Claims, stateDir: opts.StateDir, log: log, clock: opts.Clock, metrics: opts.Metrics,
 		cache: map[string]*claimInfo{}, health: healthCache{changed: map[types.UID]struct{}{}}}
+	ctx, cancel := context.WithCancel(context.Background())
 	m.registry = &Registry{timeout: opts.CallTimeout, log: log, dial: opts.Dialer, clock: opts.Clock, metrics: opts.Metrics,
-		watch: m.watchHealth, plugins: map[string][]*plugin{}}
+		watch: m.watchHealth, slices: opts.Slices, wipingDelay: opts.WipingDelay, ctx: ctx, cancel: cancel,
+		plugins: map[string][]*plugin{}, pending: map[string]*pendingWipe{}}
 	return m, nil
 }
 

@@ -38,10 +38,16 @@ var Services = []string{drav1.DRAPluginService, drav1beta1.DRAPluginService}
 // have several plugins (a rolling update starts the new one before the old
 // one goes); the latest that is connected serves it, else the latest.
 //
+// With Options.Slices, the Registry follows each plugin's connection (a
+// stats handler on it, as upstream's) and deletes a driver's
+// ResourceSlices once it has had no connected plugin for
+// Options.WipingDelay (see the package doc, ResourceSlices).
+//
 // A Registry is made by New, one per Manager (Manager.Registry). Its
 // methods are safe for concurrent use. Each registered plugin has a
-// goroutine that reads its health stream; Close ends them and closes the
-// connections of the plugins still registered.
+// goroutine that reads its health stream, and each pending wipe of a
+// driver's ResourceSlices one that waits for its time; Close ends them and
+// closes the connections of the plugins still registered.
 type Registry struct {
 	timeout time.Duration
 	log     *slog.Logger
@@ -52,8 +58,18 @@ type Registry struct {
 	// watchHealth).
 	watch func(ctx context.Context, driver string, stream drahealthv1alpha1.DRAResourceHealth_NodeWatchResourcesClient) error
 
+	// slices deletes the ResourceSlices of a driver gone for wipingDelay
+	// (nil: nothing is deleted).
+	slices      ResourceSlices
+	wipingDelay time.Duration
+	ctx         context.Context // ends with Close: the wipes stop
+	cancel      context.CancelFunc
+	wipes       sync.WaitGroup // the goroutines of the pending wipes
+
 	mu      sync.Mutex
-	plugins map[string][]*plugin // by driver, in the order they registered
+	plugins map[string][]*plugin    // by driver, in the order they registered
+	pending map[string]*pendingWipe // by driver
+	closed  bool
 }
 
 // plugin is one registered kubelet plugin of a DRA driver.
@@ -66,6 +82,10 @@ type plugin struct {
 
 	stopWatch context.CancelFunc // ends the health stream's goroutine
 	watching  chan struct{}      // closed when it has ended
+
+	// Guarded by the Registry's mu.
+	connected bool // its connection is up (connMonitor)
+	removed   bool // deregistered: its connection's news no longer count
 }
 
 // Dialer connects to a DRA plugin's endpoint, for the gRPC connection the
@@ -125,8 +145,10 @@ func chooseService(name, endpoint string, versions []string) (string, error) {
 // time) until the plugin is deregistered. A second plugin at an endpoint
 // the driver already has is refused ("endpoint EP already registered for
 // DRA driver plugin NAME"), as upstream's. With Options.Metrics, every
-// unary call on the connection is timed for Metrics.ObserveCall. ctx is
-// not kept.
+// unary call on the connection is timed for Metrics.ObserveCall. Until
+// the connection is up the driver counts as gone: a plugin that never
+// answers gets its driver's ResourceSlices deleted after
+// Options.WipingDelay, as upstream's. ctx is not kept.
 func (r *Registry) RegisterPlugin(_ context.Context, name, endpoint string, versions []string) error {
 	service, err := chooseService(name, endpoint, versions)
 	if err != nil {
@@ -139,18 +161,21 @@ func (r *Registry) RegisterPlugin(_ context.Context, name, endpoint string, vers
 			return fmt.Errorf("endpoint %s already registered for DRA driver plugin %s", endpoint, name)
 		}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &plugin{driver: name, endpoint: endpoint, service: service, timeout: r.timeout,
+		stopWatch: cancel, watching: make(chan struct{})}
 	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return r.dial(ctx, endpoint) })}
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return r.dial(ctx, endpoint) }),
+		grpc.WithStatsHandler(connMonitor{r: r, p: p})}
 	if r.metrics != nil {
 		dialOpts = append(dialOpts, grpc.WithChainUnaryInterceptor(callTimer(r.metrics, r.clock, name)))
 	}
 	conn, err := grpc.NewClient("passthrough:///"+endpoint, dialOpts...)
 	if err != nil {
+		cancel()
 		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", name, endpoint, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &plugin{driver: name, endpoint: endpoint, service: service, conn: conn, timeout: r.timeout,
-		stopWatch: cancel, watching: make(chan struct{})}
+	p.conn = conn
 	go func() {
 		defer close(p.watching)
 		r.watchPlugin(ctx, p)
@@ -158,14 +183,15 @@ func (r *Registry) RegisterPlugin(_ context.Context, name, endpoint string, vers
 	conn.Connect()
 	r.plugins[name] = append(r.plugins[name], p)
 	r.log.Info("Registered DRA plugin", "driver", name, "endpoint", endpoint, "service", service, "plugins", len(r.plugins[name]))
+	r.sync(name) // not connected yet: a plugin that never connects gets its driver's slices wiped
 	return nil
 }
 
 // DeRegisterPlugin removes the plugin of driver name at endpoint, ends its
 // health stream (its devices' health is then Unknown) and closes its
-// connection. Upstream also deletes the driver's
-// ResourceSlices when none of its plugins is back within 30 seconds; that
-// is the API server's side and is left to the caller.
+// connection. When the driver has no other connected plugin, its
+// ResourceSlices are deleted (Options.Slices) unless one connects within
+// Options.WipingDelay, as upstream's.
 func (r *Registry) DeRegisterPlugin(name, endpoint string) {
 	r.mu.Lock()
 	plugins := r.plugins[name]
@@ -175,12 +201,14 @@ func (r *Registry) DeRegisterPlugin(name, endpoint string) {
 		return
 	}
 	p := plugins[i]
+	p.removed = true
 	if len(plugins) == 1 {
 		delete(r.plugins, name)
 	} else {
 		r.plugins[name] = slices.Delete(plugins, i, i+1)
 	}
 	left := len(r.plugins[name])
+	r.sync(name)
 	r.mu.Unlock()
 	if err := p.stop(); err != nil {
 		r.log.Error("Failed to close the connection of a DRA plugin", "driver", name, "endpoint", endpoint, "err", err)
@@ -196,17 +224,28 @@ func (r *Registry) Drivers() []string {
 }
 
 // Close deregisters every plugin, ends its health stream and closes its
-// connection; it returns once the streams' goroutines have ended.
+// connection, and cancels the pending wipes of ResourceSlices, those
+// under way and WipeAll's; it returns once the streams' and the wipes'
+// goroutines have ended. No slice is deleted for the plugins it
+// deregisters (a node that stops leaves its slices, as upstream's).
 func (r *Registry) Close() {
 	r.mu.Lock()
+	r.closed = true
+	r.cancel()
 	all := r.plugins
 	r.plugins = map[string][]*plugin{}
+	for _, plugins := range all {
+		for _, p := range plugins {
+			p.removed = true
+		}
+	}
 	r.mu.Unlock()
 	for _, plugins := range all {
 		for _, p := range plugins {
 			_ = p.stop()
 		}
 	}
+	r.wipes.Wait()
 }
 
 // plugin is the plugin that serves driver, or upstream's error: "DRA
