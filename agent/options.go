@@ -216,6 +216,14 @@ type ClusterOptions struct {
 	// is not registered") at each sync. Nil: no claim can be read, and
 	// such a pod waits the same way ("... no source of ResourceClaims").
 	ResourceClaims dra.Claims
+	// ResourceSlices deletes the node's ResourceSlices on the API server,
+	// as upstream's kubelet does (dra.Options.Slices;
+	// examples/apiserver.ResourceSlices): all of them once, in the
+	// background, as Run starts, and a DRA driver's once it has had no
+	// connected kubelet plugin for dra.DefaultWipingDelay (30 seconds: its
+	// plugin stopped, deregistered or never answered), so that no pod is
+	// scheduled onto devices nobody serves. Nil: none are deleted.
+	ResourceSlices dra.ResourceSlices
 	// CSINodes records the CSI drivers that register through the plugin
 	// registry on the API server's objects, as upstream's node info
 	// manager does: the CSINode object and the Node's

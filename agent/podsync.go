@@ -20,12 +20,13 @@ import (
 // environment's sources, the devices, the cgroups and the runtime's
 // features; a pod's resource claims are prepared by a dra.Manager over the
 // API server's claims (Cluster.ResourceClaims), its checkpoint in RootDir,
+// deleting gone drivers' ResourceSlices (Cluster.ResourceSlices),
 // which also gives the containers their claims' CDI devices (b.dra) and
 // reports to the agent's DRAMetrics.
 func (b *blocks) newPodSync(capacity v1.ResourceList) (*podsync.Syncer, error) {
 	opts, log := b.opts, b.log
-	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims, StateDir: opts.RootDir, Dialer: opts.Node.DRADialer,
-		Clock: b.clock, Logger: log.With("component", "dra"), Metrics: draMetrics(b.metrics)})
+	claims, err := dra.New(dra.Options{Claims: opts.Cluster.ResourceClaims, Slices: opts.Cluster.ResourceSlices,
+		StateDir: opts.RootDir, Dialer: opts.Node.DRADialer, Clock: b.clock, Logger: log.With("component", "dra"), Metrics: draMetrics(b.metrics)})
 	if err != nil {
 		return nil, err
 	}

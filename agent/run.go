@@ -139,8 +139,19 @@ func (a *Agent) newRunnables(b *blocks) []runnable {
 	rs = append(rs,
 		runnable{name: "node-status", run: a.node.Run},
 		runnable{name: "container-logs", run: b.rotator.Run},
-		runnable{name: "volumes", run: b.vol.Run},
-		// The DRA plugins' connections are closed as Run returns.
+		runnable{name: "volumes", run: b.vol.Run})
+	if a.opts.Cluster.ResourceSlices != nil {
+		// The node's ResourceSlices deleted once, in the background, as
+		// upstream's kubelet does at start (no DRA driver has registered
+		// yet); a failure is logged and retried by the DRA registry.
+		rs = append(rs, runnable{name: "dra-resourceslices", run: func(ctx context.Context) error {
+			_ = b.dra.Registry().WipeAll(ctx)
+			return nil
+		}})
+	}
+	rs = append(rs,
+		// The DRA plugins' connections are closed, and the pending wipes
+		// of their drivers' ResourceSlices cancelled, as Run returns.
 		runnable{name: "plugins", run: b.plugins.Run, stop: b.dra.Registry().Close})
 	if b.devices != nil {
 		rs = append(rs, runnable{name: "devices", run: b.devices.Run})

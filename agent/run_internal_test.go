@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/eviction/evictiontest"
 	"github.com/kubeletkit/kubeletkit/nodeshutdown"
 	"github.com/kubeletkit/kubeletkit/syncloop"
@@ -34,9 +35,10 @@ func TestRunnablesInStartOrder(t *testing.T) {
 
 	trigger := nodeshutdown.TriggerFunc(func(context.Context, nodeshutdown.Handler) error { return nil })
 	a, err = New(Options{RootDir: t.TempDir(),
-		HTTP:     HTTPOptions{Listen: "127.0.0.1:0", API: &APIOptions{Listen: "127.0.0.1:0"}},
-		Sources:  SourceOptions{ManifestPath: t.TempDir(), ManifestURL: "http://127.0.0.1:1/pods", ObjectPath: t.TempDir()},
-		Cluster:  ClusterOptions{Updates: make(chan syncloop.PodUpdate)},
+		HTTP:    HTTPOptions{Listen: "127.0.0.1:0", API: &APIOptions{Listen: "127.0.0.1:0"}},
+		Sources: SourceOptions{ManifestPath: t.TempDir(), ManifestURL: "http://127.0.0.1:1/pods", ObjectPath: t.TempDir()},
+		Cluster: ClusterOptions{Updates: make(chan syncloop.PodUpdate),
+			ResourceSlices: dra.ResourceSlicesFunc(func(context.Context, string) error { return nil })},
 		Node:     NodeOptions{DevicePluginDir: t.TempDir()},
 		Cgroups:  CgroupOptions{PerQOS: true, FS: t.TempDir()},
 		Shutdown: ShutdownOptions{GracePeriod: 30 * time.Second, Trigger: trigger},
@@ -46,8 +48,8 @@ func TestRunnablesInStartOrder(t *testing.T) {
 	t.Cleanup(a.fakeRT.Close)
 	assert.Equal(t, []string{"directories", "http-listener", "kubelet-api-listener", "runtime-version", "pulled-image-records", "device-checkpoint",
 		"cgroups", "first-relist", "fake-runtime",
-		"container-deletor", "pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes", "plugins",
-		"devices", "objects", "file-source", "http-source", "api-source", "fake-streaming", "resolv-conf",
+		"container-deletor", "pleg", "podworkers", "status", "prober", "image-gc", "eviction", "node-status", "container-logs", "volumes",
+		"dra-resourceslices", "plugins", "devices", "objects", "file-source", "http-source", "api-source", "fake-streaming", "resolv-conf",
 		"syncloop", "http", "kubelet-api", "shutdown-trigger"}, names(a))
 }
 

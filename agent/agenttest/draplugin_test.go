@@ -1,8 +1,10 @@
 package agenttest_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -125,5 +127,56 @@ func TestDRAPluginRegistersPreparesAndReportsHealth(t *testing.T) {
 			assert.Equal(t, dratest.NodeUnprepareResources, calls[1].Method)
 		}
 		assert.Empty(t, plugin.Prepared())
+	})
+}
+
+// The node deletes its ResourceSlices as upstream's kubelet does
+// (Cluster.ResourceSlices): all of them once as it starts, and a DRA
+// driver's 30 seconds after its plugin's service stopped while it stays
+// registered (e2e_node's "must be removed if plugin stops after
+// registration"). The plugin is in memory, as above.
+func TestDRADriverGoneDeletesItsResourceSlices(t *testing.T) {
+	root, err := os.MkdirTemp("", "kk")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(root) })
+	const driver = "gpu.example.com"
+	endpoint := filepath.Join(root, "plugins", driver, "dra.sock")
+	registrar := pluginmanagertest.New(&registerapi.PluginInfo{Type: registerapi.DRAPlugin, Name: driver,
+		Endpoint: endpoint, SupportedVersions: dra.Services})
+	serveOutside(t, filepath.Join(root, "plugins_registry", driver+"-reg.sock"), registrar.ServeListener)
+
+	synctest.Test(t, func(t *testing.T) {
+		plugin, err := dratest.Start(dratest.Options{Driver: driver, Endpoint: endpoint, InMemory: true})
+		require.NoError(t, err)
+		t.Cleanup(plugin.Stop)
+		var mu sync.Mutex
+		var deleted []string // the drivers, "" for all
+		slices := dra.ResourceSlicesFunc(func(_ context.Context, driver string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			deleted = append(deleted, driver)
+			return nil
+		})
+		calls := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), deleted...)
+		}
+		n := agenttest.NewNode(t, agenttest.Options{Agent: agent.Options{RootDir: root,
+			Node: agent.NodeOptions{DRADialer: dratest.Dialer(plugin)}, Cluster: agent.ClusterOptions{ResourceSlices: slices}}})
+		n.Step(2 * time.Second)
+		if st := registrar.Statuses(); assert.Len(t, st, 1) {
+			assert.True(t, st[0].PluginRegistered, st[0].Error)
+		}
+		assert.Equal(t, []string{""}, calls(), "all of the node's, as it starts")
+
+		n.Step(time.Minute)
+		assert.Equal(t, []string{""}, calls(), "the plugin serves its driver")
+
+		plugin.Stop()
+		n.Step(dra.DefaultWipingDelay - time.Second)
+		assert.Equal(t, []string{""}, calls(), "not yet")
+		n.Step(time.Second)
+		assert.Equal(t, []string{"", driver}, calls(), "the driver's, 30 seconds after its plugin stopped")
 	})
 }
