@@ -187,6 +187,8 @@ func (j *Joined) ServiceAccounts() *ServiceAccounts { return &ServiceAccounts{cl
 //	Recorder        events, written while Run runs and dropped otherwise
 //	Services        the services for containers' environment (Services)
 //	ResourceClaims  the pods' ResourceClaims (ResourceClaims)
+//	ResourceSlices  the deletion of the node's ResourceSlices, all at start
+//	                and a gone DRA driver's (ResourceSlices)
 //	CSINodes        the CSI drivers' CSINode entries, Node annotation and
 //	                topology labels (CSINodes); Run makes the CSINode
 //
@@ -231,6 +233,7 @@ func (j *Joined) Apply(opts *agent.Options) error {
 		Services:       j.services,
 		RuntimeClasses: opts.Cluster.RuntimeClasses,
 		ResourceClaims: NewResourceClaims(j.client),
+		ResourceSlices: NewResourceSlices(j.client, j.nodeName),
 		CSINodes:       j.csiNodes,
 	}
 	if j.state != nil {

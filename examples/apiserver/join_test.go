@@ -98,6 +98,7 @@ func TestApply(t *testing.T) {
 			assert.NotNil(t, opts.Cluster.Recorder)
 			assert.IsType(t, &apiserver.Services{}, opts.Cluster.Services)
 			assert.IsType(t, &apiserver.ResourceClaims{}, opts.Cluster.ResourceClaims)
+			assert.IsType(t, &apiserver.ResourceSlices{}, opts.Cluster.ResourceSlices)
 			assert.True(t, opts.Cluster.ReportHostIPs)
 			if tt.ownVolumes {
 				assert.Equal(t, own, opts.Cluster.VolumeSources)
