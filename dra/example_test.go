@@ -82,3 +82,23 @@ func Example_prepare() {
 	// <nil>
 	// []
 }
+
+// As the node starts, every ResourceSlice it has on the API server is
+// deleted (driver ""): no DRA driver has registered yet. Later a driver
+// left with no connected plugin for Options.WipingDelay has its own
+// deleted the same way.
+func ExampleRegistry_WipeAll() {
+	m, err := dra.New(dra.Options{Slices: dra.ResourceSlicesFunc(func(_ context.Context, driver string) error {
+		fmt.Printf("delete the node's ResourceSlices of driver %q\n", driver) // a DeleteCollection in a real node
+		return nil
+	})})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Registry().Close()
+	fmt.Println(m.Registry().WipeAll(context.Background()))
+	// Output:
+	// delete the node's ResourceSlices of driver ""
+	// <nil>
+}
