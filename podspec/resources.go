@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Requests returns what a pod requests of the node, as upstream computes a
@@ -155,4 +156,36 @@ func maxResources(into, from v1.ResourceList) {
 			into[name] = q.DeepCopy()
 		}
 	}
+}
+
+// DownwardAPILimits is what a container's unset (or zero) limits.cpu,
+// limits.memory and limits.ephemeral-storage read as through the
+// downward API, as upstream's kubelet defaults them: the node's
+// allocatable, with the pod's own limit of cpu or memory in its place when
+// the pod sets one (spec.resources, PodLevelResources; ephemeral storage
+// is no pod-level resource). Only resources allocatable lists are
+// defaulted. allocatable is not modified; the result may be it.
+func DownwardAPILimits(pod *v1.Pod, allocatable v1.ResourceList) v1.ResourceList {
+	if pod.Spec.Resources == nil || !hasPodLevel(pod.Spec.Resources.Limits) {
+		return allocatable
+	}
+	out := allocatable.DeepCopy()
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
+		q, set := pod.Spec.Resources.Limits[name]
+		if _, known := out[name]; set && known && !q.IsZero() && IsPodLevelResource(name) {
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// DownwardAPILimit is the limit of resource name that container c reads
+// through the downward API: its own when set and not zero, else
+// DownwardAPILimits' default; ok is false when neither has one.
+func DownwardAPILimit(pod *v1.Pod, c *v1.Container, name v1.ResourceName, allocatable v1.ResourceList) (q resource.Quantity, ok bool) {
+	if q, ok = c.Resources.Limits[name]; ok && !q.IsZero() {
+		return q, true
+	}
+	q, ok = DownwardAPILimits(pod, allocatable)[name]
+	return q, ok
 }

@@ -124,6 +124,48 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// A container's unset or zero limit reads, through the downward API, as the
+// pod's own limit of cpu or memory (pod-level resources), else as the node's
+// allocatable, as upstream's kubelet defaults it.
+func TestDownwardAPILimit(t *testing.T) {
+	alloc := list("cpu", "4", "memory", "8Gi", "ephemeral-storage", "100Gi")
+	withPod := func(c v1.Container, limits v1.ResourceList) *v1.Pod {
+		p := podOf(c)
+		if limits != nil {
+			p.Spec.Resources = &v1.ResourceRequirements{Limits: limits}
+		}
+		return p
+	}
+	own := v1.Container{Name: "a", Resources: v1.ResourceRequirements{Limits: list("cpu", "500m", "memory", "0")}}
+	for _, tc := range []struct {
+		name     string
+		pod      *v1.Pod
+		resource v1.ResourceName
+		alloc    v1.ResourceList
+		want     string // "" for none
+	}{
+		{"the container's own", withPod(own, list("cpu", "2")), "cpu", alloc, "500m"},
+		{"a zero limit is unset", withPod(own, nil), "memory", alloc, "8Gi"},
+		{"the pod's", withPod(own, list("memory", "64Mi")), "memory", alloc, "64Mi"},
+		{"the node's, the pod limiting another", withPod(v1.Container{Name: "a"}, list("cpu", "2")), "memory", alloc, "8Gi"},
+		{"ephemeral storage is no pod-level resource", withPod(v1.Container{Name: "a"}, list("memory", "1Gi", "ephemeral-storage", "1Gi")), "ephemeral-storage", alloc, "100Gi"},
+		{"the pod's, not when the node does not list it", withPod(v1.Container{Name: "a"}, list("memory", "64Mi")), "memory", list("cpu", "4"), ""},
+		{"none", withPod(v1.Container{Name: "a"}, nil), "memory", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.alloc.DeepCopy()
+			q, ok := podspec.DownwardAPILimit(tc.pod, &tc.pod.Spec.Containers[0], tc.resource, tc.alloc)
+			if tc.want == "" {
+				assert.False(t, ok)
+			} else if assert.True(t, ok) {
+				want := resource.MustParse(tc.want)
+				assert.Zero(t, want.Cmp(q), "got %s", q.String())
+			}
+			assert.Equal(t, before, tc.alloc, "the allocatable is not modified")
+		})
+	}
+}
+
 func TestHugePageSize(t *testing.T) {
 	for name, want := range map[v1.ResourceName]int64{
 		"hugepages-2Mi": 2 << 20, "hugepages-1Gi": 1 << 30, "hugepages-64Ki": 64 << 10,

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/kubeletkit/kubeletkit/podspec"
 	"github.com/kubeletkit/kubeletkit/volume/atomicwriter"
 )
 
@@ -125,10 +126,9 @@ func downwardResource(pod *v1.Pod, ref *v1.ResourceFieldSelector, alloc v1.Resou
 	var q resource.Quantity
 	if kind == "limits" {
 		var set bool
-		if q, set = c.Resources.Limits[v1.ResourceName(name)]; !set {
-			if q, set = alloc[v1.ResourceName(name)]; !set {
-				return "", fmt.Errorf("limit %q is not set on container %s and the node's allocatable is not known (Options.NodeAllocatable)", name, c.Name)
-			}
+		// An unset limit reads as the pod's own, else the node's allocatable.
+		if q, set = podspec.DownwardAPILimit(pod, c, v1.ResourceName(name), alloc); !set {
+			return "", fmt.Errorf("limit %q is not set on container %s and the node's allocatable is not known (Options.NodeAllocatable)", name, c.Name)
 		}
 	} else {
 		q = c.Resources.Requests[v1.ResourceName(name)]

@@ -301,6 +301,43 @@ func TestContainerConfigDefaultLimitsFromAllocatable(t *testing.T) {
 	assert.Equal(t, map[string]string{"REQ": "0"}, got, "an unset request is not the allocatable")
 }
 
+// With pod-level limits (PodLevelResources), a container's unset limit reads
+// as the pod's, and only a resource the pod does not limit as the node's
+// allocatable (e2e "should provide default limits.cpu/memory from pod level
+// resources"; 1250m reads as 2, rounded up).
+func TestContainerConfigDefaultLimitsFromPodLevelResources(t *testing.T) {
+	env := []v1.EnvVar{
+		{Name: "CPU", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+		{Name: "MEM", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory"}}},
+	}
+	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("4Gi")}
+	for _, tc := range []struct {
+		name   string
+		limits v1.ResourceList
+		want   map[string]string
+	}{
+		{"both from the pod", v1.ResourceList{v1.ResourceCPU: resource.MustParse("1250m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+			map[string]string{"CPU": "2", "MEM": "67108864"}},
+		{"memory from the node", v1.ResourceList{v1.ResourceCPU: resource.MustParse("1250m")},
+			map[string]string{"CPU": "2", "MEM": "4294967296"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newBuilder(t, containerconfig.Options{NodeAllocatable: alloc})
+			c := ctr("app")
+			c.Env = env
+			pod := newPod("", nil, c)
+			pod.Spec.Resources = &v1.ResourceRequirements{Limits: tc.limits}
+			cfg, err := s.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], cri.ContainerTypeRegular, 0, nil, "", nil)
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, kv := range cfg.GetEnvs() {
+				got[kv.GetKey()] = string(kv.GetValue())
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
 // The sandbox is privileged when any container is, or runtimes refuse the
 // privileged container ("no privileged container allowed in sandbox").
 func TestSandboxConfigPrivileged(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/internal/expansion"
+	"github.com/kubeletkit/kubeletkit/podspec"
 )
 
 // envs resolves the container's environment as upstream does: first the
@@ -273,13 +274,10 @@ func resourceFieldRef(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelecto
 	default:
 		return "", fmt.Errorf("unsupported resource %q", ref.Resource)
 	}
-	q, ok := list[v1.ResourceName(name)]
-	switch {
-	case ok:
-	case kind == "requests":
-		// An unset request reads as zero, as upstream's.
-	default:
-		if q, ok = allocatable[v1.ResourceName(name)]; !ok {
+	q := list[v1.ResourceName(name)] // an unset request reads as zero, as upstream's
+	if kind == "limits" {
+		// An unset limit reads as the pod's own, else the node's allocatable.
+		if q, ok = podspec.DownwardAPILimit(pod, target, v1.ResourceName(name), allocatable); !ok {
 			return "", fmt.Errorf("limit %q is not set on container %s and the node's allocatable is not known", name, target.Name)
 		}
 	}
