@@ -24,11 +24,11 @@
 // "RegisterPlugin error -- plugin validation failed with err: ...",
 // "RegisterPlugin error -- plugin registration failed with err: ...".
 //
-// As upstream's, a plugin that its handler's RegisterPlugin refuses still
-// counts as registered: it is not asked again until its socket goes or is
-// made anew (a CSI node-driver-registrar told it was refused exits, and
-// its restart makes the socket anew). A failure before that (the dial,
-// GetInfo, no handler, ValidatePlugin) is tried again after a back-off.
+// As upstream v1.36's, every failed registration is tried again after the
+// socket's back-off: the dial, GetInfo, no handler, ValidatePlugin, a
+// refusal by the handler's RegisterPlugin (the plugin is then not
+// registered), and a NotifyRegistrationStatus that fails once the handler
+// took the plugin, which the handler's DeRegisterPlugin undoes first.
 //
 // pluginmanagertest has a fake plugin that serves Registration on a
 // socket and records what the manager told it.

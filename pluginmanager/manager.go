@@ -209,18 +209,16 @@ func (m *Manager) registerOnce(ctx context.Context, s Socket) (Registered, error
 	err = h.RegisterPlugin(regCtx, info.GetName(), endpoint, versions)
 	cancel()
 	if err != nil {
-		// As upstream, the plugin counts as registered once validated:
-		// it is not asked again until its socket goes or is made anew
-		// (a registrar told it was refused exits, and its restart makes
-		// the socket anew), and then it is deregistered.
-		err = m.notify(ctx, client, s, fmt.Sprintf("RegisterPlugin error -- plugin registration failed with err: %v", err))
-		m.log.Error("Plugin refused by its handler", "socket", s.Path, "err", err)
-		return p, nil
+		// As upstream's, a plugin its handler refused is not registered:
+		// it is told so and asked again after the socket's back-off.
+		return Registered{}, m.notify(ctx, client, s, fmt.Sprintf("RegisterPlugin error -- plugin registration failed with err: %v", err))
 	}
 	if err := m.notify(ctx, client, s, ""); err != nil {
-		// Registered with its handler all the same, as upstream leaves
-		// it; the next change of its socket deregisters it.
-		m.log.Error("Failed to tell a registered plugin", "socket", s.Path, "err", err)
+		// A plugin that could not be told is not registered either: its
+		// handler forgets it, and it is asked again after the back-off
+		// (upstream since 1.34).
+		h.DeRegisterPlugin(info.GetName(), endpoint)
+		return Registered{}, err
 	}
 	return p, nil
 }

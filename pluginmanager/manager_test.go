@@ -160,9 +160,10 @@ func TestSocketMadeAnew(t *testing.T) {
 	assert.True(t, p2.Statuses()[0].PluginRegistered)
 }
 
-// The refusals: the plugin is told why with upstream's messages; a
-// failure before the handler's RegisterPlugin is tried again after the
-// back-off, one of RegisterPlugin is not.
+// The refusals: the plugin is told why with upstream's messages and is
+// tried again after the back-off, as upstream v1.36's plugin manager
+// does: a refusal by the handler's RegisterPlugin too, and a plugin that
+// could not be told it was registered is deregistered first.
 func TestRefusals(t *testing.T) {
 	t.Run("no handler for the type, tried again after the back-off", func(t *testing.T) {
 		h := newHarness(t)
@@ -192,19 +193,41 @@ func TestRefusals(t *testing.T) {
 		assert.Len(t, h.h.Calls(), 1, "not registered")
 		assert.Empty(t, h.m.Registered())
 	})
-	t.Run("registration failed: not asked again until the socket changes", func(t *testing.T) {
+	t.Run("registration failed: tried again after the back-off", func(t *testing.T) {
 		h := newHarness(t)
 		h.h.registerErr = errors.New("NodeGetInfo: unavailable")
 		p := pluginmanagertest.New(csiInfo("csi.example.com", ""))
-		path, stop := h.serve(p, "csi.sock")
+		path, _ := h.serve(p, "csi.sock")
 		h.m.Sync(context.Background())
 		assert.Equal(t, "RegisterPlugin error -- plugin registration failed with err: NodeGetInfo: unavailable", p.Statuses()[0].Error)
-		h.clk.Step(time.Hour)
+		assert.Empty(t, h.m.Registered())
 		h.m.Sync(context.Background())
-		assert.Len(t, p.Statuses(), 1)
-		stop()
+		assert.Len(t, p.Statuses(), 1, "in back-off")
+		h.h.registerErr = nil
+		h.clk.Step(500 * time.Millisecond)
 		h.m.Sync(context.Background())
-		assert.Equal(t, "deregister csi.example.com "+path, h.h.Calls()[len(h.h.Calls())-1])
+		require.Len(t, p.Statuses(), 2)
+		assert.True(t, p.Statuses()[1].PluginRegistered)
+		assert.Contains(t, h.m.Registered(), path)
+	})
+	t.Run("the plugin could not be told: deregistered, tried again after the back-off", func(t *testing.T) {
+		h := newHarness(t)
+		p := pluginmanagertest.New(csiInfo("csi.example.com", ""))
+		p.SetNotifyError(errors.New("simulated NotifyRegistrationStatus failure"))
+		path, _ := h.serve(p, "csi.sock")
+		h.m.Sync(context.Background())
+		assert.Equal(t, []string{
+			"validate csi.example.com " + path + " [1.0.0]", "register csi.example.com " + path + " [1.0.0]",
+			"deregister csi.example.com " + path,
+		}, h.h.Calls())
+		assert.Empty(t, h.m.Registered())
+		p.SetNotifyError(nil)
+		h.clk.Step(500 * time.Millisecond)
+		h.m.Sync(context.Background())
+		require.Len(t, p.Statuses(), 2)
+		assert.True(t, p.Statuses()[1].PluginRegistered)
+		assert.Contains(t, h.m.Registered(), path)
+		assert.Len(t, h.h.Calls(), 5, "validated and registered again")
 	})
 	t.Run("GetInfo failed: retried", func(t *testing.T) {
 		h := newHarness(t)

@@ -16,11 +16,12 @@ import (
 type Plugin struct {
 	registerapi.UnimplementedRegistrationServer
 
-	mu       sync.Mutex
-	info     *registerapi.PluginInfo
-	statuses []*registerapi.RegistrationStatus
-	infoErr  error
-	changed  chan struct{}
+	mu        sync.Mutex
+	info      *registerapi.PluginInfo
+	statuses  []*registerapi.RegistrationStatus
+	infoErr   error
+	notifyErr error
+	changed   chan struct{}
 }
 
 var _ registerapi.RegistrationServer = (*Plugin)(nil)
@@ -37,6 +38,15 @@ func (p *Plugin) SetInfoError(err error) {
 	p.infoErr = err
 }
 
+// SetNotifyError makes NotifyRegistrationStatus fail with err from now
+// on, the status still recorded (nil: answer), as the DRA test driver's
+// failure mode does.
+func (p *Plugin) SetNotifyError(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notifyErr = err
+}
+
 // GetInfo answers the plugin's info.
 func (p *Plugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
 	p.mu.Lock()
@@ -47,13 +57,17 @@ func (p *Plugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerap
 	return p.info, nil
 }
 
-// NotifyRegistrationStatus records what the manager told.
+// NotifyRegistrationStatus records what the manager told, and fails
+// with SetNotifyError's error if there is one.
 func (p *Plugin) NotifyRegistrationStatus(_ context.Context, s *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.statuses = append(p.statuses, s)
 	close(p.changed)
 	p.changed = make(chan struct{})
+	if p.notifyErr != nil {
+		return nil, p.notifyErr
+	}
 	return &registerapi.RegistrationStatusResponse{}, nil
 }
 
