@@ -15,6 +15,7 @@ import (
 	"github.com/kubeletkit/kubeletkit/dra"
 	"github.com/kubeletkit/kubeletkit/memorymanager"
 	"github.com/kubeletkit/kubeletkit/pleg"
+	"github.com/kubeletkit/kubeletkit/podresources"
 	"github.com/kubeletkit/kubeletkit/podworkers"
 	"github.com/kubeletkit/kubeletkit/prober"
 	"github.com/kubeletkit/kubeletkit/volume"
@@ -274,4 +275,33 @@ func (s *podSyncer) countStarts(res podsync.Result) {
 			sm.StartedContainer(typ, code)
 		}
 	}
+}
+
+// PodResourcesMetrics is an optional extension of Metrics: when
+// Options.Metrics also implements it, the pod-resources API served on its
+// socket (HTTP.PodResources) counts every call it answers to it, as
+// upstream's kubelet_pod_resources_endpoint_requests_* and _errors_*
+// count them (podresources.Metrics).
+type PodResourcesMetrics interface {
+	// PodResourcesRequest counts one call answered: version
+	// podresources.VersionV1 or VersionV1alpha1, method
+	// podresources.MethodList, MethodGet or MethodGetAllocatableResources,
+	// failed when it answered an error. It must not block.
+	PodResourcesRequest(version, method string, failed bool)
+}
+
+// podResourcesMetrics is the pod-resources server's Metrics: the agent's
+// PodResourcesMetrics, or nil when it has none.
+func podResourcesMetrics(metrics Metrics) podresources.Metrics {
+	if pm, ok := metrics.(PodResourcesMetrics); ok {
+		return podResourcesCounter{pm}
+	}
+	return nil
+}
+
+// podResourcesCounter adapts PodResourcesMetrics to podresources.Metrics.
+type podResourcesCounter struct{ m PodResourcesMetrics }
+
+func (c podResourcesCounter) Request(version, method string, failed bool) {
+	c.m.PodResourcesRequest(version, method, failed)
 }

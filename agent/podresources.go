@@ -34,7 +34,8 @@ func (b *blocks) newPodResources() (*podresources.Server, error) {
 		sources.Memory = b.res.memory
 	}
 	return podresources.New(podresources.Options{Dir: filepath.Join(b.opts.RootDir, podresources.DirName),
-		Pods: podResourcePods{view: b.view}, Sources: sources, ListAllPods: b.opts.HTTP.PodResourcesListAllPods, Clock: b.clock, Logger: b.log.With("component", "podresources")})
+		Pods: podResourcePods{view: b.view}, Sources: sources, ListAllPods: b.opts.HTTP.PodResourcesListAllPods, Clock: b.clock, Logger: b.log.With("component", "podresources"),
+		Metrics: podResourcesMetrics(b.metrics)})
 }
 
 // PodResources answers the pod-resources API (package podresources) in

@@ -54,6 +54,8 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Logger receives the server's logs (nil: discard).
 	Logger *slog.Logger
+	// Metrics counts the calls answered on the socket (nil: none).
+	Metrics Metrics
 }
 
 // Service answers the v1 API in process: the Server serves it over the
@@ -228,11 +230,17 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	limiter := NewLimiter(s.o.Clock, s.o.QPS, s.o.Burst)
-	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if !limiter.Allow() {
 			return nil, ErrRateLimited
 		}
-		return h(ctx, req)
+		resp, err := h(ctx, req)
+		if s.o.Metrics != nil {
+			if version, method, ok := callOf(info.FullMethod); ok {
+				s.o.Metrics.Request(version, method, err != nil)
+			}
+		}
+		return resp, err
 	}))
 	api.RegisterPodResourcesListerServer(srv, s.service)
 	alpha.RegisterPodResourcesListerServer(srv, alphaService{pods: s.o.Pods, devices: s.o.Sources.Devices})

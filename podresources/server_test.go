@@ -2,9 +2,12 @@ package podresources_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,4 +168,49 @@ func TestRunListensItself(t *testing.T) {
 	cancel()
 	require.NoError(t, s.Run(ctx))
 	assert.Error(t, s.Run(ctx), "Run may be called once")
+}
+
+// countingMetrics records the calls Metrics.Request is told of.
+type countingMetrics struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (m *countingMetrics) Request(version, method string, failed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, fmt.Sprintf("%s %s failed=%t", version, method, failed))
+}
+
+func (m *countingMetrics) got() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
+}
+
+// Every call answered on the socket is counted by version and method, a
+// failed one as failed (upstream's kubelet_pod_resources_endpoint_*); one
+// the rate limit rejected is not.
+func TestServeCountsRequests(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	m := &countingMetrics{}
+	_, conn := serve(t, podresources.Options{Dir: shortDir(t), Pods: pods{}, Clock: clk, Burst: 4, Metrics: m})
+	ctx := callCtx(t)
+	client := api.NewPodResourcesListerClient(conn)
+	_, err := client.List(ctx, &api.ListPodResourcesRequest{})
+	require.NoError(t, err)
+	_, err = client.GetAllocatableResources(ctx, &api.AllocatableResourcesRequest{})
+	require.NoError(t, err)
+	_, err = client.Get(ctx, &api.GetPodResourcesRequest{PodNamespace: "ns", PodName: "gone"})
+	require.Error(t, err)
+	_, err = alpha.NewPodResourcesListerClient(conn).List(ctx, &alpha.ListPodResourcesRequest{})
+	require.NoError(t, err)
+	_, err = client.List(ctx, &api.ListPodResourcesRequest{})
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "over the burst")
+	assert.Equal(t, []string{
+		"v1 List failed=false",
+		"v1 GetAllocatableResources failed=false",
+		"v1 Get failed=true",
+		"v1alpha1 List failed=false",
+	}, m.got())
 }

@@ -74,6 +74,8 @@ type Metrics struct {
 	volumes  volumeMetrics
 	managers managerMetrics // the CPU and topology managers'
 	dra      draMetrics
+	// podResources are the pod-resources API's calls.
+	podResources podResourcesMetrics
 
 	// probes is /metrics/probes' registry, apart from reg as upstream's.
 	probes *probeMetrics
@@ -128,7 +130,8 @@ func New(opts Options) (*Metrics, error) {
 	m.volumes = newVolumeMetrics()
 	m.managers = newManagerMetrics()
 	m.dra = newDRAMetrics()
-	collectors := append(m.managers.collectors(), m.dra.collectors()...)
+	m.podResources = newPodResourcesMetrics()
+	collectors := append(append(m.managers.collectors(), m.dra.collectors()...), m.podResources.collectors()...)
 	for _, c := range append([]prom.Collector{m.relistDuration, m.relistInterval, m.lastSeen, m.discarded, m.podStart, m.work, m.events,
 		m.runtimeOps, m.runtimeDuration, m.runtimeErrors, m.startedPods, m.startedPodsErrors,
 		m.startedContainers, m.startErrors, m.evictions, m.podStartTotal, m.podStartSLI, m.imagePulls,
