@@ -164,13 +164,22 @@ func (h *handler) syncMirrorPods(ctx context.Context) {
 		return h.workers.IsPodForMirrorPodTerminatingByFullName(p.Name + "_" + p.Namespace)
 	}
 	var static, mirrors []*v1.Pod
+	ended := map[string]bool{} // full names of static pods still desired whose termination was asked
 	for _, p := range h.pods.GetPods() {
-		if podspec.IsStatic(p) && !h.workers.IsPodTerminationRequested(p.UID) && !terminating(p) {
+		switch {
+		case !podspec.IsStatic(p):
+		case h.workers.IsPodTerminationRequested(p.UID):
+			ended[p.Name+"_"+p.Namespace] = true
+		case !terminating(p):
 			static = append(static, p)
 		}
 	}
 	for _, m := range h.pods.GetMirrorPods() {
-		if !terminating(m) {
+		// The mirror pod of a static pod that ended (a Never pod that
+		// completed) is no orphan: it stays, with the pod's final status,
+		// as upstream's, which creates and deletes mirror pods only while
+		// their static pod runs or once it is gone.
+		if !terminating(m) && !ended[m.Name+"_"+m.Namespace] {
 			mirrors = append(mirrors, m)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubeletkit/kubeletkit/agent"
@@ -75,18 +76,28 @@ func TestStaticPodPutBackWhileTerminatingStartsAgain(t *testing.T) {
 
 // mirrorCalls records what the agent asks of its MirrorPods.
 type mirrorCalls struct {
-	mu   sync.Mutex
-	last []string // the static pods of the last call: name@config hash
+	mu      sync.Mutex
+	last    []string // the static pods of the last call: name@config hash
+	mirrors []string // the mirror pods of the last call, by name
 }
 
-func (m *mirrorCalls) SyncMirrorPods(_ context.Context, static, _ []*v1.Pod) error {
+func (m *mirrorCalls) SyncMirrorPods(_ context.Context, static, mirrors []*v1.Pod) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last = m.last[:0]
+	m.last, m.mirrors = m.last[:0], m.mirrors[:0]
 	for _, p := range static {
 		m.last = append(m.last, p.Name+"@"+p.Annotations["kubernetes.io/config.hash"])
 	}
+	for _, p := range mirrors {
+		m.mirrors = append(m.mirrors, p.Name)
+	}
 	return nil
+}
+
+func (m *mirrorCalls) mirrorPods() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.mirrors...)
 }
 
 func (m *mirrorCalls) static() []string {
@@ -119,5 +130,44 @@ func TestUpdatedStaticPodMirrorWaitsForTheOldPod(t *testing.T) {
 		after := mirrors.static()
 		require.Len(t, after, 1)
 		assert.NotEqual(t, before, after, "the new pod's mirror pod")
+	})
+}
+
+const oneShot = `apiVersion: v1
+kind: Pod
+metadata: {name: job, namespace: default}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: job, image: busybox:1.36, command: [sh, -c, env]}
+`
+
+// The mirror pod of a static pod that completed is no orphan: it stays, with
+// the pod's final status, as upstream's (e2e_node "MirrorPod with EnvFiles
+// ... should be able to consume variables from a file" waits for the
+// mirror pod to succeed). Before, the agent handed it to MirrorPods as an
+// orphan, which deleted it once the pod ended.
+func TestCompletedStaticPodKeepsItsMirrorPod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(oneShot), 0o600))
+		mirrors := &mirrorCalls{}
+		n := agenttest.NewNode(t, agenttest.Options{
+			Agent: agent.Options{Sources: agent.SourceOptions{ManifestPath: dir}, Cluster: agent.ClusterOptions{MirrorPods: mirrors}},
+			Rules: []fake.Rule{{Command: []string{"sh", "-c", "env"}, Behavior: fake.Behavior{Outcome: fake.Exit, RunFor: 20 * time.Second}}},
+		})
+		n.Step(5 * time.Second)
+		static := mirrors.static()
+		require.Len(t, static, 1, "the running static pod")
+		hash := strings.TrimPrefix(static[0], "job-node1@")
+		n.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job-node1", Namespace: "default",
+			Annotations: map[string]string{"kubernetes.io/config.mirror": hash, "kubernetes.io/config.source": "api"}},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "job", Image: "busybox:1.36"}}}})
+		n.Step(5 * time.Second)
+		assert.Equal(t, []string{"job-node1"}, mirrors.mirrorPods(), "its mirror pod, in sync")
+
+		n.Step(30 * time.Second) // the container exits 0: the pod Succeeded
+		assert.Empty(t, mirrors.static(), "no mirror pod to make for a pod that ended")
+		assert.Empty(t, mirrors.mirrorPods(), "and its mirror pod is not an orphan to delete")
 	})
 }
